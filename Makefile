@@ -1,0 +1,59 @@
+# QuickNAT: `make deps` installs everything (as root, on Debian 12), `make test`
+# runs every suite and ends with one summary. See README.md.
+
+PYTHON      ?= /usr/bin/python3
+VENV        := .venv
+VPY         := $(VENV)/bin/python
+
+# Debian packages the project needs (build, tests, labs).
+APT_PACKAGES := build-essential pkg-config python3-venv python3-dev \
+                libjansson-dev libcmocka-dev valgrind
+
+.PHONY: all deps deps-apt deps-python build test lint bench bench-qns p4 clean
+
+all: build
+
+deps: deps-apt deps-python
+
+# Idempotent: apt-get runs only when a package is missing.
+deps-apt:
+	@missing=""; for p in $(APT_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "apt-get install:$$missing"; \
+	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; \
+	else echo "deps: Debian packages present"; fi
+
+deps-python: $(VENV)/.installed
+
+$(VENV)/.installed: controller/pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install -q --upgrade pip
+	$(VENV)/bin/pip install -q -e 'controller[dev]'
+	touch $@
+
+build:
+	$(MAKE) -C swpath all
+
+test: $(VENV)/.installed
+	$(VPY) tests/run_suites.py
+
+lint: $(VENV)/.installed
+	$(VENV)/bin/ruff check controller tests bench
+	$(VENV)/bin/ruff format --check controller tests bench
+	$(VENV)/bin/mypy --config-file controller/pyproject.toml controller/quicknat
+
+bench: bench-qns
+
+# QNS against a linear scan, C and Python: the paper's Table 1 on this machine.
+bench-qns: $(VENV)/.installed build
+	$(VPY) bench/qns_bench.py
+
+# Regenerate the compiled P4 artifacts (needs p4c-bm2-ss on PATH).
+p4:
+	$(MAKE) -C p4src
+
+clean:
+	$(MAKE) -C swpath clean
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,277 @@
+#!/usr/bin/env python3
+"""`make bench-qns`: the Quick NAT paper's Table 1 on this machine.
+
+Median lookup time of QNS and of a linear scan, for the C and the Python
+implementations, at 100 to 100,000 rules spread over 8 prefix lengths (ports
+and wildcards mixed, 3/4 SNAT, 1/4 DNAT), with lookups aimed uniformly at random
+rules; plus the worst case (every one of the 66 sub-tables non-empty, every
+probe tried, nothing matches). Prints a table, writes bench/results/qns.json
+(schema in docs/benchmarks.md) and bench/results/qns.png.
+
+Expected answers come from the Python QNS; the C benchmark checks its QNS and
+its linear scan against them before timing, so the three must agree.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import random
+import statistics
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from quicknat.addr import Prefix, mask_of
+from quicknat.nat.linear_scan import LinearScan
+from quicknat.nat.qns import Qns
+from quicknat.nat.vectors import Lookup, Packet, Vector, dump_vector
+from quicknat.rules import Protocol, Rule, RuleKind
+
+ROOT = Path(__file__).resolve().parent.parent
+C_BENCH = ROOT / "swpath" / "build" / "bench_qns"
+WORK = ROOT / "bench" / "work"
+RESULTS = ROOT / "bench" / "results"
+SIZES = [100, 1_000, 3_000, 5_000, 10_000, 100_000]
+LENGTHS = [8, 12, 16, 20, 24, 28, 30, 32]
+PORTS = [None, None, 53, 80, 443, 8080, 3074, 65535]
+PACKETS = 4096
+SEED = 1
+TARGETS = {
+    "c_qns_median_max_ns": 45.0,
+    "python_qns_median_max_ns": 2000.0,
+    "flat_max_ratio_100k_to_100": 1.5,
+    "c_linear_over_qns_min_ratio_at_10k": 300.0,
+    "c_memory_max_bytes_at_100k": 32 * 1024 * 1024,
+}
+
+
+def make_rules(count: int, rng: random.Random) -> list[Rule]:
+    rules: list[Rule] = []
+    seen: set[tuple[Any, ...]] = set()
+    while len(rules) < count:
+        kind = RuleKind.DNAT if rng.random() < 0.25 else RuleKind.SNAT
+        length = rng.choice(LENGTHS)
+        port = rng.choice(PORTS)
+        protocol = rng.choice([Protocol.TCP, Protocol.UDP, Protocol.ANY])
+        prefix = Prefix(rng.getrandbits(32) & mask_of(length), length)
+        rule = Rule(len(rules) + 1, kind, prefix, port, protocol)
+        if rule.match_key not in seen:
+            seen.add(rule.match_key)
+            rules.append(rule)
+    return rules
+
+
+def aimed_packet(rule: Rule, rng: random.Random) -> Packet:
+    """A packet that matches `rule` (though a more specific rule may win)."""
+    address = rule.prefix.address | (rng.getrandbits(32) & ~rule.prefix.mask & 0xFFFFFFFF)
+    protocol = int(rule.protocol) if rule.protocol is not Protocol.ANY else rng.choice([6, 17])
+    port = rule.port if rule.port is not None else rng.randrange(1024, 65536)
+    other, other_port = rng.getrandbits(32), rng.randrange(1, 65536)
+    if rule.kind is RuleKind.SNAT:
+        return Packet(protocol, address, other, port, other_port)
+    return Packet(protocol, other, address, other_port, port)
+
+
+def worst_case_rules() -> tuple[list[Rule], Packet]:
+    """All 66 sub-tables non-empty, each with entries of all four probe forms at
+    the packet's own masked address (so every probe hashes and compares), and a
+    packet that none of them matches."""
+    packet = Packet(6, 0x0A010203, 0xC6336403, 2222, 3333)  # tcp 10.1.2.3 -> 198.51.100.3
+    rules: list[Rule] = []
+    for kind in RuleKind:
+        address = packet.src if kind is RuleKind.SNAT else packet.dst
+        for length in range(33):
+            masked = address & mask_of(length)
+            for port, protocol in [(1, Protocol.TCP), (1, Protocol.ANY), (None, Protocol.UDP)]:
+                rules.append(Rule(len(rules) + 1, kind, Prefix(masked, length), port, protocol))
+            # Wildcard + any would match, so it lives at another address.
+            other = (masked ^ (1 << (32 - length))) & mask_of(length) if length else None
+            if other is not None:
+                rules.append(Rule(len(rules) + 1, kind, Prefix(other, length), None, Protocol.ANY))
+    return rules, packet
+
+
+def time_python(
+    table: Qns | LinearScan, packets: list[Packet], batch: int, repeat: int
+) -> dict[str, float]:
+    lookup = table.lookup
+    per_lookup: list[float] = []
+    n = len(packets)
+    for r in range(repeat):
+        chunk = [packets[(r * batch + i) % n] for i in range(batch)]
+        start = time.perf_counter_ns()
+        for p in chunk:
+            lookup(p.protocol, p.src, p.sport, p.dst, p.dport)
+        per_lookup.append((time.perf_counter_ns() - start) / batch)
+    return summarize(per_lookup)
+
+
+def summarize(samples: list[float]) -> dict[str, float]:
+    ordered = sorted(samples)
+    pick = lambda q: ordered[min(len(ordered) - 1, int(q * len(ordered)))]  # noqa: E731
+    return {"median": statistics.median(ordered), "p10": pick(0.1), "p90": pick(0.9)}
+
+
+def run_c(vector: Vector, name: str) -> dict[str, Any]:
+    WORK.mkdir(parents=True, exist_ok=True)
+    path = WORK / f"{name}.json"
+    path.write_text(dump_vector(vector))
+    proc = subprocess.run([str(C_BENCH), str(path)], capture_output=True, text=True, timeout=600)
+    if proc.returncode != 0:
+        raise SystemExit(f"bench_qns failed on {path}:\n{proc.stderr}{proc.stdout}")
+    result: dict[str, Any] = json.loads(proc.stdout)
+    return result
+
+
+def measure(name: str, rules: list[Rule], packets: list[Packet]) -> dict[str, Any]:
+    qns, linear = Qns(), LinearScan()
+    for rule in rules:
+        qns.add(rule)
+        linear.add(rule)
+    steps: list[Lookup] = []
+    for p in packets:
+        found = qns.lookup(p.protocol, p.src, p.sport, p.dst, p.dport)
+        steps.append(Lookup(p, None if found is None else found.id))
+    vector = Vector(name, "benchmark input", list(rules), list(steps))
+    c = run_c(vector, name)
+    linear_batch = max(1, min(200, 200_000 // len(rules)))
+    python = {
+        "qns_ns": time_python(qns, packets, 1000, 101),
+        "linear_ns": time_python(linear, packets, linear_batch, 7),
+    }
+    return {"rules": len(rules), "packets": len(packets), "c": c, "python": python}
+
+
+def machine() -> dict[str, Any]:
+    cpu = "unknown"
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            cpu = line.split(":", 1)[1].strip()
+            break
+    cc = subprocess.run(["cc", "--version"], capture_output=True, text=True).stdout.splitlines()
+    return {
+        "cpu": cpu,
+        "cores": len(
+            [
+                ln
+                for ln in Path("/proc/cpuinfo").read_text().splitlines()
+                if ln.startswith("processor")
+            ]
+        ),
+        "python": platform.python_version(),
+        "cc": cc[0] if cc else "unknown",
+    }
+
+
+def verdicts(results: list[dict[str, Any]]) -> dict[str, bool]:
+    by_size = {r["rules"]: r for r in results}
+    c_qns = {n: r["c"]["qns_ns"]["median"] for n, r in by_size.items()}
+    py_qns = {n: r["python"]["qns_ns"]["median"] for n, r in by_size.items()}
+    flat = TARGETS["flat_max_ratio_100k_to_100"]
+    return {
+        "c_qns_median_at_most_45ns": max(c_qns.values()) <= TARGETS["c_qns_median_max_ns"],
+        "c_qns_flat": c_qns[100_000] <= flat * c_qns[100],
+        "c_linear_300x_at_10k": by_size[10_000]["c"]["linear_ns"]["median"]
+        >= TARGETS["c_linear_over_qns_min_ratio_at_10k"] * c_qns[10_000],
+        "python_qns_median_at_most_2us": max(py_qns.values())
+        <= TARGETS["python_qns_median_max_ns"],
+        "python_qns_flat": py_qns[100_000] <= flat * py_qns[100],
+        "c_memory_100k_under_32MiB": by_size[100_000]["c"]["qns_memory_bytes"]
+        < TARGETS["c_memory_max_bytes_at_100k"],
+    }
+
+
+def print_table(results: list[dict[str, Any]], worst: dict[str, Any], met: dict[str, bool]) -> None:
+    print(
+        f"\n{'rules':>8} | {'C QNS':>8} {'C linear':>11} {'ratio':>7} | "
+        f"{'Py QNS':>8} {'Py linear':>11} {'ratio':>7} | {'C memory':>10}"
+    )
+    print("-" * 92)
+    for r in [*results, worst]:
+        c, py = r["c"], r["python"]
+        label = "worst" if r is worst else f"{r['rules']:,}"
+        cq, cl = c["qns_ns"]["median"], c["linear_ns"]["median"]
+        pq, pl = py["qns_ns"]["median"], py["linear_ns"]["median"]
+        print(
+            f"{label:>8} | {cq:>6.1f}ns {cl:>9.0f}ns {cl / cq:>6.0f}x | "
+            f"{pq:>6.0f}ns {pl:>9.0f}ns {pl / pq:>6.0f}x | {c['qns_memory_bytes'] / 2**20:>7.2f}MiB"
+        )
+    print(f"(worst case: {worst['rules']} rules in all 66 sub-tables, a packet matching none)")
+    print("\ntargets:")
+    for name, ok in met.items():
+        print(f"  {'met    ' if ok else 'NOT MET'}  {name}")
+
+
+def plot(results: list[dict[str, Any]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sizes = [r["rules"] for r in results]
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for lang, key, style in [("C", "c", "-"), ("Python", "python", "--")]:
+        ax.plot(
+            sizes, [r[key]["qns_ns"]["median"] for r in results], "o" + style, label=f"{lang} QNS"
+        )
+        ax.plot(
+            sizes,
+            [r[key]["linear_ns"]["median"] for r in results],
+            "s" + style,
+            label=f"{lang} linear scan",
+        )
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("rules")
+    ax.set_ylabel("median lookup time (ns)")
+    ax.set_title("QNS vs linear scan (make bench-qns)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="*", default=SIZES)
+    args = parser.parse_args()
+    if not C_BENCH.exists():
+        print(f"{C_BENCH} is missing: run `make build` first", file=sys.stderr)
+        return 2
+    rng = random.Random(SEED)
+    results = []
+    for size in args.sizes:
+        rules = make_rules(size, rng)
+        packets = [aimed_packet(rng.choice(rules), rng) for _ in range(PACKETS)]
+        print(f"measuring {size:,} rules ...", flush=True)
+        results.append(measure(f"qns-{size}", rules, packets))
+    wrules, wpacket = worst_case_rules()
+    worst = measure("qns-worst", wrules, [wpacket])
+    met = verdicts(results) if set(SIZES) <= set(args.sizes) else {}
+    print_table(results, worst, met)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    report = {
+        "schema": "quicknat-bench-qns/1",
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "command": "make bench-qns",
+        "machine": machine(),
+        "rule_lengths": LENGTHS,
+        "packets_per_size": PACKETS,
+        "results": results,
+        "worst_case": worst,
+        "targets": TARGETS,
+        "met": met,
+    }
+    (RESULTS / "qns.json").write_text(json.dumps(report, indent=2) + "\n")
+    plot(results, RESULTS / "qns.png")
+    print(f"\nwrote {RESULTS / 'qns.json'} and {RESULTS / 'qns.png'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,5 @@
+import sys
+
+from quicknat.cli import main
+
+sys.exit(main())

@@ -1,0 +1,82 @@
+"""A Config as plain JSON data: the golden files' expected form and `quicknat check --json`.
+
+Every value is spelled as a user would write it in the TOML file, so a golden
+file reads like the configuration it was parsed from.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import fields, is_dataclass
+from typing import Any
+
+from quicknat.addr import format_ipv4
+from quicknat.config.model import Config, Neighbor, Pool, Route
+from quicknat.rules import DnatTo, Rule, SnatToAddress, SnatToPool
+
+# Fields holding a bare address as an int.
+_ADDRESS_FIELDS = {(Route, "via"), (Neighbor, "address")}
+
+
+def _value(owner: type, name: str, value: Any) -> Any:
+    if value is None or isinstance(value, bool):
+        return value
+    if (owner, name) in _ADDRESS_FIELDS:
+        return format_ipv4(value)
+    if isinstance(value, enum.Enum):
+        return str(value)
+    if isinstance(value, tuple):
+        return [_value(owner, name, item) for item in value]
+    if is_dataclass(value) and not isinstance(value, type):
+        if hasattr(value, "length") and hasattr(value, "address"):
+            return str(value)  # Prefix, InterfaceAddress
+        return to_data(value)
+    return value
+
+
+def _rule(rule: Rule) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "id": rule.id,
+        "type": str(rule.kind),
+        "prefix": str(rule.prefix),
+        "port": rule.port,
+        "protocol": str(rule.protocol),
+    }
+    target = rule.target
+    if isinstance(target, SnatToPool):
+        data["pool"] = target.pool
+    elif isinstance(target, SnatToAddress):
+        data["to"] = format_ipv4(target.address)
+    elif isinstance(target, DnatTo):
+        data["to"] = str(target.prefix)
+        data["to_port"] = target.port
+    return data
+
+
+def _pool(pool: Pool) -> dict[str, Any]:
+    return {
+        "name": pool.name,
+        "addresses": [str(prefix) for prefix in pool.addresses],
+        "ports": f"{pool.port_min}-{pool.port_max}",
+    }
+
+
+def to_data(obj: Any) -> Any:
+    if isinstance(obj, Rule):
+        return _rule(obj)
+    if isinstance(obj, Pool):
+        return _pool(obj)
+    data = {}
+    for f in fields(obj):
+        value = getattr(obj, f.name)
+        if f.name == "rules":
+            data[f.name] = [_rule(rule) for rule in value]
+        else:
+            data[f.name] = _value(type(obj), f.name, value)
+    return data
+
+
+def config_to_data(config: Config) -> dict[str, Any]:
+    data = to_data(config)
+    del data["source"]  # golden files must not depend on where they were read from
+    return dict(data)

@@ -1,0 +1,141 @@
+"""The validated configuration: frozen dataclasses, one per section.
+
+Everything else (controller, data-path compiler, CLI) receives a ``Config``;
+nothing reads the file or globals. Defaults follow shared/NAT-BEHAVIOR.md.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+from quicknat.addr import InterfaceAddress, Prefix
+from quicknat.rules import Rule
+
+
+class Zone(enum.Enum):
+    INSIDE = "inside"  # private side: new flows from here may be translated
+    OUTSIDE = "outside"  # public side: only existing mappings and DNAT rules let traffic in
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class Filtering(enum.Enum):
+    """Which inbound packets an existing mapping lets through (RFC 4787 sec. 5)."""
+
+    ENDPOINT_INDEPENDENT = "endpoint-independent"
+    ADDRESS_DEPENDENT = "address-dependent"
+    ADDRESS_AND_PORT_DEPENDENT = "address-and-port-dependent"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True, slots=True)
+class Interface:
+    name: str
+    """Device name: a Linux/DPDK interface, or the P4 port's name in a lab."""
+    zone: Zone
+    """Which side of the NAT the interface is on."""
+    port: int | None = None
+    """Data-plane port number (P4 switch port or DPDK port id), if it differs by target."""
+    address: InterfaceAddress | None = None
+    """The router's own address on this link (answers ARP), with the link's prefix length."""
+    mac: str | None = None
+    """The router's MAC on this link (lower-case aa:bb:cc:dd:ee:ff)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    prefix: Prefix
+    """Destination prefix, longest match wins."""
+    interface: str
+    """Interface the route leaves by."""
+    via: int | None = None
+    """Next-hop address; None for a directly connected prefix."""
+
+
+@dataclass(frozen=True, slots=True)
+class Neighbor:
+    address: int
+    """A host or next hop on a link, whose MAC is configured statically."""
+    mac: str
+    interface: str
+
+
+@dataclass(frozen=True, slots=True)
+class Pool:
+    name: str
+    """Referenced by SNAT rules."""
+    addresses: tuple[Prefix, ...]
+    """Public addresses and prefixes (a bare address is a /32)."""
+    port_min: int = 1024
+    """First external port handed out (RFC 4787 REQ-3: keep 0-1023 out by default)."""
+    port_max: int = 65535
+    """Last external port handed out."""
+
+    @property
+    def address_count(self) -> int:
+        return sum(prefix.size for prefix in self.addresses)
+
+
+@dataclass(frozen=True, slots=True)
+class Timeouts:
+    """Idle timeouts in seconds (shared/NAT-BEHAVIOR.md defaults)."""
+
+    udp: int = 300
+    """RFC 4787 REQ-5: at least 120 s, default 300 s."""
+    tcp_established: int = 7440
+    """RFC 5382 REQ-5: at least 2 h 4 min."""
+    tcp_transitory: int = 240
+    """SYN sent, FIN, RST, TIME_WAIT (RFC 5382, RFC 7857 sec. 2.2)."""
+    icmp: int = 60
+    """ICMP query sessions (RFC 5508 REQ-1: at least 60 s)."""
+
+
+#: RFC minimums; a configured value below one is accepted (labs age flows
+#: quickly on purpose) but reported as a warning.
+TIMEOUT_MINIMUMS = {"udp": 120, "tcp_established": 7440, "tcp_transitory": 240, "icmp": 60}
+
+
+@dataclass(frozen=True, slots=True)
+class FilteringModes:
+    """Per protocol. Default address-dependent: RFC 4787 REQ-8 recommends it where
+    security matters more than transparency, and UDP hole punching still works."""
+
+    udp: Filtering = Filtering.ADDRESS_DEPENDENT
+    tcp: Filtering = Filtering.ADDRESS_DEPENDENT
+    icmp: Filtering = Filtering.ADDRESS_DEPENDENT
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """RFC 6888 REQ-4/5: per-subscriber (internal address) quotas; 0 = no limit."""
+
+    ports_per_host: int = 0
+    """External ports one internal address may hold at once."""
+    sessions_per_host: int = 0
+    """Sessions one internal address may have at once."""
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    source: str
+    """The file the configuration was read from (for messages)."""
+    interfaces: tuple[Interface, ...]
+    routes: tuple[Route, ...] = ()
+    neighbors: tuple[Neighbor, ...] = ()
+    pools: tuple[Pool, ...] = ()
+    rules: tuple[Rule, ...] = ()
+    timeouts: Timeouts = field(default_factory=Timeouts)
+    filtering: FilteringModes = field(default_factory=FilteringModes)
+    limits: Limits = field(default_factory=Limits)
+    warnings: tuple[str, ...] = ()
+    """Accepted but questionable settings, e.g. timeouts below the RFC minimums."""
+
+    def pool(self, name: str) -> Pool:
+        for pool in self.pools:
+            if pool.name == name:
+                return pool
+        raise KeyError(name)

@@ -1,0 +1,76 @@
+"""Configuration behaviour beyond the golden files: files on disk, the CLI, the
+README's example."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from quicknat.cli import main
+from quicknat.config import ConfigError, load_config, parse_config
+from quicknat.config.model import Filtering, Zone
+from quicknat.rules import DnatTo, SnatToPool
+
+GOLDEN = Path(__file__).parent / "golden"
+
+
+def readme_example(root: Path) -> str:
+    text = (root / "README.md").read_text()
+    blocks = re.findall(r"```toml\n(.*?)```", text, re.S)
+    assert blocks, "README.md has no ```toml example"
+    return str(blocks[0])
+
+
+def test_readme_example_config_is_valid(repo_root: Path) -> None:
+    config = parse_config(readme_example(repo_root), "README.md")
+    assert config.rules and config.pools
+    assert {i.zone for i in config.interfaces} == {Zone.INSIDE, Zone.OUTSIDE}
+
+
+def test_defaults_follow_nat_behavior_doc() -> None:
+    config = load_config(GOLDEN / "good" / "minimal.toml")
+    assert (config.timeouts.udp, config.timeouts.tcp_established) == (300, 7440)
+    assert (config.timeouts.tcp_transitory, config.timeouts.icmp) == (240, 60)
+    assert config.filtering.udp is Filtering.ADDRESS_DEPENDENT
+    assert config.limits.ports_per_host == 0
+    assert config.pools[0].port_min == 1024 and config.pools[0].address_count == 8
+    assert config.rules[0].target == SnatToPool("public")
+
+
+def test_full_config_targets() -> None:
+    config = load_config(GOLDEN / "good" / "full.toml")
+    forward = next(r for r in config.rules if r.port == 443)
+    assert isinstance(forward.target, DnatTo) and forward.target.port == 8443
+    assert [r.id for r in config.rules] == [1, 2, 100, 4, 5, 6]
+    assert len(config.warnings) == 2
+
+
+def test_missing_file_is_one_clear_message(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_config(tmp_path / "nope.toml")
+    assert info.value.messages == [
+        f"{tmp_path / 'nope.toml'}: cannot read: No such file or directory"
+    ]
+
+
+def test_cli_check_reports_errors_without_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text((GOLDEN / "bad" / "rule_prefix_length.toml").read_text())
+    assert main(["check", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"{bad}: rule 7: prefix 10.0.0.0/33: prefix length must be 0..32\n"
+
+
+def test_cli_check_and_lookup(capsys: pytest.CaptureFixture[str]) -> None:
+    good = str(GOLDEN / "good" / "full.toml")
+    assert main(["check", good]) == 0
+    assert "ok: 6 rules (3 snat, 3 dnat)" in capsys.readouterr().out
+    args = ["lookup", good, "--protocol", "udp", "--src", "10.0.0.7", "--sport", "3074"]
+    assert main([*args, "--dst", "192.0.2.1", "--dport", "3074"]) == 0
+    assert capsys.readouterr().out == "rule 2: snat 10.0.0.0/24 port 3074 protocol udp\n"
+    assert main([*args, "--dst", "192.0.2.1", "--dport", "53"]) == 0
+    assert capsys.readouterr().out.startswith("rule 6: dnat 0.0.0.0/0 port 53")
+    assert main(["lookup", good, "--src", "192.0.2.9", "--dst", "192.0.2.1"]) == 1

@@ -1,0 +1,152 @@
+#!/usr/bin/env python3
+"""Run every QuickNAT test suite and end with one summary (`make test`).
+
+A suite whose tools are missing (p4c, simple_switch_grpc, ...) is skipped, and
+the summary says why. Exit status is non-zero if any suite failed.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+VENV_BIN = ROOT / ".venv" / "bin"
+PY = str(VENV_BIN / "python")
+SUITE_TIMEOUT_S = 1800
+
+# "12 passed, 0 failed" / "tests: 12 passed, 1 failed, 2 skipped" (our C runners)
+_PLAIN = re.compile(r"^\s*(?:\w+: )?(\d+) passed, (\d+) failed(?:, (\d+) skipped)?\s*$")
+# "==== 12 passed, 1 skipped in 0.52s ====" (pytest)
+_PYTEST = re.compile(r"^=+ (.*) in [\d.]+s.*=+$")
+
+
+@dataclass
+class Suite:
+    name: str
+    command: list[str]
+    what: str
+    requires: list[str] = field(default_factory=list)  # executables that must be on PATH
+    cwd: Path = ROOT
+
+
+SUITES = [
+    Suite(
+        "python-unit",
+        [PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", "controller/tests"],
+        "controller: config parser (golden files), QNS, shared QNS vectors",
+    ),
+    Suite("python-lint", ["make", "-s", "lint"], "ruff and mypy --strict over the Python code"),
+    Suite(
+        "swpath-c",
+        ["make", "-s", "-C", "swpath", "test"],
+        "C QNS unit tests and the shared QNS vectors",
+    ),
+    Suite(
+        "p4-artifacts",
+        ["make", "-s", "-C", "p4src", "check"],
+        "committed BMv2 JSON and P4Info match p4src/",
+        requires=["p4c-bm2-ss"],
+    ),
+]
+
+
+@dataclass
+class Result:
+    suite: Suite
+    status: str  # ok | FAILED | skipped
+    passed: int = 0
+    failed: int = 0
+    skipped: int = 0
+    seconds: float = 0.0
+    note: str = ""
+
+
+def count(output: str) -> tuple[int, int, int] | None:
+    """Sum the test counts a suite printed, or None if it printed none."""
+    totals = [0, 0, 0]
+    found = False
+    for line in output.splitlines():
+        plain = _PLAIN.match(line)
+        if plain:
+            found = True
+            totals[0] += int(plain[1])
+            totals[1] += int(plain[2])
+            totals[2] += int(plain[3] or 0)
+            continue
+        pytest = _PYTEST.match(line.strip())
+        if pytest:
+            for number, word in re.findall(r"(\d+) (passed|failed|skipped|errors?)", pytest[1]):
+                found = True
+                index = {"passed": 0, "failed": 1, "skipped": 2}.get(word, 1)
+                totals[index] += int(number)
+    return (totals[0], totals[1], totals[2]) if found else None
+
+
+def run(suite: Suite) -> Result:
+    missing = [tool for tool in suite.requires if shutil.which(tool) is None]
+    if missing:
+        return Result(suite, "skipped", note=f"{', '.join(missing)} not on PATH")
+    print(f"\n===== {suite.name}: {suite.what}", flush=True)
+    env = dict(os.environ, PATH=f"{VENV_BIN}:{os.environ.get('PATH', '')}")
+    start = time.monotonic()
+    try:
+        proc = subprocess.run(
+            suite.command,
+            cwd=suite.cwd,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            timeout=SUITE_TIMEOUT_S,
+            check=False,
+        )
+        output, code = proc.stdout, proc.returncode
+    except subprocess.TimeoutExpired as exc:
+        output = exc.stdout if isinstance(exc.stdout, str) else ""
+        code = -1
+        output += f"\n(timed out after {SUITE_TIMEOUT_S} s)"
+    seconds = time.monotonic() - start
+    sys.stdout.write(output)
+    counts = count(output)
+    passed, failed, skipped = counts if counts else ((1, 0, 0) if code == 0 else (0, 1, 0))
+    if code != 0 and failed == 0:
+        failed = 1  # a crash or a build error is a failure even if nothing was counted
+    status = "ok" if code == 0 else "FAILED"
+    return Result(
+        suite, status, passed, failed, skipped, seconds, "" if code == 0 else f"exit {code}"
+    )
+
+
+def main() -> int:
+    results = [run(suite) for suite in SUITES]
+    print("\n===== summary")
+    print(
+        f"{'suite':<16} {'result':<8} {'passed':>6} {'failed':>6} {'skipped':>7} {'time':>7}  note"
+    )
+    for r in results:
+        print(
+            f"{r.suite.name:<16} {r.status:<8} {r.passed:>6} {r.failed:>6} {r.skipped:>7} "
+            f"{r.seconds:>6.1f}s  {r.note}"
+        )
+    ok = sum(r.status == "ok" for r in results)
+    bad = sum(r.status == "FAILED" for r in results)
+    skipped_suites = [r for r in results if r.status == "skipped"]
+    print(f"suites: {ok} ok, {bad} failed, {len(skipped_suites)} skipped")
+    for r in skipped_suites:
+        print(f"  skipped {r.suite.name} ({r.suite.what}): {r.note}")
+    passed = sum(r.passed for r in results)
+    failed = sum(r.failed for r in results)
+    skipped = sum(r.skipped for r in results) + len(skipped_suites)
+    print(f"tests: {passed} passed, {failed} failed, {skipped} skipped")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
