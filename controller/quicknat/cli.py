@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from quicknat.addr import parse_ipv4
 from quicknat.config import Config, ConfigError, load_config
+from quicknat.config.commands import config_commands
 from quicknat.config.dump import config_to_data
 from quicknat.nat.qns import Qns
 from quicknat.rules import Protocol, RuleKind
@@ -52,6 +53,11 @@ def _lookup(config: Config, args: argparse.Namespace) -> int:
     return 0
 
 
+def _swpath_commands(config: Config, args: argparse.Namespace) -> int:
+    print("\n".join(config_commands(config)))
+    return 0
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="quicknat", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -67,6 +73,11 @@ def _parser() -> argparse.ArgumentParser:
     lookup.add_argument("--dst", required=True)
     lookup.add_argument("--dport", type=int, default=0)
     lookup.set_defaults(run=_lookup)
+    commands = sub.add_parser(
+        "swpath-commands", help="the configuration as swpath commands (docs/swpath-commands.md)"
+    )
+    commands.add_argument("config")
+    commands.set_defaults(run=_swpath_commands)
     return parser
 
 

@@ -1,7 +1,8 @@
 """Golden-file tests of the rules configuration parser.
 
 bad/NAME.toml must be refused with exactly the messages in bad/NAME.err;
-good/NAME.toml must parse to exactly the data in good/NAME.json.
+good/NAME.toml must parse to exactly the data in good/NAME.json, and compile to
+exactly the swpath commands in good/NAME.cmds.
 Regenerate the expectations after an intended change with
 ``UPDATE_GOLDEN=1 make test`` and review the diff.
 """
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from quicknat.config import ConfigError, parse_config
+from quicknat.config.commands import config_commands
 from quicknat.config.dump import config_to_data
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -50,8 +52,18 @@ def test_good_config_parses_to_expected_tables(path: Path) -> None:
     assert actual == expected_path.read_text()
 
 
+@pytest.mark.parametrize("path", _cases("good"), ids=lambda p: p.stem)
+def test_good_config_compiles_to_expected_swpath_commands(path: Path) -> None:
+    actual = "\n".join(config_commands(_parse(path))) + "\n"
+    expected_path = path.with_suffix(".cmds")
+    if UPDATE:
+        expected_path.write_text(actual)
+    assert actual == expected_path.read_text()
+
+
 def test_every_golden_case_has_its_expectation() -> None:
     for path in _cases("bad"):
         assert path.with_suffix(".err").exists(), path
     for path in _cases("good"):
         assert path.with_suffix(".json").exists(), path
+        assert path.with_suffix(".cmds").exists(), path

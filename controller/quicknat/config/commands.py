@@ -1,0 +1,61 @@
+"""A validated Config as swpath commands (docs/swpath-commands.md).
+
+The DPDK data path reads these instead of TOML, so the configuration keeps a
+single parser and validator; the same lines are what its control socket takes.
+"""
+
+from __future__ import annotations
+
+from quicknat.addr import format_ipv4
+from quicknat.config.model import Config
+from quicknat.rules import DnatTo, Rule, SnatToAddress, SnatToPool
+
+
+def rule_command(rule: Rule) -> str:
+    words = ["rule", "add", "id", str(rule.id), "type", str(rule.kind), "prefix", str(rule.prefix)]
+    if rule.port is not None:
+        words += ["port", str(rule.port)]
+    words += ["protocol", str(rule.protocol)]
+    target = rule.target
+    if isinstance(target, SnatToPool):
+        words += ["pool", target.pool]
+    elif isinstance(target, SnatToAddress):
+        words += ["to", f"{format_ipv4(target.address)}/32"]
+    elif isinstance(target, DnatTo):
+        words += ["to", str(target.prefix)]
+        if target.port is not None:
+            words += ["to_port", str(target.port)]
+    else:
+        raise ValueError(f"rule {rule.id} has no target")
+    return " ".join(words)
+
+
+def config_commands(config: Config) -> list[str]:
+    lines = [f"# from {config.source}"]
+    for index, interface in enumerate(config.interfaces):
+        port = interface.port if interface.port is not None else index
+        line = f"interface {interface.name} zone {interface.zone} port {port}"
+        if interface.address is not None:
+            line += f" address {interface.address}"
+        if interface.mac is not None:
+            line += f" mac {interface.mac}"
+        lines.append(line)
+    for route in config.routes:
+        line = f"route {route.prefix} dev {route.interface}"
+        if route.via is not None:
+            line += f" via {format_ipv4(route.via)}"
+        lines.append(line)
+    for n in config.neighbors:
+        lines.append(f"neighbor {format_ipv4(n.address)} mac {n.mac} dev {n.interface}")
+    for pool in config.pools:
+        addresses = " ".join(str(prefix) for prefix in pool.addresses)
+        lines.append(f"pool {pool.name} ports {pool.port_min}-{pool.port_max} addresses {addresses}")
+    lines.extend(rule_command(rule) for rule in config.rules)
+    t, f, lim = config.timeouts, config.filtering, config.limits
+    lines.append(
+        f"timeouts udp {t.udp} tcp_established {t.tcp_established} "
+        f"tcp_transitory {t.tcp_transitory} icmp {t.icmp}"
+    )
+    lines.append(f"filtering udp {f.udp} tcp {f.tcp} icmp {f.icmp}")
+    lines.append(f"limits ports_per_host {lim.ports_per_host} sessions_per_host {lim.sessions_per_host}")
+    return lines
