@@ -49,7 +49,9 @@ def config_commands(config: Config) -> list[str]:
         lines.append(f"neighbor {format_ipv4(n.address)} mac {n.mac} dev {n.interface}")
     for pool in config.pools:
         addresses = " ".join(str(prefix) for prefix in pool.addresses)
-        lines.append(f"pool {pool.name} ports {pool.port_min}-{pool.port_max} addresses {addresses}")
+        lines.append(
+            f"pool {pool.name} ports {pool.port_min}-{pool.port_max} addresses {addresses}"
+        )
     lines.extend(rule_command(rule) for rule in config.rules)
     t, f, lim = config.timeouts, config.filtering, config.limits
     lines.append(
@@ -57,5 +59,7 @@ def config_commands(config: Config) -> list[str]:
         f"tcp_transitory {t.tcp_transitory} icmp {t.icmp}"
     )
     lines.append(f"filtering udp {f.udp} tcp {f.tcp} icmp {f.icmp}")
-    lines.append(f"limits ports_per_host {lim.ports_per_host} sessions_per_host {lim.sessions_per_host}")
+    lines.append(
+        f"limits ports_per_host {lim.ports_per_host} sessions_per_host {lim.sessions_per_host}"
+    )
     return lines
