@@ -1,0 +1,235 @@
+"""The NAT's decisions for new flows, with no I/O: QNS, allocation, sessions.
+
+The controller calls `new_flow` for each packet-in and `remove` for each expired
+session, and installs or deletes the two flow keys of the result; swpath does the
+same in C. Time is passed in, so tests drive it.
+"""
+
+from __future__ import annotations
+
+import enum
+import random
+
+from quicknat.addr import Prefix
+from quicknat.config.model import Config, Filtering, Pool, Zone
+from quicknat.nat.allocator import AllocationError, Endpoint, PoolAllocator, PortPolicy
+from quicknat.nat.qns import Qns
+from quicknat.nat.session import FlowKey, Mapping, Origin, Session
+from quicknat.rules import DnatTo, Protocol, Rule, RuleKind, SnatToAddress, SnatToPool
+
+
+class Refusal(enum.Enum):
+    """Why a new flow gets no session; the controller counts each."""
+
+    NO_RULE = "no rule matches"
+    UNSOLICITED = "inbound packet with no mapping and no DNAT rule"
+    FILTERED = "inbound packet refused by the mapping's filtering mode"
+    POOL_EXHAUSTED = "pool exhausted"
+    QUOTA_EXCEEDED = "per-host port quota exceeded"
+    SESSION_LIMIT = "per-host session limit reached"
+    UNSUPPORTED = "protocol cannot be translated"
+
+
+class Refused(Exception):
+    def __init__(self, reason: Refusal) -> None:
+        super().__init__(reason.value)
+        self.reason = reason
+
+
+TRANSLATABLE = frozenset({Protocol.TCP, Protocol.UDP, Protocol.ICMP})
+
+
+class Nat:
+    def __init__(
+        self, config: Config, policy: PortPolicy | None = None, rng: random.Random | None = None
+    ) -> None:
+        self.config = config
+        self.policy = policy or PortPolicy(ports_per_host=config.limits.ports_per_host)
+        rng = rng or random.Random()
+        self.qns = Qns()
+        for rule in config.rules:
+            self.qns.add(rule)
+        self.allocators: dict[str, PoolAllocator] = {
+            pool.name: PoolAllocator(pool, self.policy, rng) for pool in config.pools
+        }
+        for rule in config.rules:
+            if isinstance(rule.target, SnatToAddress):
+                pool = Pool(f"rule-{rule.id}", (Prefix(rule.target.address, 32),))
+                self.allocators[pool.name] = PoolAllocator(pool, self.policy, rng)
+        self.sessions: dict[int, Session] = {}
+        self._by_key: dict[FlowKey, Session] = {}
+        self._mappings: dict[tuple[int, Endpoint], Mapping] = {}  # (protocol, internal)
+        self._external: dict[tuple[int, Endpoint], Mapping] = {}  # (protocol, external)
+        self._sessions_of: dict[int, int] = {}  # internal address -> sessions
+        self._next_id = 1
+
+    # -- queries ---------------------------------------------------------------
+
+    def session_for(self, key: FlowKey) -> Session | None:
+        """The session a packet already belongs to (either direction)."""
+        return self._by_key.get(key)
+
+    def mapping_for(self, protocol: int, internal: Endpoint) -> Mapping | None:
+        return self._mappings.get((protocol, internal))
+
+    # -- new flows -------------------------------------------------------------
+
+    def new_flow(self, zone: Zone, packet: FlowKey, now: float) -> Session:
+        """A session for the first packet of a flow, or Refused. A packet of a flow
+        that already has a session gets that session back (a retransmitted first
+        packet, or a packet-in that raced its install)."""
+        existing = self._by_key.get(packet)
+        if existing is not None:
+            return existing
+        if packet.protocol not in TRANSLATABLE:
+            raise Refused(Refusal.UNSUPPORTED)
+        if zone is Zone.INSIDE:
+            return self._outbound(packet, now)
+        return self._inbound(packet, now)
+
+    def _outbound(self, packet: FlowKey, now: float) -> Session:
+        rule = self.qns.lookup_kind(RuleKind.SNAT, packet.protocol, packet.src, packet.sport)
+        if rule is None:
+            raise Refused(Refusal.NO_RULE)
+        self._check_session_limit(packet.src)
+        internal = Endpoint(packet.src, packet.sport)
+        mapping = self._mappings.get((packet.protocol, internal))
+        if mapping is None:
+            mapping = self._new_mapping(rule, packet.protocol, internal, now)
+        remote_port = packet.sport if packet.protocol == Protocol.ICMP else packet.dport
+        remote = Endpoint(packet.dst, remote_port)
+        return self._open(rule.id, Origin.SNAT, mapping, remote, now)
+
+    def _new_mapping(self, rule: Rule, protocol: int, internal: Endpoint, now: float) -> Mapping:
+        target = rule.target
+        pool = target.pool if isinstance(target, SnatToPool) else f"rule-{rule.id}"
+        try:
+            external = self.allocators[pool].allocate(protocol, internal, now)
+        except AllocationError as exc:
+            raise Refused(Refusal[exc.reason.name]) from None
+        mapping = Mapping(protocol, internal, external, pool)
+        self._mappings[(protocol, internal)] = mapping
+        self._external[(protocol, external)] = mapping
+        return mapping
+
+    def _inbound(self, packet: FlowKey, now: float) -> Session:
+        external = Endpoint(packet.dst, packet.dport)
+        remote = Endpoint(packet.src, packet.sport)
+        rule = self.qns.lookup_kind(RuleKind.DNAT, packet.protocol, packet.dst, packet.dport)
+        if rule is not None and isinstance(rule.target, DnatTo):
+            return self._dnat(rule, rule.target, packet, external, remote, now)
+        mapping = self._external.get((packet.protocol, external))
+        if mapping is None:
+            raise Refused(Refusal.UNSOLICITED)
+        if not self._filter_allows(mapping, remote):
+            raise Refused(Refusal.FILTERED)
+        self._check_session_limit(mapping.internal.address)
+        return self._open(0, Origin.INBOUND, mapping, remote, now)
+
+    def _filter_allows(self, mapping: Mapping, remote: Endpoint) -> bool:
+        # RFC 4787 sec. 5. Address-and-port-dependent filtering never opens a new
+        # session from outside: the one allowed 5-tuple already has its entries.
+        mode = {
+            Protocol.TCP: self.config.filtering.tcp,
+            Protocol.UDP: self.config.filtering.udp,
+            Protocol.ICMP: self.config.filtering.icmp,
+        }[Protocol(mapping.protocol)]
+        if mode is Filtering.ENDPOINT_INDEPENDENT:
+            return True
+        if mode is Filtering.ADDRESS_DEPENDENT:
+            return remote.address in mapping.remote_addresses
+        return False
+
+    def _dnat(
+        self,
+        rule: Rule,
+        target: DnatTo,
+        packet: FlowKey,
+        external: Endpoint,
+        remote: Endpoint,
+        now: float,
+    ) -> Session:
+        host_bits = packet.dst & ~rule.prefix.mask & 0xFFFFFFFF
+        address = target.prefix.address | (host_bits if target.prefix.length < 32 else 0)
+        port = target.port if target.port is not None else packet.dport
+        internal = Endpoint(address, port)
+        self._check_session_limit(address)
+        session = Session(
+            self._next_id, rule.id, Origin.DNAT, packet.protocol, internal, external, remote, now
+        )
+        return self._register(session)
+
+    def _check_session_limit(self, internal_address: int) -> None:
+        limit = self.config.limits.sessions_per_host
+        if limit and self._sessions_of.get(internal_address, 0) >= limit:
+            raise Refused(Refusal.SESSION_LIMIT)
+
+    def _open(
+        self, rule_id: int, origin: Origin, mapping: Mapping, remote: Endpoint, now: float
+    ) -> Session:
+        session = Session(
+            self._next_id,
+            rule_id,
+            origin,
+            mapping.protocol,
+            mapping.internal,
+            mapping.external,
+            remote,
+            now,
+            mapping,
+        )
+        mapping.sessions += 1
+        mapping.remote_addresses[remote.address] = (
+            mapping.remote_addresses.get(remote.address, 0) + 1
+        )
+        return self._register(session)
+
+    def _register(self, session: Session) -> Session:
+        self._next_id += 1
+        self.sessions[session.id] = session
+        self._by_key[session.in2out] = session
+        self._by_key[session.out2in] = session
+        host = session.internal.address
+        self._sessions_of[host] = self._sessions_of.get(host, 0) + 1
+        return session
+
+    # -- removal ---------------------------------------------------------------
+
+    def remove(self, session_id: int, now: float) -> Session:
+        """Forget a session (idle timeout); its mapping, and the mapping's port,
+        go when its last session does."""
+        session = self.sessions.pop(session_id)
+        self._by_key.pop(session.in2out, None)
+        self._by_key.pop(session.out2in, None)
+        host = session.internal.address
+        left = self._sessions_of[host] - 1
+        if left:
+            self._sessions_of[host] = left
+        else:
+            del self._sessions_of[host]
+        mapping = session.mapping
+        if mapping is not None:
+            mapping.sessions -= 1
+            count = mapping.remote_addresses[session.remote.address] - 1
+            if count:
+                mapping.remote_addresses[session.remote.address] = count
+            else:
+                del mapping.remote_addresses[session.remote.address]
+            if mapping.sessions == 0:
+                del self._mappings[(mapping.protocol, mapping.internal)]
+                del self._external[(mapping.protocol, mapping.external)]
+                self.allocators[mapping.pool].release(
+                    mapping.protocol, mapping.internal.address, mapping.external, now
+                )
+        return session
+
+    def timeout(self, session: Session) -> int:
+        """Idle timeout in seconds (shared/NAT-BEHAVIOR.md). TCP state tracking
+        (transitory vs established) is TODO(#5); until then TCP sessions get the
+        established timeout, which RFC 5382 REQ-5 allows as an upper bound."""
+        t = self.config.timeouts
+        if session.protocol == Protocol.UDP:
+            return t.udp
+        if session.protocol == Protocol.ICMP:
+            return t.icmp
+        return t.tcp_established

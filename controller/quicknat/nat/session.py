@@ -1,0 +1,98 @@
+"""Sessions and endpoint-independent mappings: the data the NAT keeps per flow.
+
+A session is the paper's pair of connection records: one flow key per direction,
+each with the rewrite that direction needs. The data planes install exactly these
+(P4 table entries, swpath connection-table records).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+from quicknat.nat.allocator import Endpoint
+from quicknat.rules import Protocol
+
+
+@dataclass(frozen=True, slots=True)
+class FlowKey:
+    """What a connection table matches. For ICMP query messages both ports are the
+    query identifier (RFC 5508 sec. 3.1: the identifier is mapped like a port)."""
+
+    protocol: int
+    src: int
+    dst: int
+    sport: int
+    dport: int
+
+
+@dataclass(frozen=True, slots=True)
+class Rewrite:
+    """The new source and/or destination of a translated packet."""
+
+    src: Endpoint | None = None
+    dst: Endpoint | None = None
+
+
+class Origin(enum.Enum):
+    SNAT = "snat"  # opened from inside through an SNAT rule
+    INBOUND = "inbound"  # opened from outside on an existing mapping (filtering allowed it)
+    DNAT = "dnat"  # opened from outside through a DNAT rule
+
+
+@dataclass(slots=True)
+class Mapping:
+    """An endpoint-independent mapping (RFC 4787 REQ-1): one internal endpoint,
+    one external endpoint, shared by every session of that internal endpoint."""
+
+    protocol: int
+    internal: Endpoint
+    external: Endpoint
+    pool: str
+    sessions: int = 0
+    remote_addresses: dict[int, int] = field(default_factory=dict)  # address -> sessions
+
+
+@dataclass(slots=True)
+class Session:
+    id: int
+    rule_id: int
+    origin: Origin
+    protocol: int
+    internal: Endpoint
+    """The inside host's endpoint (for DNAT: the server after translation)."""
+    external: Endpoint
+    """The endpoint the outside sees for the inside host."""
+    remote: Endpoint
+    """The outside peer."""
+    created: float
+    mapping: Mapping | None = None
+    """The shared mapping for SNAT and inbound sessions; None for DNAT."""
+
+    def _ports(self, endpoint: Endpoint, peer: Endpoint) -> tuple[int, int]:
+        if self.protocol == Protocol.ICMP:
+            return endpoint.port, endpoint.port
+        return endpoint.port, peer.port
+
+    @property
+    def in2out(self) -> FlowKey:
+        """Packets from the inside host to the remote, before translation."""
+        sport, dport = self._ports(self.internal, self.remote)
+        return FlowKey(self.protocol, self.internal.address, self.remote.address, sport, dport)
+
+    @property
+    def out2in(self) -> FlowKey:
+        """Packets from the remote to the external endpoint, before translation."""
+        if self.protocol == Protocol.ICMP:
+            sport = dport = self.external.port
+        else:
+            sport, dport = self.remote.port, self.external.port
+        return FlowKey(self.protocol, self.remote.address, self.external.address, sport, dport)
+
+    @property
+    def in2out_rewrite(self) -> Rewrite:
+        return Rewrite(src=self.external)
+
+    @property
+    def out2in_rewrite(self) -> Rewrite:
+        return Rewrite(dst=self.internal)

@@ -1,0 +1,174 @@
+"""New-flow decisions: EIM, filtering, DNAT, refusals, removal (no I/O)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from quicknat.addr import parse_ipv4 as ip
+from quicknat.config import parse_config
+from quicknat.config.model import Zone
+from quicknat.nat.allocator import Endpoint
+from quicknat.nat.core import Nat, Refusal, Refused
+from quicknat.nat.session import FlowKey, Origin, Rewrite
+
+TCP, UDP, ICMP = 6, 17, 1
+BASE = """
+[[interface]]
+name = "in0"
+zone = "inside"
+[[interface]]
+name = "out0"
+zone = "outside"
+[[pool]]
+name = "public"
+addresses = ["203.0.113.1"]
+ports = "2000-2009"
+[[rule]]
+type = "snat"
+prefix = "10.0.0.0/24"
+pool = "public"
+[[rule]]
+type = "dnat"
+prefix = "203.0.113.80"
+port = 80
+protocol = "tcp"
+to = "10.0.0.5"
+to_port = 8080
+[[rule]]
+type = "dnat"
+prefix = "203.0.113.96/30"
+to = "10.0.0.96/30"
+"""
+
+
+def nat(extra: str = "") -> Nat:
+    return Nat(parse_config(BASE + extra), rng=random.Random(1))
+
+
+def out(src: str, sport: int, dst: str, dport: int, proto: int = UDP) -> FlowKey:
+    return FlowKey(proto, ip(src), ip(dst), sport, dport)
+
+
+def test_outbound_flow_gets_both_directions() -> None:
+    n = nat()
+    s = n.new_flow(Zone.INSIDE, out("10.0.0.7", 5000, "198.51.100.9", 53), now=0)
+    assert s.origin is Origin.SNAT and s.rule_id == 1
+    assert s.in2out == out("10.0.0.7", 5000, "198.51.100.9", 53)
+    assert s.external.address == ip("203.0.113.1") and 2000 <= s.external.port <= 2009
+    assert s.out2in == FlowKey(UDP, ip("198.51.100.9"), ip("203.0.113.1"), 53, s.external.port)
+    assert s.in2out_rewrite == Rewrite(src=s.external)
+    assert s.out2in_rewrite == Rewrite(dst=Endpoint(ip("10.0.0.7"), 5000))
+    assert n.session_for(s.out2in) is s and n.session_for(s.in2out) is s
+
+
+def test_endpoint_independent_mapping() -> None:
+    n = nat()
+    a = n.new_flow(Zone.INSIDE, out("10.0.0.7", 5000, "198.51.100.9", 53), 0)
+    b = n.new_flow(Zone.INSIDE, out("10.0.0.7", 5000, "192.0.2.44", 9999), 0)
+    assert a.external == b.external and a.id != b.id
+    c = n.new_flow(Zone.INSIDE, out("10.0.0.7", 5001, "192.0.2.44", 9999), 0)
+    assert c.external != a.external
+
+
+def test_same_first_packet_twice_is_one_session() -> None:
+    n = nat()
+    key = out("10.0.0.7", 5000, "198.51.100.9", 53)
+    assert n.new_flow(Zone.INSIDE, key, 0) is n.new_flow(Zone.INSIDE, key, 1)
+    assert len(n.sessions) == 1
+
+
+def test_icmp_echo_identifier_is_mapped_like_a_port() -> None:
+    n = nat()
+    s = n.new_flow(Zone.INSIDE, FlowKey(ICMP, ip("10.0.0.7"), ip("8.8.8.8"), 77, 77), 0)
+    assert s.in2out == FlowKey(ICMP, ip("10.0.0.7"), ip("8.8.8.8"), 77, 77)
+    ext = s.external.port
+    assert s.out2in == FlowKey(ICMP, ip("8.8.8.8"), ip("203.0.113.1"), ext, ext)
+
+
+@pytest.mark.parametrize(
+    ("mode", "same_address_other_port", "other_address"),
+    [
+        ("endpoint-independent", True, True),
+        ("address-dependent", True, False),
+        ("address-and-port-dependent", False, False),
+    ],
+)
+def test_inbound_filtering(mode: str, same_address_other_port: bool, other_address: bool) -> None:
+    n = nat(f'[filtering]\nudp = "{mode}"\n')
+    s = n.new_flow(Zone.INSIDE, out("10.0.0.7", 5000, "198.51.100.9", 53), 0)
+    ext = s.external
+
+    def inbound(src: str, sport: int) -> bool:
+        try:
+            got = n.new_flow(Zone.OUTSIDE, FlowKey(UDP, ip(src), ext.address, sport, ext.port), 1)
+        except Refused as exc:
+            assert exc.reason is Refusal.FILTERED
+            return False
+        assert got.origin is Origin.INBOUND and got.internal == Endpoint(ip("10.0.0.7"), 5000)
+        return True
+
+    assert inbound("198.51.100.9", 54) is same_address_other_port
+    assert inbound("192.0.2.1", 53) is other_address
+
+
+def test_unsolicited_inbound_never_creates_a_mapping() -> None:
+    n = nat('[filtering]\nudp = "endpoint-independent"\n')
+    with pytest.raises(Refused) as info:
+        n.new_flow(Zone.OUTSIDE, out("198.51.100.9", 53, "203.0.113.1", 2005), 0)
+    assert info.value.reason is Refusal.UNSOLICITED
+    assert not n.sessions
+
+
+def test_dnat_port_forwarding_and_one_to_one() -> None:
+    n = nat()
+    s = n.new_flow(Zone.OUTSIDE, out("198.51.100.9", 40000, "203.0.113.80", 80, TCP), 0)
+    assert s.origin is Origin.DNAT and s.internal == Endpoint(ip("10.0.0.5"), 8080)
+    assert s.in2out == FlowKey(TCP, ip("10.0.0.5"), ip("198.51.100.9"), 8080, 40000)
+    assert s.in2out_rewrite.src == Endpoint(ip("203.0.113.80"), 80)
+    t = n.new_flow(Zone.OUTSIDE, out("198.51.100.9", 40000, "203.0.113.98", 22, TCP), 0)
+    assert t.internal == Endpoint(ip("10.0.0.98"), 22)
+
+
+def test_refusals_are_reasons_not_crashes() -> None:
+    n = nat("[limits]\nsessions_per_host = 2\n")
+    with pytest.raises(Refused) as info:
+        n.new_flow(Zone.INSIDE, out("10.9.0.1", 1, "8.8.8.8", 53), 0)
+    assert info.value.reason is Refusal.NO_RULE
+    with pytest.raises(Refused) as info:
+        n.new_flow(Zone.INSIDE, FlowKey(47, ip("10.0.0.7"), ip("8.8.8.8"), 0, 0), 0)
+    assert info.value.reason is Refusal.UNSUPPORTED
+    n.new_flow(Zone.INSIDE, out("10.0.0.7", 1, "8.8.8.8", 53), 0)
+    n.new_flow(Zone.INSIDE, out("10.0.0.7", 2, "8.8.8.8", 53), 0)
+    with pytest.raises(Refused) as info:
+        n.new_flow(Zone.INSIDE, out("10.0.0.7", 3, "8.8.8.8", 53), 0)
+    assert info.value.reason is Refusal.SESSION_LIMIT
+
+
+def test_pool_exhaustion_refuses_new_flows_and_keeps_existing_ones() -> None:
+    n = nat()
+    held = [n.new_flow(Zone.INSIDE, out("10.0.0.7", 100 + i, "8.8.8.8", 53), 0) for i in range(10)]
+    with pytest.raises(Refused) as info:
+        n.new_flow(Zone.INSIDE, out("10.0.0.8", 1, "8.8.8.8", 53), 0)
+    assert info.value.reason is Refusal.POOL_EXHAUSTED
+    assert all(n.session_for(s.out2in) is s for s in held)  # nothing evicted (RFC 6888 REQ-5)
+
+
+def test_removing_the_last_session_frees_the_mapping_and_its_port() -> None:
+    n = nat()
+    a = n.new_flow(Zone.INSIDE, out("10.0.0.7", 5000, "198.51.100.9", 53), 0)
+    b = n.new_flow(Zone.INSIDE, out("10.0.0.7", 5000, "192.0.2.1", 53), 0)
+    n.remove(a.id, 10)
+    assert n.mapping_for(UDP, a.internal) is not None  # b still uses it
+    n.remove(b.id, 10)
+    assert n.mapping_for(UDP, a.internal) is None and not n.sessions
+    assert n.session_for(a.out2in) is None
+    assert n.allocators["public"].ports_held(ip("10.0.0.7")) == 0
+
+
+def test_timeouts_follow_configuration() -> None:
+    n = nat("[timeouts]\nudp = 30\nicmp = 10\n")
+    s = n.new_flow(Zone.INSIDE, out("10.0.0.7", 5000, "198.51.100.9", 53), 0)
+    assert n.timeout(s) == 30
+    t = n.new_flow(Zone.INSIDE, out("10.0.0.7", 5000, "198.51.100.9", 53, TCP), 0)
+    assert n.timeout(t) == 7440
