@@ -112,11 +112,32 @@ class Qns:
         ]
 
     def lookup(self, protocol: int, src: int, sport: int, dst: int, dport: int) -> Rule | None:
-        """The first matching rule: DNAT before SNAT, then as lookup_kind."""
-        rule = self.lookup_kind(RuleKind.DNAT, protocol, dst, dport)
-        if rule is None:
-            rule = self.lookup_kind(RuleKind.SNAT, protocol, src, sport)
-        return rule
+        """The first matching rule: DNAT (on the destination) before SNAT (on the
+        source), each as in lookup_kind. This is the per-new-flow hot path, so the
+        two kinds are written out rather than calling lookup_kind twice."""
+        if protocol in _PORTED:
+            exact = dport << 8
+            keys: tuple[int, ...] = (exact | protocol, exact, _WILD | protocol, _WILD)
+        else:
+            keys = (_WILD | protocol, _WILD)
+        for mask, table in self._order[RuleKind.DNAT]:
+            entries = table.get(dst & mask)
+            if entries is not None:
+                for key in keys:
+                    rule = entries.get(key)
+                    if rule is not None:
+                        return rule
+        if protocol in _PORTED:
+            exact = sport << 8
+            keys = (exact | protocol, exact, _WILD | protocol, _WILD)
+        for mask, table in self._order[RuleKind.SNAT]:
+            entries = table.get(src & mask)
+            if entries is not None:
+                for key in keys:
+                    rule = entries.get(key)
+                    if rule is not None:
+                        return rule
+        return None
 
     def lookup_kind(self, kind: RuleKind, protocol: int, address: int, port: int) -> Rule | None:
         """Longest prefix first; exact port before wildcard; exact protocol before any.
