@@ -1,0 +1,55 @@
+"""The flow of a punted packet, by plain byte parsing (no scapy on the packet-in path).
+
+Only what a new-flow decision needs is read: Ethernet type, the IPv4 addresses,
+protocol, fragment offset and header length, and the ports (or, for ICMP echo,
+the identifier, which RFC 5508 maps like a port). Anything short or odd raises
+PacketError, which the controller counts as a malformed drop.
+"""
+
+from __future__ import annotations
+
+from quicknat.nat.session import FlowKey
+
+ETH_HEADER = 14
+ETHERTYPE_IPV4 = 0x0800
+IPV4_MIN_HEADER = 20
+ICMP_ECHO_REPLY, ICMP_ECHO_REQUEST = 0, 8
+ICMP, TCP, UDP = 1, 6, 17
+
+
+class PacketError(ValueError):
+    """A packet the NAT cannot take a flow from; the message says why."""
+
+
+def parse_flow(frame: bytes) -> FlowKey:
+    if len(frame) < ETH_HEADER + IPV4_MIN_HEADER:
+        raise PacketError("truncated: shorter than Ethernet + IPv4 headers")
+    if int.from_bytes(frame[12:14], "big") != ETHERTYPE_IPV4:
+        raise PacketError("not IPv4")
+    ip = ETH_HEADER
+    version_ihl = frame[ip]
+    header_len = (version_ihl & 0x0F) * 4
+    if version_ihl >> 4 != 4 or header_len < IPV4_MIN_HEADER:
+        raise PacketError("bad IPv4 version or header length")
+    if len(frame) < ip + header_len:
+        raise PacketError("truncated IPv4 options")
+    if int.from_bytes(frame[ip + 6 : ip + 8], "big") & 0x1FFF:
+        raise PacketError("non-first fragment: no L4 header")
+    protocol = frame[ip + 9]
+    src = int.from_bytes(frame[ip + 12 : ip + 16], "big")
+    dst = int.from_bytes(frame[ip + 16 : ip + 20], "big")
+    l4 = ip + header_len
+    if protocol in (TCP, UDP):
+        if len(frame) < l4 + 4:
+            raise PacketError("truncated L4 ports")
+        sport = int.from_bytes(frame[l4 : l4 + 2], "big")
+        dport = int.from_bytes(frame[l4 + 2 : l4 + 4], "big")
+        return FlowKey(protocol, src, dst, sport, dport)
+    if protocol == ICMP:
+        if len(frame) < l4 + 8:
+            raise PacketError("truncated ICMP header")
+        if frame[l4] not in (ICMP_ECHO_REQUEST, ICMP_ECHO_REPLY):
+            raise PacketError(f"ICMP type {frame[l4]} is not an echo message")
+        identifier = int.from_bytes(frame[l4 + 4 : l4 + 6], "big")
+        return FlowKey(protocol, src, dst, identifier, identifier)
+    return FlowKey(protocol, src, dst, 0, 0)
