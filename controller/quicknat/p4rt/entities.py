@@ -1,0 +1,82 @@
+"""Generic P4Runtime entity builders over a P4Info (no program knowledge)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from finsy.proto import p4r
+
+from quicknat.p4rt.p4info import P4Info, decode, encode
+
+Exact = int
+Lpm = tuple[int, int]  # (value, prefix length)
+
+
+def table_entry(
+    p4info: P4Info,
+    table: str,
+    match: Mapping[str, Exact | Lpm],
+    action: str | None = None,
+    params: Mapping[str, int] | None = None,
+    idle_timeout_ns: int = 0,
+) -> p4r.TableEntry:
+    """A TableEntry; an LPM field is given as (value, prefix length). An LPM of
+    length 0 is left out, as the spec requires for a don't-care match."""
+    t = p4info.table(table)
+    entry = p4r.TableEntry(table_id=t.id, idle_timeout_ns=idle_timeout_ns)
+    for name, value in match.items():
+        f = t.field(name)
+        if isinstance(value, tuple):
+            address, length = value
+            if length:
+                entry.match.add(
+                    field_id=f.id,
+                    lpm=p4r.FieldMatch.LPM(value=encode(address, f.bitwidth), prefix_len=length),
+                )
+        else:
+            entry.match.add(
+                field_id=f.id, exact=p4r.FieldMatch.Exact(value=encode(value, f.bitwidth))
+            )
+    if action is not None:
+        a = p4info.action(action)
+        entry.action.action.action_id = a.id
+        for name, value in (params or {}).items():
+            p = a.param(name)
+            entry.action.action.params.add(param_id=p.id, value=encode(value, p.bitwidth))
+    return entry
+
+
+def update(kind: p4r.Update.Type.ValueType, entry: p4r.TableEntry) -> p4r.Update:
+    return p4r.Update(type=kind, entity=p4r.Entity(table_entry=entry))
+
+
+def exact_fields(p4info: P4Info, entry: p4r.TableEntry) -> dict[str, int]:
+    """The exact match fields of an entry read back from the switch, by name."""
+    t = p4info.table_by_id[entry.table_id]
+    names = {f.id: f.name for f in t.fields.values()}
+    return {names[m.field_id]: decode(m.exact.value) for m in entry.match if m.HasField("exact")}
+
+
+def action_params(p4info: P4Info, entry: p4r.TableEntry) -> tuple[str, dict[str, int]]:
+    action = p4info.action_by_id[entry.action.action.action_id]
+    names = {p.id: p.name for p in action.params.values()}
+    return action.name.rsplit(".", 1)[-1], {
+        names[p.param_id]: decode(p.value) for p in entry.action.action.params
+    }
+
+
+def packet_metadata(
+    p4info: P4Info, header: str, values: Mapping[str, int]
+) -> list[p4r.PacketMetadata]:
+    fields = p4info.packet_metadata(header)
+    return [
+        p4r.PacketMetadata(metadata_id=fields[name].id, value=encode(value, fields[name].bitwidth))
+        for name, value in values.items()
+    ]
+
+
+def read_packet_metadata(
+    p4info: P4Info, header: str, metadata: list[p4r.PacketMetadata]
+) -> dict[str, int]:
+    by_id = {f.id: f.name for f in p4info.packet_metadata(header).values()}
+    return {by_id[m.metadata_id]: decode(m.value) for m in metadata if m.metadata_id in by_id}
