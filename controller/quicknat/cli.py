@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from quicknat.addr import parse_ipv4
 from quicknat.config import Config, ConfigError, load_config
@@ -58,6 +60,70 @@ def _swpath_commands(config: Config, args: argparse.Namespace) -> int:
     return 0
 
 
+DEFAULT_SOCKET = "/run/quicknat/controller.sock"
+
+
+def _controller(config: Config, args: argparse.Namespace) -> int:
+    import asyncio
+    import signal
+
+    from quicknat.controller.program import ConfigMismatch, Pipeline
+    from quicknat.controller.service import Controller, ControllerOptions
+
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    options = ControllerOptions(
+        grpc_addr=args.grpc_addr,
+        device_id=args.device_id,
+        election_id=args.election_id,
+        socket=Path(args.socket),
+        punt_rate_pps=args.punt_rate,
+    )
+    try:
+        pipeline = Pipeline.load(Path(args.p4info), Path(args.bmv2_json))
+        controller = Controller(config, options, pipeline)
+    except (OSError, KeyError, ConfigMismatch) as exc:
+        print(f"quicknat controller: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        await controller.run(stop)
+
+    asyncio.run(main())
+    return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    from quicknat.controller.status import query
+
+    try:
+        answer = query(Path(args.socket), args.command)
+    except OSError as exc:
+        print(f"quicknat {args.command}: cannot reach {args.socket}: {exc}", file=sys.stderr)
+        return 1
+    if args.json or args.command == "stats":
+        print(json.dumps(answer, indent=2))
+        return 0
+    assert isinstance(answer, list)
+    print(
+        f"{'id':>6} {'proto':>5} {'origin':<8} {'internal':<22} {'external':<22} "
+        f"{'remote':<22} {'age':>7}"
+    )
+    for row in answer:
+        print(
+            f"{row['id']:>6} {row['protocol']:>5} {row['origin']:<8} {row['internal']:<22} "
+            f"{row['external']:<22} {row['remote']:<22} {row['age_s']:>6}s"
+        )
+    print(f"{len(answer)} sessions")
+    return 0
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="quicknat", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -78,11 +144,37 @@ def _parser() -> argparse.ArgumentParser:
     )
     commands.add_argument("config")
     commands.set_defaults(run=_swpath_commands)
+    from quicknat.controller.program import BMV2_JSON, P4INFO
+
+    controller = sub.add_parser("controller", help="run the P4Runtime controller service")
+    controller.add_argument("--config", required=True)
+    controller.add_argument("--grpc-addr", default="127.0.0.1:9559")
+    controller.add_argument("--device-id", type=int, default=1)
+    controller.add_argument("--election-id", type=int, default=1)
+    controller.add_argument("--socket", default=DEFAULT_SOCKET)
+    controller.add_argument("--p4info", default=str(P4INFO))
+    controller.add_argument("--bmv2-json", default=str(BMV2_JSON))
+    controller.add_argument(
+        "--punt-rate",
+        type=int,
+        default=5000,
+        help="new-flow packet-ins per second the switch lets through",
+    )
+    controller.add_argument("-v", "--verbose", action="store_true")
+    controller.set_defaults(run=_controller)
+    for name, what in (("sessions", "list the sessions"), ("stats", "show the counters")):
+        status = sub.add_parser(name, help=f"{what} of a running controller")
+        status.add_argument("--socket", default=DEFAULT_SOCKET)
+        status.add_argument("--json", action="store_true")
+        status.set_defaults(status=name)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if getattr(args, "status", None):
+        args.command = args.status
+        return _status(args)
     try:
         config = load_config(args.config)
     except ConfigError as exc:

@@ -193,6 +193,43 @@ class Nat:
         self._sessions_of[host] = self._sessions_of.get(host, 0) + 1
         return session
 
+    # -- recovery --------------------------------------------------------------
+
+    def restore(self, in2out: FlowKey, external: Endpoint, now: float) -> Session | None:
+        """Adopt a session found in the data plane after a restart, from its
+        inside-to-outside key and the source it is rewritten to. None when the
+        configuration no longer allows it or it conflicts with what is known;
+        the caller then deletes its entries."""
+        existing = self._by_key.get(in2out)
+        if existing is not None:
+            return existing if existing.external == external else None
+        protocol = in2out.protocol
+        internal = Endpoint(in2out.src, in2out.sport)
+        remote = Endpoint(in2out.dst, in2out.sport if protocol == Protocol.ICMP else in2out.dport)
+        dnat = self.qns.lookup_kind(RuleKind.DNAT, protocol, external.address, external.port)
+        if dnat is not None and isinstance(dnat.target, DnatTo):
+            probe = FlowKey(protocol, remote.address, external.address, remote.port, external.port)
+            session = self._dnat(dnat, dnat.target, probe, external, remote, now)
+            if session.internal == internal:
+                return session
+            self.remove(session.id, now)
+            return None
+        rule = self.qns.lookup_kind(RuleKind.SNAT, protocol, internal.address, internal.port)
+        if rule is None:
+            return None
+        mapping = self._mappings.get((protocol, internal))
+        if mapping is None:
+            target = rule.target
+            pool = target.pool if isinstance(target, SnatToPool) else f"rule-{rule.id}"
+            if not self.allocators[pool].reserve(protocol, internal.address, external):
+                return None
+            mapping = Mapping(protocol, internal, external, pool)
+            self._mappings[(protocol, internal)] = mapping
+            self._external[(protocol, external)] = mapping
+        elif mapping.external != external:
+            return None
+        return self._open(rule.id, Origin.SNAT, mapping, remote, now)
+
     # -- removal ---------------------------------------------------------------
 
     def remove(self, session_id: int, now: float) -> Session:

@@ -1,0 +1,425 @@
+"""The P4Runtime controller service: `quicknat controller`.
+
+One asyncio task drains the switch's stream (packet-ins, idle-timeout
+notifications). Each drain turns the new flows it found into sessions (the NAT
+core decides; no I/O there) and sends their entries, both directions of every
+session, in one WriteRequest; up to `writes_in_flight` such writes run at once,
+so a burst of new flows costs a few round trips, not one per flow. When a write
+returns, each session's first packets are sent back through the pipeline
+(packet-out, INJECT) and are translated by the entries just installed.
+
+The controller survives restarts of either side: on connect it keeps a pipeline
+that is already installed (same cookie) and adopts the sessions it reads back,
+or pushes the pipeline and everything it knows to a switch that lost it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Coroutine
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from finsy.proto import p4r
+
+from quicknat.addr import format_ipv4
+from quicknat.config.model import Config
+from quicknat.controller import program
+from quicknat.controller.program import PacketOutMode, Pipeline, PuntReason
+from quicknat.controller.stats import Stats
+from quicknat.controller.status import serve_status
+from quicknat.nat.allocator import Endpoint
+from quicknat.nat.core import Nat, Refused
+from quicknat.nat.session import FlowKey, Session
+from quicknat.p4rt.client import P4RuntimeClient, P4RuntimeError, UpdateError
+from quicknat.p4rt.entities import (
+    action_params,
+    exact_fields,
+    packet_metadata,
+    read_packet_metadata,
+    update,
+)
+from quicknat.packet import PacketError, parse_flow
+
+log = logging.getLogger(__name__)
+
+INSERT, MODIFY, DELETE = p4r.Update.INSERT, p4r.Update.MODIFY, p4r.Update.DELETE
+ALREADY_EXISTS, NOT_FOUND = 6, 5  # google.rpc.Code
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerOptions:
+    grpc_addr: str = "127.0.0.1:9559"
+    """The switch's P4Runtime server."""
+    device_id: int = 1
+    election_id: int = 1
+    """Primary arbitration: the highest election id among controllers is primary."""
+    socket: Path | None = None
+    """Unix socket for `quicknat sessions` / `quicknat stats`; None: no socket."""
+    batch_max: int = 256
+    """Most sessions installed by one WriteRequest."""
+    writes_in_flight: int = 4
+    """WriteRequests outstanding at once."""
+    punt_rate_pps: int = 5000
+    """New-flow packet-ins per second the data plane lets through (punt_meter)."""
+    reconnect_max_s: float = 10.0
+    """Longest wait between reconnection attempts (exponential backoff from 0.25 s)."""
+
+
+class Controller:
+    def __init__(self, config: Config, options: ControllerOptions, pipeline: Pipeline) -> None:
+        self.config = config
+        self.options = options
+        self.pipeline = pipeline
+        self.p4info = pipeline.p4info
+        self.nat = Nat(config)
+        self.stats = Stats()
+        self.client = P4RuntimeClient(options.grpc_addr, options.device_id, options.election_id)
+        self.zone_of_port = {i.port: i.zone for i in config.interfaces}
+        self.static = program.static_entries(self.p4info, config)
+        self.installed: set[int] = set()
+        # Sessions whose entries are being written -> first packets to inject after.
+        self.pending: dict[int, list[tuple[bytes, int]]] = {}
+        self._batch: list[Session] = []
+        self._expiring: dict[int, Session] = {}
+        self._writes: set[asyncio.Task[None]] = set()
+        self._slots = asyncio.Semaphore(options.writes_in_flight)
+        self.connected = asyncio.Event()
+        self._in2out_id = self.p4info.table("nat_in2out").id
+        self._out2in_id = self.p4info.table("nat_out2in").id
+
+    def now(self) -> float:
+        return asyncio.get_running_loop().time()
+
+    # -- lifecycle ---------------------------------------------------------------
+
+    async def run(self, stop: asyncio.Event) -> None:
+        server = await self._start_socket()
+        backoff = 0.25
+        try:
+            while not stop.is_set():
+                try:
+                    await self.client.connect()
+                    await self._sync()
+                    backoff = 0.25
+                    self.connected.set()
+                    log.info(
+                        "primary for device %d at %s",
+                        self.options.device_id,
+                        self.options.grpc_addr,
+                    )
+                    await self._serve(stop)
+                except P4RuntimeError as exc:
+                    log.warning("%s", exc)
+                    self.stats["reconnects"] += 1
+                finally:
+                    self.connected.clear()
+                    await self._drain_writes()
+                if not stop.is_set():
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(stop.wait(), backoff)
+                    backoff = min(backoff * 2, self.options.reconnect_max_s)
+        finally:
+            await self.client.close()
+            if server is not None:
+                server.close()
+                await server.wait_closed()
+
+    async def _sync(self) -> None:
+        cookie = await self.client.get_pipeline_cookie()
+        if cookie != self.pipeline.cookie:
+            log.info(
+                "pushing the pipeline (switch had %s)", "none" if cookie is None else "another"
+            )
+            await self.client.set_pipeline(
+                self.p4info.proto, self.pipeline.device_config, self.pipeline.cookie
+            )
+            self.stats["pipeline_pushes"] += 1
+            await self._write_checked([update(INSERT, e) for e in self.static], "static entries")
+            await self._configure_meters()
+            sessions = list(self.nat.sessions.values())
+            self.installed.clear()
+            for chunk in range(0, len(sessions), self.options.batch_max):
+                await self._install(sessions[chunk : chunk + self.options.batch_max])
+            self.stats["sessions_reinstalled"] += len(sessions)
+            return
+        # Same program already running: keep its state, make static entries match
+        # the configuration, and adopt the sessions it holds.
+        errors = await self.client.write([update(INSERT, e) for e in self.static])
+        retry = [update(MODIFY, self.static[e.index]) for e in errors if e.code == ALREADY_EXISTS]
+        await self._write_checked(retry, "static entries")
+        await self._configure_meters()
+        await self._recover()
+
+    async def _write_checked(self, updates: list[p4r.Update], what: str) -> None:
+        for error in await self.client.write(updates):
+            raise P4RuntimeError(f"writing {what}: update {error.index}: {error.message}")
+
+    async def _configure_meters(self) -> None:
+        meter_id = self.p4info.object_id("punt_meter")
+        rate = self.options.punt_rate_pps
+        updates = []
+        for reason in PuntReason:
+            pps = rate if reason in (PuntReason.NEW_FLOW, PuntReason.NEW_FLOW_DNAT) else rate // 10
+            config = p4r.MeterConfig(cir=pps, cburst=pps, pir=pps, pburst=pps)
+            entry = p4r.MeterEntry(
+                meter_id=meter_id, index=p4r.Index(index=int(reason)), config=config
+            )
+            updates.append(p4r.Update(type=MODIFY, entity=p4r.Entity(meter_entry=entry)))
+        await self._write_checked(updates, "punt meter")
+
+    async def _recover(self) -> None:
+        """Rebuild sessions from the switch's NAT tables (P4Runtime Read)."""
+        now = self.now()
+        in2out = await self.client.read(
+            [p4r.Entity(table_entry=p4r.TableEntry(table_id=self._in2out_id))]
+        )
+        out2in = await self.client.read(
+            [p4r.Entity(table_entry=p4r.TableEntry(table_id=self._out2in_id))]
+        )
+        out2in_keys = {self._key(e.table_entry) for e in out2in}
+        stale: list[p4r.Update] = []
+        adopted: set[FlowKey] = set()
+        for entity in in2out:
+            entry = entity.table_entry
+            key = self._key(entry)
+            _, params = action_params(self.p4info, entry)
+            session = self.nat.restore(
+                key, Endpoint(params.get("addr", 0), params.get("port", 0)), now
+            )
+            if session is None or session.out2in not in out2in_keys:
+                stale.append(update(DELETE, entry))
+                if session is not None:
+                    self.nat.remove(session.id, now)
+                continue
+            self.installed.add(session.id)
+            adopted.add(session.out2in)
+        stale += [
+            update(DELETE, e.table_entry) for e in out2in if self._key(e.table_entry) not in adopted
+        ]
+        await self.client.write(stale)
+        missing = [s for s in self.nat.sessions.values() if s.id not in self.installed]
+        if missing:
+            await self._install(missing)
+        self.stats["sessions_recovered"] += len(adopted)
+        self.stats["stale_entries_deleted"] += len(stale)
+        log.info(
+            "recovered %d sessions from the switch, deleted %d stale entries",
+            len(adopted),
+            len(stale),
+        )
+
+    def _key(self, entry: p4r.TableEntry) -> FlowKey:
+        f = exact_fields(self.p4info, entry)
+        return FlowKey(f["ip_proto"], f["ipv4_src"], f["ipv4_dst"], f["l4_sport"], f["l4_dport"])
+
+    # -- the miss loop -------------------------------------------------------------
+
+    async def _serve(self, stop: asyncio.Event) -> None:
+        queue = self.client.messages
+        closed = asyncio.ensure_future(self.client.stream_closed.wait())
+        stopping = asyncio.ensure_future(stop.wait())
+        try:
+            while True:
+                getter = asyncio.ensure_future(queue.get())
+                done, _ = await asyncio.wait(
+                    {getter, closed, stopping}, return_when=asyncio.FIRST_COMPLETED
+                )
+                if getter not in done:
+                    getter.cancel()
+                    if closed in done:
+                        raise P4RuntimeError("stream to the switch closed")
+                    return
+                self._handle(getter.result())
+                # Drain what else has arrived, so concurrent new flows share a write.
+                while not queue.empty() and len(self._batch) < self.options.batch_max:
+                    self._handle(queue.get_nowait())
+                self._flush()
+        finally:
+            closed.cancel()
+            stopping.cancel()
+
+    def _handle(self, message: p4r.StreamMessageResponse) -> None:
+        if message.HasField("packet"):
+            self._on_packet_in(message.packet)
+        elif message.HasField("idle_timeout_notification"):
+            self._on_idle_timeout(message.idle_timeout_notification)
+        elif message.HasField("error"):
+            self.stats["stream_errors"] += 1
+            log.warning("switch reported: %s", message.error.message)
+        else:
+            self.stats["stream_other"] += 1
+
+    def _on_packet_in(self, packet: p4r.PacketIn) -> None:
+        self.stats["packet_in"] += 1
+        meta = read_packet_metadata(self.p4info, "packet_in", list(packet.metadata))
+        port, reason = meta.get("ingress_port", -1), meta.get("reason", 0)
+        if reason not in (PuntReason.NEW_FLOW, PuntReason.NEW_FLOW_DNAT):
+            self.stats[f"packet_in.ignored.{_reason_name(reason)}"] += 1
+            return
+        zone = self.zone_of_port.get(port)
+        if zone is None:
+            self.stats["packet_in.unknown_port"] += 1
+            return
+        try:
+            key = parse_flow(packet.payload)
+        except PacketError as exc:
+            self.stats["packet_in.malformed"] += 1
+            log.debug("malformed packet-in from port %d: %s", port, exc)
+            return
+        try:
+            session = self.nat.new_flow(zone, key, self.now())
+        except Refused as exc:
+            self.stats[f"refused.{exc.reason.name.lower()}"] += 1
+            return
+        if session.id in self.installed:
+            # Punted before its entries were in place: they are now.
+            self.stats["packet_in.reinjected"] += 1
+            self._inject(packet.payload, port)
+        elif session.id in self.pending:
+            self.stats["packet_in.install_in_flight"] += 1
+            self.pending[session.id].append((packet.payload, port))
+        else:
+            self.pending[session.id] = [(packet.payload, port)]
+            self._batch.append(session)
+
+    def _on_idle_timeout(self, note: p4r.IdleTimeoutNotification) -> None:
+        for entry in note.table_entry:
+            self.stats["idle_timeouts"] += 1
+            session = self.nat.session_for(self._key(entry))
+            if session is None or session.id not in self.installed:
+                continue
+            self._expiring[session.id] = session
+
+    def _flush(self) -> None:
+        if self._batch:
+            batch, self._batch = self._batch, []
+            self._spawn(self._install(batch))
+        if self._expiring:
+            expiring = list(self._expiring.values())
+            self._expiring.clear()
+            for s in expiring:
+                self.installed.discard(s.id)
+            self._spawn(self._expire(expiring))
+
+    def _spawn(self, coroutine: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.ensure_future(coroutine)
+        self._writes.add(task)
+        task.add_done_callback(self._writes.discard)
+
+    async def _drain_writes(self) -> None:
+        if self._writes:
+            await asyncio.gather(*self._writes, return_exceptions=True)
+        # Packets waiting for installs that did not happen are lost with the switch.
+        self.stats["packet_in.lost_on_disconnect"] += sum(len(p) for p in self.pending.values())
+        for session_id in list(self.pending):
+            if session_id not in self.installed and session_id in self.nat.sessions:
+                self.nat.remove(session_id, self.now())
+        self.pending.clear()
+        self._batch.clear()
+
+    async def _install(self, sessions: list[Session]) -> None:
+        updates = []
+        for session in sessions:
+            timeout = self.nat.timeout(session)
+            updates += [
+                update(INSERT, e) for e in program.session_entries(self.p4info, session, timeout)
+            ]
+        async with self._slots:
+            errors = await self.client.write(updates)
+        failed = _failed_sessions(errors)
+        cleanup: list[p4r.Update] = []
+        for index, session in enumerate(sessions):
+            packets = self.pending.pop(session.id, [])
+            if index in failed:
+                self.stats["install_failed"] += 1
+                log.warning("install of session %d failed: %s", session.id, failed[index])
+                # Remove whichever of the two entries did get in.
+                cleanup += [
+                    update(DELETE, e) for e in program.session_keys_only(self.p4info, session)
+                ]
+                self.nat.remove(session.id, self.now())
+                continue
+            self.installed.add(session.id)
+            self.stats["sessions_installed"] += 1
+            for payload, port in packets:
+                self._inject(payload, port)
+        if cleanup:
+            await self.client.write(cleanup)
+
+    async def _expire(self, sessions: list[Session]) -> None:
+        updates = [
+            update(DELETE, e) for s in sessions for e in program.session_keys_only(self.p4info, s)
+        ]
+        async with self._slots:
+            errors = await self.client.write(updates)
+        unexpected = [e for e in errors if e.code != NOT_FOUND]
+        if unexpected:
+            self.stats["delete_failed"] += len(unexpected)
+        now = self.now()
+        for session in sessions:
+            if session.id in self.nat.sessions:
+                self.nat.remove(session.id, now)
+                self.stats["sessions_expired"] += 1
+
+    def _inject(self, payload: bytes, port: int) -> None:
+        metadata = packet_metadata(
+            self.p4info,
+            "packet_out",
+            {"egress_port": 0, "ingress_port": port, "mode": PacketOutMode.INJECT},
+        )
+        self.client.packet_out(payload, metadata)
+        self.stats["packet_out"] += 1
+
+    # -- visibility -----------------------------------------------------------------
+
+    def session_rows(self) -> list[dict[str, object]]:
+        now = self.now()
+        rows: list[dict[str, object]] = []
+        for s in self.nat.sessions.values():
+            rows.append(
+                {
+                    "id": s.id,
+                    "protocol": s.protocol,
+                    "origin": s.origin.value,
+                    "rule": s.rule_id,
+                    "internal": f"{format_ipv4(s.internal.address)}:{s.internal.port}",
+                    "external": f"{format_ipv4(s.external.address)}:{s.external.port}",
+                    "remote": f"{format_ipv4(s.remote.address)}:{s.remote.port}",
+                    "age_s": round(now - s.created, 1),
+                    "installed": s.id in self.installed,
+                }
+            )
+        return rows
+
+    def stats_dict(self) -> dict[str, object]:
+        return {
+            "sessions": len(self.nat.sessions),
+            "installed": len(self.installed),
+            "connected": self.connected.is_set(),
+            "stream_queue_dropped": self.client.dropped,
+            "counters": self.stats.as_dict(),
+        }
+
+    async def _start_socket(self) -> asyncio.AbstractServer | None:
+        if self.options.socket is None:
+            return None
+        return await serve_status(self.options.socket, self)
+
+
+def _failed_sessions(errors: list[UpdateError]) -> dict[int, str]:
+    """Session index (two updates per session) -> first error message."""
+    failed: dict[int, str] = {}
+    for error in errors:
+        failed.setdefault(error.index // 2, error.message)
+    return failed
+
+
+def _reason_name(reason: int) -> str:
+    try:
+        return PuntReason(reason).name.lower()
+    except ValueError:
+        return f"reason_{reason}"
