@@ -23,8 +23,10 @@ SUITE_TIMEOUT_S = 1800
 
 # "12 passed, 0 failed" / "tests: 12 passed, 1 failed, 2 skipped" (our C runners)
 _PLAIN = re.compile(r"^\s*(?:\w+: )?(\d+) passed, (\d+) failed(?:, (\d+) skipped)?\s*$")
-# "==== 12 passed, 1 skipped in 0.52s ====" (pytest)
-_PYTEST = re.compile(r"^=+ (.*) in [\d.]+s.*=+$")
+# "==== 12 passed, 1 skipped in 0.52s ====" (pytest), or without the rules (-q)
+_PYTEST = re.compile(
+    r"^=*\s*(\d+ (?:passed|failed|skipped|errors?|deselected|warnings?|x\w+).*) in [\d.]+s\b"
+)
 
 
 @dataclass
@@ -82,7 +84,7 @@ def count(output: str) -> tuple[int, int, int] | None:
             continue
         pytest = _PYTEST.match(line.strip())
         if pytest:
-            for number, word in re.findall(r"(\d+) (passed|failed|skipped|errors?)", pytest[1]):
+            for number, word in re.findall(r"(\d+) (passed|failed|skipped|errors?)\b", pytest[1]):
                 found = True
                 index = {"passed": 0, "failed": 1, "skipped": 2}.get(word, 1)
                 totals[index] += int(number)
