@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <stdlib.h>
+#include <string.h>
+
+#include "qns_compiler.h"
+#include "qns_filter.h"
+
+/* Smallest filter: 4 KiB, a page, for the first few hundred rules. */
+#define QNS_FILTER_MIN_WORDS 512u
+/* Bits 38 to 63 of an address hash pick the word. */
+#define QNS_FILTER_MAX_WORDS (1u << (64 - QNS_FILTER_WORD_SHIFT))
+
+/*
+ * Density: a rebuilt filter has at least QNS_FILTER_WORDS_PER_KEY words per
+ * key and is rebuilt once keys (stale ones included) outnumber its words, so
+ * a word holds 1/2 to 1 key on average and a test passes by mistake with a
+ * probability of 1/128 to 1/64.
+ */
+#define QNS_FILTER_WORDS_PER_KEY 2u
+
+size_t
+qns_filter_size(uint32_t words)
+{
+	return sizeof(struct qns_filter) + (size_t)words * sizeof(uint64_t);
+}
+
+uint32_t
+qns_filter_words_for(uint32_t keys)
+{
+	uint64_t words = QNS_FILTER_MIN_WORDS;
+
+	/* Past the largest size, more keys only make the filter denser. */
+	while (words < (uint64_t)keys * QNS_FILTER_WORDS_PER_KEY &&
+	       words < QNS_FILTER_MAX_WORDS)
+		words *= 2;
+	return (uint32_t)words;
+}
+
+int
+qns_filter_full(const struct qns_filter *f)
+{
+	return f->keys >= qns_filter_words(f) &&
+	       qns_filter_words(f) < QNS_FILTER_MAX_WORDS;
+}
+
+struct qns_filter *
+qns_filter_alloc(uint32_t words)
+{
+	size_t size = qns_filter_size(words);
+	struct qns_filter *f;
+
+	f = aligned_alloc(64, size); /* size is a multiple of 64 */
+	if (unlikely(f == NULL))
+		return NULL;
+	memset(f, 0, size);
+	f->mask = words - 1;
+	return f;
+}
+
+void
+qns_filter_add(struct qns_filter *f, uint64_t addr_hash, unsigned int port_pos)
+{
+	_Atomic uint64_t *word =
+		&f->word[(addr_hash >> QNS_FILTER_WORD_SHIFT) & f->mask];
+	uint64_t bit = qns_filter_key_bits(addr_hash, 1ull << port_pos);
+
+	atomic_store_explicit(word,
+			      atomic_load_explicit(word, memory_order_relaxed) | bit,
+			      memory_order_relaxed);
+	f->keys++;
+}

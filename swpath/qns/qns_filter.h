@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The QNS filter: a Bloom filter over (sub-table, masked address, port or no
+ * port) of every stored rule, so that a lookup passes over a sub-table that
+ * cannot match with one load from a small, cache-resident array, without
+ * touching the sub-table. A packet aimed at one rule meets a dozen
+ * sub-tables on the way; without the filter each would cost up to four
+ * hash probes.
+ *
+ * A filter key sets one bit: the hash of (sub-table, masked address) picks a
+ * 64-bit word by bits 38 and up, and the bit by bits 32 to 37 plus (mod
+ * 64) a number from the hash of the port part (the port for rules with a
+ * port, a constant for rules without). A lookup tests two bits of one word
+ * per sub-table, its port's and the no-port one, with one AND: adding the
+ * address's number to both positions is rotating the pair of bits by it.
+ * The protocol is left out so that two tests cover the four probe forms.
+ *
+ * Concurrency: one writer sets bits (before publishing the slot they stand
+ * for) and never clears them; deleted rules leave bits behind, which only
+ * cost a probe. Rebuilding (to grow, shrink or drop stale bits) fills a new
+ * filter from the live rules and publishes it with one release store; the old
+ * one goes to the reclaim callback like any retired memory.
+ */
+#ifndef QUICKNAT_QNS_FILTER_H
+#define QUICKNAT_QNS_FILTER_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct qns_filter {
+	uint32_t mask;      /* words - 1, words a power of two */
+	uint32_t keys;      /* keys added since this filter was built (writer) */
+	uint64_t reserved[7]; /* word[] starts on its own cache line */
+	_Atomic uint64_t word[];
+};
+
+_Static_assert(sizeof(struct qns_filter) == 64, "word[] is line aligned");
+
+/* Address hash bits from here up pick the word; the 6 below pick the bit. */
+#define QNS_FILTER_WORD_SHIFT 38
+
+static inline uint32_t
+qns_filter_words(const struct qns_filter *f)
+{
+	return f->mask + 1;
+}
+
+/* The number a port part adds to its keys' bit positions. */
+static inline unsigned int
+qns_filter_port_pos(uint64_t port_hash)
+{
+	return (unsigned int)(port_hash >> 58);
+}
+
+/* The number an address adds: hash bits below those that pick the word. */
+static inline unsigned int
+qns_filter_addr_pos(uint64_t addr_hash)
+{
+	return (unsigned int)(addr_hash >> 32) & 63;
+}
+
+static inline uint64_t
+qns_rotl64(uint64_t x, unsigned int n)
+{
+	return x << (n & 63) | x >> (-n & 63);
+}
+
+/*
+ * Reader side: what a lookup keeps in registers, since the compiler may not
+ * reload plain fields across the atomic loads of the words.
+ */
+struct qns_filter_view {
+	const _Atomic uint64_t *word;
+	uint32_t mask;
+};
+
+static inline struct qns_filter_view
+qns_filter_view(const struct qns_filter *f)
+{
+	return (struct qns_filter_view){ f->word, f->mask };
+}
+
+/* The word for a sub-table address hash. */
+static inline uint64_t
+qns_filter_word(struct qns_filter_view v, uint64_t addr_hash)
+{
+	return atomic_load_explicit(
+		&v.word[(addr_hash >> QNS_FILTER_WORD_SHIFT) & v.mask],
+		memory_order_relaxed);
+}
+
+/*
+ * The bits that keys of this address and of the port parts whose numbers
+ * are set in port_pos_bits occupy, e.g. 1 << port_pos | 1 << noport_pos.
+ */
+static inline uint64_t
+qns_filter_key_bits(uint64_t addr_hash, uint64_t port_pos_bits)
+{
+	return qns_rotl64(port_pos_bits, qns_filter_addr_pos(addr_hash));
+}
+
+/* Writer side, in qns_filter.c. */
+
+size_t qns_filter_size(uint32_t words);
+
+/* The number of words to build a filter for this many keys with. */
+uint32_t qns_filter_words_for(uint32_t keys);
+
+/* True when one more key would make the filter too dense. */
+int qns_filter_full(const struct qns_filter *f);
+
+/* A cleared filter, or NULL. Free it with free(). */
+struct qns_filter *qns_filter_alloc(uint32_t words);
+
+/* Sets the bit of a key; only the writer calls this. */
+void qns_filter_add(struct qns_filter *f, uint64_t addr_hash,
+		    unsigned int port_pos);
+
+#endif /* QUICKNAT_QNS_FILTER_H */

@@ -1,0 +1,197 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The slot arrays of the QNS sub-tables: open addressing with linear probing,
+ * searched by lock-free readers while one writer changes them.
+ *
+ * Publication protocol (docs/qns.md, "Run-time updates"):
+ * - A slot is empty (rule NULL), full, or a tombstone (rule QNS_TOMBSTONE).
+ * - The writer fills an empty slot by writing its key, then storing the rule
+ *   pointer with release order; readers load the rule pointer with acquire
+ *   order before they read the key, so they never see a key without its rule.
+ * - A full slot changes only to a tombstone, and a tombstone never changes:
+ *   a reader that loaded a rule pointer can therefore trust the key beside it.
+ * - Growing, shrinking or purging tombstones builds a new array, which is
+ *   published by one release store of the sub-table's array pointer; the old
+ *   array is never written again and goes to the reclaim callback.
+ * - The capacity is read from the array itself, so a reader always probes
+ *   within the array it loaded.
+ */
+#ifndef QUICKNAT_QNS_SUBTABLE_H
+#define QUICKNAT_QNS_SUBTABLE_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "qns.h"
+#include "qns_compiler.h"
+
+/* The probe forms of docs/qns.md, numbered in lookup order. */
+enum qns_form {
+	QNS_FORM_PORT_PROTO = 0,   /* exact port, exact protocol */
+	QNS_FORM_PORT_ANY = 1,     /* exact port, protocol any */
+	QNS_FORM_NOPORT_PROTO = 2, /* wildcard port, exact protocol */
+	QNS_FORM_NOPORT_ANY = 3,   /* wildcard port, protocol any */
+	QNS_FORM_COUNT = 4,
+};
+
+/* Form masks: bit f stands for form f. */
+#define QNS_FORMS_ALL 0xfu
+#define QNS_FORMS_NOPORT (1u << QNS_FORM_NOPORT_PROTO | 1u << QNS_FORM_NOPORT_ANY)
+
+/* Smallest array allocated for a sub-table that holds rules. */
+#define QNS_SLOTS_MIN_CAPACITY 16u
+
+/* An insert rebuilds an array whose full slots and tombstones would pass 3/8. */
+#define QNS_SLOTS_MAX_LOAD_NUM 3u
+#define QNS_SLOTS_MAX_LOAD_DEN 8u
+
+/*
+ * A delete rebuilds an array smaller once fewer than 1/16 of its slots are
+ * live; a rebuild leaves the load at 1/8 or more, so the two never chase.
+ */
+#define QNS_SLOTS_SHRINK_BELOW 16u
+
+/* Marks a deleted slot; never dereferenced. */
+extern const struct qns_rule qns_tombstone;
+#define QNS_TOMBSTONE (&qns_tombstone)
+
+struct qns_slot {
+	uint64_t key; /* written once, before rule publishes the slot */
+	_Atomic(const struct qns_rule *) rule; /* NULL, a rule or QNS_TOMBSTONE */
+};
+
+struct qns_slots {
+	uint32_t mask;     /* capacity - 1, capacity a power of two */
+	uint32_t shift;    /* 64 - log2(capacity): top hash bits pick a slot */
+	uint64_t reserved; /* keeps slot[] 16-byte aligned: no slot spans lines */
+	struct qns_slot slot[];
+};
+
+_Static_assert(sizeof(struct qns_slot) == 16, "a slot is 16 bytes");
+_Static_assert(sizeof(struct qns_slots) == 16, "slot[] starts at 16 bytes");
+
+/* The netmask of a prefix length, 0 for /0 (a 64-bit shift avoids UB at 32). */
+static inline uint32_t
+qns_plen_mask(unsigned int plen)
+{
+	return (uint32_t)(~0ull << (32 - plen));
+}
+
+/* Sub-tables are numbered kind * (QNS_PLEN_MAX + 1) + plen. */
+static inline unsigned int
+qns_table_number(unsigned int kind, unsigned int plen)
+{
+	return kind * (QNS_PLEN_MAX + 1) + plen;
+}
+
+/*
+ * A sub-table key: masked address | port | protocol | has-port flag. The kind
+ * and the prefix length are implied by the sub-table. A wildcard port is
+ * stored as port 0 with the flag clear, so it differs from a real port 0.
+ */
+static inline uint64_t
+qns_key(uint32_t masked_addr, uint16_t port, uint8_t proto, int has_port)
+{
+	return (uint64_t)masked_addr << 32 | (uint64_t)port << 16 |
+	       (uint64_t)proto << 8 | (uint64_t)(has_port != 0);
+}
+
+/* The (port, protocol, has-port) half of a key. */
+static inline uint32_t
+qns_key_low(uint64_t key)
+{
+	return (uint32_t)key;
+}
+
+/* The port part of a key's low half: what the filter looks at. */
+static inline uint32_t
+qns_key_port_part(uint64_t key)
+{
+	return (uint32_t)key & 0xffff0001u;
+}
+
+/*
+ * A key's hash is hash_addr(sub-table, masked address) ^ hash_low(low half):
+ * a lookup hashes the address once per sub-table, for the filter and for
+ * the probes alike, and the low halves once per probe form. Both are
+ * multiplicative (Fibonacci) hashes read from the top bits, which depend on
+ * every input bit.
+ */
+static inline uint64_t
+qns_hash_addr_salted(uint64_t table_salt, uint32_t masked_addr)
+{
+	return (table_salt | masked_addr) * 0x9e3779b97f4a7c15ull;
+}
+
+static inline uint64_t
+qns_hash_addr(unsigned int table, uint32_t masked_addr)
+{
+	return qns_hash_addr_salted((uint64_t)table << 32, masked_addr);
+}
+
+static inline uint64_t
+qns_hash_low(uint32_t low)
+{
+	return ((uint64_t)low ^ 0x2545f491u) * 0xc2b2ae3d27d4eb4full;
+}
+
+static inline uint64_t
+qns_key_hash(unsigned int table, uint64_t key)
+{
+	return qns_hash_addr(table, (uint32_t)(key >> 32)) ^
+	       qns_hash_low(qns_key_low(key));
+}
+
+static inline uint32_t
+qns_slots_capacity(const struct qns_slots *s)
+{
+	return s->mask + 1;
+}
+
+/* Reader side: the live rule stored under key (whose hash is given), or NULL. */
+static inline const struct qns_rule *
+qns_slots_probe(const struct qns_slots *s, uint64_t key, uint64_t hash)
+{
+	uint32_t i = (uint32_t)(hash >> s->shift);
+
+	for (;;) {
+		const struct qns_slot *slot = &s->slot[i];
+		const struct qns_rule *rule =
+			atomic_load_explicit(&slot->rule, memory_order_acquire);
+
+		/* Load limit < 1: every probe sequence reaches an empty slot. */
+		if (rule == NULL)
+			return NULL;
+		if (slot->key == key && likely(rule != QNS_TOMBSTONE))
+			return rule;
+		i = (i + 1) & s->mask;
+	}
+}
+
+/* Writer side, in qns_subtable.c. */
+
+size_t qns_slots_size(uint32_t capacity);
+
+/* The capacity to rebuild into for live entries, leaving room to insert. */
+uint32_t qns_slots_capacity_for(uint32_t live);
+
+/* A zeroed (all empty) array, or NULL. Free it with free(). */
+struct qns_slots *qns_slots_alloc(uint32_t capacity);
+
+/* Publishes (key, rule) in the first empty slot of its probe sequence. */
+void qns_slots_insert(struct qns_slots *s, uint64_t key, uint64_t hash,
+		      const struct qns_rule *rule);
+
+/*
+ * Inserts every live entry of src, an array of sub-table number table, into
+ * dst, which no reader sees yet.
+ */
+void qns_slots_copy_live(struct qns_slots *dst, const struct qns_slots *src,
+			 unsigned int table);
+
+/* The slot holding rule, whose key has this hash, or NULL. */
+struct qns_slot *qns_slots_find_rule(struct qns_slots *s, uint64_t hash,
+				     const struct qns_rule *rule);
+
+#endif /* QUICKNAT_QNS_SUBTABLE_H */
