@@ -7,9 +7,10 @@ VPY         := $(VENV)/bin/python
 
 # Debian packages the project needs (build, tests, labs).
 APT_PACKAGES := build-essential pkg-config python3-venv python3-dev \
-                libjansson-dev libcmocka-dev valgrind
+                libjansson-dev libcmocka-dev valgrind \
+                iproute2 ethtool mininet iperf3 curl
 
-.PHONY: all deps deps-apt deps-python build test lint bench bench-qns p4 clean
+.PHONY: all deps deps-apt deps-python build test lint bench bench-qns p4 run-bmv2 clean
 
 all: build
 
@@ -40,8 +41,8 @@ test: $(VENV)/.installed
 	$(VPY) tests/run_suites.py
 
 lint: $(VENV)/.installed
-	$(VENV)/bin/ruff check controller tests bench
-	$(VENV)/bin/ruff format --check controller tests bench
+	$(VENV)/bin/ruff check controller tests bench ptf-tests topo
+	$(VENV)/bin/ruff format --check controller tests bench ptf-tests topo
 	$(VENV)/bin/mypy --config-file controller/pyproject.toml controller/quicknat
 
 bench: bench-qns
@@ -49,6 +50,10 @@ bench: bench-qns
 # QNS against a linear scan, C and Python: the paper's Table 1 on this machine.
 bench-qns: $(VENV)/.installed build
 	$(VPY) bench/qns_bench.py
+
+# The Mininet lab with the NAT on BMv2 (needs simple_switch_grpc; says so if missing).
+run-bmv2: $(VENV)/.installed
+	$(PYTHON) topo/bmv2_lab.py $(if $(CLI),--cli)
 
 # Regenerate the compiled P4 artifacts (needs p4c-bm2-ss on PATH).
 p4:

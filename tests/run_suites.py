@@ -22,7 +22,7 @@ PY = str(VENV_BIN / "python")
 SUITE_TIMEOUT_S = 1800
 
 # "12 passed, 0 failed" / "tests: 12 passed, 1 failed, 2 skipped" (our C runners)
-_PLAIN = re.compile(r"^\s*(?:\w+: )?(\d+) passed, (\d+) failed(?:, (\d+) skipped)?\s*$")
+_PLAIN = re.compile(r"^\s*(?:[\w-]+: )?(\d+) passed, (\d+) failed(?:, (\d+) skipped)?\s*$")
 # "==== 12 passed, 1 skipped in 0.52s ====" (pytest), or without the rules (-q)
 _PYTEST = re.compile(
     r"^=*\s*(\d+ (?:passed|failed|skipped|errors?|deselected|warnings?|x\w+).*) in [\d.]+s\b"

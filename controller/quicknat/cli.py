@@ -160,6 +160,11 @@ def _parser() -> argparse.ArgumentParser:
         default=5000,
         help="new-flow packet-ins per second the switch lets through",
     )
+    controller.add_argument(
+        "--reset",
+        action="store_true",
+        help="push the pipeline even if installed (clears the switch's tables)",
+    )
     controller.add_argument("-v", "--verbose", action="store_true")
     controller.set_defaults(run=_controller)
     for name, what in (("sessions", "list the sessions"), ("stats", "show the counters")):

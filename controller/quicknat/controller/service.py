@@ -67,6 +67,9 @@ class ControllerOptions:
     """New-flow packet-ins per second the data plane lets through (punt_meter)."""
     reconnect_max_s: float = 10.0
     """Longest wait between reconnection attempts (exponential backoff from 0.25 s)."""
+    reset: bool = False
+    """Push the pipeline on the first connection even if it is installed, which
+    clears the switch's tables (a clean start, e.g. for tests)."""
 
 
 class Controller:
@@ -88,6 +91,7 @@ class Controller:
         self._writes: set[asyncio.Task[None]] = set()
         self._slots = asyncio.Semaphore(options.writes_in_flight)
         self.connected = asyncio.Event()
+        self._reset_pending = options.reset
         self._in2out_id = self.p4info.table("nat_in2out").id
         self._out2in_id = self.p4info.table("nat_out2in").id
 
@@ -130,6 +134,9 @@ class Controller:
 
     async def _sync(self) -> None:
         cookie = await self.client.get_pipeline_cookie()
+        if self._reset_pending:
+            self._reset_pending = False
+            cookie = None
         if cookie != self.pipeline.cookie:
             log.info(
                 "pushing the pipeline (switch had %s)", "none" if cookie is None else "another"

@@ -1,0 +1,1 @@
+"""PTF harness: the topology, the target processes, and the runner (run.py)."""

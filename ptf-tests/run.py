@@ -1,0 +1,152 @@
+#!/usr/bin/env python3
+"""Run the PTF suite against one data path: `ptf-tests/run.py --target bmv2`.
+
+Creates the namespace topology (harness/topology.py), starts the switch when the
+target needs one, runs PTF inside the namespace, and always cleans up: processes
+are stopped and the namespace deleted even when a test or the run fails.
+The last line is `N passed, M failed, K skipped` for `make test`'s summary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(REPO / "controller"))
+
+from harness.processes import start, stop, wait_for_tcp  # noqa: E402
+from harness.topology import Topology, in_namespace  # noqa: E402
+
+VENV = REPO / ".venv" / "bin"
+GRPC_PORT = 9559
+EXIT_SKIPPED = 3
+
+
+def requirements(target: str) -> str | None:
+    """Why the target cannot run here, or None."""
+    if target == "bmv2" and shutil.which("simple_switch_grpc") is None:
+        return "simple_switch_grpc not on PATH"
+    return None
+
+
+def summarize(output: str) -> tuple[int, int, int]:
+    ran = re.search(r"^Ran (\d+) tests?", output, re.M)
+    total = int(ran[1]) if ran else 0
+    failed = sum(int(n) for n in re.findall(r"(?:failures|errors)=(\d+)", output))
+    skipped = sum(int(n) for n in re.findall(r"skipped=(\d+)", output))
+    if ran is None:
+        failed = max(failed, 1)
+    return total - failed - skipped, failed, skipped
+
+
+def inside(args: argparse.Namespace) -> int:
+    """The part that runs inside the namespace."""
+    workdir = Path(args.workdir)
+    topo = Topology()
+    switch = None
+    try:
+        if args.target == "bmv2":
+            ports = [
+                arg for i in range(topo.ports) for arg in ("-i", f"{i + 1}@{topo.target_end(i)}")
+            ]
+            switch = start(
+                [
+                    "simple_switch_grpc",
+                    "--device-id",
+                    "1",
+                    *ports,
+                    "--cpu-port",
+                    "255",
+                    "--no-p4",
+                    "--",
+                    "--grpc-server-addr",
+                    f"127.0.0.1:{GRPC_PORT}",
+                ],
+                workdir / "switch.log",
+            )
+            wait_for_tcp("127.0.0.1", GRPC_PORT, 30, switch)
+        params = ";".join(
+            [
+                f"target='{args.target}'",
+                f"grpc_addr='127.0.0.1:{GRPC_PORT}'",
+                f"config='{HERE / 'configs' / 'bmv2.toml'}'",
+                f"workdir='{workdir}'",
+            ]
+        )
+        interfaces = [arg for i in range(topo.ports) for arg in ("-i", f"{i}@{topo.ptf_end(i)}")]
+        proc = subprocess.run(
+            [
+                str(VENV / "ptf"),
+                "--test-dir",
+                str(HERE / "tests"),
+                *interfaces,
+                "--test-params",
+                params,
+                "--log-file",
+                str(workdir / "ptf.log"),
+                *args.tests,
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            timeout=1800,
+            cwd=workdir,
+            check=False,
+        )
+        print(proc.stdout)
+        passed, failed, skipped = summarize(proc.stdout)
+        if proc.returncode != 0 and failed == 0:
+            failed = 1
+        print(f"ptf-{args.target}: {passed} passed, {failed} failed, {skipped} skipped")
+        return 1 if failed else 0
+    finally:
+        stop(switch)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--target", choices=["bmv2"], required=True)
+    parser.add_argument("--workdir", help="logs go here (default: a new temporary directory)")
+    parser.add_argument("--inside", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("tests", nargs="*", help="PTF test names or groups")
+    args = parser.parse_args()
+    if args.inside:
+        return inside(args)
+    reason = requirements(args.target)
+    if reason:
+        print(f"ptf-{args.target}: skipped: {reason}")
+        return EXIT_SKIPPED
+    workdir = Path(args.workdir or tempfile.mkdtemp(prefix=f"quicknat-ptf-{args.target}-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    topo = Topology()
+    topo.create()
+    try:
+        inner = [
+            sys.executable,
+            __file__,
+            "--inside",
+            "--target",
+            args.target,
+            "--workdir",
+            str(workdir),
+            *args.tests,
+        ]
+        code = subprocess.run(
+            in_namespace(topo.namespace, *inner), timeout=2400, check=False
+        ).returncode
+    finally:
+        topo.delete()
+    print(f"logs: {workdir}")
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

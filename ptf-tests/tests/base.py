@@ -1,0 +1,64 @@
+"""The PTF base test: the target's NAT started fresh for each test, packet I/O,
+and checks that read translated packets back.
+
+Layer one of three (as in fabric-tna's ptf/): this base, the packet helpers in
+packets.py, and the thin scenario classes grouped by feature in test_*.py.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE.parent.parent / "controller"))
+
+import ptf  # noqa: E402
+from harness.targets import TARGETS, Target  # noqa: E402
+from packets import checksums_ok  # noqa: E402
+from ptf import testutils  # noqa: E402
+from ptf.base_tests import BaseTest  # noqa: E402
+from scapy.packet import Packet  # noqa: E402
+
+# PTF port numbers (run.py maps them to the veths facing the target's ports 1-3).
+INSIDE, OUTSIDE, INSIDE2 = 0, 1, 2
+RECEIVE_TIMEOUT = 2.0
+
+
+class QuickNatTest(BaseTest):
+    target: Target
+
+    def setUp(self) -> None:
+        BaseTest.setUp(self)
+        self.dataplane = ptf.dataplane_instance
+        self.dataplane.flush()
+        params: dict[str, Any] = testutils.test_params_get()
+        self.target = TARGETS[params["target"]](params)
+        self.target.start_nat(reset=True)
+
+    def tearDown(self) -> None:
+        self.target.stop_nat()
+        BaseTest.tearDown(self)
+
+    def send(self, port: int, pkt: Packet) -> None:
+        testutils.send_packet(self, port, bytes(pkt))
+
+    def receive(self, port: int, timeout: float = RECEIVE_TIMEOUT) -> Packet:
+        """The next packet on a port, checksums verified."""
+        from scapy.layers.l2 import Ether
+
+        result = self.dataplane.poll(port_number=port, timeout=timeout)
+        if isinstance(result, self.dataplane.PollFailure):
+            self.fail(f"no packet on port {port} within {timeout} s")
+        pkt = Ether(result.packet)
+        self.assertTrue(checksums_ok(pkt), f"bad checksum in {pkt.summary()}")
+        return pkt
+
+    def expect(self, port: int, pkt: Packet) -> None:
+        """Exactly this packet on this port (and nothing else checked)."""
+        testutils.verify_packet(self, bytes(pkt), port, timeout=RECEIVE_TIMEOUT)
+
+    def expect_nothing(self, timeout: float = 0.5) -> None:
+        testutils.verify_no_other_packets(self, timeout=timeout)

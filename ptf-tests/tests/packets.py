@@ -1,0 +1,72 @@
+"""Packet builders for the PTF topology (addresses from configs/bmv2.toml)."""
+
+from __future__ import annotations
+
+from scapy.layers.inet import ICMP, IP, TCP, UDP
+from scapy.layers.l2 import Ether
+from scapy.packet import Packet
+
+ROUTER_IN_MAC, ROUTER_OUT_MAC, ROUTER_IN2_MAC = (
+    "02:00:00:00:00:01",
+    "02:00:00:00:00:02",
+    "02:00:00:00:00:03",
+)
+GATEWAY_MAC = "02:00:00:00:02:fe"
+HOST_MAC = {
+    "10.0.0.10": "02:00:00:00:01:10",
+    "10.0.0.20": "02:00:00:00:01:20",
+    "10.0.1.10": "02:00:00:00:03:10",
+}
+REMOTE_MAC = "02:00:00:00:02:99"  # any outside sender: the NAT routes by IP
+PUBLIC_POOL = {"203.0.113.0", "203.0.113.1", "203.0.113.2", "203.0.113.3"}
+PAYLOAD = b"quicknat-ptf-payload"
+
+
+def from_inside(
+    src: str, dst: str, l4: Packet, ttl: int = 64, router_mac: str = ROUTER_IN_MAC
+) -> Packet:
+    return Ether(src=HOST_MAC[src], dst=router_mac) / IP(src=src, dst=dst, ttl=ttl) / l4 / PAYLOAD
+
+
+def from_outside(src: str, dst: str, l4: Packet, ttl: int = 64) -> Packet:
+    return Ether(src=REMOTE_MAC, dst=ROUTER_OUT_MAC) / IP(src=src, dst=dst, ttl=ttl) / l4 / PAYLOAD
+
+
+def to_inside(
+    src: str, dst: str, l4: Packet, ttl: int = 63, router_mac: str = ROUTER_IN_MAC
+) -> Packet:
+    """What the NAT must deliver to an inside host (fully known: compared exactly)."""
+    return Ether(src=router_mac, dst=HOST_MAC[dst]) / IP(src=src, dst=dst, ttl=ttl) / l4 / PAYLOAD
+
+
+def tcp(sport: int, dport: int, flags: str = "S") -> Packet:
+    return TCP(sport=sport, dport=dport, flags=flags, seq=1000)
+
+
+def udp(sport: int, dport: int) -> Packet:
+    return UDP(sport=sport, dport=dport)
+
+
+def echo(identifier: int, seq: int = 1, reply: bool = False) -> Packet:
+    return ICMP(type=0 if reply else 8, id=identifier, seq=seq)
+
+
+def checksums_ok(pkt: Packet) -> bool:
+    """Recompute every checksum scapy knows and compare with what arrived.
+    A UDP checksum of 0 means "none" (RFC 768) and is accepted as such."""
+    if IP not in pkt:
+        return True
+    rebuilt = pkt.copy()
+    del rebuilt[IP].chksum
+    for layer in (TCP, UDP, ICMP):
+        if layer in rebuilt:
+            if layer is UDP and pkt[UDP].chksum == 0:
+                continue
+            del rebuilt[layer].chksum
+    rebuilt = Ether(bytes(rebuilt))
+    fields = [(IP, "chksum")] + [(layer, "chksum") for layer in (TCP, UDP, ICMP) if layer in pkt]
+    return all(
+        getattr(rebuilt[layer], name) == getattr(pkt[layer], name)
+        for layer, name in fields
+        if not (layer is UDP and pkt[UDP].chksum == 0)
+    )

@@ -1,0 +1,60 @@
+"""What must not pass: unsolicited inbound traffic, flows beyond the pool."""
+
+from __future__ import annotations
+
+from base import INSIDE2, OUTSIDE, QuickNatTest
+from packets import ROUTER_IN2_MAC, from_inside, from_outside, udp
+from ptf.testutils import group
+from scapy.layers.inet import IP, UDP
+
+
+@group("drops")
+class UnsolicitedInboundIsDropped(QuickNatTest):
+    def runTest(self) -> None:
+        before = self.target.drops().get("no_mapping", 0)
+        # Not a pool or DNAT address: dropped by the data plane itself.
+        self.send(OUTSIDE, from_outside("198.51.100.10", "203.0.113.200", udp(53, 4000)))
+        self.expect_nothing()
+        self.assertEqual(self.target.drops().get("no_mapping", 0), before + 1)
+        # A pool address with no mapping: the NAT refuses it, no session appears.
+        self.send(OUTSIDE, from_outside("198.51.100.10", "203.0.113.1", udp(53, 4000)))
+        self.expect_nothing()
+        self.target.wait_until(
+            "refusal counted", lambda: self.target.counter("refused.unsolicited") == 1, 5
+        )
+        self.assertEqual(self.target.sessions(), [])
+
+
+@group("drops")
+class PoolExhaustionKeepsExistingFlows(QuickNatTest):
+    def runTest(self) -> None:
+        # The tiny pool has two ports: two internal endpoints get them.
+        external = []
+        for sport in (1001, 1002):
+            self.send(
+                INSIDE2,
+                from_inside(
+                    "10.0.1.10", "198.51.100.10", udp(sport, 53), router_mac=ROUTER_IN2_MAC
+                ),
+            )
+            out = self.receive(OUTSIDE)
+            self.assertEqual(out[IP].src, "203.0.113.9")
+            external.append(out[UDP].sport)
+        self.assertEqual(sorted(external), [5000, 5001])
+        # A third is dropped and counted; nothing is evicted.
+        self.send(
+            INSIDE2,
+            from_inside("10.0.1.10", "198.51.100.10", udp(1003, 53), router_mac=ROUTER_IN2_MAC),
+        )
+        self.expect_nothing()
+        self.target.wait_until(
+            "exhaustion counted", lambda: self.target.counter("refused.pool_exhausted") == 1, 5
+        )
+        for sport, port in zip((1001, 1002), external, strict=True):
+            self.send(
+                INSIDE2,
+                from_inside(
+                    "10.0.1.10", "198.51.100.10", udp(sport, 53), router_mac=ROUTER_IN2_MAC
+                ),
+            )
+            self.assertEqual(self.receive(OUTSIDE)[UDP].sport, port)

@@ -1,0 +1,52 @@
+"""Sessions over time: idle timeout, and a restart of the NAT's control part."""
+
+from __future__ import annotations
+
+from base import INSIDE, OUTSIDE, QuickNatTest
+from packets import from_inside, from_outside, to_inside, udp
+from ptf.testutils import group
+from scapy.layers.inet import IP, UDP
+
+UDP_TIMEOUT = 4  # configs/bmv2.toml
+
+
+@group("aging")
+class IdleTimeoutRemovesBothDirections(QuickNatTest):
+    def runTest(self) -> None:
+        self.send(INSIDE, from_inside("10.0.0.10", "198.51.100.10", udp(6000, 53)))
+        out = self.receive(OUTSIDE)
+        external, port = out[IP].src, out[UDP].sport
+        self.assertEqual(len(self.target.sessions()), 1)
+        self.target.wait_until(
+            "session expired", lambda: not self.target.sessions(), UDP_TIMEOUT + 10
+        )
+        self.assertEqual(self.target.counter("sessions_expired"), 1)
+        # The inbound direction is gone too: the old reply is not let in.
+        self.send(OUTSIDE, from_outside("198.51.100.10", external, udp(53, port)))
+        self.expect_nothing()
+        # A new packet of the flow is a new flow again.
+        punts = self.target.counter("packet_in")
+        self.send(INSIDE, from_inside("10.0.0.10", "198.51.100.10", udp(6000, 53)))
+        self.receive(OUTSIDE)
+        self.assertGreater(self.target.counter("packet_in"), punts)
+
+
+@group("restart")
+class ControllerRestartKeepsFlows(QuickNatTest):
+    def runTest(self) -> None:
+        self.send(INSIDE, from_inside("10.0.0.10", "198.51.100.10", udp(7000, 53)))
+        out = self.receive(OUTSIDE)
+        external, port = out[IP].src, out[UDP].sport
+        self.target.stop_nat()
+        # Established flows keep working while the NAT's control part is away.
+        self.send(OUTSIDE, from_outside("198.51.100.10", external, udp(53, port)))
+        self.expect(INSIDE, to_inside("198.51.100.10", "10.0.0.10", udp(53, 7000)))
+        self.target.start_nat(reset=False)
+        sessions = self.target.sessions()
+        self.assertEqual(len(sessions), 1)
+        self.assertEqual(sessions[0]["external"], f"{external}:{port}")
+        # A new flow never gets the port the recovered session holds.
+        self.send(INSIDE, from_inside("10.0.0.10", "198.51.100.10", udp(7001, 53)))
+        self.assertNotEqual(self.receive(OUTSIDE)[UDP].sport, port)
+        self.send(OUTSIDE, from_outside("198.51.100.10", external, udp(53, port)))
+        self.expect(INSIDE, to_inside("198.51.100.10", "10.0.0.10", udp(53, 7000)))
