@@ -120,22 +120,21 @@ def main() -> int:
             host.cmd(f"ethtool -K {host.defaultIntf()} tx off rx off")
         wait_for_port("127.0.0.1", GRPC_PORT, 30)
         sock = workdir / "controller.sock"
-        controller = subprocess.Popen(
-            [
-                str(QUICKNAT),
-                "controller",
-                "--config",
-                str(CONFIG),
-                "--grpc-addr",
-                f"127.0.0.1:{GRPC_PORT}",
-                "--socket",
-                str(sock),
-                "--reset",
-            ],
-            stdout=open(workdir / "controller.log", "w"),
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+        command = [
+            str(QUICKNAT),
+            "controller",
+            "--config",
+            str(CONFIG),
+            "--grpc-addr",
+            f"127.0.0.1:{GRPC_PORT}",
+            "--socket",
+            str(sock),
+            "--reset",
+        ]
+        with open(workdir / "controller.log", "w") as log:
+            controller = subprocess.Popen(
+                command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            )
         wait_for_connected(sock, 30)
         demo(net, sock)
         print(f"\nlogs: {workdir}\nwatch sessions: {QUICKNAT} sessions --socket {sock}")

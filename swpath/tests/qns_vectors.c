@@ -15,7 +15,6 @@
 
 #include "linear_scan.h"
 #include "qns.h"
-#include "qns_compiler.h"
 #include "vector_file.h"
 
 #define DEFAULT_VECTOR_DIR "../tests/vectors/qns"

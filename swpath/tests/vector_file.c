@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "qns_compiler.h"
 #include "vector_file.h"
 
 /* Where a message points: the file, and the rule or step being read. */
