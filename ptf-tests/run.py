@@ -20,10 +20,10 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(REPO / "controller"))
+sys.path.insert(0, str(REPO / "topo"))
 
-from harness.processes import start, stop, wait_for_tcp  # noqa: E402
-from harness.topology import Topology, in_namespace  # noqa: E402
+from lab.netns import Topology, in_namespace  # noqa: E402
+from lab.processes import start, stop, wait_for_tcp  # noqa: E402
 
 VENV = REPO / ".venv" / "bin"
 GRPC_PORT = 9559

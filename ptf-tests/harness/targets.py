@@ -15,10 +15,9 @@ from typing import Any
 
 import grpc
 from finsy.proto import p4r, p4r_grpc
+from lab.processes import start, stop
 from quicknat.controller.program import DropReason, Pipeline
 from quicknat.controller.status import query
-
-from harness.processes import start, stop
 
 REPO = Path(__file__).resolve().parents[2]
 QUICKNAT = REPO / ".venv" / "bin" / "quicknat"

@@ -13,7 +13,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
-sys.path.insert(0, str(HERE.parent.parent / "controller"))
+sys.path.insert(0, str(HERE.parent.parent / "topo"))
 
 import ptf  # noqa: E402
 from harness.targets import TARGETS, Target  # noqa: E402

@@ -1,8 +1,9 @@
-"""A network namespace with one veth pair per PTF port.
+"""A network namespace with one veth pair per port under test.
 
-PTF owns the `qnpN` ends; the data path under test (BMv2 or swpath) owns the
-`qnsN` ends. Everything lives in one namespace, so deleting it removes every
-veth even when a run is killed, and nothing touches the host's interfaces.
+The test side (PTF, a traffic generator) owns the `qnpN` ends; the data path
+under test (BMv2 or swpath) owns the `qnsN` ends. Everything lives in one
+namespace, so deleting it removes every veth even when a run is killed, and
+nothing touches the host's interfaces.
 """
 
 from __future__ import annotations
