@@ -75,7 +75,7 @@ def test_same_first_packet_twice_is_one_session() -> None:
     n = nat()
     key = out("10.0.0.7", 5000, "198.51.100.9", 53)
     assert n.new_flow(Zone.INSIDE, key, 0) is n.new_flow(Zone.INSIDE, key, 1)
-    assert len(n.sessions) == 1
+    assert n.session_count == 1
 
 
 def test_icmp_echo_identifier_is_mapped_like_a_port() -> None:
@@ -117,7 +117,7 @@ def test_unsolicited_inbound_never_creates_a_mapping() -> None:
     with pytest.raises(Refused) as info:
         n.new_flow(Zone.OUTSIDE, out("198.51.100.9", 53, "203.0.113.1", 2005), 0)
     assert info.value.reason is Refusal.UNSOLICITED
-    assert not n.sessions
+    assert n.session_count == 0
 
 
 def test_dnat_port_forwarding_and_one_to_one() -> None:
@@ -158,10 +158,10 @@ def test_removing_the_last_session_frees_the_mapping_and_its_port() -> None:
     n = nat()
     a = n.new_flow(Zone.INSIDE, out("10.0.0.7", 5000, "198.51.100.9", 53), 0)
     b = n.new_flow(Zone.INSIDE, out("10.0.0.7", 5000, "192.0.2.1", 53), 0)
-    n.remove(a.id, 10)
+    n.remove(a, 10)
     assert n.mapping_for(UDP, a.internal) is not None  # b still uses it
-    n.remove(b.id, 10)
-    assert n.mapping_for(UDP, a.internal) is None and not n.sessions
+    n.remove(b, 10)
+    assert n.mapping_for(UDP, a.internal) is None and n.session_count == 0
     assert n.session_for(a.out2in) is None
     assert n.allocators["public"].ports_held(ip("10.0.0.7")) == 0
 

@@ -83,7 +83,6 @@ class Controller:
         self.client = P4RuntimeClient(options.grpc_addr, options.device_id, options.election_id)
         self.zone_of_port = {i.port: i.zone for i in config.interfaces}
         self.static = program.static_entries(self.p4info, config)
-        self.installed: set[int] = set()
         # Sessions whose entries are being written -> first packets to inject after.
         self.pending: dict[int, list[tuple[bytes, int]]] = {}
         self._batch: list[Session] = []
@@ -147,8 +146,9 @@ class Controller:
             self.stats["pipeline_pushes"] += 1
             await self._write_checked([update(INSERT, e) for e in self.static], "static entries")
             await self._configure_meters()
-            sessions = list(self.nat.sessions.values())
-            self.installed.clear()
+            sessions = list(self.nat.sessions())
+            for session in sessions:
+                session.installed = False
             for chunk in range(0, len(sessions), self.options.batch_max):
                 await self._install(sessions[chunk : chunk + self.options.batch_max])
             self.stats["sessions_reinstalled"] += len(sessions)
@@ -200,15 +200,15 @@ class Controller:
             if session is None or session.out2in not in out2in_keys:
                 stale.append(update(DELETE, entry))
                 if session is not None:
-                    self.nat.remove(session.id, now)
+                    self.nat.remove(session, now)
                 continue
-            self.installed.add(session.id)
+            session.installed = True
             adopted.add(session.out2in)
         stale += [
             update(DELETE, e.table_entry) for e in out2in if self._key(e.table_entry) not in adopted
         ]
         await self.client.write(stale)
-        missing = [s for s in self.nat.sessions.values() if s.id not in self.installed]
+        missing = [s for s in self.nat.sessions() if not s.installed]
         if missing:
             await self._install(missing)
         self.stats["sessions_recovered"] += len(adopted)
@@ -282,7 +282,7 @@ class Controller:
         except Refused as exc:
             self.stats[f"refused.{exc.reason.name.lower()}"] += 1
             return
-        if session.id in self.installed:
+        if session.installed:
             # Punted before its entries were in place: they are now.
             self.stats["packet_in.reinjected"] += 1
             self._inject(packet.payload, port)
@@ -297,7 +297,7 @@ class Controller:
         for entry in note.table_entry:
             self.stats["idle_timeouts"] += 1
             session = self.nat.session_for(self._key(entry))
-            if session is None or session.id not in self.installed:
+            if session is None or not session.installed:
                 continue
             self._expiring[session.id] = session
 
@@ -309,7 +309,7 @@ class Controller:
             expiring = list(self._expiring.values())
             self._expiring.clear()
             for s in expiring:
-                self.installed.discard(s.id)
+                s.installed = False
             self._spawn(self._expire(expiring))
 
     def _spawn(self, coroutine: Coroutine[Any, Any, None]) -> None:
@@ -322,9 +322,9 @@ class Controller:
             await asyncio.gather(*self._writes, return_exceptions=True)
         # Packets waiting for installs that did not happen are lost with the switch.
         self.stats["packet_in.lost_on_disconnect"] += sum(len(p) for p in self.pending.values())
-        for session_id in list(self.pending):
-            if session_id not in self.installed and session_id in self.nat.sessions:
-                self.nat.remove(session_id, self.now())
+        for session in self._batch:
+            if self.nat.contains(session) and not session.installed:
+                self.nat.remove(session, self.now())
         self.pending.clear()
         self._batch.clear()
 
@@ -348,9 +348,9 @@ class Controller:
                 cleanup += [
                     update(DELETE, e) for e in program.session_keys_only(self.p4info, session)
                 ]
-                self.nat.remove(session.id, self.now())
+                self.nat.remove(session, self.now())
                 continue
-            self.installed.add(session.id)
+            session.installed = True
             self.stats["sessions_installed"] += 1
             for payload, port in packets:
                 self._inject(payload, port)
@@ -368,8 +368,8 @@ class Controller:
             self.stats["delete_failed"] += len(unexpected)
         now = self.now()
         for session in sessions:
-            if session.id in self.nat.sessions:
-                self.nat.remove(session.id, now)
+            if self.nat.contains(session):
+                self.nat.remove(session, now)
                 self.stats["sessions_expired"] += 1
 
     def _inject(self, payload: bytes, port: int) -> None:
@@ -386,7 +386,7 @@ class Controller:
     def session_rows(self) -> list[dict[str, object]]:
         now = self.now()
         rows: list[dict[str, object]] = []
-        for s in self.nat.sessions.values():
+        for s in self.nat.sessions():
             rows.append(
                 {
                     "id": s.id,
@@ -397,15 +397,15 @@ class Controller:
                     "external": f"{format_ipv4(s.external.address)}:{s.external.port}",
                     "remote": f"{format_ipv4(s.remote.address)}:{s.remote.port}",
                     "age_s": round(now - s.created, 1),
-                    "installed": s.id in self.installed,
+                    "installed": s.installed,
                 }
             )
         return rows
 
     def stats_dict(self) -> dict[str, object]:
         return {
-            "sessions": len(self.nat.sessions),
-            "installed": len(self.installed),
+            "sessions": self.nat.session_count,
+            "installed": sum(s.installed for s in self.nat.sessions()),
             "connected": self.connected.is_set(),
             "stream_queue_dropped": self.client.dropped,
             "counters": self.stats.as_dict(),

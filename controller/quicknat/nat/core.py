@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import enum
 import random
+from collections.abc import Iterator
 
 from quicknat.addr import Prefix
 from quicknat.config.model import Config, Filtering, Pool, Zone
@@ -39,6 +40,19 @@ class Refused(Exception):
 TRANSLATABLE = frozenset({Protocol.TCP, Protocol.UDP, Protocol.ICMP})
 
 
+# Packed integers as dictionary keys: a session is indexed twice and a mapping
+# twice, and an int costs a fraction of a tuple or a dataclass (the controller
+# keeps its per-session memory under 1 KiB this way; bench-bmv2 measures it).
+
+
+def _endpoint_key(protocol: int, endpoint: Endpoint) -> int:
+    return (protocol << 48) | (endpoint.address << 16) | endpoint.port
+
+
+def _flow_key(key: FlowKey) -> int:
+    return (key.protocol << 96) | (key.src << 64) | (key.dst << 32) | (key.sport << 16) | key.dport
+
+
 class Nat:
     def __init__(
         self, config: Config, policy: PortPolicy | None = None, rng: random.Random | None = None
@@ -56,21 +70,31 @@ class Nat:
             if isinstance(rule.target, SnatToAddress):
                 pool = Pool(f"rule-{rule.id}", (Prefix(rule.target.address, 32),))
                 self.allocators[pool.name] = PoolAllocator(pool, self.policy, rng)
-        self.sessions: dict[int, Session] = {}
-        self._by_key: dict[FlowKey, Session] = {}
-        self._mappings: dict[tuple[int, Endpoint], Mapping] = {}  # (protocol, internal)
-        self._external: dict[tuple[int, Endpoint], Mapping] = {}  # (protocol, external)
+        self.session_count = 0
+        self._by_key: dict[int, Session] = {}  # _flow_key(either direction) -> session
+        # Keyed by _endpoint_key(protocol, endpoint): ints are far smaller than tuples.
+        self._mappings: dict[int, Mapping] = {}  # internal endpoint -> mapping
+        self._external: dict[int, Mapping] = {}  # external endpoint -> mapping
         self._sessions_of: dict[int, int] = {}  # internal address -> sessions
         self._next_id = 1
 
     # -- queries ---------------------------------------------------------------
 
+    def sessions(self) -> Iterator[Session]:
+        """Every session once (each is indexed under both of its flow keys)."""
+        for key, session in self._by_key.items():
+            if key == _flow_key(session.in2out):
+                yield session
+
+    def contains(self, session: Session) -> bool:
+        return self._by_key.get(_flow_key(session.in2out)) is session
+
     def session_for(self, key: FlowKey) -> Session | None:
         """The session a packet already belongs to (either direction)."""
-        return self._by_key.get(key)
+        return self._by_key.get(_flow_key(key))
 
     def mapping_for(self, protocol: int, internal: Endpoint) -> Mapping | None:
-        return self._mappings.get((protocol, internal))
+        return self._mappings.get(_endpoint_key(protocol, internal))
 
     # -- new flows -------------------------------------------------------------
 
@@ -78,7 +102,7 @@ class Nat:
         """A session for the first packet of a flow, or Refused. A packet of a flow
         that already has a session gets that session back (a retransmitted first
         packet, or a packet-in that raced its install)."""
-        existing = self._by_key.get(packet)
+        existing = self._by_key.get(_flow_key(packet))
         if existing is not None:
             return existing
         if packet.protocol not in TRANSLATABLE:
@@ -93,7 +117,7 @@ class Nat:
             raise Refused(Refusal.NO_RULE)
         self._check_session_limit(packet.src)
         internal = Endpoint(packet.src, packet.sport)
-        mapping = self._mappings.get((packet.protocol, internal))
+        mapping = self._mappings.get(_endpoint_key(packet.protocol, internal))
         if mapping is None:
             mapping = self._new_mapping(rule, packet.protocol, internal, now)
         remote_port = packet.sport if packet.protocol == Protocol.ICMP else packet.dport
@@ -107,9 +131,11 @@ class Nat:
             external = self.allocators[pool].allocate(protocol, internal, now)
         except AllocationError as exc:
             raise Refused(Refusal[exc.reason.name]) from None
-        mapping = Mapping(protocol, internal, external, pool)
-        self._mappings[(protocol, internal)] = mapping
-        self._external[(protocol, external)] = mapping
+        return self._add_mapping(Mapping(protocol, internal, external, pool))
+
+    def _add_mapping(self, mapping: Mapping) -> Mapping:
+        self._mappings[_endpoint_key(mapping.protocol, mapping.internal)] = mapping
+        self._external[_endpoint_key(mapping.protocol, mapping.external)] = mapping
         return mapping
 
     def _inbound(self, packet: FlowKey, now: float) -> Session:
@@ -118,7 +144,7 @@ class Nat:
         rule = self.qns.lookup_kind(RuleKind.DNAT, packet.protocol, packet.dst, packet.dport)
         if rule is not None and isinstance(rule.target, DnatTo):
             return self._dnat(rule, rule.target, packet, external, remote, now)
-        mapping = self._external.get((packet.protocol, external))
+        mapping = self._external.get(_endpoint_key(packet.protocol, external))
         if mapping is None:
             raise Refused(Refusal.UNSOLICITED)
         if not self._filter_allows(mapping, remote):
@@ -137,7 +163,7 @@ class Nat:
         if mode is Filtering.ENDPOINT_INDEPENDENT:
             return True
         if mode is Filtering.ADDRESS_DEPENDENT:
-            return remote.address in mapping.remote_addresses
+            return remote.address in mapping.remotes
         return False
 
     def _dnat(
@@ -155,7 +181,15 @@ class Nat:
         internal = Endpoint(address, port)
         self._check_session_limit(address)
         session = Session(
-            self._next_id, rule.id, Origin.DNAT, packet.protocol, internal, external, remote, now
+            self._next_id,
+            rule.id,
+            Origin.DNAT,
+            packet.protocol,
+            internal,
+            external,
+            remote.address,
+            remote.port,
+            now,
         )
         return self._register(session)
 
@@ -174,21 +208,20 @@ class Nat:
             mapping.protocol,
             mapping.internal,
             mapping.external,
-            remote,
+            remote.address,
+            remote.port,
             now,
             mapping,
         )
         mapping.sessions += 1
-        mapping.remote_addresses[remote.address] = (
-            mapping.remote_addresses.get(remote.address, 0) + 1
-        )
+        mapping.remotes.append(remote.address)
         return self._register(session)
 
     def _register(self, session: Session) -> Session:
         self._next_id += 1
-        self.sessions[session.id] = session
-        self._by_key[session.in2out] = session
-        self._by_key[session.out2in] = session
+        self.session_count += 1
+        self._by_key[_flow_key(session.in2out)] = session
+        self._by_key[_flow_key(session.out2in)] = session
         host = session.internal.address
         self._sessions_of[host] = self._sessions_of.get(host, 0) + 1
         return session
@@ -200,7 +233,7 @@ class Nat:
         inside-to-outside key and the source it is rewritten to. None when the
         configuration no longer allows it or it conflicts with what is known;
         the caller then deletes its entries."""
-        existing = self._by_key.get(in2out)
+        existing = self._by_key.get(_flow_key(in2out))
         if existing is not None:
             return existing if existing.external == external else None
         protocol = in2out.protocol
@@ -212,32 +245,32 @@ class Nat:
             session = self._dnat(dnat, dnat.target, probe, external, remote, now)
             if session.internal == internal:
                 return session
-            self.remove(session.id, now)
+            self.remove(session, now)
             return None
         rule = self.qns.lookup_kind(RuleKind.SNAT, protocol, internal.address, internal.port)
         if rule is None:
             return None
-        mapping = self._mappings.get((protocol, internal))
+        mapping = self._mappings.get(_endpoint_key(protocol, internal))
         if mapping is None:
             target = rule.target
             pool = target.pool if isinstance(target, SnatToPool) else f"rule-{rule.id}"
             if not self.allocators[pool].reserve(protocol, internal.address, external):
                 return None
-            mapping = Mapping(protocol, internal, external, pool)
-            self._mappings[(protocol, internal)] = mapping
-            self._external[(protocol, external)] = mapping
+            mapping = self._add_mapping(Mapping(protocol, internal, external, pool))
         elif mapping.external != external:
             return None
         return self._open(rule.id, Origin.SNAT, mapping, remote, now)
 
     # -- removal ---------------------------------------------------------------
 
-    def remove(self, session_id: int, now: float) -> Session:
+    def remove(self, session: Session, now: float) -> None:
         """Forget a session (idle timeout); its mapping, and the mapping's port,
         go when its last session does."""
-        session = self.sessions.pop(session_id)
-        self._by_key.pop(session.in2out, None)
-        self._by_key.pop(session.out2in, None)
+        if not self.contains(session):
+            raise KeyError(f"session {session.id} is not in the table")
+        self._by_key.pop(_flow_key(session.in2out), None)
+        self._by_key.pop(_flow_key(session.out2in), None)
+        self.session_count -= 1
         host = session.internal.address
         left = self._sessions_of[host] - 1
         if left:
@@ -247,18 +280,13 @@ class Nat:
         mapping = session.mapping
         if mapping is not None:
             mapping.sessions -= 1
-            count = mapping.remote_addresses[session.remote.address] - 1
-            if count:
-                mapping.remote_addresses[session.remote.address] = count
-            else:
-                del mapping.remote_addresses[session.remote.address]
+            mapping.remotes.remove(session.remote.address)
             if mapping.sessions == 0:
-                del self._mappings[(mapping.protocol, mapping.internal)]
-                del self._external[(mapping.protocol, mapping.external)]
+                del self._mappings[_endpoint_key(mapping.protocol, mapping.internal)]
+                del self._external[_endpoint_key(mapping.protocol, mapping.external)]
                 self.allocators[mapping.pool].release(
                     mapping.protocol, mapping.internal.address, mapping.external, now
                 )
-        return session
 
     def timeout(self, session: Session) -> int:
         """Idle timeout in seconds (shared/NAT-BEHAVIOR.md). TCP state tracking

@@ -50,7 +50,10 @@ class Mapping:
     external: Endpoint
     pool: str
     sessions: int = 0
-    remote_addresses: dict[int, int] = field(default_factory=dict)  # address -> sessions
+    remotes: list[int] = field(default_factory=list)
+    """Remote address of each session, one item per session (address-dependent
+    filtering asks whether an address is among them). A list: mappings have few
+    sessions, and a list costs a third of a dict per mapping."""
 
 
 @dataclass(slots=True)
@@ -63,11 +66,19 @@ class Session:
     """The inside host's endpoint (for DNAT: the server after translation)."""
     external: Endpoint
     """The endpoint the outside sees for the inside host."""
-    remote: Endpoint
-    """The outside peer."""
+    remote_address: int
+    """The outside peer (two ints rather than an Endpoint: a session is the
+    controller's unit of memory, see bench-bmv2)."""
+    remote_port: int
     created: float
     mapping: Mapping | None = None
     """The shared mapping for SNAT and inbound sessions; None for DNAT."""
+    installed: bool = False
+    """Its entries are in the data plane (set by whoever installs them)."""
+
+    @property
+    def remote(self) -> Endpoint:
+        return Endpoint(self.remote_address, self.remote_port)
 
     def _ports(self, endpoint: Endpoint, peer: Endpoint) -> tuple[int, int]:
         if self.protocol == Protocol.ICMP:

@@ -1,0 +1,400 @@
+#!/usr/bin/env python3
+"""`make bench-bmv2`: new-flow setup through the controller, side by side with the
+raw P4Runtime write rate of the same simple_switch_grpc, in one run.
+
+1. raw: a trivial client inserts NAT entries in WriteRequests of 500 (entries/s);
+2. setup: a burst of distinct UDP flows enters the inside port; the rate is flows
+   whose two entries are installed per second (packet-in -> QNS -> allocate ->
+   one WriteRequest per drain -> packet-out), and every first packet must come
+   out translated (no first-packet loss);
+3. latency: flows one at a time, first packet in -> translated packet out;
+4. memory: controller bytes per session (tracemalloc over the NAT state of
+   100,000 sessions).
+Target: setup flows/s >= 70% of raw entries/s / 2. Writes bench/results/bmv2.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import tracemalloc
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+sys.path.insert(0, str(REPO / "topo"))
+
+from lab.netns import Topology, in_namespace  # noqa: E402
+from lab.processes import start, stop, wait_for_tcp  # noqa: E402
+from quicknat.config import parse_config  # noqa: E402
+from quicknat.config.model import Zone  # noqa: E402
+from quicknat.controller.program import Pipeline  # noqa: E402
+from quicknat.controller.status import query  # noqa: E402
+from quicknat.nat.core import Nat  # noqa: E402
+from quicknat.nat.session import FlowKey  # noqa: E402
+from quicknat.p4rt.client import P4RuntimeClient  # noqa: E402
+from quicknat.p4rt.entities import table_entry, update  # noqa: E402
+
+GRPC = "127.0.0.1:9560"
+QUICKNAT = REPO / ".venv" / "bin" / "quicknat"
+NAMESPACE = "qn-bench"
+ROUTER_IN_MAC = bytes.fromhex("020000000001")
+HOST_MAC = bytes.fromhex("020000000110")
+CONFIG = """
+[[interface]]
+name = "in0"
+zone = "inside"
+port = 1
+address = "10.0.0.1/16"
+mac = "02:00:00:00:00:01"
+[[interface]]
+name = "out0"
+zone = "outside"
+port = 2
+address = "198.51.100.1/24"
+mac = "02:00:00:00:00:02"
+[[route]]
+prefix = "0.0.0.0/0"
+via = "198.51.100.254"
+interface = "out0"
+[[neighbor]]
+address = "198.51.100.254"
+mac = "02:00:00:00:02:fe"
+interface = "out0"
+[[pool]]
+name = "public"
+addresses = ["203.0.113.0/24"]
+[[rule]]
+type = "snat"
+prefix = "10.0.0.0/16"
+pool = "public"
+"""
+
+
+def checksum(data: bytes) -> int:
+    total = sum(int.from_bytes(data[i : i + 2], "big") for i in range(0, len(data) - 1, 2))
+    if len(data) % 2:
+        total += data[-1] << 8
+    while total >> 16:
+        total = (total & 0xFFFF) + (total >> 16)
+    return ~total & 0xFFFF
+
+
+def udp_frame(src: int, sport: int, dst: int, dport: int) -> bytes:
+    """A UDP packet from an inside host, built by hand so thousands take no time."""
+    payload = b"quicknat-bench"
+    udp_len = 8 + len(payload)
+    ip = bytearray(20)
+    ip[0], ip[8], ip[9] = 0x45, 64, 17
+    ip[2:4] = (20 + udp_len).to_bytes(2, "big")
+    ip[12:16], ip[16:20] = src.to_bytes(4, "big"), dst.to_bytes(4, "big")
+    ip[10:12] = checksum(bytes(ip)).to_bytes(2, "big")
+    udp = bytearray(
+        sport.to_bytes(2, "big") + dport.to_bytes(2, "big") + udp_len.to_bytes(2, "big")
+    )
+    udp += b"\0\0" + payload
+    pseudo = ip[12:20] + b"\0\x11" + udp_len.to_bytes(2, "big")
+    udp[6:8] = (checksum(bytes(pseudo + udp)) or 0xFFFF).to_bytes(2, "big")
+    return ROUTER_IN_MAC + HOST_MAC + b"\x08\x00" + bytes(ip) + bytes(udp)
+
+
+def flows(count: int, base_port: int) -> list[bytes]:
+    dst = int.from_bytes(socket.inet_aton("198.51.100.10"), "big")
+    frames = []
+    for i in range(count):
+        src = (10 << 24) | (i // 200 + 1) << 8 | (i % 200 + 1)  # 10.0.x.y
+        frames.append(udp_frame(src, base_port + i % 1000, dst, 53))
+    return frames
+
+
+class Receiver(threading.Thread):
+    """Counts and timestamps the packets leaving the outside port."""
+
+    def __init__(self, interface: str) -> None:
+        super().__init__(daemon=True)
+        self.sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
+        self.sock.bind((interface, 0))
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024 * 1024)
+        self.sock.settimeout(0.2)
+        self.count = 0
+        self.times: dict[tuple[int, int], float] = {}  # (inside src, sport) unknown after NAT:
+        self.last = 0.0
+        self.running = True
+
+    def run(self) -> None:
+        while self.running:
+            try:
+                data = self.sock.recv(2048)
+            except TimeoutError:
+                continue
+            if len(data) > 34 and data[12:14] == b"\x08\x00" and data[23] == 17:
+                self.count += 1
+                self.last = time.monotonic()
+
+
+def raw_write_rate(pipeline: Pipeline, entries: int, batch: int) -> float:
+    async def run() -> float:
+        client = P4RuntimeClient(GRPC, 1, election_id=10)
+        await client.connect()
+        await client.set_pipeline(pipeline.p4info.proto, pipeline.device_config, pipeline.cookie)
+        p4info = pipeline.p4info
+        updates = [
+            update(
+                1,
+                table_entry(
+                    p4info,
+                    "nat_in2out",
+                    {
+                        "ipv4_src": 0x0A000000 + i,
+                        "ipv4_dst": 0xC6336401,
+                        "ip_proto": 17,
+                        "l4_sport": 1000,
+                        "l4_dport": 53,
+                    },
+                    "rewrite_src",
+                    {"addr": 0xCB007101, "port": 2000 + i % 60000},
+                    idle_timeout_ns=300 * 10**9,
+                ),
+            )
+            for i in range(entries)
+        ]
+        start_time = time.perf_counter()
+        for i in range(0, entries, batch):
+            errors = await client.write(updates[i : i + batch])
+            assert not errors, errors[:3]
+        elapsed = time.perf_counter() - start_time
+        await client.close()
+        return entries / elapsed
+
+    return asyncio.run(run())
+
+
+def controller_stats(sock: Path) -> dict[str, Any]:
+    answer = query(sock, "stats")
+    assert isinstance(answer, dict)
+    return answer
+
+
+def setup_rate(sock: Path, frames: list[bytes], tx: socket.socket, rx: Receiver) -> dict[str, Any]:
+    before = controller_stats(sock)["counters"].get("sessions_installed", 0)
+    start_time = time.monotonic()
+    for frame in frames:
+        tx.send(frame)
+    sent = time.monotonic()
+    deadline = sent + 120
+    installed = 0
+    while time.monotonic() < deadline:
+        installed = controller_stats(sock)["counters"].get("sessions_installed", 0) - before
+        if installed >= len(frames):
+            break
+        time.sleep(0.02)
+    done = time.monotonic()
+    time.sleep(1.0)  # let the injected first packets drain out
+    stats = controller_stats(sock)
+    return {
+        "flows": len(frames),
+        "installed": installed,
+        "seconds": done - start_time,
+        "flows_per_s": installed / (done - start_time),
+        "send_seconds": sent - start_time,
+        "first_packets_out": rx.count,
+        "controller": stats["counters"],
+    }
+
+
+def latency(frames: list[bytes], tx: socket.socket, rx: Receiver) -> dict[str, float]:
+    samples = []
+    for frame in frames:
+        before = rx.count
+        t0 = time.monotonic()
+        tx.send(frame)
+        while rx.count == before and time.monotonic() - t0 < 2:
+            time.sleep(0.0002)
+        if rx.count > before:
+            samples.append((rx.last - t0) * 1000)
+    samples.sort()
+    return {
+        "samples": len(samples),
+        "p50_ms": statistics.median(samples),
+        "p99_ms": samples[int(0.99 * (len(samples) - 1))],
+    }
+
+
+def memory_per_session(count: int) -> float:
+    config = parse_config(CONFIG)
+    nat = Nat(config, rng=random.Random(1))
+    tracemalloc.start()
+    base = tracemalloc.get_traced_memory()[0]
+    for i in range(count):
+        key = FlowKey(17, 0x0A000000 + i // 50, 0xC6336400 + i % 50, 1000 + i % 50, 53)
+        nat.new_flow(Zone.INSIDE, key, 0.0).installed = True
+    used = tracemalloc.get_traced_memory()[0] - base
+    tracemalloc.stop()
+    return used / count
+
+
+def inside(args: argparse.Namespace) -> dict[str, Any]:
+    workdir = Path(args.workdir)
+    topo = Topology(ports=2, namespace=NAMESPACE)
+    pipeline = Pipeline.load()
+    switch = start(
+        [
+            "simple_switch_grpc",
+            "--device-id",
+            "1",
+            "-i",
+            f"1@{topo.target_end(0)}",
+            "-i",
+            f"2@{topo.target_end(1)}",
+            "--cpu-port",
+            "255",
+            "--no-p4",
+            "--",
+            "--grpc-server-addr",
+            GRPC,
+        ],
+        workdir / "switch.log",
+    )
+    controller = None
+    try:
+        wait_for_tcp("127.0.0.1", int(GRPC.rsplit(":", 1)[1]), 30, switch)
+        raw = raw_write_rate(pipeline, args.raw_entries, 500)
+        print(f"raw P4Runtime writes: {raw:,.0f} entries/s", flush=True)
+        config_path = workdir / "bench.toml"
+        config_path.write_text(CONFIG)
+        sock = workdir / "controller.sock"
+        with open(workdir / "controller.log", "w") as log:
+            controller = subprocess.Popen(
+                [
+                    str(QUICKNAT),
+                    "controller",
+                    "--config",
+                    str(config_path),
+                    "--grpc-addr",
+                    GRPC,
+                    "--socket",
+                    str(sock),
+                    "--reset",
+                    "--punt-rate",
+                    "1000000",
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                if controller_stats(sock)["connected"]:
+                    break
+            except OSError:
+                pass
+            time.sleep(0.1)
+        tx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+        tx.bind((topo.ptf_end(0), 0))
+        tx.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 64 * 1024 * 1024)
+        rx = Receiver(topo.ptf_end(1))
+        rx.start()
+        burst = setup_rate(sock, flows(args.flows, 10000), tx, rx)
+        print(
+            f"new-flow setup: {burst['flows_per_s']:,.0f} flows/s "
+            f"({burst['installed']}/{burst['flows']} installed, "
+            f"{burst['first_packets_out']} first packets out)",
+            flush=True,
+        )
+        rx.count = 0
+        lat = latency(flows(args.latency_flows, 30000), tx, rx)
+        print(f"first-packet latency: p50 {lat['p50_ms']:.2f} ms, p99 {lat['p99_ms']:.2f} ms")
+        rx.running = False
+        return {"raw_entries_per_s": raw, "setup": burst, "latency": lat}
+    finally:
+        stop(controller)
+        stop(switch)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--flows", type=int, default=5000)
+    parser.add_argument("--latency-flows", type=int, default=300)
+    parser.add_argument("--raw-entries", type=int, default=20000)
+    parser.add_argument("--workdir")
+    parser.add_argument("--inside", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--out", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.inside:
+        Path(args.out).write_text(json.dumps(inside(args)))
+        return 0
+    if shutil.which("simple_switch_grpc") is None or os.geteuid() != 0:
+        print("bench-bmv2 needs root and simple_switch_grpc on PATH", file=sys.stderr)
+        return 2
+    workdir = Path(args.workdir or tempfile.mkdtemp(prefix="quicknat-bench-bmv2-"))
+    topo = Topology(ports=2, namespace=NAMESPACE)
+    topo.create()
+    out = workdir / "inside.json"
+    try:
+        subprocess.run(
+            in_namespace(
+                NAMESPACE,
+                sys.executable,
+                __file__,
+                "--inside",
+                "--workdir",
+                str(workdir),
+                "--out",
+                str(out),
+                "--flows",
+                str(args.flows),
+                "--latency-flows",
+                str(args.latency_flows),
+                "--raw-entries",
+                str(args.raw_entries),
+            ),
+            check=True,
+            timeout=900,
+        )
+    finally:
+        topo.delete()
+    result = json.loads(out.read_text())
+    result["memory_bytes_per_session"] = memory_per_session(100_000)
+    raw, rate = result["raw_entries_per_s"], result["setup"]["flows_per_s"]
+    result["ratio_flows_to_raw_half"] = rate / (raw / 2)
+    result["met"] = {
+        "setup_at_least_70pct_of_raw_half": rate >= 0.7 * raw / 2,
+        "memory_at_most_1KiB_per_session": result["memory_bytes_per_session"] <= 1024,
+        "no_first_packet_loss": result["setup"]["first_packets_out"] >= result["setup"]["flows"],
+    }
+    result.update(
+        {
+            "schema": "quicknat-bench-bmv2/1",
+            "command": "make bench-bmv2",
+            "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        }
+    )
+    (HERE / "results").mkdir(exist_ok=True)
+    (HERE / "results" / "bmv2.json").write_text(json.dumps(result, indent=2) + "\n")
+    print(
+        f"\nraw writes {raw:,.0f} entries/s -> target {0.7 * raw / 2:,.0f} flows/s; "
+        f"measured {rate:,.0f} flows/s ({result['ratio_flows_to_raw_half']:.0%} of raw/2)"
+    )
+    print(f"controller memory: {result['memory_bytes_per_session']:.0f} bytes per session")
+    for name, ok in result["met"].items():
+        print(f"  {'met    ' if ok else 'NOT MET'}  {name}")
+    print(f"wrote {HERE / 'results' / 'bmv2.json'} (logs: {workdir})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
