@@ -10,7 +10,7 @@ APT_PACKAGES := build-essential pkg-config python3-venv python3-dev \
                 libjansson-dev libcmocka-dev valgrind \
                 iproute2 ethtool mininet iperf3 curl
 
-.PHONY: all deps deps-apt deps-python build test lint bench bench-qns p4 run-bmv2 clean
+.PHONY: all deps deps-apt deps-python build test lint bench bench-qns bench-bmv2 p4 run-bmv2 clean
 
 all: build
 
@@ -45,7 +45,8 @@ lint: $(VENV)/.installed
 	$(VENV)/bin/ruff format --check controller tests bench ptf-tests topo
 	$(VENV)/bin/mypy --config-file controller/pyproject.toml controller/quicknat
 
-bench: bench-qns
+# Every benchmark; each prints its figures and writes bench/results/NAME.json.
+bench: bench-qns bench-bmv2
 
 # QNS against a linear scan, C and Python: the paper's Table 1 on this machine.
 bench-qns: $(VENV)/.installed build
@@ -54,6 +55,10 @@ bench-qns: $(VENV)/.installed build
 # The Mininet lab with the NAT on BMv2 (needs simple_switch_grpc; says so if missing).
 run-bmv2: $(VENV)/.installed
 	$(PYTHON) topo/bmv2_lab.py $(if $(CLI),--cli)
+
+# New-flow setup through the controller vs raw P4Runtime writes (needs simple_switch_grpc).
+bench-bmv2: $(VENV)/.installed
+	$(VPY) bench/bmv2_bench.py
 
 # Regenerate the compiled P4 artifacts (needs p4c-bm2-ss on PATH).
 p4:
