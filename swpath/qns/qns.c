@@ -46,33 +46,37 @@ struct qns_subtable_stats {
  */
 #define QNS_RANK_PLEN(rank) (QNS_PLEN_MAX - (rank))
 
-/* What a lookup needs per rank: the netmask and the hash salt. */
-struct qns_rank {
-	uint64_t salt;    /* sub-table number << 32: qns_hash_addr()'s high half */
-	uint64_t netmask; /* of QNS_RANK_PLEN(rank) */
+/* A rank's netmask, and its hash salt (qns_hash_addr()'s high half) per kind. */
+#define QNS_M(r) ((uint32_t)(~0ull << (r)))
+static const uint32_t qns_rank_netmask[QNS_PLENS] = {
+	QNS_M(0), QNS_M(1), QNS_M(2), QNS_M(3), QNS_M(4), QNS_M(5), QNS_M(6),
+	QNS_M(7), QNS_M(8), QNS_M(9), QNS_M(10), QNS_M(11), QNS_M(12),
+	QNS_M(13), QNS_M(14), QNS_M(15), QNS_M(16), QNS_M(17), QNS_M(18),
+	QNS_M(19), QNS_M(20), QNS_M(21), QNS_M(22), QNS_M(23), QNS_M(24),
+	QNS_M(25), QNS_M(26), QNS_M(27), QNS_M(28), QNS_M(29), QNS_M(30),
+	QNS_M(31), QNS_M(32),
 };
+#undef QNS_M
 
-#define QNS_R(k, r)                                                           \
-	{ (uint64_t)((k) * QNS_PLENS + QNS_RANK_PLEN(r)) << 32,               \
-	  (uint32_t)(~0ull << (r)) }
-#define QNS_RANKS(k)                                                          \
+#define QNS_S(k, r) ((uint64_t)((k) * QNS_PLENS + QNS_RANK_PLEN(r)) << 32)
+#define QNS_SALTS(k)                                                          \
 	{                                                                     \
-		QNS_R(k, 0), QNS_R(k, 1), QNS_R(k, 2), QNS_R(k, 3),           \
-		QNS_R(k, 4), QNS_R(k, 5), QNS_R(k, 6), QNS_R(k, 7),           \
-		QNS_R(k, 8), QNS_R(k, 9), QNS_R(k, 10), QNS_R(k, 11),         \
-		QNS_R(k, 12), QNS_R(k, 13), QNS_R(k, 14), QNS_R(k, 15),       \
-		QNS_R(k, 16), QNS_R(k, 17), QNS_R(k, 18), QNS_R(k, 19),       \
-		QNS_R(k, 20), QNS_R(k, 21), QNS_R(k, 22), QNS_R(k, 23),       \
-		QNS_R(k, 24), QNS_R(k, 25), QNS_R(k, 26), QNS_R(k, 27),       \
-		QNS_R(k, 28), QNS_R(k, 29), QNS_R(k, 30), QNS_R(k, 31),       \
-		QNS_R(k, 32),                                                 \
+		QNS_S(k, 0), QNS_S(k, 1), QNS_S(k, 2), QNS_S(k, 3),           \
+		QNS_S(k, 4), QNS_S(k, 5), QNS_S(k, 6), QNS_S(k, 7),           \
+		QNS_S(k, 8), QNS_S(k, 9), QNS_S(k, 10), QNS_S(k, 11),         \
+		QNS_S(k, 12), QNS_S(k, 13), QNS_S(k, 14), QNS_S(k, 15),       \
+		QNS_S(k, 16), QNS_S(k, 17), QNS_S(k, 18), QNS_S(k, 19),       \
+		QNS_S(k, 20), QNS_S(k, 21), QNS_S(k, 22), QNS_S(k, 23),       \
+		QNS_S(k, 24), QNS_S(k, 25), QNS_S(k, 26), QNS_S(k, 27),       \
+		QNS_S(k, 28), QNS_S(k, 29), QNS_S(k, 30), QNS_S(k, 31),       \
+		QNS_S(k, 32),                                                 \
 	}
-static const struct qns_rank qns_ranks[QNS_KINDS][QNS_PLENS] = {
-	QNS_RANKS(QNS_SNAT),
-	QNS_RANKS(QNS_DNAT),
+static const uint64_t qns_rank_salt[QNS_KINDS][QNS_PLENS] = {
+	QNS_SALTS(QNS_SNAT),
+	QNS_SALTS(QNS_DNAT),
 };
-#undef QNS_RANKS
-#undef QNS_R
+#undef QNS_SALTS
+#undef QNS_S
 
 struct qns {
 	/* Read by lookups. */
@@ -195,7 +199,7 @@ qns_lookup_in_kind(const struct qns *q, struct qns_filter_view filter,
 {
 	uint64_t todo =
 		atomic_load_explicit(&q->nonempty[kind], memory_order_relaxed);
-	const struct qns_rank *ranks = qns_ranks[kind];
+	const uint64_t *salt = qns_rank_salt[kind];
 	const int ported = qns_packet_has_ports(proto);
 	const uint32_t packet_forms = ported ? QNS_FORMS_ALL : QNS_FORMS_NOPORT;
 	const uint64_t noport_bit = 1ull << qns_port_filter_pos(0);
@@ -207,9 +211,10 @@ qns_lookup_in_kind(const struct qns *q, struct qns_filter_view filter,
 	const uint64_t both_bits = port_bit | noport_bit;
 
 	while (todo != 0) {
-		size_t rank = (size_t)__builtin_ctzll(todo);
-		uint32_t masked = addr & (uint32_t)ranks[rank].netmask;
-		uint64_t addr_hash = qns_hash_addr_salted(ranks[rank].salt, masked);
+		/* Zero-extended: the index needs no sign extension. */
+		uint64_t rank = (unsigned int)__builtin_ctzll(todo);
+		uint32_t masked = addr & qns_rank_netmask[rank];
+		uint64_t addr_hash = qns_hash_addr_salted(salt[rank], masked);
 		uint64_t word = qns_filter_word(filter, addr_hash);
 		const struct qns_rule *rule;
 

@@ -7,8 +7,11 @@
 
 /* Smallest filter: 4 KiB, a page, for the first few hundred rules. */
 #define QNS_FILTER_MIN_WORDS 512u
-/* Bits 38 to 63 of an address hash pick the word. */
-#define QNS_FILTER_MAX_WORDS (1u << (64 - QNS_FILTER_WORD_SHIFT))
+/*
+ * Largest filter: 512 MiB. Past 2^26 words the bits that pick the word
+ * would include those that pick the bit, and the uint32_t mask ends at 2^32.
+ */
+#define QNS_FILTER_MAX_WORDS (1u << 26)
 
 /*
  * Density: a rebuilt filter has at least QNS_FILTER_WORDS_PER_KEY words per

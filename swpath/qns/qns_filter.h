@@ -8,7 +8,7 @@
  * hash probes.
  *
  * A filter key sets one bit: the hash of (sub-table, masked address) picks a
- * 64-bit word by bits 38 and up, and the bit by bits 32 to 37 plus (mod
+ * 64-bit word by bits 32 and up, and the bit by its top 6 bits plus (mod
  * 64) a number from the hash of the port part (the port for rules with a
  * port, a constant for rules without). A lookup tests two bits of one word
  * per sub-table, its port's and the no-port one, with one AND: adding the
@@ -37,8 +37,11 @@ struct qns_filter {
 
 _Static_assert(sizeof(struct qns_filter) == 64, "word[] is line aligned");
 
-/* Address hash bits from here up pick the word; the 6 below pick the bit. */
-#define QNS_FILTER_WORD_SHIFT 38
+/*
+ * Address hash bits from here up pick the word (the top 6 of them, which
+ * also pick the bit, only for filters of 2^26 words or more).
+ */
+#define QNS_FILTER_WORD_SHIFT 32
 
 static inline uint32_t
 qns_filter_words(const struct qns_filter *f)
@@ -53,11 +56,11 @@ qns_filter_port_pos(uint64_t port_hash)
 	return (unsigned int)(port_hash >> 58);
 }
 
-/* The number an address adds: hash bits below those that pick the word. */
+/* The number an address adds: the top 6 bits of its hash. */
 static inline unsigned int
 qns_filter_addr_pos(uint64_t addr_hash)
 {
-	return (unsigned int)(addr_hash >> 32) & 63;
+	return (unsigned int)(addr_hash >> 58);
 }
 
 static inline uint64_t

@@ -37,20 +37,26 @@ def matches(rule: Rule, protocol: int, address: int, port: int) -> bool:
 class LinearScan:
     def __init__(self) -> None:
         self._rules: list[tuple[tuple[int, int, int], int, Rule]] = []
+        # Only to refuse duplicates in O(1); the lookup never uses them.
+        self._ids: set[int] = set()
+        self._keys: set[tuple[object, ...]] = set()
 
     def __len__(self) -> int:
         return len(self._rules)
 
     def add(self, rule: Rule) -> None:
-        for _, _, other in self._rules:
-            if other.id == rule.id or other.match_key == rule.match_key:
-                raise RuleExists(f"rule {rule.id}: conflicts with rule {other.id}")
+        if rule.id in self._ids or rule.match_key in self._keys:
+            raise RuleExists(f"rule {rule.id}: same id or same match as an existing rule")
+        self._ids.add(rule.id)
+        self._keys.add(rule.match_key)
         bisect.insort(self._rules, (priority(rule), rule.id, rule))
 
     def remove(self, rule_id: int) -> Rule:
         for index, (_, _, rule) in enumerate(self._rules):
             if rule.id == rule_id:
                 del self._rules[index]
+                self._ids.discard(rule_id)
+                self._keys.discard(rule.match_key)
                 return rule
         raise RuleNotFound(f"no rule with id {rule_id}")
 
