@@ -37,6 +37,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(REPO / "topo"))
 
+from lab.bmv2 import switch_command  # noqa: E402
 from lab.netns import Topology, in_namespace  # noqa: E402
 from lab.processes import start, stop, wait_for_tcp  # noqa: E402
 from quicknat.config import parse_config  # noqa: E402
@@ -250,24 +251,8 @@ def inside(args: argparse.Namespace) -> dict[str, Any]:
     workdir = Path(args.workdir)
     topo = Topology(ports=2, namespace=NAMESPACE)
     pipeline = Pipeline.load()
-    switch = start(
-        [
-            "simple_switch_grpc",
-            "--device-id",
-            "1",
-            "-i",
-            f"1@{topo.target_end(0)}",
-            "-i",
-            f"2@{topo.target_end(1)}",
-            "--cpu-port",
-            "255",
-            "--no-p4",
-            "--",
-            "--grpc-server-addr",
-            GRPC,
-        ],
-        workdir / "switch.log",
-    )
+    ports = {1: topo.target_end(0), 2: topo.target_end(1)}
+    switch = start(switch_command(ports, GRPC, workdir), workdir / "switch.log")
     controller = None
     try:
         wait_for_tcp("127.0.0.1", int(GRPC.rsplit(":", 1)[1]), 30, switch)

@@ -22,6 +22,7 @@ REPO = HERE.parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(REPO / "topo"))
 
+from lab.bmv2 import switch_command  # noqa: E402
 from lab.netns import Topology, in_namespace  # noqa: E402
 from lab.processes import start, stop, wait_for_tcp  # noqa: E402
 
@@ -44,7 +45,7 @@ def summarize(output: str) -> tuple[int, int, int]:
     skipped = sum(int(n) for n in re.findall(r"skipped=(\d+)", output))
     if ran is None:
         failed = max(failed, 1)
-    return total - failed - skipped, failed, skipped
+    return max(0, total - failed - skipped), failed, skipped
 
 
 def inside(args: argparse.Namespace) -> int:
@@ -54,24 +55,9 @@ def inside(args: argparse.Namespace) -> int:
     switch = None
     try:
         if args.target == "bmv2":
-            ports = [
-                arg for i in range(topo.ports) for arg in ("-i", f"{i + 1}@{topo.target_end(i)}")
-            ]
-            switch = start(
-                [
-                    "simple_switch_grpc",
-                    "--device-id",
-                    "1",
-                    *ports,
-                    "--cpu-port",
-                    "255",
-                    "--no-p4",
-                    "--",
-                    "--grpc-server-addr",
-                    f"127.0.0.1:{GRPC_PORT}",
-                ],
-                workdir / "switch.log",
-            )
+            ports = {i + 1: topo.target_end(i) for i in range(topo.ports)}
+            command = switch_command(ports, f"127.0.0.1:{GRPC_PORT}", workdir)
+            switch = start(command, workdir / "switch.log")
             wait_for_tcp("127.0.0.1", GRPC_PORT, 30, switch)
         params = ";".join(
             [

@@ -52,6 +52,8 @@ def main() -> int:
         print("make run-bmv2 needs: " + "; ".join(needs), file=sys.stderr)
         return 2
 
+    sys.path.insert(0, str(HERE))
+    from lab.bmv2 import switch_command
     from mininet.log import setLogLevel
     from mininet.net import Mininet
     from mininet.node import Switch
@@ -63,28 +65,12 @@ def main() -> int:
         """simple_switch_grpc on the Mininet switch's interfaces (port N = sN-ethN)."""
 
         def start(self, controllers: object) -> None:
-            ports = []
-            for intf in self.intfList():
-                if intf.name != "lo":
-                    ports += ["-i", f"{self.ports[intf]}@{intf.name}"]
-            log = open(workdir / "switch.log", "w")  # noqa: SIM115 (lives as long as the switch)
-            self.proc = subprocess.Popen(
-                [
-                    "simple_switch_grpc",
-                    "--device-id",
-                    "1",
-                    *ports,
-                    "--cpu-port",
-                    "255",
-                    "--no-p4",
-                    "--",
-                    "--grpc-server-addr",
-                    f"127.0.0.1:{GRPC_PORT}",
-                ],
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
+            ports = {self.ports[i]: i.name for i in self.intfList() if i.name != "lo"}
+            command = switch_command(ports, f"127.0.0.1:{GRPC_PORT}", workdir)
+            with open(workdir / "switch.log", "w") as log:
+                self.proc = subprocess.Popen(
+                    command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+                )
 
         def stop(self, deleteIntfs: bool = True) -> None:  # Mininet's parameter name
             if getattr(self, "proc", None) and self.proc.poll() is None:

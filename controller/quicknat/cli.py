@@ -74,12 +74,14 @@ def _controller(config: Config, args: argparse.Namespace) -> int:
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    logging.getLogger("grpc").setLevel(logging.WARNING)  # its DEBUG is noise for users
     options = ControllerOptions(
         grpc_addr=args.grpc_addr,
         device_id=args.device_id,
         election_id=args.election_id,
         socket=Path(args.socket),
         punt_rate_pps=args.punt_rate,
+        reset=args.reset,
     )
     try:
         pipeline = Pipeline.load(Path(args.p4info), Path(args.bmv2_json))

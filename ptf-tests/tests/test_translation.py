@@ -52,7 +52,8 @@ class TcpFlow(Outbound):
         # The reply comes back to the inside host, exactly.
         self.send(OUTSIDE, from_outside("198.51.100.10", external, tcp(80, port, "SA")))
         self.expect(INSIDE, to_inside("198.51.100.10", "10.0.0.10", tcp(80, 40000, "SA")))
-        self.assertEqual(len(self.target.sessions()), 1)
+        sessions = self.target.sessions()
+        self.assertEqual(len(sessions), 1, (sessions, self.target.stats()))
 
 
 @group("translation")
