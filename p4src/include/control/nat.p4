@@ -1,0 +1,164 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// Established-flow translation: the Quick NAT paper's connection records.
+// The controller installs two entries per session, one per direction, after
+// it has run QNS on the session's first packet (see nat_scope.p4 for the
+// miss path). A packet is looked up in the table of the zone it arrives from;
+// a hit rewrites addresses and ports and the packet is routed on its new
+// destination. Only packets with ports are looked up: TCP and UDP headers,
+// and ICMP echo with its identifier standing for both ports.
+
+#ifndef __NAT__
+#define __NAT__
+
+#include "../header.p4"
+#include "../checksum.p4"
+
+control NatIngress(inout headers_t hdr,
+                   inout local_metadata_t local_md) {
+
+    DECLARE_DIRECT_COUNTER(nat_in2out_counter);
+    DECLARE_DIRECT_COUNTER(nat_out2in_counter);
+
+    // SNAT direction (inside to outside) and replies to DNAT sessions. For
+    // ICMP echo the port is the new identifier.
+    action rewrite_src(ipv4_addr_t addr, l4_port_t port) {
+        local_md.nat.rewrite_src = true;
+        local_md.nat.src_addr = addr;
+        local_md.nat.src_port = port;
+    }
+
+    // Replies to SNAT sessions and the DNAT direction.
+    action rewrite_dst(ipv4_addr_t addr, l4_port_t port) {
+        local_md.nat.rewrite_dst = true;
+        local_md.nat.dst_addr = addr;
+        local_md.nat.dst_port = port;
+    }
+
+    // Both at once: hairpinning (RFC 4787 REQ-9: an inside host reaching
+    // another through its public address sees the peer's public source) and
+    // twice NAT. For ICMP echo the identifier becomes src_port.
+    action rewrite_src_dst(ipv4_addr_t src_addr, l4_port_t src_port,
+                           ipv4_addr_t dst_addr, l4_port_t dst_port) {
+        rewrite_src(src_addr, src_port);
+        rewrite_dst(dst_addr, dst_port);
+    }
+
+    // nat_in2out: exact on (ipv4_src, ipv4_dst, ip_proto, l4_sport,
+    // l4_dport) of packets from the inside zone -> rewrite_src (SNAT
+    // session, or reply of a DNAT session), rewrite_src_dst (hairpin: both
+    // directions of a hairpinned session arrive from inside) or rewrite_dst.
+    // Entries idle-time out (P4Runtime idle_timeout_ns); hits are counted.
+    // Miss: NatScopeIngress decides (punt NEW_FLOW, route untranslated, drop).
+    table nat_in2out {
+        key = {
+            hdr.ipv4.src_addr:  exact @name("ipv4_src");
+            hdr.ipv4.dst_addr:  exact @name("ipv4_dst");
+            hdr.ipv4.protocol:  exact @name("ip_proto");
+            local_md.l4_sport:  exact @name("l4_sport");
+            local_md.l4_dport:  exact @name("l4_dport");
+        }
+        actions = {
+            rewrite_src;
+            rewrite_dst;
+            rewrite_src_dst;
+            @defaultonly NoAction;
+        }
+        const default_action = NoAction();
+        TABLE_DIRECT_COUNTER = nat_in2out_counter;
+        TABLE_IDLE_TIMEOUT;
+        size = NAT_IN2OUT_TABLE_SIZE;
+    }
+
+    // nat_out2in: the same key, of packets from the outside zone ->
+    // rewrite_dst (reply of an SNAT session, or DNAT session), or the others.
+    // Miss: NatScopeIngress decides (punt NEW_FLOW_DNAT within dnat_scope,
+    // otherwise drop: unsolicited inbound traffic never opens the NAT).
+    table nat_out2in {
+        key = {
+            hdr.ipv4.src_addr:  exact @name("ipv4_src");
+            hdr.ipv4.dst_addr:  exact @name("ipv4_dst");
+            hdr.ipv4.protocol:  exact @name("ip_proto");
+            local_md.l4_sport:  exact @name("l4_sport");
+            local_md.l4_dport:  exact @name("l4_dport");
+        }
+        actions = {
+            rewrite_src;
+            rewrite_dst;
+            rewrite_src_dst;
+            @defaultonly NoAction;
+        }
+        const default_action = NoAction();
+        TABLE_DIRECT_COUNTER = nat_out2in_counter;
+        TABLE_IDLE_TIMEOUT;
+        size = NAT_OUT2IN_TABLE_SIZE;
+    }
+
+    apply {
+        bool hit = false;
+        if (local_md.l4_ports_valid) {
+            if (local_md.zone == ZONE_INSIDE) {
+                hit = nat_in2out.apply().hit;
+            } else if (local_md.zone == ZONE_OUTSIDE) {
+                hit = nat_out2in.apply().hit;
+            }
+        }
+        if (hit) {
+            ipv4_addr_t new_src = hdr.ipv4.src_addr;
+            ipv4_addr_t new_dst = hdr.ipv4.dst_addr;
+            l4_port_t new_sport = local_md.l4_sport;
+            l4_port_t new_dport = local_md.l4_dport;
+            if (local_md.nat.rewrite_src) {
+                new_src = local_md.nat.src_addr;
+                new_sport = local_md.nat.src_port;
+            }
+            if (local_md.nat.rewrite_dst) {
+                new_dst = local_md.nat.dst_addr;
+                new_dport = local_md.nat.dst_port;
+            }
+
+            // TCP and UDP checksums cover the addresses (pseudo-header) and
+            // the ports: RFC 1624 over all six changed words at once.
+            bit<32> tcp_udp_delta =
+                  csum16_delta32(hdr.ipv4.src_addr, new_src)
+                + csum16_delta32(hdr.ipv4.dst_addr, new_dst)
+                + csum16_delta16(local_md.l4_sport, new_sport)
+                + csum16_delta16(local_md.l4_dport, new_dport);
+            if (hdr.tcp.isValid()) {
+                hdr.tcp.checksum = csum16_update(hdr.tcp.checksum, tcp_udp_delta);
+                hdr.tcp.sport = new_sport;
+                hdr.tcp.dport = new_dport;
+            } else if (hdr.udp.isValid()) {
+                // RFC 768: 0 means "no checksum" and must stay 0; a computed
+                // 0 is sent as 0xffff, its one's-complement equivalent.
+                if (hdr.udp.checksum != 0) {
+                    bit<16> udp_checksum = csum16_update(hdr.udp.checksum,
+                                                         tcp_udp_delta);
+                    if (udp_checksum == 0) {
+                        udp_checksum = 0xffff;
+                    }
+                    hdr.udp.checksum = udp_checksum;
+                }
+                hdr.udp.sport = new_sport;
+                hdr.udp.dport = new_dport;
+            } else if (hdr.icmp_echo.isValid()) {
+                // The ICMP checksum covers no pseudo-header: only the
+                // identifier changes.
+                l4_port_t new_identifier = new_dport;
+                if (local_md.nat.rewrite_src) {
+                    new_identifier = new_sport;
+                }
+                hdr.icmp.checksum = csum16_update(hdr.icmp.checksum,
+                    csum16_delta16(hdr.icmp_echo.identifier, new_identifier));
+                hdr.icmp_echo.identifier = new_identifier;
+            }
+            hdr.ipv4.src_addr = new_src;
+            hdr.ipv4.dst_addr = new_dst;
+            local_md.ipv4_changed = true;
+            local_md.nat.hit = true;
+            local_md.route_ipv4 = true;
+        }
+    }
+}
+
+#endif // __NAT__

@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// Connection-table miss handling. The switch does not run QNS: it only
+// decides whether a packet without a session is in the scope of some NAT
+// rule (then the controller must see it: QNS, allocate, install both
+// directions, send the packet back with an INJECT packet-out) or not.
+//
+// Inside zone, in this order:
+//   dnat_scope hit (hairpin to a published address) -> needs NAT
+//   addressed to the router (local_address)          -> drop LOCAL_ADDRESS
+//   snat_scope hit                                   -> needs NAT
+//   otherwise                                        -> routed untranslated
+// Outside zone, in this order:
+//   ICMP error                                       -> needs NAT (RFC 5508)
+//   dnat_scope hit                                   -> needs NAT
+//   addressed to the router                          -> drop LOCAL_ADDRESS
+//   non-first fragment                               -> drop IPV4_FRAGMENT
+//   otherwise                                        -> drop NO_MAPPING
+// "Needs NAT" then becomes:
+//   ICMP error                 -> punt ICMP_ERROR (the controller translates
+//                                 the embedded packet or drops it)
+//   TCP, UDP, ICMP echo        -> punt NEW_FLOW (inside) / NEW_FLOW_DNAT
+//                                 (outside); TTL <= 1 drops TTL_EXPIRED
+//                                 instead, so a packet routing would discard
+//                                 never creates a mapping
+//   non-first fragment         -> drop IPV4_FRAGMENT (no ports to match)
+//   any other protocol         -> drop UNSUPPORTED_L4
+// Nothing that needs NAT is ever forwarded untranslated.
+
+#ifndef __NAT_SCOPE__
+#define __NAT_SCOPE__
+
+#include "../header.p4"
+
+control NatScopeIngress(inout headers_t hdr,
+                        inout local_metadata_t local_md) {
+
+    // The packet falls under a NAT rule's prefix; the apply block decides
+    // between punt and drop.
+    action mark_nat_required() { }
+
+    // snat_scope: LPM on IPv4 source of inside-zone packets that missed
+    // nat_in2out -> mark_nat_required. One entry per SNAT rule prefix.
+    // Miss: the source is not subject to SNAT; the packet is routed as is.
+    table snat_scope {
+        key = {
+            hdr.ipv4.src_addr: lpm @name("ipv4_src");
+        }
+        actions = {
+            mark_nat_required;
+            @defaultonly NoAction;
+        }
+        const default_action = NoAction();
+        size = SNAT_SCOPE_TABLE_SIZE;
+    }
+
+    // dnat_scope: LPM on IPv4 destination of packets that missed the
+    // connection table of their zone -> mark_nat_required. One entry per
+    // DNAT rule prefix (published addresses).
+    // Miss: outside zone, drop (NO_MAPPING): unsolicited inbound traffic
+    // never creates a mapping; inside zone, go on to snat_scope.
+    table dnat_scope {
+        key = {
+            hdr.ipv4.dst_addr: lpm @name("ipv4_dst");
+        }
+        actions = {
+            mark_nat_required;
+            @defaultonly NoAction;
+        }
+        const default_action = NoAction();
+        size = DNAT_SCOPE_TABLE_SIZE;
+    }
+
+    apply {
+        bool needs_nat = false;
+        bool in_dnat_scope = dnat_scope.apply().hit;
+        bool non_first_fragment = hdr.ipv4.frag_offset != 0;
+        PuntReason_t new_flow_reason = PuntReason_t.NEW_FLOW;
+
+        if (local_md.zone == ZONE_OUTSIDE) {
+            new_flow_reason = PuntReason_t.NEW_FLOW_DNAT;
+            if (local_md.is_icmp_error || in_dnat_scope) {
+                needs_nat = true;
+            } else if (local_md.is_local) {
+                local_md.drop_reason = DropReason_t.LOCAL_ADDRESS;
+            } else if (non_first_fragment) {
+                local_md.drop_reason = DropReason_t.IPV4_FRAGMENT;
+            } else {
+                local_md.drop_reason = DropReason_t.NO_MAPPING;
+            }
+        } else {
+            if (in_dnat_scope) {
+                needs_nat = true;
+            } else if (local_md.is_local) {
+                local_md.drop_reason = DropReason_t.LOCAL_ADDRESS;
+            } else if (snat_scope.apply().hit) {
+                needs_nat = true;
+            } else {
+                local_md.route_ipv4 = true;
+            }
+        }
+
+        if (needs_nat) {
+            if (local_md.is_icmp_error) {
+                local_md.punt_reason = PuntReason_t.ICMP_ERROR;
+            } else if (local_md.l4_ports_valid) {
+                if (hdr.ipv4.ttl <= 1) {
+                    local_md.drop_reason = DropReason_t.TTL_EXPIRED;
+                } else {
+                    local_md.punt_reason = new_flow_reason;
+                }
+            } else if (non_first_fragment) {
+                local_md.drop_reason = DropReason_t.IPV4_FRAGMENT;
+            } else {
+                local_md.drop_reason = DropReason_t.UNSUPPORTED_L4;
+            }
+        }
+    }
+}
+
+#endif // __NAT_SCOPE__

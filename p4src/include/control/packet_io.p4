@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// Packet I/O with the P4Runtime controller.
+// - PacketOutIngress: decodes packet_out. DIRECT sends the payload out of
+//   egress_port untouched and skips the pipeline; INJECT makes the payload
+//   look like it arrived on packet_out.ingress_port, so the first packet of a
+//   new flow, sent back after the controller installed its entries, is
+//   translated by them exactly like the packets that follow it.
+// - PacketInIngress: turns a punt decision into a trip to CPU_PORT, through
+//   punt_meter so a flood of new flows cannot swamp the controller.
+// - PacketInEgress: prepends packet_in to what goes to CPU_PORT.
+
+#ifndef __PACKET_IO__
+#define __PACKET_IO__
+
+#include "../header.p4"
+
+control PacketOutIngress(inout headers_t hdr,
+                         inout local_metadata_t local_md) {
+    apply {
+        if (hdr.packet_out.isValid()) {
+            if (hdr.packet_out.mode == PacketOutMode_t.DIRECT) {
+                local_md.packet_out_direct = true;
+                local_md.egress_port = hdr.packet_out.egress_port;
+                local_md.forward = true;
+            } else if (hdr.packet_out.mode == PacketOutMode_t.INJECT) {
+                local_md.ingress_port = hdr.packet_out.ingress_port;
+                local_md.injected = true;
+            } else {
+                local_md.drop_reason = DropReason_t.BAD_PACKET_OUT;
+            }
+            hdr.packet_out.setInvalid();
+        }
+    }
+}
+
+control PacketInIngress(inout local_metadata_t local_md) {
+    // Indexed by PuntReason_t, so each reason has its own budget (an ARP
+    // storm does not starve new flows). The controller configures each index
+    // with a P4Runtime MeterEntry (packets per second); BMv2 passes
+    // everything (green) on an index never configured. Yellow is punted,
+    // red dropped.
+    DECLARE_PACKET_METER(punt_meter, PUNT_REASON_SLOTS);
+    // Packets actually sent to the controller, by reason.
+    DECLARE_COUNTER(punt_counter, PUNT_REASON_SLOTS);
+
+    apply {
+        if (local_md.punt_reason != PuntReason_t.NONE
+                && local_md.drop_reason == DropReason_t.NONE) {
+            if (local_md.injected) {
+                // The controller sent this packet back after installing its
+                // entries and it still misses: punting it again would loop.
+                local_md.drop_reason = DropReason_t.PUNT_LOOP;
+            } else {
+                MeterColor_t color;
+                EXECUTE_METER(punt_meter, (bit<8>)local_md.punt_reason, color);
+                if (color == METER_COLOR_RED) {
+                    local_md.drop_reason = DropReason_t.PUNT_RATE_LIMITED;
+                } else {
+                    COUNT(punt_counter, (bit<8>)local_md.punt_reason);
+                    local_md.egress_port = CPU_PORT;
+                    local_md.forward = true;
+                }
+            }
+        }
+    }
+}
+
+control PacketInEgress(inout headers_t hdr,
+                       in local_metadata_t local_md,
+                       in PortId_t egress_port) {
+    apply {
+        if (egress_port == CPU_PORT) {
+            hdr.packet_in.setValid();
+            hdr.packet_in.ingress_port = local_md.ingress_port;
+            hdr.packet_in._pad0 = 0;
+            hdr.packet_in.reason = local_md.punt_reason;
+        }
+    }
+}
+
+#endif // __PACKET_IO__

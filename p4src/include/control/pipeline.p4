@@ -1,0 +1,111 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// The v1model ingress and egress: order the feature controls and translate
+// their decision (local_md.forward / drop_reason) into standard_metadata.
+// This and target.p4 are the only places that know v1model's metadata.
+//
+// Ingress order:
+//   packet-out decode -> (DIRECT: out, nothing else runs)
+//   parser / checksum errors -> port_zone ->
+//   ARP:  arp_reply
+//   IPv4: unicast check -> nat_in2out | nat_out2in
+//         hit:  rewrite -> routing_v4
+//         miss: local_address (echo reply) -> dnat_scope / snat_scope
+//               -> punt | drop | routing_v4 untranslated
+//   punt_meter -> drop_counter / egress_spec
+
+#ifndef __PIPELINE__
+#define __PIPELINE__
+
+#include "../header.p4"
+#include "packet_io.p4"
+#include "port_zone.p4"
+#include "arp.p4"
+#include "local.p4"
+#include "nat.p4"
+#include "nat_scope.p4"
+#include "routing.p4"
+
+control QuickNatIngress(inout headers_t hdr,
+                        inout local_metadata_t local_md,
+                        inout standard_metadata_t standard_md) {
+
+    PacketOutIngress() packet_out_decap;
+    PortZoneIngress() zone;
+    ArpIngress() arp;
+    LocalIngress() local;
+    NatIngress() nat;
+    NatScopeIngress() nat_scope;
+    RoutingIngress() routing;
+    PacketInIngress() punt;
+
+    // Every dropped packet, by DropReason_t (define.p4): tests assert on it.
+    DECLARE_COUNTER(drop_counter, DROP_REASON_SLOTS);
+
+    apply {
+        packet_out_decap.apply(hdr, local_md);
+
+        if (!local_md.packet_out_direct
+                && local_md.drop_reason == DropReason_t.NONE) {
+            if (standard_md.parser_error != error.NoError) {
+                local_md.drop_reason = DropReason_t.PARSER_ERROR;
+            } else if (standard_md.checksum_error == 1) {
+                local_md.drop_reason = DropReason_t.IPV4_CHECKSUM;
+            } else {
+                zone.apply(hdr, local_md);
+            }
+
+            if (local_md.drop_reason == DropReason_t.NONE) {
+                if (hdr.arp.isValid()) {
+                    arp.apply(hdr, local_md);
+                } else if (hdr.ipv4.isValid()) {
+                    // NAT and routing are for unicast only (RFC 4787 and
+                    // 5382 define no multicast or broadcast behaviour).
+                    if (hdr.ipv4.dst_addr[31:28] == 0xe
+                            || hdr.ipv4.dst_addr == 0xffffffff) {
+                        local_md.drop_reason = DropReason_t.NOT_UNICAST;
+                    } else {
+                        nat.apply(hdr, local_md);
+                        if (!local_md.nat.hit) {
+                            local.apply(hdr, local_md);
+                            if (!local_md.forward) {
+                                nat_scope.apply(hdr, local_md);
+                            }
+                        }
+                        if (local_md.route_ipv4) {
+                            routing.apply(hdr, local_md);
+                        }
+                    }
+                } else {
+                    local_md.drop_reason = DropReason_t.UNSUPPORTED_ETHERTYPE;
+                }
+            }
+
+            punt.apply(local_md);
+
+            if (local_md.drop_reason == DropReason_t.NONE && !local_md.forward) {
+                local_md.drop_reason = DropReason_t.NO_DECISION;
+            }
+        }
+
+        if (local_md.drop_reason != DropReason_t.NONE) {
+            COUNT(drop_counter, (bit<8>)local_md.drop_reason);
+            mark_to_drop(standard_md);
+        } else {
+            standard_md.egress_spec = local_md.egress_port;
+        }
+    }
+}
+
+control QuickNatEgress(inout headers_t hdr,
+                       inout local_metadata_t local_md,
+                       inout standard_metadata_t standard_md) {
+
+    PacketInEgress() packet_in_encap;
+
+    apply {
+        packet_in_encap.apply(hdr, local_md, standard_md.egress_port);
+    }
+}
+
+#endif // __PIPELINE__

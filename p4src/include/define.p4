@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// Constants, zones, punt reasons and drop reasons. The numeric values of the
+// enums are part of the controller contract (p4src/README.md): PuntReason_t
+// travels in the packet_in header, DropReason_t indexes drop_counter.
+
+#ifndef __DEFINE__
+#define __DEFINE__
+
+#include "target.p4"
+
+typedef bit<48> mac_addr_t;
+typedef bit<32> ipv4_addr_t;
+typedef bit<16> l4_port_t;
+
+const bit<16> ETHERTYPE_IPV4 = 0x0800;
+const bit<16> ETHERTYPE_ARP  = 0x0806;
+
+const bit<8> IP_PROTO_ICMP = 1;
+const bit<8> IP_PROTO_TCP  = 6;
+const bit<8> IP_PROTO_UDP  = 17;
+
+// ARP over Ethernet for IPv4 (RFC 826); nothing else is answered.
+const bit<16> ARP_HW_TYPE_ETHERNET = 1;
+const bit<8>  ARP_HW_ADDR_LEN      = 6;
+const bit<8>  ARP_PROTO_ADDR_LEN   = 4;
+const bit<16> ARP_OPCODE_REQUEST   = 1;
+const bit<16> ARP_OPCODE_REPLY     = 2;
+
+// ICMP types (RFC 792). Echo is the only ICMP query the data plane maps (its
+// identifier plays the role of a port, RFC 5508 sec. 3.1); the error types
+// are punted so the controller can translate the embedded packet (RFC 5508
+// sec. 3.3), which the data plane does not parse.
+const bit<8> ICMP_TYPE_ECHO_REPLY     = 0;
+const bit<8> ICMP_TYPE_DEST_UNREACH   = 3;
+const bit<8> ICMP_TYPE_ECHO_REQUEST   = 8;
+const bit<8> ICMP_TYPE_TIME_EXCEEDED  = 11;
+const bit<8> ICMP_TYPE_PARAM_PROBLEM  = 12;
+
+const bit<4> IPV4_MIN_IHL = 5;
+// TTL of the echo replies the router originates (RFC 1700 default).
+const bit<8> ICMP_ECHO_REPLY_TTL = 64;
+
+// Zone of a port, set by port_zone. Any other value drops the packet.
+typedef bit<8> zone_t;
+const zone_t ZONE_INSIDE  = 1;
+const zone_t ZONE_OUTSIDE = 2;
+
+// packet_out.mode
+enum bit<8> PacketOutMode_t {
+    DIRECT = 0, // send the payload out of egress_port as is, no pipeline
+    INJECT = 1  // run the payload through ingress as if it came in on
+                // packet_out.ingress_port
+}
+
+// packet_in.reason: why a packet was sent to the controller.
+enum bit<8> PuntReason_t {
+    NONE          = 0,
+    NEW_FLOW      = 1, // inside-zone miss, snat_scope or dnat_scope hit
+    NEW_FLOW_DNAT = 2, // outside-zone miss, dnat_scope hit
+    ARP           = 3, // ARP reply, for neighbour learning
+    ICMP_ERROR    = 4  // ICMP error that may belong to a session (RFC 5508)
+}
+
+// Index of drop_counter. Every dropped packet is counted under exactly one
+// reason: the first one that applies.
+enum bit<8> DropReason_t {
+    NONE                  = 0,
+    PARSER_ERROR          = 1,  // malformed or truncated headers
+    IPV4_CHECKSUM         = 2,  // bad IPv4 header checksum
+    UNKNOWN_PORT          = 3,  // port_zone miss, or zone neither inside nor outside
+    UNSUPPORTED_ETHERTYPE = 4,  // neither ARP nor IPv4 (VLAN, IPv6, LLDP, ...)
+    ARP_IGNORED           = 5,  // ARP request for no owned address, or not Ethernet/IPv4
+    NOT_UNICAST           = 6,  // IPv4 multicast or limited broadcast destination
+    IPV4_FRAGMENT         = 7,  // non-first fragment that would need NAT (no ports)
+    UNSUPPORTED_L4        = 8,  // needs NAT but has no mappable ports (GRE, ESP, ICMP timestamp, ...)
+    NO_MAPPING            = 9,  // outside-zone miss outside dnat_scope: unsolicited inbound
+    LOCAL_ADDRESS         = 10, // addressed to the router and not an echo request
+    TTL_EXPIRED           = 11, // TTL <= 1 on a packet to be forwarded
+    NO_ROUTE              = 12, // routing_v4 miss
+    PUNT_RATE_LIMITED     = 13, // punt_meter said red
+    PUNT_LOOP             = 14, // an injected packet-out would be punted again
+    BAD_PACKET_OUT        = 15, // packet_out with an unknown mode
+    NO_DECISION           = 16  // no stage forwarded or dropped it (a bug; never expected)
+}
+
+#endif // __DEFINE__

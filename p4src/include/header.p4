@@ -1,0 +1,156 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// Header layouts, the header struct and the local metadata. One definition of
+// each layout; the controller's packet-in/packet-out codec follows the two
+// controller headers below (p4src/README.md has them as byte diagrams).
+
+#ifndef __HEADER__
+#define __HEADER__
+
+#include "define.p4"
+
+// Prepended by the switch to every packet sent to the controller, followed by
+// the packet exactly as it arrived (no TTL decrement, no rewrite).
+@controller_header("packet_in")
+header packet_in_header_t {
+    PortId_t     ingress_port; // logical ingress port (after packet-out injection)
+    @padding bit<7> _pad0;
+    PuntReason_t reason;
+}
+
+// Prepended by the controller to every packet-out.
+@controller_header("packet_out")
+header packet_out_header_t {
+    PortId_t        egress_port;  // DIRECT: port to send the payload out of
+    PortId_t        ingress_port; // INJECT: port the payload is processed as arriving on
+    PacketOutMode_t mode;
+    @padding bit<6> _pad0;
+}
+
+header ethernet_t {
+    mac_addr_t dst_addr;
+    mac_addr_t src_addr;
+    bit<16>    eth_type;
+}
+
+// ARP for Ethernet/IPv4 only (28 bytes, RFC 826); other hardware or protocol
+// types are recognised by the control (hw_type, ...) and dropped.
+header arp_t {
+    bit<16>     hw_type;
+    bit<16>     proto_type;
+    bit<8>      hw_addr_len;
+    bit<8>      proto_addr_len;
+    bit<16>     opcode;
+    mac_addr_t  sender_mac;
+    ipv4_addr_t sender_ip;
+    mac_addr_t  target_mac;
+    ipv4_addr_t target_ip;
+}
+
+header ipv4_t {
+    bit<4>      version;
+    bit<4>      ihl;
+    bit<8>      dscp_ecn;
+    bit<16>     total_len;
+    bit<16>     identification;
+    bit<1>      flag_reserved;
+    bit<1>      flag_dont_fragment;
+    bit<1>      flag_more_fragments;
+    bit<13>     frag_offset;
+    bit<8>      ttl;
+    bit<8>      protocol;
+    bit<16>     hdr_checksum;
+    ipv4_addr_t src_addr;
+    ipv4_addr_t dst_addr;
+}
+
+// IPv4 options, (ihl - 5) 32-bit words, at most 40 bytes. Extracted whole so
+// that L4 is parsed at the right offset and the header checksum covers them.
+header ipv4_options_t {
+    varbit<320> options;
+}
+
+header tcp_t {
+    l4_port_t sport;
+    l4_port_t dport;
+    bit<32>   seq_no;
+    bit<32>   ack_no;
+    bit<4>    data_offset;
+    bit<4>    reserved;
+    bit<8>    flags;
+    bit<16>   window;
+    bit<16>   checksum;
+    bit<16>   urgent_ptr;
+}
+
+header udp_t {
+    l4_port_t sport;
+    l4_port_t dport;
+    bit<16>   len;
+    bit<16>   checksum; // 0: no checksum (RFC 768)
+}
+
+header icmp_t {
+    bit<8>  icmp_type;
+    bit<8>  icmp_code;
+    bit<16> checksum;
+}
+
+// Rest of the ICMP header of echo request / reply only.
+header icmp_echo_t {
+    bit<16> identifier;
+    bit<16> sequence;
+}
+
+struct headers_t {
+    packet_in_header_t  packet_in;
+    packet_out_header_t packet_out;
+    ethernet_t          ethernet;
+    arp_t               arp;
+    ipv4_t              ipv4;
+    ipv4_options_t      ipv4_options;
+    tcp_t               tcp;
+    udp_t               udp;
+    icmp_t              icmp;
+    icmp_echo_t         icmp_echo;
+}
+
+// Translation chosen by a connection-table hit, applied by NatIngress.
+struct nat_rewrite_t {
+    bool        hit;             // nat_in2out / nat_out2in hit (and rewrote)
+    bool        rewrite_src;
+    bool        rewrite_dst;
+    ipv4_addr_t src_addr;
+    l4_port_t   src_port;
+    ipv4_addr_t dst_addr;
+    l4_port_t   dst_port;
+}
+
+struct local_metadata_t {
+    // Port the packet is processed as arriving on: the wire port, or
+    // packet_out.ingress_port for an injected packet-out. Every table and
+    // the packet_in header use this, never the architecture's ingress port.
+    PortId_t      ingress_port;
+    bool          injected;        // came from the controller in INJECT mode
+    zone_t        zone;
+    // Connection-table key: TCP/UDP ports, or the ICMP echo identifier in
+    // both (so an echo request and its reply use the same key shape).
+    // Valid only when l4_ports_valid.
+    bool          l4_ports_valid;
+    l4_port_t     l4_sport;
+    l4_port_t     l4_dport;
+    bool          is_icmp_error;   // ICMP destination unreachable, time exceeded, parameter problem
+    bool          is_local;        // local_address hit
+    nat_rewrite_t nat;
+    bool          route_ipv4;      // run routing_v4 (translated, or inside traffic not subject to NAT)
+    bool          ipv4_changed;    // recompute the IPv4 header checksum on the way out
+    // Forwarding decision. When ingress ends either drop_reason is set or
+    // forward is (a punt becomes forward to CPU_PORT in PacketInIngress).
+    bool          forward;
+    PortId_t      egress_port;
+    bool          packet_out_direct;
+    PuntReason_t  punt_reason;
+    DropReason_t  drop_reason;
+}
+
+#endif // __HEADER__

@@ -1,0 +1,37 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// Every table, counter and meter size of the program. BMv2 allocates tables
+// dynamically, so these are limits the P4Runtime server enforces (a write
+// past them fails with RESOURCE_EXHAUSTED), not memory reservations.
+
+#ifndef __SIZE__
+#define __SIZE__
+
+// One entry per front-panel port.
+#define PORT_ZONE_TABLE_SIZE 512
+
+// One entry per (port, owned address): router addresses and public pool
+// addresses (proxy ARP).
+#define ARP_REPLY_TABLE_SIZE 1024
+
+// The router's own IPv4 addresses.
+#define LOCAL_ADDRESS_TABLE_SIZE 256
+
+// Connection records, one per direction of each session (Quick NAT paper:
+// two records per flow). 64k sessions per direction.
+#define NAT_IN2OUT_TABLE_SIZE 65536
+#define NAT_OUT2IN_TABLE_SIZE 65536
+
+// One entry per SNAT / DNAT rule prefix (not per rule: rules sharing a prefix
+// share the entry).
+#define SNAT_SCOPE_TABLE_SIZE 1024
+#define DNAT_SCOPE_TABLE_SIZE 1024
+
+#define ROUTING_V4_TABLE_SIZE 1024
+
+// Indexed by PuntReason_t / DropReason_t (define.p4): must stay larger than
+// the largest enum value.
+#define PUNT_REASON_SLOTS 8
+#define DROP_REASON_SLOTS 32
+
+#endif // __SIZE__
