@@ -51,6 +51,12 @@ SUITES = [
         "C QNS unit tests and the shared QNS vectors",
     ),
     Suite(
+        "ptf-bmv2",
+        [PY, "ptf-tests/run.py", "--target", "bmv2"],
+        "PTF packet tests through simple_switch_grpc and the controller",
+        requires=["simple_switch_grpc"],
+    ),
+    Suite(
         "p4-artifacts",
         ["make", "-s", "-C", "p4src", "check"],
         "committed BMv2 JSON and P4Info match p4src/",
