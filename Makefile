@@ -8,6 +8,7 @@ VPY         := $(VENV)/bin/python
 # Debian packages the project needs (build, tests, labs).
 APT_PACKAGES := build-essential pkg-config python3-venv python3-dev \
                 libjansson-dev libcmocka-dev valgrind \
+                libdpdk-dev dpdk-dev dpdk libpcap-dev \
                 iproute2 ethtool mininet iperf3 curl
 
 .PHONY: all deps deps-apt deps-python build test lint bench bench-qns bench-bmv2 p4 run-bmv2 clean
@@ -36,13 +37,14 @@ $(VENV)/.installed: controller/pyproject.toml
 
 build:
 	$(MAKE) -C swpath all
+	$(MAKE) -C swpath/src all
 
 test: $(VENV)/.installed
 	$(VPY) tests/run_suites.py
 
 lint: $(VENV)/.installed
-	$(VENV)/bin/ruff check controller tests bench ptf-tests topo
-	$(VENV)/bin/ruff format --check controller tests bench ptf-tests topo
+	$(VENV)/bin/ruff check controller tests bench ptf-tests topo swpath/tests
+	$(VENV)/bin/ruff format --check controller tests bench ptf-tests topo swpath/tests
 	$(VENV)/bin/mypy --config-file controller/pyproject.toml controller/quicknat
 
 # Every benchmark; each prints its figures and writes bench/results/NAME.json.
@@ -65,5 +67,6 @@ p4:
 	$(MAKE) -C p4src
 
 clean:
+	$(MAKE) -C swpath/src clean
 	$(MAKE) -C swpath clean
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -51,6 +51,11 @@ SUITES = [
         "C QNS unit tests and the shared QNS vectors",
     ),
     Suite(
+        "swpath-dpdk",
+        ["make", "-s", "-C", "swpath/src", "test"],
+        "DPDK data path: unit tests, pcap end-to-end, live veth (root)",
+    ),
+    Suite(
         "ptf-bmv2",
         [PY, "ptf-tests/run.py", "--target", "bmv2"],
         "PTF packet tests through simple_switch_grpc and the controller",

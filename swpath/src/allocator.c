@@ -1,0 +1,435 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <rte_common.h>
+#include <rte_hash.h>
+#include <rte_hash_crc.h>
+#include <rte_malloc.h>
+#include <rte_random.h>
+
+#include "allocator.h"
+
+#define SP_POOL_MAX_ADDRS (1u << 16)
+
+struct binding_key {
+	uint32_t int_addr;
+	uint16_t pool;
+	uint16_t pad;
+};
+
+static void
+pool_release_memory(struct sp_pool *pool)
+{
+	if (pool->space != NULL) {
+		for (uint32_t i = 0; i < pool->n_workers * pool->n_addrs; i++)
+			rte_free(pool->space[i].state[0]);
+	}
+	rte_free(pool->space);
+	rte_free(pool->port_lists);
+	rte_free(pool->addrs);
+	rte_free(pool->prefixes);
+}
+
+void
+sp_pool_free(struct sp_pool *pool)
+{
+	if (pool == NULL)
+		return;
+	pool_release_memory(pool);
+	rte_free(pool);
+}
+
+size_t
+sp_pool_memory(const struct sp_pool *pool)
+{
+	size_t range = (size_t)pool->port_max - pool->port_min + 1;
+	size_t bytes = sizeof(*pool) + pool->n_addrs * sizeof(uint32_t);
+
+	bytes += (size_t)pool->n_workers * pool->n_addrs *
+		 sizeof(struct sp_pool_space);
+	/* 3 protocol states of 4 bytes per (address, port), plus the lists */
+	bytes += (size_t)pool->n_addrs * range * SP_PI_MAX * sizeof(uint32_t);
+	return bytes;
+}
+
+static int __attribute__((format(printf, 3, 4)))
+pool_error(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+/*
+ * The owned ports of an address depend only on its hash's RETA index bits
+ * (its "class"): owner(a, p) = reta[(h(a) ^ h(p)) & mask]. Lists are built
+ * once per class present in the pool and shared by its addresses.
+ */
+static int
+pool_build_spaces(struct sp_pool *pool, const struct sp_rss *rss, char *err,
+		  size_t errlen)
+{
+	uint32_t range = (uint32_t)pool->port_max - pool->port_min + 1;
+	unsigned nw = pool->n_workers;
+	int32_t class_slot[SP_RETA_MAX];
+	uint32_t n_classes = 0;
+	uint32_t *counts;
+	uint16_t *cursor_base;
+
+	for (unsigned c = 0; c < SP_RETA_MAX; c++)
+		class_slot[c] = -1;
+	for (uint32_t a = 0; a < pool->n_addrs; a++) {
+		uint32_t c = sp_rss_hash_addr(rss, pool->addrs[a]) &
+			     rss->reta_mask;
+
+		if (class_slot[c] < 0)
+			class_slot[c] = (int32_t)n_classes++;
+	}
+	pool->port_lists = rte_malloc("sp_pool_ports",
+				      (size_t)n_classes * range *
+					      sizeof(uint16_t), 0);
+	counts = calloc((size_t)n_classes * nw, sizeof(*counts));
+	pool->space = rte_zmalloc("sp_pool_space",
+				  (size_t)nw * pool->n_addrs *
+					  sizeof(struct sp_pool_space),
+				  RTE_CACHE_LINE_SIZE);
+	if (pool->port_lists == NULL || counts == NULL || pool->space == NULL) {
+		free(counts);
+		return pool_error(err, errlen,
+				  "pool %s: not enough memory for %u addresses x %u ports",
+				  pool->name, pool->n_addrs, range);
+	}
+	/* Count, then fill each class's lists in worker order, ascending. */
+	for (unsigned c = 0; c < SP_RETA_MAX; c++) {
+		if (class_slot[c] < 0)
+			continue;
+		for (uint32_t p = pool->port_min; p <= pool->port_max; p++) {
+			unsigned q = rss->reta[(c ^ sp_rss_hash_port(rss, (uint16_t)p)) &
+					       rss->reta_mask];
+			if (q < nw)
+				counts[(uint32_t)class_slot[c] * nw + q]++;
+		}
+	}
+	cursor_base = pool->port_lists;
+	for (unsigned c = 0; c < SP_RETA_MAX; c++) {
+		uint16_t *start[SP_RETA_MAX];
+		uint32_t fill[SP_RETA_MAX];
+		uint32_t slot;
+
+		if (class_slot[c] < 0)
+			continue;
+		slot = (uint32_t)class_slot[c];
+		for (unsigned q = 0; q < nw; q++) {
+			start[q] = cursor_base;
+			fill[q] = 0;
+			cursor_base += counts[slot * nw + q];
+		}
+		for (uint32_t p = pool->port_min; p <= pool->port_max; p++) {
+			unsigned q = rss->reta[(c ^ sp_rss_hash_port(rss, (uint16_t)p)) &
+					       rss->reta_mask];
+			if (q < nw)
+				start[q][fill[q]++] = (uint16_t)p;
+		}
+		for (uint32_t a = 0; a < pool->n_addrs; a++) {
+			uint32_t ac = sp_rss_hash_addr(rss, pool->addrs[a]) &
+				      rss->reta_mask;
+
+			if (ac != c)
+				continue;
+			for (unsigned q = 0; q < nw; q++) {
+				struct sp_pool_space *s =
+					&pool->space[q * pool->n_addrs + a];
+
+				s->ports = start[q];
+				s->n = fill[q];
+			}
+		}
+	}
+	free(counts);
+	/* Port states: one block per (worker, address), three protocols. */
+	for (unsigned q = 0; q < nw; q++) {
+		for (uint32_t a = 0; a < pool->n_addrs; a++) {
+			struct sp_pool_space *s = &pool->space[q * pool->n_addrs + a];
+			uint32_t *block;
+
+			block = rte_zmalloc("sp_pool_state",
+					    (size_t)(s->n ? s->n : 1) * SP_PI_MAX *
+						    sizeof(uint32_t),
+					    RTE_CACHE_LINE_SIZE);
+			if (block == NULL)
+				return pool_error(err, errlen,
+						  "pool %s: not enough memory for the port states of %u addresses x %u ports (about %zu MB); give DPDK more memory (-m) or use a smaller pool",
+						  pool->name, pool->n_addrs, range,
+						  sp_pool_memory(pool) >> 20);
+			for (unsigned pi = 0; pi < SP_PI_MAX; pi++)
+				s->state[pi] = block + (size_t)pi * s->n;
+		}
+	}
+	return 0;
+}
+
+struct sp_pool *
+sp_pool_create(const char *name, const struct sp_prefix *pfx,
+	       unsigned n_prefixes, uint16_t port_min, uint16_t port_max,
+	       const struct sp_rss *rss, unsigned n_workers, char *err,
+	       size_t errlen)
+{
+	struct sp_pool *pool;
+	uint64_t n_addrs = 0;
+
+	for (unsigned i = 0; i < n_prefixes; i++)
+		n_addrs += 1ull << (32 - pfx[i].len);
+	if (n_addrs > SP_POOL_MAX_ADDRS) {
+		pool_error(err, errlen, "pool %s: %llu addresses; at most %u",
+			   name, (unsigned long long)n_addrs, SP_POOL_MAX_ADDRS);
+		return NULL;
+	}
+	if (port_min == 0 || port_min > port_max) {
+		pool_error(err, errlen, "pool %s: bad port range", name);
+		return NULL;
+	}
+	pool = rte_zmalloc("sp_pool", sizeof(*pool), RTE_CACHE_LINE_SIZE);
+	if (pool == NULL) {
+		pool_error(err, errlen, "pool %s: out of memory", name);
+		return NULL;
+	}
+	snprintf(pool->name, sizeof(pool->name), "%s", name);
+	pool->port_min = port_min;
+	pool->port_max = port_max;
+	pool->n_workers = n_workers;
+	pool->n_addrs = (uint32_t)n_addrs;
+	pool->n_prefixes = n_prefixes;
+	pool->addrs = rte_malloc("sp_pool_addrs", n_addrs * sizeof(uint32_t), 0);
+	pool->prefixes = rte_malloc("sp_pool_prefixes",
+				    n_prefixes * sizeof(*pfx), 0);
+	if (pool->addrs == NULL || pool->prefixes == NULL) {
+		pool_error(err, errlen, "pool %s: out of memory", name);
+		sp_pool_free(pool);
+		return NULL;
+	}
+	memcpy(pool->prefixes, pfx, n_prefixes * sizeof(*pfx));
+	n_addrs = 0;
+	for (unsigned i = 0; i < n_prefixes; i++)
+		for (uint64_t off = 0; off < 1ull << (32 - pfx[i].len); off++)
+			pool->addrs[n_addrs++] = pfx[i].addr + (uint32_t)off;
+	if (pool_build_spaces(pool, rss, err, errlen) < 0) {
+		sp_pool_free(pool);
+		return NULL;
+	}
+	return pool;
+}
+
+int
+sp_alloc_ctx_init(struct sp_alloc_ctx *ctx, unsigned worker,
+		  uint32_t capacity, int socket)
+{
+	char name[RTE_HASH_NAMESIZE];
+	struct rte_hash_parameters hp = {
+		.name = name,
+		.entries = capacity,
+		.key_len = sizeof(struct binding_key),
+		.hash_func = rte_hash_crc,
+		.socket_id = socket,
+		.extra_flag = RTE_HASH_EXTRA_FLAGS_EXT_TABLE,
+	};
+
+	memset(ctx, 0, sizeof(*ctx));
+	snprintf(name, sizeof(name), "sp_bind_%u", worker);
+	ctx->worker = worker;
+	ctx->cap = capacity;
+	ctx->hash = rte_hash_create(&hp);
+	ctx->b = rte_zmalloc_socket("sp_bindings",
+				    (size_t)capacity * sizeof(*ctx->b),
+				    RTE_CACHE_LINE_SIZE, socket);
+	if (ctx->hash == NULL || ctx->b == NULL) {
+		sp_alloc_ctx_free(ctx);
+		return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < capacity; i++)
+		ctx->b[i].next_free = i + 1 < capacity ? i + 1 : UINT32_MAX;
+	ctx->free_head = 0;
+	return 0;
+}
+
+void
+sp_alloc_ctx_free(struct sp_alloc_ctx *ctx)
+{
+	rte_hash_free(ctx->hash);
+	rte_free(ctx->b);
+	ctx->hash = NULL;
+	ctx->b = NULL;
+}
+
+static struct sp_binding *
+binding_find(const struct sp_alloc_ctx *ctx, uint16_t pool, uint32_t int_addr,
+	     int32_t *pos)
+{
+	struct binding_key key = { .int_addr = int_addr, .pool = pool };
+	void *data;
+
+	*pos = -1;
+	if (rte_hash_lookup_data(ctx->hash, &key, &data) < 0)
+		return NULL;
+	*pos = (int32_t)(uintptr_t)data;
+	return &ctx->b[(uintptr_t)data];
+}
+
+uint32_t
+sp_pool_ports_held(const struct sp_alloc_ctx *ctx, uint16_t pool,
+		   uint32_t int_addr)
+{
+	int32_t pos;
+	const struct sp_binding *b = binding_find(ctx, pool, int_addr, &pos);
+
+	return b == NULL ? 0 : b->held;
+}
+
+/* The paired address: the bound one, else the least loaded (allocator.py). */
+static uint32_t
+pool_pick_address(const struct sp_pool *pool, unsigned w, uint32_t int_addr)
+{
+	const struct sp_pool_space *row = &pool->space[w * pool->n_addrs];
+	uint32_t least = UINT32_MAX, n_least = 0, pick;
+
+	for (uint32_t a = 0; a < pool->n_addrs; a++) {
+		if (row[a].hosts < least) {
+			least = row[a].hosts;
+			n_least = 1;
+		} else if (row[a].hosts == least) {
+			n_least++;
+		}
+	}
+	pick = int_addr % n_least;
+	for (uint32_t a = 0; a < pool->n_addrs; a++) {
+		if (row[a].hosts != least)
+			continue;
+		if (pick-- == 0)
+			return a;
+	}
+	return 0;
+}
+
+static int
+pool_choose_port(struct sp_pool_space *s, unsigned pi, uint32_t now,
+		 uint32_t reuse_ms, uint32_t *slot)
+{
+	uint32_t *state = s->state[pi];
+	uint32_t n = s->n, start, oldest = UINT32_MAX, oldest_age = 0;
+
+	if (s->used[pi] >= n)
+		return -ENOSPC;
+	start = (uint32_t)rte_rand_max(n);
+	/* RFC 6056 algorithm 1: a random start, then the next free port. */
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t j = start + i < n ? start + i : start + i - n;
+		uint32_t st = state[j];
+
+		if (st == SP_PORT_FREE) {
+			*slot = j;
+			return 0;
+		}
+		if (st == SP_PORT_USED)
+			continue;
+		if (now - st >= reuse_ms) {
+			*slot = j;
+			return 0;
+		}
+		if (oldest == UINT32_MAX || now - st > oldest_age) {
+			oldest = j;
+			oldest_age = now - st;
+		}
+	}
+	/* Everything free is resting: reuse the longest-rested port. */
+	if (oldest == UINT32_MAX)
+		return -ENOSPC;
+	*slot = oldest;
+	return 0;
+}
+
+int
+sp_pool_allocate(struct sp_pool *pool, struct sp_alloc_ctx *ctx,
+		 unsigned pi, uint32_t int_addr, uint32_t quota,
+		 uint32_t now_ms, uint32_t reuse_ms, struct sp_alloc *out)
+{
+	struct sp_binding *b;
+	struct sp_pool_space *s;
+	uint32_t addr_idx, slot;
+	int32_t pos;
+	int rc;
+
+	b = binding_find(ctx, pool->index, int_addr, &pos);
+	if (quota != 0 && b != NULL && b->held >= quota)
+		return -EDQUOT;
+	addr_idx = b != NULL ? b->addr_idx :
+			       pool_pick_address(pool, ctx->worker, int_addr);
+	s = &pool->space[ctx->worker * pool->n_addrs + addr_idx];
+	rc = pool_choose_port(s, pi, now_ms, reuse_ms, &slot);
+	if (rc < 0)
+		return rc;
+	if (b == NULL) {
+		struct binding_key key = { .int_addr = int_addr,
+					   .pool = pool->index };
+		uint32_t i = ctx->free_head;
+
+		if (i == UINT32_MAX)
+			return -ENOMEM;
+		if (rte_hash_add_key_data(ctx->hash, &key,
+					  (void *)(uintptr_t)i) < 0)
+			return -ENOMEM;
+		ctx->free_head = ctx->b[i].next_free;
+		ctx->n++;
+		b = &ctx->b[i];
+		b->int_addr = int_addr;
+		b->pool = pool->index;
+		b->addr_idx = addr_idx;
+		b->held = 0;
+		s->hosts++;
+	}
+	b->held++;
+	s->state[pi][slot] = SP_PORT_USED;
+	s->used[pi]++;
+	out->addr = pool->addrs[addr_idx];
+	out->port = s->ports[slot];
+	out->pool = pool->index;
+	out->addr_idx = addr_idx;
+	out->slot = slot;
+	return 0;
+}
+
+void
+sp_pool_release(struct sp_pool *pool, struct sp_alloc_ctx *ctx, unsigned pi,
+		uint32_t int_addr, const struct sp_alloc *a, uint32_t now_ms)
+{
+	struct sp_pool_space *s =
+		&pool->space[ctx->worker * pool->n_addrs + a->addr_idx];
+	struct sp_binding *b;
+	int32_t pos;
+
+	/* A release time is never FREE (0) nor USED. */
+	if (now_ms == SP_PORT_FREE)
+		now_ms = 1;
+	else if (now_ms == SP_PORT_USED)
+		now_ms = SP_PORT_USED - 1;
+	s->state[pi][a->slot] = now_ms;
+	s->used[pi]--;
+	b = binding_find(ctx, pool->index, int_addr, &pos);
+	if (b == NULL)
+		return;
+	if (--b->held == 0) {
+		struct binding_key key = { .int_addr = int_addr,
+					   .pool = pool->index };
+
+		rte_hash_del_key(ctx->hash, &key);
+		b->next_free = ctx->free_head;
+		ctx->free_head = (uint32_t)pos;
+		ctx->n--;
+		s->hosts--;
+	}
+}

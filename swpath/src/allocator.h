@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * External address and port allocation, the semantics of
+ * controller/quicknat/nat/allocator.py, split by worker:
+ *
+ * - Each (address, port) of a pool belongs to exactly one worker: the one its
+ *   reply hashes to (rss.h). A worker's allocator hands out only its own
+ *   ports, so a pool's port space is partitioned and no state is shared.
+ * - Paired pooling (RFC 4787 REQ-2): an internal address keeps one external
+ *   address while it holds any port of the pool; a new one takes the address
+ *   with the fewest bound hosts (on this worker), candidates[internal % n].
+ * - Ports per protocol, never two internal endpoints on one (REQ-3).
+ * - Random start, then the next free port (RFC 6056 algorithm 1).
+ * - Per-host port quota; exhaustion fails the new flow only (RFC 6888).
+ * - A released port rests reuse_ms before it is handed out again while other
+ *   ports are free; when only resting ports are left the longest-rested is.
+ *
+ * Pools are created by the control thread and never freed while workers run;
+ * everything a worker writes (port states, bindings, host counts) is its own.
+ */
+#ifndef SP_ALLOCATOR_H
+#define SP_ALLOCATOR_H
+
+#include <stdint.h>
+
+#include "cmd.h"
+#include "rss.h"
+
+#define SP_PORT_FREE 0u
+#define SP_PORT_USED UINT32_MAX
+
+struct rte_hash;
+
+/* The ports of one pool address that one worker owns. */
+struct sp_pool_space {
+	const uint16_t *ports;          /* ascending */
+	uint32_t n;                     /* number of ports owned */
+	uint32_t hosts;                 /* inside hosts bound to the address */
+	uint32_t used[SP_PI_MAX];
+	/* per port: SP_PORT_FREE, SP_PORT_USED, or the release time (ms) */
+	uint32_t *state[SP_PI_MAX];
+};
+
+struct sp_pool {
+	char name[SP_NAME_MAX];
+	uint16_t index;
+	uint16_t port_min;
+	uint16_t port_max;
+	uint8_t internal;               /* made for an SNAT 'to' address */
+	unsigned n_workers;
+	uint32_t n_addrs;
+	uint32_t *addrs;                /* host order */
+	uint32_t n_prefixes;
+	struct sp_prefix *prefixes;     /* as configured */
+	uint16_t *port_lists;           /* per RETA class and worker */
+	struct sp_pool_space *space;    /* [worker * n_addrs + address] */
+};
+
+/* A worker's paired-pooling bindings: (internal address, pool). */
+struct sp_binding {
+	uint32_t int_addr;
+	uint32_t addr_idx;
+	uint32_t held;                  /* ports held, all protocols */
+	uint32_t next_free;
+	uint16_t pool;
+};
+
+struct sp_alloc_ctx {
+	unsigned worker;
+	uint32_t cap;
+	uint32_t free_head;
+	uint32_t n;
+	struct rte_hash *hash;
+	struct sp_binding *b;
+};
+
+/* One allocated external endpoint and where its state lives. */
+struct sp_alloc {
+	uint32_t addr;                  /* host order */
+	uint16_t port;
+	uint16_t pool;
+	uint32_t addr_idx;
+	uint32_t slot;                  /* index in the space's port list */
+};
+
+/*
+ * Builds a pool for n_workers workers with the RSS partition of rss.
+ * Returns NULL with a message in err (too big for memory, ...).
+ */
+struct sp_pool *sp_pool_create(const char *name, const struct sp_prefix *pfx,
+			       unsigned n_prefixes, uint16_t port_min,
+			       uint16_t port_max, const struct sp_rss *rss,
+			       unsigned n_workers, char *err, size_t errlen);
+void sp_pool_free(struct sp_pool *pool);
+
+/* Bytes of memory a pool takes (for messages and docs). */
+size_t sp_pool_memory(const struct sp_pool *pool);
+
+int sp_alloc_ctx_init(struct sp_alloc_ctx *ctx, unsigned worker,
+		      uint32_t capacity, int socket);
+void sp_alloc_ctx_free(struct sp_alloc_ctx *ctx);
+
+/*
+ * Allocates an external endpoint for int_addr on ctx's worker.
+ * Returns 0, -EDQUOT (per-host quota), -ENOSPC (no port left on the
+ * host's address), -ENOMEM (binding table full).
+ */
+int sp_pool_allocate(struct sp_pool *pool, struct sp_alloc_ctx *ctx,
+		     unsigned pi, uint32_t int_addr, uint32_t quota,
+		     uint32_t now_ms, uint32_t reuse_ms, struct sp_alloc *out);
+
+/* Releases what sp_pool_allocate returned; the port starts resting. */
+void sp_pool_release(struct sp_pool *pool, struct sp_alloc_ctx *ctx,
+		     unsigned pi, uint32_t int_addr, const struct sp_alloc *a,
+		     uint32_t now_ms);
+
+/* Ports held by int_addr in pool on ctx's worker (the quota's count). */
+uint32_t sp_pool_ports_held(const struct sp_alloc_ctx *ctx, uint16_t pool,
+			    uint32_t int_addr);
+
+#endif /* SP_ALLOCATOR_H */

@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The swpath command language (docs/swpath-commands.md): one line, one
+ * command. Parsing only checks syntax and ranges; whether names exist and
+ * ports are present is checked when the command is applied (control.c), so
+ * the same parser serves the --commands file and the control socket.
+ */
+#ifndef SP_CMD_H
+#define SP_CMD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SP_NAME_MAX 32
+#define SP_POOL_MAX_PREFIXES 64
+
+struct sp_prefix {
+	uint32_t addr; /* host byte order, host bits zero */
+	uint8_t len;
+};
+
+enum sp_zone {
+	SP_ZONE_INSIDE = 0,
+	SP_ZONE_OUTSIDE = 1,
+};
+
+/* RFC 4787 sec. 5 filtering modes. */
+enum sp_filter {
+	SP_FILTER_EIM = 0,       /* endpoint-independent */
+	SP_FILTER_ADDR = 1,      /* address-dependent */
+	SP_FILTER_ADDR_PORT = 2, /* address-and-port-dependent */
+};
+
+/* Per-protocol arrays are indexed by these. */
+enum sp_proto_index {
+	SP_PI_TCP = 0,
+	SP_PI_UDP = 1,
+	SP_PI_ICMP = 2,
+	SP_PI_MAX = 3,
+};
+
+enum sp_timeout {
+	SP_TO_UDP = 0,
+	SP_TO_TCP_EST = 1,
+	SP_TO_TCP_TRANS = 2,
+	SP_TO_ICMP = 3,
+	SP_TO_MAX = 4,
+};
+
+enum sp_verb {
+	SP_CMD_NONE = 0, /* blank or comment line */
+	SP_CMD_INTERFACE,
+	SP_CMD_ROUTE,
+	SP_CMD_NEIGHBOR,
+	SP_CMD_POOL,
+	SP_CMD_RULE_ADD,
+	SP_CMD_RULE_DEL,
+	SP_CMD_TIMEOUTS,
+	SP_CMD_FILTERING,
+	SP_CMD_LIMITS,
+	SP_CMD_RULES,
+	SP_CMD_SESSIONS,
+	SP_CMD_STATS,
+};
+
+enum sp_rule_target {
+	SP_TARGET_POOL = 0, /* SNAT to a pool */
+	SP_TARGET_ADDR = 1, /* SNAT to one address, or DNAT to an address/prefix */
+};
+
+struct sp_cmd_interface {
+	char name[SP_NAME_MAX];
+	uint8_t zone;
+	bool has_addr;
+	bool has_mac;
+	uint16_t port;
+	struct sp_prefix addr; /* the router's address (addr) and link length */
+	uint8_t mac[6];
+};
+
+struct sp_cmd_route {
+	struct sp_prefix prefix;
+	char dev[SP_NAME_MAX];
+	bool has_via;
+	uint32_t via;
+};
+
+struct sp_cmd_neighbor {
+	uint32_t addr;
+	uint8_t mac[6];
+	char dev[SP_NAME_MAX];
+};
+
+struct sp_cmd_pool {
+	char name[SP_NAME_MAX];
+	uint16_t port_min, port_max;
+	uint32_t n_prefixes;
+	struct sp_prefix prefixes[SP_POOL_MAX_PREFIXES];
+};
+
+struct sp_cmd_rule {
+	uint32_t id;
+	uint8_t kind;   /* enum qns_kind */
+	uint8_t proto;  /* 6, 17, 1 or 0 (any) */
+	bool has_port;
+	uint16_t port;
+	struct sp_prefix prefix;
+	uint8_t target; /* enum sp_rule_target */
+	char pool[SP_NAME_MAX];
+	struct sp_prefix to;
+	bool has_to_port;
+	uint16_t to_port;
+};
+
+struct sp_cmd_timeouts {
+	uint8_t set;                  /* bit i: value[i] given */
+	uint32_t seconds[SP_TO_MAX];
+};
+
+struct sp_cmd_filtering {
+	uint8_t set;                  /* bit i: mode[i] given */
+	uint8_t mode[SP_PI_MAX];
+};
+
+struct sp_cmd_limits {
+	uint8_t set;                  /* bit 0 ports_per_host, bit 1 sessions */
+	uint32_t ports_per_host;
+	uint32_t sessions_per_host;
+};
+
+struct sp_cmd {
+	enum sp_verb verb;
+	union {
+		struct sp_cmd_interface iface;
+		struct sp_cmd_route route;
+		struct sp_cmd_neighbor neigh;
+		struct sp_cmd_pool pool;
+		struct sp_cmd_rule rule;
+		uint32_t rule_id;
+		struct sp_cmd_timeouts timeouts;
+		struct sp_cmd_filtering filtering;
+		struct sp_cmd_limits limits;
+		uint32_t limit; /* sessions [limit N]; 0 = all */
+	} u;
+};
+
+/*
+ * Parses one line (no trailing newline needed). Returns 0 and fills *cmd
+ * (verb SP_CMD_NONE for a blank or comment line), or -1 with a message in
+ * err ("rule add: port 70000: must be 0..65535").
+ */
+int sp_cmd_parse(const char *line, struct sp_cmd *cmd, char *err, size_t errlen);
+
+/* Words of the language, for messages and the `rules` listing. */
+const char *sp_proto_name(uint8_t proto);
+const char *sp_filter_name(uint8_t mode);
+const char *sp_timeout_name(unsigned index);
+const char *sp_proto_index_name(unsigned index);
+
+/* "a.b.c.d" of a host-order address into buf (at least 16 bytes). */
+char *sp_ip_str(uint32_t addr, char *buf);
+
+#endif /* SP_CMD_H */

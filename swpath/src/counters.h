@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Every counter of the data path, declared once (VPP's error X-macro style).
+ * Each worker owns one array of them; readers (control socket, telemetry)
+ * sum the arrays without locks and tolerate slightly stale values.
+ */
+#ifndef SP_COUNTERS_H
+#define SP_COUNTERS_H
+
+#include <stdint.h>
+
+#define SP_COUNTERS(X) \
+	X(rx, "packets received from a device") \
+	X(tx, "packets given to a device") \
+	X(drop_tx_full, "packets a device did not take (TX queue full)") \
+	X(dispatched, "packets the software dispatcher passed to another worker") \
+	X(handoff, "packets passed to the worker that owns their session") \
+	X(ring_rx, "packets taken from this worker's dispatch/handoff ring") \
+	X(drop_ring_full, "packets dropped: another worker's ring was full") \
+	X(in2out, "packets translated inside to outside") \
+	X(out2in, "packets translated outside to inside") \
+	X(hairpin, "packets translated back inside after in2out (hairpinning)") \
+	X(icmp_error_in2out, "ICMP errors translated inside to outside") \
+	X(icmp_error_out2in, "ICMP errors translated outside to inside") \
+	X(sessions_created, "sessions opened") \
+	X(sessions_expired, "sessions closed by their idle timeout") \
+	X(mappings_created, "endpoint-independent mappings created") \
+	X(mappings_freed, "mappings freed with their last session") \
+	X(arp_replies, "ARP replies sent for our and NAT-owned addresses") \
+	X(arp_requests, "ARP requests sent to resolve next hops") \
+	X(arp_learned, "ARP packets passed to the neighbour table") \
+	X(icmp_echo_replies, "ICMP echo replies sent for the router's addresses") \
+	X(drop_l2_other, "dropped: IPv4 frame not sent to our MAC") \
+	X(drop_not_ipv4, "dropped: neither IPv4 nor ARP (VLAN, IPv6, ...)") \
+	X(drop_arp, "ARP frames consumed without a reply (replies, other targets, malformed)") \
+	X(drop_truncated, "dropped: shorter than its headers say") \
+	X(drop_malformed, "dropped: bad version, header length or option") \
+	X(drop_bad_checksum, "dropped: bad IPv4 header checksum") \
+	X(drop_fragment, "dropped: IPv4 fragment (no reassembly)") \
+	X(drop_ip_options, "dropped: IPv4 source-route option") \
+	X(drop_ttl, "dropped: TTL would reach zero") \
+	X(drop_multiseg, "dropped: packet in several buffers") \
+	X(drop_local, "dropped: addressed to the router, not an echo request") \
+	X(drop_unsupported, "dropped: protocol or ICMP type NAT cannot translate") \
+	X(drop_icmp_error, "dropped: ICMP error without a session") \
+	X(drop_no_rule, "dropped: new inside flow and no SNAT rule") \
+	X(drop_unsolicited, "dropped: outside packet without mapping or DNAT rule") \
+	X(drop_filtered, "dropped: refused by the mapping's filtering mode") \
+	X(drop_pool_exhausted, "dropped: new flow and no free port") \
+	X(drop_quota_exceeded, "dropped: new flow over the per-host port quota") \
+	X(drop_session_limit, "dropped: new flow over the per-host session limit") \
+	X(drop_table_full, "dropped: new flow and this worker's table is full") \
+	X(drop_no_route, "dropped: no route to the destination") \
+	X(drop_no_neighbor, "dropped: next hop's MAC unknown (resolving)")
+
+enum sp_counter {
+#define SP_X_ENUM(name, help) SP_CNT_##name,
+	SP_COUNTERS(SP_X_ENUM)
+#undef SP_X_ENUM
+	SP_CNT_MAX
+};
+
+extern const char *const sp_counter_names[SP_CNT_MAX];
+extern const char *const sp_counter_help[SP_CNT_MAX];
+
+#endif /* SP_COUNTERS_H */

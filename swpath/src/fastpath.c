@@ -1,0 +1,272 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <rte_prefetch.h>
+
+#include "fastpath.h"
+#include "qns.h"
+
+/* Looks up the flow packets gathered so far and translates them. */
+static void
+flush_flows(struct sp_worker *w, struct rte_mbuf **fm, struct sp_pkt *pk,
+	    struct sp_flow_key *keys, unsigned nk, uint16_t iface, int outside,
+	    const struct sp_runtime *rt)
+{
+	const void *kp[SP_BURST];
+	void *data[SP_BURST];
+	uint64_t hits = 0;
+
+	for (unsigned j = 0; j < nk; j++)
+		kp[j] = &keys[j];
+	rte_hash_lookup_bulk_data(w->nat.flows, kp, nk, &hits, data);
+	for (unsigned j = 0; j < nk; j++) {
+		if (hits & (1ull << j)) {
+			uintptr_t d = (uintptr_t)data[j];
+
+			sp_translate(w, fm[j], &pk[j], (uint32_t)(d >> 1),
+				     (unsigned)(d & 1), iface, rt);
+		} else if (outside) {
+			sp_out2in_miss(w, fm[j], &pk[j], &keys[j], rt);
+		} else {
+			sp_in2out_miss(w, fm[j], &pk[j], &keys[j], rt);
+		}
+	}
+}
+
+/*
+ * Parses the burst, gathering the packets of flows; they are looked up
+ * together. Any other packet that is not dropped first flushes what was
+ * gathered, so packets are handled (and sent) in the order they came.
+ */
+void
+sp_process_burst(struct sp_worker *w, struct rte_mbuf **pkts, uint16_t n,
+		 uint16_t iface, int outside, const struct sp_runtime *rt)
+{
+	struct sp_pkt pk[SP_BURST];
+	struct sp_flow_key keys[SP_BURST];
+	struct rte_mbuf *fm[SP_BURST];
+	const struct rte_ether_addr *mac = &sp.ifaces[iface].mac;
+	unsigned nk = 0;
+
+	for (uint16_t i = 0; i < n; i++) {
+		struct rte_mbuf *m = pkts[i];
+		struct sp_pkt *p = &pk[nk];
+		uint32_t meta = *sp_meta(m);
+		int rc;
+
+		if (i + 1 < n)
+			rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 1], void *));
+		rc = sp_parse(m, p, &keys[nk]);
+		if (unlikely(rc < 0)) {
+			sp_drop(w, m, (unsigned)-rc);
+			continue;
+		}
+		if (unlikely(rc == SP_PKT_ARP)) {
+			sp_arp_input(w, m, iface, rt);
+			continue;
+		}
+		if (!(meta & SP_META_OUTSIDE)) {
+			if (unlikely(!rte_is_same_ether_addr(&p->eth->dst_addr,
+							     mac))) {
+				sp_drop(w, m, SP_CNT_drop_l2_other);
+				continue;
+			}
+			if (unlikely(sp_is_local(p->ip->dst_addr))) {
+				sp_local_input(w, m, p, iface);
+				continue;
+			}
+			if (unlikely(p->ip->time_to_live <= 1)) {
+				sp_drop(w, m, SP_CNT_drop_ttl);
+				continue;
+			}
+		}
+		if (likely(rc == SP_PKT_FLOW)) {
+			fm[nk++] = m;
+			continue;
+		}
+		if (rc == SP_PKT_OTHER) {
+			sp_drop(w, m, SP_CNT_drop_unsupported);
+			continue;
+		}
+		/* an ICMP error may be about a flow opened earlier in the burst */
+		if (nk > 0) {
+			struct sp_pkt err = *p;
+
+			flush_flows(w, fm, pk, keys, nk, iface, outside, rt);
+			nk = 0;
+			pk[0] = err;
+			p = &pk[0];
+		}
+		if (outside)
+			sp_out2in_icmp_error(w, m, p, rt);
+		else
+			sp_in2out_icmp_error(w, m, p, rt);
+	}
+	if (nk > 0)
+		flush_flows(w, fm, pk, keys, nk, iface, outside, rt);
+}
+
+void
+sp_process_ring(struct sp_worker *w, struct rte_mbuf **pkts, uint16_t n,
+		const struct sp_runtime *rt)
+{
+	uint16_t start = 0;
+
+	/* runs of packets from one interface and zone, order kept */
+	while (start < n) {
+		uint16_t port = pkts[start]->port;
+		uint32_t out = *sp_meta(pkts[start]) & SP_META_OUTSIDE;
+		uint16_t end = start + 1;
+		int16_t iface = sp.port_iface[port];
+
+		while (end < n && pkts[end]->port == port &&
+		       (*sp_meta(pkts[end]) & SP_META_OUTSIDE) == out)
+			end++;
+		sp_process_burst(w, &pkts[start], end - start, (uint16_t)iface,
+				 out || sp.ifaces[iface].zone == SP_ZONE_OUTSIDE,
+				 rt);
+		start = end;
+	}
+}
+
+unsigned
+sp_owner_external(uint8_t proto, uint32_t addr, uint16_t port)
+{
+	const struct qns_rule *rule =
+		qns_lookup_kind(sp.qns, QNS_DNAT, proto, addr, port);
+
+	if (rule != NULL && SP_ACT_KIND(rule->user) == SP_ACT_DNAT) {
+		uint32_t mask = rule->plen == 0 ? 0 : ~0u << (32 - rule->plen);
+		uint32_t to = SP_ACT_TO(rule->user);
+
+		if (SP_ACT_TO_LEN(rule->user) < 32)
+			to |= addr & ~mask;
+		return sp_owner_inside(&sp.rss, to);
+	}
+	return sp_owner_outside(&sp.rss, addr, port);
+}
+
+void
+sp_hairpin(struct sp_worker *w, struct rte_mbuf *m, struct sp_pkt *p,
+	   uint16_t iface, const struct sp_runtime *rt)
+{
+	uint16_t dport = p->proto == IPPROTO_ICMP ?
+		((struct rte_icmp_hdr *)p->l4)->icmp_ident :
+		((rte_be16_t *)p->l4)[1];
+	unsigned owner = 0;
+
+	SP_INC(w, hairpin);
+	if (sp.n_workers > 1)
+		owner = sp_owner_external(p->proto,
+					  rte_be_to_cpu_32(p->ip->dst_addr),
+					  rte_be_to_cpu_16(dport));
+	if (owner != w->index) {
+		sp_handoff(w, m, owner, SP_META_OUTSIDE);
+		return;
+	}
+	*sp_meta(m) |= SP_META_OUTSIDE;
+	sp_process_burst(w, &m, 1, iface, 1, rt);
+}
+
+/*
+ * Software RSS over the same fields as the NIC would hash (rss.h). Anything
+ * that is not a well-formed flow stays with worker 0, which drops or answers
+ * it after a full parse.
+ */
+unsigned
+sp_dispatch_owner(struct rte_mbuf *m, uint16_t iface)
+{
+	uint16_t len = rte_pktmbuf_data_len(m);
+	const uint8_t *d = rte_pktmbuf_mtod(m, const uint8_t *);
+	const struct rte_ipv4_hdr *ip;
+	const uint8_t *l4;
+	unsigned ihl;
+	uint16_t port;
+
+	if (len < sizeof(struct rte_ether_hdr) + sizeof(*ip) ||
+	    ((const struct rte_ether_hdr *)d)->ether_type !=
+		    RTE_BE16(RTE_ETHER_TYPE_IPV4))
+		return 0;
+	ip = (const struct rte_ipv4_hdr *)(d + sizeof(struct rte_ether_hdr));
+	if (sp.ifaces[iface].zone == SP_ZONE_INSIDE)
+		return sp_owner_inside(&sp.rss, rte_be_to_cpu_32(ip->src_addr));
+	ihl = (ip->version_ihl & 0x0f) * 4u;
+	if (ihl < 20 || len < sizeof(struct rte_ether_hdr) + ihl + 8 ||
+	    (ip->fragment_offset &
+	     RTE_BE16(RTE_IPV4_HDR_MF_FLAG | RTE_IPV4_HDR_OFFSET_MASK)))
+		return 0;
+	l4 = (const uint8_t *)ip + ihl;
+	switch (ip->next_proto_id) {
+	case IPPROTO_TCP:
+	case IPPROTO_UDP:
+		memcpy(&port, l4 + 2, sizeof(port));
+		break;
+	case IPPROTO_ICMP:
+		if (l4[0] == SP_ICMP_ECHO_REQUEST || l4[0] == SP_ICMP_ECHO_REPLY) {
+			memcpy(&port, l4 + 4, sizeof(port));
+			break;
+		}
+		if (sp_icmp_is_error(l4[0])) {
+			/* the embedded packet's source is our external end */
+			const struct rte_ipv4_hdr *in = (const void *)(l4 + 8);
+			unsigned iihl;
+
+			if (len < sizeof(struct rte_ether_hdr) + ihl + 8 + 20)
+				return 0;
+			iihl = (in->version_ihl & 0x0f) * 4u;
+			if (iihl < 20 || len < sizeof(struct rte_ether_hdr) +
+						       ihl + 8 + iihl + 8)
+				return 0;
+			l4 = (const uint8_t *)in + iihl;
+			if (in->next_proto_id == IPPROTO_ICMP)
+				memcpy(&port, l4 + 4, sizeof(port));
+			else
+				memcpy(&port, l4, sizeof(port));
+			return sp_owner_outside(&sp.rss,
+						rte_be_to_cpu_32(in->src_addr),
+						rte_be_to_cpu_16(port));
+		}
+		return 0;
+	default:
+		return 0;
+	}
+	return sp_owner_outside(&sp.rss, rte_be_to_cpu_32(ip->dst_addr),
+				rte_be_to_cpu_16(port));
+}
+
+void
+sp_dispatch_burst(struct sp_worker *w, struct rte_mbuf **pkts, uint16_t n,
+		  uint16_t iface, const struct sp_runtime *rt)
+{
+	struct rte_mbuf *mine[SP_BURST];
+	struct rte_mbuf *other[SP_MAX_WORKERS][SP_BURST];
+	uint16_t n_other[SP_MAX_WORKERS];
+	uint16_t n_mine = 0;
+
+	for (unsigned q = 0; q < sp.n_workers; q++)
+		n_other[q] = 0;
+	for (uint16_t i = 0; i < n; i++) {
+		unsigned q = sp_dispatch_owner(pkts[i], iface);
+
+		if (q == w->index)
+			mine[n_mine++] = pkts[i];
+		else
+			other[q][n_other[q]++] = pkts[i];
+	}
+	for (unsigned q = 0; q < sp.n_workers; q++) {
+		unsigned sent;
+
+		if (n_other[q] == 0)
+			continue;
+		sent = rte_ring_mp_enqueue_burst(sp.workers[q]->in_ring,
+						 (void **)other[q], n_other[q],
+						 NULL);
+		SP_ADD(w, dispatched, sent);
+		if (sent < n_other[q]) {
+			SP_ADD(w, drop_ring_full, n_other[q] - sent);
+			rte_pktmbuf_free_bulk(&other[q][sent],
+					      n_other[q] - sent);
+		}
+	}
+	if (n_mine != 0)
+		sp_process_burst(w, mine, n_mine, iface,
+				 sp.ifaces[iface].zone == SP_ZONE_OUTSIDE, rt);
+}

@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The per-packet path. fastpath.c parses a burst, looks all flow keys up at
+ * once (rte_hash_lookup_bulk_data) and translates the hits; misses go to
+ * in2out.c / out2in.c, which open sessions (nat.c) or hand the packet to the
+ * worker that owns it.
+ */
+#ifndef SP_FASTPATH_H
+#define SP_FASTPATH_H
+
+#include "fwd.h"
+
+/* A burst received on interface iface; outside: process as outside zone. */
+void sp_process_burst(struct sp_worker *w, struct rte_mbuf **pkts, uint16_t n,
+		      uint16_t iface, int outside,
+		      const struct sp_runtime *rt);
+
+/* Packets from the worker's ring: any interface, grouped in runs. */
+void sp_process_ring(struct sp_worker *w, struct rte_mbuf **pkts, uint16_t n,
+		     const struct sp_runtime *rt);
+
+/* Software RSS: spread a burst over the workers (worker 0 only). */
+void sp_dispatch_burst(struct sp_worker *w, struct rte_mbuf **pkts,
+		       uint16_t n, uint16_t iface,
+		       const struct sp_runtime *rt);
+
+/* The worker that owns a packet before it hits a session (for tests too). */
+unsigned sp_dispatch_owner(struct rte_mbuf *m, uint16_t iface);
+
+/* in2out.c, out2in.c */
+void sp_in2out_miss(struct sp_worker *w, struct rte_mbuf *m, struct sp_pkt *p,
+		    const struct sp_flow_key *key,
+		    const struct sp_runtime *rt);
+void sp_out2in_miss(struct sp_worker *w, struct rte_mbuf *m, struct sp_pkt *p,
+		    const struct sp_flow_key *key,
+		    const struct sp_runtime *rt);
+void sp_in2out_icmp_error(struct sp_worker *w, struct rte_mbuf *m,
+			  struct sp_pkt *p, const struct sp_runtime *rt);
+void sp_out2in_icmp_error(struct sp_worker *w, struct rte_mbuf *m,
+			  struct sp_pkt *p, const struct sp_runtime *rt);
+
+/* Hairpinning: an in2out-translated packet to a NAT-owned address. */
+void sp_hairpin(struct sp_worker *w, struct rte_mbuf *m, struct sp_pkt *p,
+		uint16_t iface, const struct sp_runtime *rt);
+
+/* The worker owning a flow to external (addr, port): DNAT or mapping. */
+unsigned sp_owner_external(uint8_t proto, uint32_t addr, uint16_t port);
+
+/*
+ * Applies session sidx's rewrite for direction dir, refreshes it and sends
+ * the packet on. The TTL was checked (> 1) by the caller.
+ */
+static inline void
+sp_translate(struct sp_worker *w, struct rte_mbuf *m, struct sp_pkt *p,
+	     uint32_t sidx, unsigned dir, uint16_t iface,
+	     const struct sp_runtime *rt)
+{
+	struct sp_session *s = &w->nat.sessions[sidx];
+
+	/* a hairpinned packet had its TTL decremented on the way in2out */
+	if (likely(!(*sp_meta(m) & SP_META_OUTSIDE)))
+		sp_ttl_decrement(p->ip);
+	if (dir == SP_DIR_IN2OUT)
+		sp_rewrite_src(p, s->ext_addr, s->ext_port);
+	else
+		sp_rewrite_dst(p, s->int_addr, s->int_port);
+	/* RFC 7857 sec. 2.2: a RST does not refresh the session */
+	if (likely(!(p->tcp_flags & RTE_TCP_RST_FLAG)))
+		s->last_seen = w->now;
+	if (p->proto == IPPROTO_TCP) {
+		sp_nat_tcp_track(s, dir, p->tcp_flags);
+		/* closing: due sooner than the wheel has it */
+		if (unlikely(p->tcp_flags &
+			     (RTE_TCP_FIN_FLAG | RTE_TCP_RST_FLAG)))
+			sp_nat_reschedule(&w->nat, rt, sidx);
+	}
+	if (dir == SP_DIR_IN2OUT) {
+		SP_INC(w, in2out);
+		if (unlikely(s->flags & SP_SESS_HAIRPIN)) {
+			sp_hairpin(w, m, p, iface, rt);
+			return;
+		}
+	} else {
+		SP_INC(w, out2in);
+	}
+	sp_forward(w, m, p, s, dir);
+}
+
+#endif /* SP_FASTPATH_H */

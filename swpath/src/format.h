@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Answers of the control socket and telemetry, built in a growable buffer
+ * (control thread only). Readers of worker state take no locks: sessions are
+ * copied under their sequence count, counters are read relaxed.
+ */
+#ifndef SP_FORMAT_H
+#define SP_FORMAT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct sp_buf {
+	char *p;
+	size_t len;
+	size_t cap;
+	/* when set, full 64 KB chunks go out through it as they are made */
+	void (*sink)(struct sp_buf *b, void *arg);
+	void *sink_arg;
+};
+
+/* Hands what is buffered to the sink (if any) and empties the buffer. */
+void sp_buf_drain(struct sp_buf *b);
+
+void sp_buf_printf(struct sp_buf *b, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+void sp_buf_free(struct sp_buf *b);
+
+/* JSON list of session objects (the controller's status socket schema). */
+void sp_format_sessions_json(struct sp_buf *b, uint32_t limit);
+/* JSON object {"sessions": N, "counters": {...}, "lcores": [...]}. */
+void sp_format_stats_json(struct sp_buf *b);
+/* One `rule add ...` line per rule, by id. */
+void sp_format_rules(struct sp_buf *b);
+
+#endif /* SP_FORMAT_H */

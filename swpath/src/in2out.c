@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Inside to outside, slow path: new flows (SNAT via QNS and the allocator)
+ * and ICMP errors sent by inside hosts about traffic they received.
+ */
+#include "fastpath.h"
+#include "icmp_error.h"
+
+void
+sp_in2out_miss(struct sp_worker *w, struct rte_mbuf *m, struct sp_pkt *p,
+	       const struct sp_flow_key *key, const struct sp_runtime *rt)
+{
+	int check_owner = !(*sp_meta(m) & SP_META_HANDED);
+	unsigned owner = 0;
+	uint32_t sidx;
+	int rc;
+
+	rc = sp_nat_outbound(&w->nat, rt, key, w->now, check_owner, &sidx,
+			     &owner);
+	if (rc == SP_NAT_HANDOFF) {
+		sp_handoff(w, m, owner, 0);
+		return;
+	}
+	if (rc != SP_NAT_OK) {
+		sp_drop(w, m, (unsigned)rc);
+		return;
+	}
+	sp_translate(w, m, p, sidx, SP_DIR_IN2OUT,
+		     (uint16_t)sp.port_iface[m->port], rt);
+}
+
+void
+sp_in2out_icmp_error(struct sp_worker *w, struct rte_mbuf *m,
+		     struct sp_pkt *p, const struct sp_runtime *rt)
+{
+	struct sp_icmp_inner in;
+	struct sp_flow_key key;
+	struct sp_session *s;
+	int64_t d;
+	int rc;
+
+	RTE_SET_USED(rt);
+	rc = sp_icmp_inner(p, &in);
+	if (rc < 0) {
+		sp_drop(w, m, (unsigned)-rc);
+		return;
+	}
+	/* The quoted packet went remote -> host: our session's out2in form
+	 * after translation, so the in2out key is it reversed. */
+	if (p->ip->src_addr != in.ip->dst_addr) {
+		sp_drop(w, m, SP_CNT_drop_icmp_error);
+		return;
+	}
+	memset(&key, 0, sizeof(key));
+	key.proto = in.proto;
+	key.src = in.ip->dst_addr;
+	key.dst = in.ip->src_addr;
+	key.sport = *sp_inner_dport(&in);
+	key.dport = *sp_inner_sport(&in);
+	d = sp_nat_lookup(&w->nat, &key);
+	if (d < 0 || (d & 1) != SP_DIR_IN2OUT) {
+		sp_drop(w, m, SP_CNT_drop_icmp_error);
+		return;
+	}
+	s = &w->nat.sessions[d >> 1];
+	if (s->flags & SP_SESS_HAIRPIN) {
+		sp_drop(w, m, SP_CNT_drop_icmp_error);
+		return;
+	}
+	sp_inner_rewrite(&in, 0, s->ext_addr,
+			 sp_inner_dport(&in), s->ext_port);
+	p->ip->hdr_checksum = sp_cksum_adjust32(p->ip->hdr_checksum,
+						p->ip->src_addr, s->ext_addr);
+	p->ip->src_addr = s->ext_addr;
+	sp_ttl_decrement(p->ip);
+	sp_icmp_recompute(p);
+	SP_INC(w, icmp_error_in2out);
+	sp_forward(w, m, p, s, SP_DIR_IN2OUT);
+}

@@ -1,0 +1,610 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * New-flow decisions and session life cycle of one worker: core.py's
+ * new_flow / _outbound / _inbound / _dnat / remove, with the same refusals
+ * (each one a counter), plus the timer wheel that ages sessions out.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <rte_hash.h>
+#include <rte_hash_crc.h>
+#include <rte_malloc.h>
+
+#include "qns.h"
+#include "sp.h"
+
+struct map_key {
+	uint32_t addr;                  /* host order */
+	uint16_t port;
+	uint8_t proto;
+	uint8_t side;                   /* 0: internal endpoint, 1: external */
+};
+
+struct remote_key {
+	uint32_t mapping;
+	uint32_t addr;                  /* host order */
+};
+
+static struct rte_hash *
+nat_hash(const char *what, unsigned worker, uint32_t entries,
+	 uint32_t key_len, int socket)
+{
+	char name[RTE_HASH_NAMESIZE];
+	struct rte_hash_parameters hp = {
+		.name = name,
+		.entries = entries,
+		.key_len = key_len,
+		.hash_func = rte_hash_crc,
+		.socket_id = socket,
+		/* the extendable table never refuses a key below capacity */
+		.extra_flag = RTE_HASH_EXTRA_FLAGS_EXT_TABLE,
+	};
+
+	snprintf(name, sizeof(name), "sp_%s_%u", what, worker);
+	return rte_hash_create(&hp);
+}
+
+int
+sp_nat_init(struct sp_nat *nat, unsigned worker, unsigned n_workers,
+	    uint32_t max_sessions, uint64_t *counters, int socket,
+	    uint32_t now_ms)
+{
+	memset(nat, 0, sizeof(*nat));
+	nat->worker = worker;
+	nat->n_workers = n_workers;
+	nat->max_sessions = max_sessions;
+	nat->cnt = counters;
+	nat->sessions = rte_zmalloc_socket("sp_sessions",
+					   (size_t)max_sessions *
+						   sizeof(struct sp_session),
+					   RTE_CACHE_LINE_SIZE, socket);
+	nat->mappings = rte_zmalloc_socket("sp_mappings",
+					   (size_t)max_sessions *
+						   sizeof(struct sp_mapping),
+					   RTE_CACHE_LINE_SIZE, socket);
+	nat->wheel = rte_malloc_socket("sp_wheel",
+				       SP_WHEEL_SLOTS * sizeof(uint32_t),
+				       RTE_CACHE_LINE_SIZE, socket);
+	nat->flows = nat_hash("flows", worker, 2 * max_sessions,
+			      sizeof(struct sp_flow_key), socket);
+	nat->map_keys = nat_hash("maps", worker, 2 * max_sessions,
+				 sizeof(struct map_key), socket);
+	nat->remotes = nat_hash("remotes", worker, max_sessions,
+				sizeof(struct remote_key), socket);
+	nat->hosts = nat_hash("hosts", worker, max_sessions, sizeof(uint32_t),
+			      socket);
+	if (nat->sessions == NULL || nat->mappings == NULL ||
+	    nat->wheel == NULL || nat->flows == NULL || nat->map_keys == NULL ||
+	    nat->remotes == NULL || nat->hosts == NULL ||
+	    sp_alloc_ctx_init(&nat->alloc, worker, max_sessions, socket) < 0) {
+		sp_nat_free(nat);
+		return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < max_sessions; i++) {
+		nat->sessions[i].next = i + 1 < max_sessions ? i + 1 : SP_NONE;
+		nat->mappings[i].next_free = i + 1 < max_sessions ? i + 1 :
+								    SP_NONE;
+	}
+	for (uint32_t i = 0; i < SP_WHEEL_SLOTS; i++)
+		nat->wheel[i] = SP_NONE;
+	nat->wheel_time = now_ms;
+	nat->next_id = 0;
+	return 0;
+}
+
+void
+sp_nat_free(struct sp_nat *nat)
+{
+	rte_hash_free(nat->flows);
+	rte_hash_free(nat->map_keys);
+	rte_hash_free(nat->remotes);
+	rte_hash_free(nat->hosts);
+	if (nat->alloc.hash != NULL || nat->alloc.b != NULL)
+		sp_alloc_ctx_free(&nat->alloc);
+	rte_free(nat->sessions);
+	rte_free(nat->mappings);
+	rte_free(nat->wheel);
+	memset(nat, 0, sizeof(*nat));
+}
+
+/* -- small tables ------------------------------------------------------------ */
+
+static uint32_t
+count_get(const struct rte_hash *h, const void *key)
+{
+	void *data;
+
+	if (rte_hash_lookup_data(h, key, &data) < 0)
+		return 0;
+	return (uint32_t)(uintptr_t)data;
+}
+
+static int
+count_add(struct rte_hash *h, const void *key, int delta)
+{
+	uint32_t n = count_get(h, key) + (uint32_t)delta;
+
+	if (n == 0)
+		return rte_hash_del_key(h, key) < 0 ? -1 : 0;
+	return rte_hash_add_key_data(h, key, (void *)(uintptr_t)n);
+}
+
+static struct sp_mapping *
+mapping_find(const struct sp_nat *nat, uint8_t side, uint8_t proto,
+	     uint32_t addr, uint16_t port, uint32_t *idx)
+{
+	struct map_key key = { .addr = addr, .port = port, .proto = proto,
+			       .side = side };
+	void *data;
+
+	if (rte_hash_lookup_data(nat->map_keys, &key, &data) < 0)
+		return NULL;
+	*idx = (uint32_t)(uintptr_t)data;
+	return &nat->mappings[*idx];
+}
+
+/* -- timer wheel ------------------------------------------------------------- */
+
+static void
+wheel_insert(struct sp_nat *nat, uint32_t sidx, uint32_t expire)
+{
+	int32_t delta = (int32_t)(expire - nat->wheel_time);
+	struct sp_session *s = &nat->sessions[sidx];
+	uint32_t offset, slot, head;
+
+	/* never the slot being processed; looked at again within a minute */
+	if (delta > (int32_t)SP_WHEEL_RECHECK_MS)
+		delta = (int32_t)SP_WHEEL_RECHECK_MS;
+	if (delta < (int32_t)(1u << SP_WHEEL_SLOT_SHIFT))
+		offset = 1;
+	else
+		offset = (uint32_t)delta >> SP_WHEEL_SLOT_SHIFT;
+	slot = (nat->wheel_cursor + offset) % SP_WHEEL_SLOTS;
+	head = nat->wheel[slot];
+	s->next = head;
+	s->prev = SP_WHEEL_HEAD | slot;
+	if (head != SP_NONE)
+		nat->sessions[head].prev = sidx;
+	nat->wheel[slot] = sidx;
+}
+
+static void
+wheel_unlink(struct sp_nat *nat, uint32_t sidx)
+{
+	struct sp_session *s = &nat->sessions[sidx];
+
+	if (s->prev & SP_WHEEL_HEAD)
+		nat->wheel[s->prev & ~SP_WHEEL_HEAD] = s->next;
+	else
+		nat->sessions[s->prev].next = s->next;
+	if (s->next != SP_NONE)
+		nat->sessions[s->next].prev = s->prev;
+}
+
+void
+sp_nat_reschedule(struct sp_nat *nat, const struct sp_runtime *rt,
+		  uint32_t sidx)
+{
+	struct sp_session *s = &nat->sessions[sidx];
+
+	wheel_unlink(nat, sidx);
+	wheel_insert(nat, sidx, s->last_seen + sp_nat_timeout_ms(rt, s));
+}
+
+int
+sp_nat_tcp_established(const struct sp_session *s)
+{
+	const uint8_t syn = SP_TCP_SYN_I2O | SP_TCP_SYN_O2I;
+	const uint8_t seen = SP_TCP_SEEN_I2O | SP_TCP_SEEN_O2I;
+	const uint8_t closing = SP_TCP_FIN_I2O | SP_TCP_FIN_O2I | SP_TCP_RST;
+	uint8_t t = s->tcp;
+
+	/*
+	 * Established: both SYNs seen (either order: simultaneous open), or a
+	 * flow picked up without any SYN that has traffic both ways; and no
+	 * FIN or RST since (RFC 5382 REQ-5, RFC 7857 sec. 2.2).
+	 */
+	return (t & closing) == 0 &&
+	       ((t & syn) == syn || ((t & syn) == 0 && (t & seen) == seen));
+}
+
+uint32_t
+sp_nat_timeout_ms(const struct sp_runtime *rt, const struct sp_session *s)
+{
+	switch (s->proto) {
+	case IPPROTO_UDP:
+		return rt->timeout_ms[SP_TO_UDP];
+	case IPPROTO_ICMP:
+		return rt->timeout_ms[SP_TO_ICMP];
+	default:
+		return sp_nat_tcp_established(s) ?
+			rt->timeout_ms[SP_TO_TCP_EST] :
+			rt->timeout_ms[SP_TO_TCP_TRANS];
+	}
+}
+
+/* -- sessions -------------------------------------------------------------- */
+
+static inline void
+seq_begin(struct sp_session *s)
+{
+	__atomic_store_n(&s->seq, s->seq + 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+}
+
+static inline void
+seq_end(struct sp_session *s)
+{
+	__atomic_store_n(&s->seq, s->seq + 1, __ATOMIC_RELEASE);
+}
+
+static void
+session_keys(const struct sp_session *s, struct sp_flow_key *in2out,
+	     struct sp_flow_key *out2in)
+{
+	int icmp = s->proto == IPPROTO_ICMP;
+
+	memset(in2out, 0, sizeof(*in2out));
+	memset(out2in, 0, sizeof(*out2in));
+	in2out->proto = out2in->proto = s->proto;
+	in2out->src = s->int_addr;
+	in2out->dst = s->rem_addr;
+	in2out->sport = s->int_port;
+	in2out->dport = icmp ? s->int_port : s->rem_port;
+	out2in->src = s->rem_addr;
+	out2in->dst = s->ext_addr;
+	out2in->sport = icmp ? s->ext_port : s->rem_port;
+	out2in->dport = s->ext_port;
+}
+
+/*
+ * Opens a session: both keys, the mapping's and the host's counts, the
+ * wheel. Returns SP_NAT_OK or a drop counter.
+ */
+static int
+session_open(struct sp_nat *nat, const struct sp_runtime *rt, uint8_t proto,
+	     uint8_t origin, uint32_t rule_id, uint32_t int_addr,
+	     uint16_t int_port, uint32_t ext_addr, uint16_t ext_port,
+	     uint32_t rem_addr, uint16_t rem_port, uint32_t mapping,
+	     uint32_t now, uint32_t *sidx)
+{
+	struct sp_flow_key k_in, k_out;
+	struct sp_session *s;
+	uint32_t idx = nat->free_session;
+
+	if (idx == SP_NONE)
+		return SP_CNT_drop_table_full;
+	s = &nat->sessions[idx];
+	seq_begin(s);
+	s->proto = proto;
+	s->origin = origin;
+	s->tcp = 0;
+	s->flags = sp_rt_owned(rt, rem_addr) ? SP_SESS_HAIRPIN : 0;
+	s->int_addr = rte_cpu_to_be_32(int_addr);
+	s->int_port = rte_cpu_to_be_16(int_port);
+	s->ext_addr = rte_cpu_to_be_32(ext_addr);
+	s->ext_port = rte_cpu_to_be_16(ext_port);
+	s->rem_addr = rte_cpu_to_be_32(rem_addr);
+	s->rem_port = rte_cpu_to_be_16(rem_port);
+	s->route[0] = s->route[1] = SP_ROUTE_UNSET;
+	s->neigh[0] = s->neigh[1] = SP_NEIGH_NONE;
+	s->last_seen = now;
+	s->created = now;
+	s->rule_id = rule_id;
+	s->mapping = mapping;
+	s->id = nat->next_id++ * nat->n_workers + nat->worker + 1;
+	session_keys(s, &k_in, &k_out);
+	if (rte_hash_add_key_data(nat->flows, &k_in,
+				  (void *)(uintptr_t)(idx << 1 | SP_DIR_IN2OUT)) < 0)
+		goto full;
+	if (rte_hash_add_key_data(nat->flows, &k_out,
+				  (void *)(uintptr_t)(idx << 1 | SP_DIR_OUT2IN)) < 0) {
+		rte_hash_del_key(nat->flows, &k_in);
+		goto full;
+	}
+	nat->free_session = s->next;
+	if (mapping != SP_NONE) {
+		struct remote_key rk = { .mapping = mapping, .addr = rem_addr };
+
+		nat->mappings[mapping].sessions++;
+		count_add(nat->remotes, &rk, 1);
+	}
+	count_add(nat->hosts, &int_addr, 1);
+	nat->n_sessions++;
+	nat->cnt[SP_CNT_sessions_created]++;
+	wheel_insert(nat, idx, now + sp_nat_timeout_ms(rt, s));
+	seq_end(s);
+	*sidx = idx;
+	return SP_NAT_OK;
+full:
+	s->proto = 0;
+	seq_end(s);
+	return SP_CNT_drop_table_full;
+}
+
+static void
+mapping_free(struct sp_nat *nat, uint32_t midx, uint32_t now)
+{
+	struct sp_mapping *m = &nat->mappings[midx];
+	struct map_key ki = { .addr = m->int_addr, .port = m->int_port,
+			      .proto = m->proto, .side = 0 };
+	struct map_key ke = { .addr = m->ext.addr, .port = m->ext.port,
+			      .proto = m->proto, .side = 1 };
+	struct sp_pool *pool = __atomic_load_n(&sp.pools[m->ext.pool],
+					       __ATOMIC_ACQUIRE);
+
+	rte_hash_del_key(nat->map_keys, &ki);
+	rte_hash_del_key(nat->map_keys, &ke);
+	sp_pool_release(pool, &nat->alloc, m->pi, m->int_addr, &m->ext, now);
+	m->proto = 0;
+	m->next_free = nat->free_mapping;
+	nat->free_mapping = midx;
+	nat->n_mappings--;
+	nat->cnt[SP_CNT_mappings_freed]++;
+}
+
+void
+sp_nat_remove(struct sp_nat *nat, uint32_t sidx, uint32_t now)
+{
+	struct sp_session *s = &nat->sessions[sidx];
+	struct sp_flow_key k_in, k_out;
+	uint32_t int_addr = rte_be_to_cpu_32(s->int_addr);
+
+	seq_begin(s);
+	session_keys(s, &k_in, &k_out);
+	rte_hash_del_key(nat->flows, &k_in);
+	rte_hash_del_key(nat->flows, &k_out);
+	count_add(nat->hosts, &int_addr, -1);
+	if (s->mapping != SP_NONE) {
+		struct sp_mapping *m = &nat->mappings[s->mapping];
+		struct remote_key rk = { .mapping = s->mapping,
+					 .addr = rte_be_to_cpu_32(s->rem_addr) };
+
+		count_add(nat->remotes, &rk, -1);
+		if (--m->sessions == 0)
+			mapping_free(nat, s->mapping, now);
+	}
+	s->proto = 0;
+	s->next = nat->free_session;
+	nat->free_session = sidx;
+	nat->n_sessions--;
+	seq_end(s);
+}
+
+unsigned
+sp_nat_age(struct sp_nat *nat, const struct sp_runtime *rt, uint32_t now,
+	   unsigned budget)
+{
+	const uint32_t slot_ms = 1u << SP_WHEEL_SLOT_SHIFT;
+	unsigned expired = 0, steps = 0;
+
+	/* empty slots are cheap; bound them too after a long stall */
+	while (budget > 0 && steps < SP_WHEEL_SLOTS) {
+		uint32_t sidx = nat->wheel[nat->wheel_cursor];
+		struct sp_session *s;
+		uint32_t expiry;
+
+		if ((int32_t)(now - nat->wheel_time) < (int32_t)slot_ms)
+			break;
+		if (sidx == SP_NONE) {
+			nat->wheel_cursor = (nat->wheel_cursor + 1) %
+					    SP_WHEEL_SLOTS;
+			nat->wheel_time += slot_ms;
+			steps++;
+			continue;
+		}
+		s = &nat->sessions[sidx];
+		wheel_unlink(nat, sidx);
+		budget--;
+		expiry = s->last_seen + sp_nat_timeout_ms(rt, s);
+		if ((int32_t)(now - expiry) >= 0) {
+			sp_nat_remove(nat, sidx, now);
+			nat->cnt[SP_CNT_sessions_expired]++;
+			expired++;
+		} else {
+			wheel_insert(nat, sidx, expiry);
+		}
+	}
+	return expired;
+}
+
+/* -- new flows ------------------------------------------------------------- */
+
+static int
+session_limit_reached(const struct sp_nat *nat, const struct sp_runtime *rt,
+		      uint32_t int_addr)
+{
+	return rt->sessions_per_host != 0 &&
+	       count_get(nat->hosts, &int_addr) >= rt->sessions_per_host;
+}
+
+static int
+existing(const struct sp_nat *nat, const struct sp_flow_key *key,
+	 uint32_t *sidx)
+{
+	int64_t d = sp_nat_lookup(nat, key);
+
+	if (d < 0)
+		return 0;
+	*sidx = (uint32_t)(d >> 1);
+	return 1;
+}
+
+static int
+mapping_new(struct sp_nat *nat, const struct sp_runtime *rt, uint64_t action,
+	    uint8_t proto, uint32_t int_addr, uint16_t int_port, uint32_t now,
+	    uint32_t *midx)
+{
+	struct sp_pool *pool;
+	struct sp_mapping *m;
+	struct sp_alloc a;
+	unsigned pi = sp_proto_index(proto);
+	struct map_key ki = { .addr = int_addr, .port = int_port,
+			      .proto = proto, .side = 0 };
+	struct map_key ke = { .proto = proto, .side = 1 };
+	uint32_t idx = nat->free_mapping;
+	int rc;
+
+	if (idx == SP_NONE)
+		return SP_CNT_drop_table_full;
+	pool = __atomic_load_n(&sp.pools[SP_ACT_POOL(action)],
+			       __ATOMIC_ACQUIRE);
+	if (pool == NULL)
+		return SP_CNT_drop_no_rule;
+	rc = sp_pool_allocate(pool, &nat->alloc, pi, int_addr,
+			      rt->ports_per_host, now, rt->reuse_ms, &a);
+	if (rc == -EDQUOT)
+		return SP_CNT_drop_quota_exceeded;
+	if (rc == -ENOSPC)
+		return SP_CNT_drop_pool_exhausted;
+	if (rc < 0)
+		return SP_CNT_drop_table_full;
+	ke.addr = a.addr;
+	ke.port = a.port;
+	if (rte_hash_add_key_data(nat->map_keys, &ki,
+				  (void *)(uintptr_t)idx) < 0)
+		goto full;
+	if (rte_hash_add_key_data(nat->map_keys, &ke,
+				  (void *)(uintptr_t)idx) < 0) {
+		rte_hash_del_key(nat->map_keys, &ki);
+		goto full;
+	}
+	m = &nat->mappings[idx];
+	nat->free_mapping = m->next_free;
+	m->int_addr = int_addr;
+	m->int_port = int_port;
+	m->proto = proto;
+	m->pi = (uint8_t)pi;
+	m->sessions = 0;
+	m->ext = a;
+	nat->n_mappings++;
+	nat->cnt[SP_CNT_mappings_created]++;
+	*midx = idx;
+	return SP_NAT_OK;
+full:
+	sp_pool_release(pool, &nat->alloc, pi, int_addr, &a, now);
+	return SP_CNT_drop_table_full;
+}
+
+int
+sp_nat_outbound(struct sp_nat *nat, const struct sp_runtime *rt,
+		const struct sp_flow_key *key, uint32_t now, int check_owner,
+		uint32_t *sidx, unsigned *owner)
+{
+	uint32_t src = rte_be_to_cpu_32(key->src);
+	uint16_t sport = rte_be_to_cpu_16(key->sport);
+	const struct qns_rule *rule;
+	struct sp_mapping *m;
+	uint64_t action;
+	uint32_t rule_id, midx;
+	int rc;
+
+	if (check_owner && nat->n_workers > 1) {
+		unsigned o = sp_owner_inside(&sp.rss, src);
+
+		if (o != nat->worker) {
+			*owner = o;
+			return SP_NAT_HANDOFF;
+		}
+	}
+	if (existing(nat, key, sidx))
+		return SP_NAT_OK;
+	rule = qns_lookup_kind(sp.qns, QNS_SNAT, key->proto, src, sport);
+	if (rule == NULL)
+		return SP_CNT_drop_no_rule;
+	action = rule->user;
+	rule_id = rule->id;
+	if (session_limit_reached(nat, rt, src))
+		return SP_CNT_drop_session_limit;
+	m = mapping_find(nat, 0, key->proto, src, sport, &midx);
+	if (m == NULL) {
+		rc = mapping_new(nat, rt, action, key->proto, src, sport, now,
+				 &midx);
+		if (rc != SP_NAT_OK)
+			return rc;
+		m = &nat->mappings[midx];
+	}
+	rc = session_open(nat, rt, key->proto, SP_ORIGIN_SNAT, rule_id, src,
+			  sport, m->ext.addr, m->ext.port,
+			  rte_be_to_cpu_32(key->dst),
+			  key->proto == IPPROTO_ICMP ? sport :
+						       rte_be_to_cpu_16(key->dport),
+			  midx, now, sidx);
+	if (rc != SP_NAT_OK && m->sessions == 0)
+		mapping_free(nat, midx, now);
+	return rc;
+}
+
+int
+sp_nat_inbound(struct sp_nat *nat, const struct sp_runtime *rt,
+	       const struct sp_flow_key *key, uint32_t now, int check_owner,
+	       uint32_t *sidx, unsigned *owner)
+{
+	uint32_t dst = rte_be_to_cpu_32(key->dst);
+	uint16_t dport = rte_be_to_cpu_16(key->dport);
+	uint32_t src = rte_be_to_cpu_32(key->src);
+	uint16_t sport = rte_be_to_cpu_16(key->sport);
+	const struct qns_rule *rule;
+	struct sp_mapping *m;
+	uint32_t midx;
+
+	if (existing(nat, key, sidx))
+		return SP_NAT_OK;
+	rule = qns_lookup_kind(sp.qns, QNS_DNAT, key->proto, dst, dport);
+	if (rule != NULL && SP_ACT_KIND(rule->user) == SP_ACT_DNAT) {
+		uint64_t u = rule->user;
+		uint32_t rule_id = rule->id;
+		uint32_t mask = rule->plen == 0 ? 0 : ~0u << (32 - rule->plen);
+		uint32_t to = SP_ACT_TO(u);
+		uint32_t int_addr = to | (SP_ACT_TO_LEN(u) < 32 ? dst & ~mask : 0);
+		uint16_t int_port = SP_ACT_HAS_TO_PORT(u) ? SP_ACT_TO_PORT(u) :
+							    dport;
+
+		/* A DNAT session lives with its inside host (rss.h). */
+		if (check_owner && nat->n_workers > 1) {
+			unsigned o = sp_owner_inside(&sp.rss, int_addr);
+
+			if (o != nat->worker) {
+				*owner = o;
+				return SP_NAT_HANDOFF;
+			}
+		}
+		if (session_limit_reached(nat, rt, int_addr))
+			return SP_CNT_drop_session_limit;
+		return session_open(nat, rt, key->proto, SP_ORIGIN_DNAT,
+				    rule_id, int_addr, int_port, dst, dport,
+				    src, sport, SP_NONE, now, sidx);
+	}
+	if (check_owner && nat->n_workers > 1) {
+		unsigned o = sp_owner_outside(&sp.rss, dst, dport);
+
+		if (o != nat->worker) {
+			*owner = o;
+			return SP_NAT_HANDOFF;
+		}
+	}
+	m = mapping_find(nat, 1, key->proto, dst, dport, &midx);
+	if (m == NULL)
+		return SP_CNT_drop_unsolicited;
+	switch (rt->filtering[m->pi]) {
+	case SP_FILTER_EIM:
+		break;
+	case SP_FILTER_ADDR: {
+		struct remote_key rk = { .mapping = midx, .addr = src };
+
+		if (count_get(nat->remotes, &rk) == 0)
+			return SP_CNT_drop_filtered;
+		break;
+	}
+	default:
+		/* the one allowed 5-tuple already has its keys */
+		return SP_CNT_drop_filtered;
+	}
+	if (session_limit_reached(nat, rt, m->int_addr))
+		return SP_CNT_drop_session_limit;
+	return session_open(nat, rt, key->proto, SP_ORIGIN_INBOUND, 0,
+			    m->int_addr, m->int_port, m->ext.addr, m->ext.port,
+			    src, sport, midx, now, sidx);
+}

@@ -1,0 +1,223 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * A worker's connection table and its new-flow decisions: the semantics of
+ * controller/quicknat/nat/core.py and session.py, per worker, no locks.
+ *
+ * A session is the paper's pair of connection records: two keys in the
+ * worker's flow table (rte_hash), one per direction, both pointing at one
+ * struct sp_session that holds the rewrite. SNAT and inbound sessions share
+ * an endpoint-independent mapping (RFC 4787 REQ-1) that owns the external
+ * port; the port is released when the mapping's last session expires.
+ *
+ * Aging is a hashed timer wheel with lazy rescheduling: a session sits in the
+ * slot of its expiry as computed when it was (re)inserted; when the wheel
+ * reaches the slot the real expiry (last_seen + timeout) is checked, and a
+ * session that was refreshed meanwhile is reinserted further on. The worker
+ * advances the wheel by a bounded number of entries per loop.
+ *
+ * Addresses and ports in keys and sessions are in network byte order, as in
+ * the packet, so the fast path never swaps bytes.
+ */
+#ifndef SP_NAT_H
+#define SP_NAT_H
+
+#include <stdint.h>
+
+#include <rte_byteorder.h>
+
+#include "allocator.h"
+
+#define SP_NONE UINT32_MAX
+#define SP_ROUTE_NONE UINT16_MAX
+#define SP_NEIGH_NONE UINT16_MAX
+#define SP_ROUTE_UNSET (UINT16_MAX - 1) /* not looked up yet */
+
+/*
+ * Wheel geometry: 8192 slots of 128 ms, about 17 minutes per turn. A session
+ * is looked at again at least every SP_WHEEL_RECHECK_MS, so a timeout
+ * shortened at run time applies within that time.
+ */
+#define SP_WHEEL_SLOT_SHIFT 7
+#define SP_WHEEL_SLOTS 8192u
+#define SP_WHEEL_RECHECK_MS 60000u
+#define SP_WHEEL_HEAD 0x80000000u   /* prev of a slot's first session */
+
+enum sp_dir {
+	SP_DIR_IN2OUT = 0,
+	SP_DIR_OUT2IN = 1,
+};
+
+enum sp_origin {
+	SP_ORIGIN_SNAT = 0,     /* opened from inside through an SNAT rule */
+	SP_ORIGIN_INBOUND = 1,  /* opened from outside on a mapping */
+	SP_ORIGIN_DNAT = 2,     /* opened from outside through a DNAT rule */
+};
+
+/* TCP state, as flags seen per direction (RFC 7857 sec. 2.2). */
+#define SP_TCP_SYN_I2O 0x01
+#define SP_TCP_SYN_O2I 0x02
+#define SP_TCP_FIN_I2O 0x04
+#define SP_TCP_FIN_O2I 0x08
+#define SP_TCP_RST 0x10
+#define SP_TCP_SEEN_I2O 0x20
+#define SP_TCP_SEEN_O2I 0x40
+
+/* Session flags. */
+#define SP_SESS_HAIRPIN 0x01    /* remote is a NAT-owned address */
+
+struct sp_flow_key {
+	rte_be32_t src;
+	rte_be32_t dst;
+	rte_be16_t sport;
+	rte_be16_t dport;
+	uint8_t proto;
+	uint8_t pad[3];
+};
+
+/* One cache line. */
+struct sp_session {
+	rte_be32_t int_addr;    /* the inside host (DNAT: the server) */
+	rte_be32_t ext_addr;    /* what the outside sees for it */
+	rte_be32_t rem_addr;    /* the outside peer */
+	rte_be16_t int_port;    /* ICMP: identifiers */
+	rte_be16_t ext_port;
+	rte_be16_t rem_port;    /* ICMP: the inside identifier (session.py) */
+	uint8_t proto;          /* 0: free slot */
+	uint8_t origin;
+	uint8_t tcp;            /* SP_TCP_* */
+	uint8_t flags;          /* SP_SESS_* */
+	uint16_t route[2];      /* route index per direction, or SP_ROUTE_NONE */
+	uint16_t neigh[2];      /* cached neighbour index, or SP_NEIGH_NONE */
+	uint32_t last_seen;     /* ms */
+	uint32_t created;       /* ms */
+	uint32_t rule_id;       /* 0 for inbound sessions */
+	uint32_t mapping;       /* SP_NONE for DNAT sessions */
+	uint32_t next;          /* wheel (doubly linked) or free list */
+	uint32_t prev;          /* SP_WHEEL_HEAD | slot for a slot's first */
+	uint32_t seq;           /* odd while the worker rewrites the slot */
+	uint32_t id;            /* n * workers + worker + 1 (wraps) */
+};
+
+struct sp_mapping {
+	uint32_t int_addr;      /* host order */
+	uint16_t int_port;
+	uint8_t proto;
+	uint8_t pi;
+	uint32_t sessions;
+	uint32_t next_free;
+	struct sp_alloc ext;
+};
+
+struct sp_runtime;
+
+struct sp_nat {
+	unsigned worker;
+	unsigned n_workers;
+	uint32_t max_sessions;
+	uint32_t n_sessions;
+	uint32_t free_session;
+	uint32_t n_mappings;
+	uint32_t free_mapping;
+	uint32_t next_id;
+	uint64_t *cnt;                  /* the worker's counters */
+	struct sp_session *sessions;
+	struct sp_mapping *mappings;
+	struct rte_hash *flows;         /* sp_flow_key -> session << 1 | dir */
+	struct rte_hash *map_keys;      /* (side, proto, addr, port) -> mapping */
+	struct rte_hash *remotes;       /* (mapping, remote addr) -> sessions */
+	struct rte_hash *hosts;         /* internal addr -> sessions */
+	struct sp_alloc_ctx alloc;
+	/* timer wheel */
+	uint32_t wheel_cursor;          /* slot being processed */
+	uint32_t wheel_time;            /* start (ms) of that slot */
+	uint32_t *wheel;                /* slot heads */
+};
+
+/* Result of a new-flow decision. */
+#define SP_NAT_OK 0
+#define SP_NAT_HANDOFF (-1)
+/* otherwise: the counter (enum sp_counter) that says why it was refused */
+
+int sp_nat_init(struct sp_nat *nat, unsigned worker, unsigned n_workers,
+		uint32_t max_sessions, uint64_t *counters, int socket,
+		uint32_t now_ms);
+void sp_nat_free(struct sp_nat *nat);
+
+/* The session index and direction of a key, or -1. */
+static inline int64_t
+sp_nat_lookup(const struct sp_nat *nat, const struct sp_flow_key *key);
+
+/*
+ * A new flow seen on an inside port (key as in the packet). If check_owner
+ * and the flow belongs to another worker, returns SP_NAT_HANDOFF with that
+ * worker in *owner. On SP_NAT_OK, *sidx is the session.
+ */
+int sp_nat_outbound(struct sp_nat *nat, const struct sp_runtime *rt,
+		    const struct sp_flow_key *key, uint32_t now, int check_owner,
+		    uint32_t *sidx, unsigned *owner);
+
+/* The same for a packet seen on an outside port (DNAT, mapping + filter). */
+int sp_nat_inbound(struct sp_nat *nat, const struct sp_runtime *rt,
+		   const struct sp_flow_key *key, uint32_t now, int check_owner,
+		   uint32_t *sidx, unsigned *owner);
+
+/* Forgets a session (its mapping goes with its last session). */
+void sp_nat_remove(struct sp_nat *nat, uint32_t sidx, uint32_t now);
+
+/* Whether a TCP session is established (else transitory). */
+int sp_nat_tcp_established(const struct sp_session *s);
+
+/* The idle timeout of a session now, in ms. */
+uint32_t sp_nat_timeout_ms(const struct sp_runtime *rt,
+			   const struct sp_session *s);
+
+/* Updates the TCP state from a packet's flags in one direction. */
+static inline void
+sp_nat_tcp_track(struct sp_session *s, unsigned dir, uint8_t tcp_flags);
+
+/*
+ * Moves a session to the wheel slot of its current expiry: after a FIN or
+ * RST made it transitory (RFC 7857: a RST leaves it at most 4 minutes).
+ */
+void sp_nat_reschedule(struct sp_nat *nat, const struct sp_runtime *rt,
+		       uint32_t sidx);
+
+/*
+ * Advances the timer wheel to now, examining at most budget sessions.
+ * Returns the number of sessions expired.
+ */
+unsigned sp_nat_age(struct sp_nat *nat, const struct sp_runtime *rt,
+		    uint32_t now, unsigned budget);
+
+/* -- inline ---------------------------------------------------------------- */
+
+#include <rte_hash.h>
+#include <rte_tcp.h>
+
+static inline int64_t
+sp_nat_lookup(const struct sp_nat *nat, const struct sp_flow_key *key)
+{
+	void *data;
+
+	if (rte_hash_lookup_data(nat->flows, key, &data) < 0)
+		return -1;
+	return (int64_t)(uintptr_t)data;
+}
+
+static inline void
+sp_nat_tcp_track(struct sp_session *s, unsigned dir, uint8_t tcp_flags)
+{
+	uint8_t t = s->tcp;
+
+	t |= dir == SP_DIR_IN2OUT ? SP_TCP_SEEN_I2O : SP_TCP_SEEN_O2I;
+	if (tcp_flags & RTE_TCP_SYN_FLAG)
+		t |= dir == SP_DIR_IN2OUT ? SP_TCP_SYN_I2O : SP_TCP_SYN_O2I;
+	if (tcp_flags & RTE_TCP_FIN_FLAG)
+		t |= dir == SP_DIR_IN2OUT ? SP_TCP_FIN_I2O : SP_TCP_FIN_O2I;
+	if (tcp_flags & RTE_TCP_RST_FLAG)
+		t |= SP_TCP_RST;
+	if (t != s->tcp)
+		s->tcp = t;
+}
+
+#endif /* SP_NAT_H */

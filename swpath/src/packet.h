@@ -1,0 +1,338 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Header parsing and in-place rewriting: the one definition of what swpath
+ * accepts and how it updates checksums.
+ *
+ * Accepted (everything else is dropped and counted, never forwarded):
+ * - Ethernet II, one buffer per packet; IPv4 version 4, IHL >= 5, total
+ *   length within the frame, header checksum valid;
+ * - IPv4 options are carried unchanged (the L4 header is found through the
+ *   IHL), except loose/strict source route (131, 137): dropped, as RFC 7126
+ *   advises; malformed options are dropped;
+ * - no fragments: any packet with MF set or a fragment offset is dropped
+ *   (swpath does not reassemble; a first fragment alone is useless and a
+ *   later one has no ports, so none is ever forwarded untranslated);
+ * - TCP with its 20-byte header, UDP with its 8-byte header and a length that
+ *   fits, ICMP with 8 bytes; ICMP echo request/reply are flows (identifier as
+ *   both ports), destination unreachable, source quench, time exceeded and
+ *   parameter problem are errors translated through their embedded header.
+ *
+ * Checksums are updated incrementally (RFC 1624 eqn. 3) on the raw 16-bit
+ * words as they sit in memory, which is byte-order independent. A UDP
+ * checksum of zero (none) stays zero; a computed zero is sent as 0xffff.
+ */
+#ifndef SP_PACKET_H
+#define SP_PACKET_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include <rte_byteorder.h>
+#include <rte_ether.h>
+#include <rte_icmp.h>
+#include <rte_ip.h>
+#include <rte_mbuf.h>
+#include <rte_tcp.h>
+#include <rte_udp.h>
+
+#include "counters.h"
+#include "nat.h"
+
+enum sp_class {
+	SP_PKT_FLOW = 0,        /* TCP, UDP, ICMP echo: has a flow key */
+	SP_PKT_ICMP_ERROR = 1,  /* ICMP error: translated via its payload */
+	SP_PKT_OTHER = 2,       /* another IP protocol or ICMP type */
+	SP_PKT_ARP = 3,
+};
+
+struct sp_pkt {
+	struct rte_ether_hdr *eth;
+	struct rte_ipv4_hdr *ip;
+	uint8_t *l4;
+	uint16_t l4_len;        /* bytes after the IP header, per total length */
+	uint8_t proto;
+	uint8_t tcp_flags;
+};
+
+#define SP_ICMP_ECHO_REPLY 0
+#define SP_ICMP_DEST_UNREACH 3
+#define SP_ICMP_SOURCE_QUENCH 4
+#define SP_ICMP_ECHO_REQUEST 8
+#define SP_ICMP_TIME_EXCEEDED 11
+#define SP_ICMP_PARAM_PROBLEM 12
+
+static inline int
+sp_icmp_is_error(uint8_t type)
+{
+	return type == SP_ICMP_DEST_UNREACH || type == SP_ICMP_SOURCE_QUENCH ||
+	       type == SP_ICMP_TIME_EXCEEDED || type == SP_ICMP_PARAM_PROBLEM;
+}
+
+/* -- checksums ----------------------------------------------------------- */
+
+static inline uint16_t
+sp_cksum_fold(uint32_t sum)
+{
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	return (uint16_t)sum;
+}
+
+/* RFC 1624 eqn. 3: HC' = ~(~HC + ~m + m'), raw in-memory words. */
+static inline uint16_t
+sp_cksum_adjust16(uint16_t cksum, uint16_t old, uint16_t new)
+{
+	uint32_t sum = (uint16_t)~cksum;
+
+	sum += (uint16_t)~old;
+	sum += new;
+	return (uint16_t)~sp_cksum_fold(sum);
+}
+
+static inline uint16_t
+sp_cksum_adjust32(uint16_t cksum, uint32_t old, uint32_t new)
+{
+	uint32_t sum = (uint16_t)~cksum;
+
+	sum += (uint16_t)~(old & 0xffff);
+	sum += (uint16_t)~(old >> 16);
+	sum += new & 0xffff;
+	sum += new >> 16;
+	return (uint16_t)~sp_cksum_fold(sum);
+}
+
+/* An address and a port changed: what TCP and UDP see (pseudo-header). */
+static inline uint16_t
+sp_cksum_adjust_addr_port(uint16_t cksum, uint32_t old_addr,
+			  uint32_t new_addr, uint16_t old_port,
+			  uint16_t new_port)
+{
+	uint32_t sum = (uint16_t)~cksum;
+
+	sum += (uint16_t)~(old_addr & 0xffff);
+	sum += (uint16_t)~(old_addr >> 16);
+	sum += (uint16_t)~old_port;
+	sum += new_addr & 0xffff;
+	sum += new_addr >> 16;
+	sum += new_port;
+	return (uint16_t)~sp_cksum_fold(sum);
+}
+
+/* -- parsing ------------------------------------------------------------- */
+
+/* Options: drop source routes and malformed lists (RFC 7126 sec. 4.3/4.4). */
+static inline int
+sp_check_options(const uint8_t *opt, unsigned len)
+{
+	unsigned i = 0;
+
+	while (i < len) {
+		uint8_t type = opt[i];
+		uint8_t olen;
+
+		if (type == 0)                  /* end of list */
+			return 0;
+		if (type == 1) {                /* no-op */
+			i++;
+			continue;
+		}
+		if (i + 1 >= len)
+			return -SP_CNT_drop_malformed;
+		olen = opt[i + 1];
+		if (olen < 2 || i + olen > len)
+			return -SP_CNT_drop_malformed;
+		if (type == 131 || type == 137) /* LSRR, SSRR */
+			return -SP_CNT_drop_ip_options;
+		i += olen;
+	}
+	return 0;
+}
+
+/*
+ * Parses an Ethernet frame. Returns an enum sp_class, or minus the counter
+ * of the reason to drop it. For SP_PKT_FLOW the flow key is filled.
+ */
+static inline int
+sp_parse(struct rte_mbuf *m, struct sp_pkt *p, struct sp_flow_key *key)
+{
+	uint16_t len = rte_pktmbuf_data_len(m);
+	uint8_t *data = rte_pktmbuf_mtod(m, uint8_t *);
+	struct rte_ipv4_hdr *ip;
+	unsigned ihl, total;
+	uint16_t frag;
+
+	if (unlikely(m->nb_segs != 1))
+		return -SP_CNT_drop_multiseg;
+	if (unlikely(len < sizeof(struct rte_ether_hdr)))
+		return -SP_CNT_drop_truncated;
+	p->eth = (struct rte_ether_hdr *)data;
+	if (p->eth->ether_type == RTE_BE16(RTE_ETHER_TYPE_ARP))
+		return SP_PKT_ARP;
+	if (unlikely(p->eth->ether_type != RTE_BE16(RTE_ETHER_TYPE_IPV4)))
+		return -SP_CNT_drop_not_ipv4;
+	if (unlikely(len < sizeof(struct rte_ether_hdr) +
+			   sizeof(struct rte_ipv4_hdr)))
+		return -SP_CNT_drop_truncated;
+	ip = (struct rte_ipv4_hdr *)(data + sizeof(struct rte_ether_hdr));
+	p->ip = ip;
+	ihl = (ip->version_ihl & 0x0f) * 4u;
+	if (unlikely((ip->version_ihl >> 4) != 4 || ihl < 20))
+		return -SP_CNT_drop_malformed;
+	total = rte_be_to_cpu_16(ip->total_length);
+	if (unlikely(total < ihl))
+		return -SP_CNT_drop_malformed;
+	if (unlikely(len < sizeof(struct rte_ether_hdr) + total))
+		return -SP_CNT_drop_truncated;
+	if ((m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK) !=
+	    RTE_MBUF_F_RX_IP_CKSUM_GOOD) {
+		if (unlikely((m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK) ==
+				     RTE_MBUF_F_RX_IP_CKSUM_BAD ||
+			     rte_raw_cksum(ip, ihl) != 0xffff))
+			return -SP_CNT_drop_bad_checksum;
+	}
+	frag = rte_be_to_cpu_16(ip->fragment_offset);
+	if (unlikely(frag & (RTE_IPV4_HDR_MF_FLAG | RTE_IPV4_HDR_OFFSET_MASK)))
+		return -SP_CNT_drop_fragment;
+	if (unlikely(ihl > 20)) {
+		int rc = sp_check_options((const uint8_t *)(ip + 1), ihl - 20);
+
+		if (rc < 0)
+			return rc;
+	}
+	p->proto = ip->next_proto_id;
+	p->l4 = (uint8_t *)ip + ihl;
+	p->l4_len = (uint16_t)(total - ihl);
+	p->tcp_flags = 0;
+	switch (p->proto) {
+	case IPPROTO_TCP: {
+		const struct rte_tcp_hdr *tcp = (const void *)p->l4;
+
+		if (unlikely(p->l4_len < sizeof(struct rte_tcp_hdr)))
+			return -SP_CNT_drop_truncated;
+		p->tcp_flags = tcp->tcp_flags;
+		key->sport = tcp->src_port;
+		key->dport = tcp->dst_port;
+		break;
+	}
+	case IPPROTO_UDP: {
+		const struct rte_udp_hdr *udp = (const void *)p->l4;
+
+		if (unlikely(p->l4_len < sizeof(struct rte_udp_hdr)))
+			return -SP_CNT_drop_truncated;
+		if (unlikely(rte_be_to_cpu_16(udp->dgram_len) <
+				     sizeof(struct rte_udp_hdr) ||
+			     rte_be_to_cpu_16(udp->dgram_len) > p->l4_len))
+			return -SP_CNT_drop_malformed;
+		key->sport = udp->src_port;
+		key->dport = udp->dst_port;
+		break;
+	}
+	case IPPROTO_ICMP: {
+		const struct rte_icmp_hdr *icmp = (const void *)p->l4;
+
+		if (unlikely(p->l4_len < sizeof(struct rte_icmp_hdr)))
+			return -SP_CNT_drop_truncated;
+		if (icmp->icmp_type == SP_ICMP_ECHO_REQUEST ||
+		    icmp->icmp_type == SP_ICMP_ECHO_REPLY) {
+			key->sport = icmp->icmp_ident;
+			key->dport = icmp->icmp_ident;
+			break;
+		}
+		return sp_icmp_is_error(icmp->icmp_type) ? SP_PKT_ICMP_ERROR :
+							    SP_PKT_OTHER;
+	}
+	default:
+		return SP_PKT_OTHER;
+	}
+	key->src = ip->src_addr;
+	key->dst = ip->dst_addr;
+	key->proto = p->proto;
+	key->pad[0] = key->pad[1] = key->pad[2] = 0;
+	return SP_PKT_FLOW;
+}
+
+/* -- rewriting ----------------------------------------------------------- */
+
+static inline void
+sp_ttl_decrement(struct rte_ipv4_hdr *ip)
+{
+	uint16_t old, new;
+
+	memcpy(&old, &ip->time_to_live, sizeof(old));
+	ip->time_to_live--;
+	memcpy(&new, &ip->time_to_live, sizeof(new));
+	ip->hdr_checksum = sp_cksum_adjust16(ip->hdr_checksum, old, new);
+}
+
+/*
+ * Rewrites the L4 port (or ICMP identifier) at *port_field together with the
+ * IP address at *addr_field, fixing the L4 checksum. addr_changes_l4: the
+ * pseudo-header carries the address (TCP, UDP; not ICMP).
+ */
+static inline void
+sp_rewrite_l4(uint8_t proto, uint8_t *l4, uint32_t old_addr,
+	      uint32_t new_addr, rte_be16_t *port_field, rte_be16_t new_port)
+{
+	rte_be16_t old_port = *port_field;
+
+	switch (proto) {
+	case IPPROTO_TCP: {
+		struct rte_tcp_hdr *tcp = (void *)l4;
+
+		tcp->cksum = sp_cksum_adjust_addr_port(tcp->cksum, old_addr,
+						       new_addr, old_port,
+						       new_port);
+		break;
+	}
+	case IPPROTO_UDP: {
+		struct rte_udp_hdr *udp = (void *)l4;
+
+		if (udp->dgram_cksum != 0) {
+			udp->dgram_cksum = sp_cksum_adjust_addr_port(
+				udp->dgram_cksum, old_addr, new_addr, old_port,
+				new_port);
+			if (udp->dgram_cksum == 0)
+				udp->dgram_cksum = 0xffff;
+		}
+		break;
+	}
+	default: { /* ICMP echo: no pseudo-header */
+		struct rte_icmp_hdr *icmp = (void *)l4;
+
+		icmp->icmp_cksum = sp_cksum_adjust16(icmp->icmp_cksum,
+						     old_port, new_port);
+		break;
+	}
+	}
+	*port_field = new_port;
+}
+
+/* New source (in2out) for a TCP/UDP/ICMP-echo packet. */
+static inline void
+sp_rewrite_src(struct sp_pkt *p, rte_be32_t addr, rte_be16_t port)
+{
+	rte_be16_t *port_field = p->proto == IPPROTO_ICMP ?
+		&((struct rte_icmp_hdr *)p->l4)->icmp_ident :
+		(rte_be16_t *)p->l4;
+
+	sp_rewrite_l4(p->proto, p->l4, p->ip->src_addr, addr, port_field, port);
+	p->ip->hdr_checksum = sp_cksum_adjust32(p->ip->hdr_checksum,
+						p->ip->src_addr, addr);
+	p->ip->src_addr = addr;
+}
+
+/* New destination (out2in). */
+static inline void
+sp_rewrite_dst(struct sp_pkt *p, rte_be32_t addr, rte_be16_t port)
+{
+	rte_be16_t *port_field = p->proto == IPPROTO_ICMP ?
+		&((struct rte_icmp_hdr *)p->l4)->icmp_ident :
+		(rte_be16_t *)(p->l4 + 2);
+
+	sp_rewrite_l4(p->proto, p->l4, p->ip->dst_addr, addr, port_field, port);
+	p->ip->hdr_checksum = sp_cksum_adjust32(p->ip->hdr_checksum,
+						p->ip->dst_addr, addr);
+	p->ip->dst_addr = addr;
+}
+
+#endif /* SP_PACKET_H */

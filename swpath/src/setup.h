@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Start-up after the EAL: shared tables, the dispatch mode, the mbuf pool,
+ * the workers and their queues, the ports; and the reverse at exit. Each
+ * step returns 0 or -1 with one line in err.
+ */
+#ifndef SP_SETUP_H
+#define SP_SETUP_H
+
+#include <stddef.h>
+
+/* QNS, RCU, neighbour table, message ring, mbuf dynfield. */
+int sp_setup_core(char *err, size_t errlen);
+/* RSS in the NIC or in software (needs the interfaces); sp.rss. */
+int sp_setup_dispatch(char *err, size_t errlen);
+int sp_setup_mempool(char *err, size_t errlen);
+int sp_setup_workers(char *err, size_t errlen);
+int sp_setup_ports(char *err, size_t errlen);
+void sp_teardown(void);
+
+#endif /* SP_SETUP_H */

@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The worker loop (one per worker lcore), after l3fwd: report a quiescent
+ * state, receive bursts from the worker's queues (or, with software RSS,
+ * worker 0 receives and spreads), process what other workers handed over,
+ * drain TX buffers on a TSC timer, and age a bounded number of sessions.
+ * No allocation, lock or system call per packet.
+ */
+#include <rte_cycles.h>
+#include <rte_lcore.h>
+#include <rte_rcu_qsbr.h>
+
+#include "fastpath.h"
+#include "worker.h"
+
+/* Worker 0 with software RSS: transmit what the others queued. */
+static void
+drain_tx_rings(struct sp_worker *w)
+{
+	struct rte_mbuf *pkts[SP_BURST];
+
+	for (unsigned i = 0; i < sp.n_ifaces; i++) {
+		struct sp_txq *q = &w->tx[i];
+		unsigned n;
+
+		if (sp.tx_rings[i] == NULL)
+			continue;
+		n = rte_ring_sc_dequeue_burst(sp.tx_rings[i], (void **)pkts,
+					      SP_BURST, NULL);
+		for (unsigned j = 0; j < n; j++)
+			rte_eth_tx_buffer(q->port, q->queue, q->buf, pkts[j]);
+	}
+}
+
+/* Packets the control thread built (ARP requests). */
+static void
+drain_ctl_ring(struct sp_worker *w)
+{
+	struct rte_mbuf *pkts[SP_BURST];
+	unsigned n = rte_ring_sc_dequeue_burst(w->ctl_ring, (void **)pkts,
+					       SP_BURST, NULL);
+
+	for (unsigned j = 0; j < n; j++) {
+		int16_t iface = sp.port_iface[pkts[j]->port];
+
+		SP_INC(w, arp_requests);
+		sp_tx(w, (uint16_t)iface, pkts[j]);
+	}
+}
+
+int
+sp_worker_main(void *arg)
+{
+	struct sp_worker *w = arg;
+	struct rte_mbuf *pkts[SP_BURST];
+	const uint64_t drain_tsc = (sp.tsc_hz + US_PER_S - 1) / US_PER_S *
+				   SP_TX_DRAIN_US;
+	const bool io = w->index == 0;
+	const bool spread = !sp.hw_rss && sp.n_workers > 1;
+	uint64_t prev_tsc = 0;
+
+	rte_rcu_qsbr_thread_register(sp.rcu, w->index);
+	rte_rcu_qsbr_thread_online(sp.rcu, w->index);
+	while (!__atomic_load_n(&sp.quit, __ATOMIC_RELAXED)) {
+		const struct sp_runtime *rt;
+		uint64_t cur = rte_rdtsc();
+		unsigned n;
+
+		w->now = (uint32_t)((cur - sp.tsc0) * 1000 / sp.tsc_hz);
+		/* Nothing from the last iteration is referenced past here. */
+		rte_rcu_qsbr_quiescent(sp.rcu, w->index);
+		rt = sp_runtime_get();
+		for (unsigned i = 0; i < w->n_rxq; i++) {
+			const struct sp_rxq *q = &w->rxq[i];
+
+			n = rte_eth_rx_burst(q->port, q->queue, pkts, SP_BURST);
+			if (n == 0)
+				continue;
+			SP_ADD(w, rx, n);
+			for (unsigned j = 0; j < n; j++)
+				*sp_meta(pkts[j]) = 0;
+			if (spread)
+				sp_dispatch_burst(w, pkts, (uint16_t)n, q->iface,
+						  rt);
+			else
+				sp_process_burst(w, pkts, (uint16_t)n, q->iface,
+						 sp.ifaces[q->iface].zone ==
+							 SP_ZONE_OUTSIDE,
+						 rt);
+		}
+		n = rte_ring_sc_dequeue_burst(w->in_ring, (void **)pkts,
+					      SP_BURST, NULL);
+		if (n != 0) {
+			SP_ADD(w, ring_rx, n);
+			sp_process_ring(w, pkts, (uint16_t)n, rt);
+		}
+		if (io) {
+			if (spread)
+				drain_tx_rings(w);
+			drain_ctl_ring(w);
+		}
+		if (unlikely(cur - prev_tsc > drain_tsc)) {
+			sp_tx_flush_all(w);
+			prev_tsc = cur;
+		}
+		sp_nat_age(&w->nat, rt, w->now, SP_AGE_BUDGET);
+	}
+	sp_tx_flush_all(w);
+	__atomic_store_n(&w->done, 1, __ATOMIC_RELEASE);
+	/* worker 0 transmits for the others until they have all stopped */
+	if (io && spread) {
+		for (;;) {
+			unsigned done = 0;
+
+			for (unsigned q = 0; q < sp.n_workers; q++)
+				done += __atomic_load_n(&sp.workers[q]->done,
+							__ATOMIC_ACQUIRE);
+			drain_tx_rings(w);
+			sp_tx_flush_all(w);
+			if (done == sp.n_workers)
+				break;
+		}
+		drain_tx_rings(w);
+		sp_tx_flush_all(w);
+	}
+	rte_rcu_qsbr_thread_offline(sp.rcu, w->index);
+	rte_rcu_qsbr_thread_unregister(sp.rcu, w->index);
+	return 0;
+}

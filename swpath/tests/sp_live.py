@@ -1,0 +1,438 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Live tests of quicknat-swpath: two veth pairs, DPDK on one end of each
+(net_af_packet, so software RSS over two workers), scapy on the other.
+
+What pcap replay cannot show: replies to ports chosen at run time coming back
+to the right host through the worker that owns them, the control socket
+(the JSON status form read by the controller's own client and CLI, and the
+line commands: rule add/del at run time), DPDK telemetry, and sessions aging
+out on a short timeout set at run time.
+
+Run as root: sp_live.py --app PATH/quicknat-swpath. Ends with
+"N passed, M failed" (skipped without root or veth support).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from scapy.config import conf
+from scapy.layers.inet import ICMP, IP, TCP, UDP
+from scapy.layers.l2 import ARP, Ether
+from scapy.packet import Packet, Raw
+from scapy.sendrecv import AsyncSniffer, sendp
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "controller"))
+from quicknat.controller.status import query  # noqa: E402
+
+conf.verb = 0
+TAG = f"q{os.getpid() % 100000}"
+IN, IN_PEER = f"{TAG}i", f"{TAG}ip"
+OUT, OUT_PEER = f"{TAG}o", f"{TAG}op"
+MAC_IN, MAC_OUT, MAC_GW = "02:00:00:00:00:01", "02:00:00:00:00:02", "02:00:00:00:00:fe"
+HOSTS = [f"10.0.0.{i}" for i in range(10, 40)]
+
+
+def host_mac(ip: str) -> str:
+    return f"02:00:00:00:10:{int(ip.rsplit('.', 1)[1]):02x}"
+
+
+COMMANDS = (
+    f"interface in0 zone inside port 0 address 10.0.0.1/24 mac {MAC_IN}\n"
+    f"interface out0 zone outside port 1 address 198.51.100.1/24 mac {MAC_OUT}\n"
+    "route 0.0.0.0/0 dev out0 via 198.51.100.254\n"
+    f"neighbor 198.51.100.254 mac {MAC_GW} dev out0\n"
+    "pool public ports 1024-65535 addresses 203.0.113.0/29\n"
+    "rule add id 1 type snat prefix 10.0.0.0/24 protocol any pool public\n"
+    "filtering udp address-dependent tcp address-dependent icmp address-dependent\n"
+) + "".join(f"neighbor {h} mac {host_mac(h)} dev in0\n" for h in HOSTS)
+
+
+def sh(*cmd: str) -> None:
+    subprocess.run(cmd, check=True, capture_output=True)
+
+
+def make_links() -> None:
+    for a, b in ((IN, IN_PEER), (OUT, OUT_PEER)):
+        sh("ip", "link", "add", a, "type", "veth", "peer", "name", b)
+        for dev in (a, b):
+            subprocess.run(
+                ["sysctl", "-q", "-w", f"net.ipv6.conf.{dev}.disable_ipv6=1"], capture_output=True
+            )
+            sh("ip", "link", "set", dev, "up")
+
+
+def remove_links() -> None:
+    for dev in (IN, OUT):
+        subprocess.run(["ip", "link", "del", dev], capture_output=True)
+
+
+class Nat:
+    def __init__(self, app: str, tmp: Path) -> None:
+        self.tmp = tmp
+        self.sock = tmp / "swpath.sock"
+        (tmp / "cmds.txt").write_text(COMMANDS)
+        self.prefix = f"quicknat-live-{os.getpid()}"
+        argv = [
+            app,
+            "--vdev",
+            f"net_af_packet0,iface={IN}",
+            "--vdev",
+            f"net_af_packet1,iface={OUT}",
+            "--file-prefix",
+            self.prefix,
+            "--no-shconf",
+            "--no-huge",
+            "-m",
+            "512",
+            "--no-pci",
+            "--",
+            "--commands",
+            str(tmp / "cmds.txt"),
+            "--control",
+            str(self.sock),
+            "--lcores-workers",
+            "2",
+        ]
+        self.proc = subprocess.Popen(
+            argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                stderr = self.proc.stderr.read() if self.proc.stderr else ""
+                raise RuntimeError(f"quicknat-swpath exited: {stderr}")
+            try:
+                query(self.sock, "stats", timeout=1)
+                return
+            except OSError:
+                time.sleep(0.1)
+        raise RuntimeError("the control socket did not come up")
+
+    def lines(self, *commands: str) -> list[str]:
+        """Line commands on one connection; the answer lines of each."""
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.settimeout(5)
+            s.connect(str(self.sock))
+            s.sendall("".join(c + "\n" for c in commands).encode())
+            s.shutdown(socket.SHUT_WR)
+            data = b""
+            while chunk := s.recv(65536):
+                data += chunk
+        return data.decode().splitlines()
+
+    def stats(self) -> dict[str, Any]:
+        answer = query(self.sock, "stats")
+        assert isinstance(answer, dict)
+        return answer
+
+    def stop(self) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        shutil.rmtree(f"/var/run/dpdk/{self.prefix}", ignore_errors=True)
+        return self.proc.returncode
+
+
+def exchange(
+    send_iface: str, pkts: list[Packet], sniff_iface: str, want: int, timeout: float = 3.0
+) -> list[Packet]:
+    """Sends pkts on one peer and returns the IPv4/ARP frames seen on another."""
+    sniffer = AsyncSniffer(
+        iface=sniff_iface,
+        store=True,
+        lfilter=lambda p: (IP in p or ARP in p) and p[Ether].src in (MAC_IN, MAC_OUT),
+    )
+    sniffer.start()
+    time.sleep(0.3)
+    sendp(pkts, iface=send_iface)
+    deadline = time.time() + timeout
+    while time.time() < deadline and len(sniffer.results or []) < want:
+        time.sleep(0.05)
+    time.sleep(0.2)
+    return list(sniffer.stop() or [])
+
+
+def eq(a: object, b: object, what: str = "") -> None:
+    assert a == b, f"{what}: {a!r} != {b!r}" if what else f"{a!r} != {b!r}"
+
+
+# -- cases, in order: they share one running NAT ----------------------------------
+
+
+def case_arp_and_ping(nat: Nat) -> None:
+    got = exchange(
+        IN_PEER,
+        [
+            Ether(src=host_mac(HOSTS[0]), dst="ff:ff:ff:ff:ff:ff")
+            / ARP(op=1, hwsrc=host_mac(HOSTS[0]), psrc=HOSTS[0], pdst="10.0.0.1"),
+            Ether(src=host_mac(HOSTS[0]), dst=MAC_IN)
+            / IP(src=HOSTS[0], dst="10.0.0.1")
+            / ICMP(type=8, id=3, seq=1),
+        ],
+        IN_PEER,
+        2,
+    )
+    arp = [p for p in got if ARP in p]
+    echo = [p for p in got if ICMP in p]
+    eq(len(arp), 1, "ARP reply")
+    eq((arp[0][ARP].op, arp[0][ARP].hwsrc), (2, MAC_IN))
+    eq(len(echo), 1, "echo reply")
+    eq((echo[0][IP].src, echo[0][ICMP].type), ("10.0.0.1", 0))
+
+
+MAPPINGS: dict[str, tuple[str, int]] = {}
+
+
+def case_replies_come_back(nat: Nat) -> None:
+    out = exchange(
+        IN_PEER,
+        [
+            Ether(src=host_mac(h), dst=MAC_IN)
+            / IP(src=h, dst="8.8.8.8")
+            / UDP(sport=5000 + i, dport=53)
+            / Raw(h.encode())
+            for i, h in enumerate(HOSTS)
+        ],
+        OUT_PEER,
+        len(HOSTS),
+    )
+    out = [p for p in out if UDP in p]
+    eq(len(out), len(HOSTS), "translated")
+    for p in out:
+        MAPPINGS[bytes(p[UDP].payload).decode()] = (p[IP].src, p[UDP].sport)
+    back = exchange(
+        OUT_PEER,
+        [
+            Ether(src=MAC_GW, dst=MAC_OUT)
+            / IP(src="8.8.8.8", dst=ext)
+            / UDP(sport=53, dport=port)
+            / Raw(h.encode())
+            for h, (ext, port) in MAPPINGS.items()
+        ],
+        IN_PEER,
+        len(HOSTS),
+    )
+    back = [p for p in back if UDP in p]
+    eq(len(back), len(HOSTS), "replies")
+    for p in back:
+        h = bytes(p[UDP].payload).decode()
+        eq((p[IP].dst, p[UDP].dport, p[Ether].dst), (h, 5000 + HOSTS.index(h), host_mac(h)))
+    stats = nat.stats()
+    eq(stats["workers"], 2)
+    eq(stats["dispatch"], "software")
+    lcores = stats["lcores"]
+    assert all(lc["sessions"] > 0 for lc in lcores), [lc["sessions"] for lc in lcores]
+    c = stats["counters"]
+    assert c["dispatched"] > 0
+    eq(c["handoff"], 0, "every flow stayed on one worker in both directions")
+
+
+def case_status_socket_schema(nat: Nat) -> None:
+    rows = query(nat.sock, "sessions")
+    assert isinstance(rows, list)
+    eq(len(rows), len(HOSTS))
+    keys = {
+        "id",
+        "protocol",
+        "origin",
+        "rule",
+        "internal",
+        "external",
+        "remote",
+        "age_s",
+        "installed",
+    }
+    for row in rows:
+        assert keys <= row.keys(), row
+        host = row["internal"].split(":")[0]
+        eq(row["external"], "{}:{}".format(*MAPPINGS[host]))
+        eq((row["protocol"], row["origin"], row["rule"], row["installed"]), (17, "snat", 1, True))
+    cli = ROOT / ".venv" / "bin" / "quicknat"
+    table = subprocess.run(
+        [str(cli), "sessions", "--socket", str(nat.sock)],
+        capture_output=True,
+        text=True,
+        timeout=10,
+    )
+    eq(table.returncode, 0, table.stderr)
+    assert table.stdout.strip().endswith(f"{len(HOSTS)} sessions"), table.stdout
+    stats = subprocess.run(
+        [str(cli), "stats", "--socket", str(nat.sock)], capture_output=True, text=True, timeout=10
+    )
+    eq(json.loads(stats.stdout)["sessions"], len(HOSTS))
+    limited = query(nat.sock, "sessions limit 5")
+    assert isinstance(limited, list)
+    eq(len(limited), 5)
+
+
+def case_rules_at_run_time(nat: Nat) -> None:
+    answer = nat.lines(
+        "rule add id 50 type dnat prefix 203.0.113.50/32 port 80 protocol tcp "
+        "to 10.0.0.10/32 to_port 8080",
+        "rules",
+    )
+    eq(answer[0], "ok")
+    assert (
+        "rule add id 50 type dnat prefix 203.0.113.50/32 port 80 protocol tcp to 10.0.0.10/32 "
+        "to_port 8080" in answer
+    ), answer
+    eq(answer[-1], "ok")
+    syn = (
+        Ether(src=MAC_GW, dst=MAC_OUT)
+        / IP(src="5.6.7.8", dst="203.0.113.50")
+        / TCP(sport=40001, dport=80, flags="S")
+    )
+    got = [p for p in exchange(OUT_PEER, [syn], IN_PEER, 1) if TCP in p]
+    eq(len(got), 1, "forwarded")
+    eq((got[0][IP].dst, got[0][TCP].dport), ("10.0.0.10", 8080))
+    # proxy ARP follows the rule
+    arp = [
+        p
+        for p in exchange(
+            OUT_PEER,
+            [
+                Ether(src=MAC_GW, dst="ff:ff:ff:ff:ff:ff")
+                / ARP(op=1, hwsrc=MAC_GW, psrc="198.51.100.254", pdst="203.0.113.50")
+            ],
+            OUT_PEER,
+            1,
+        )
+        if ARP in p
+    ]
+    eq(len(arp), 1, "proxy ARP for the new DNAT address")
+    eq(nat.lines("rule del 50"), ["ok"])
+    eq(nat.lines("rule del 50"), ["error: rule 50: no such rule"])
+    eq(
+        nat.lines("frobnicate"),
+        [
+            "error: unknown command 'frobnicate' (interface, route, neighbor, "
+            "pool, rule, timeouts, filtering, limits, rules, sessions, stats)"
+        ],
+    )
+    eq(nat.lines("interface x zone inside port 3"), ["error: interface: only at start-up"])
+    before = nat.stats()["counters"]["drop_unsolicited"]
+    syn[TCP].sport = 40002
+    eq([p for p in exchange(OUT_PEER, [syn], IN_PEER, 1, timeout=1) if TCP in p], [])
+    eq(nat.stats()["counters"]["drop_unsolicited"], before + 1)
+
+
+def case_telemetry(nat: Nat) -> None:
+    path = f"/var/run/dpdk/{nat.prefix}/dpdk_telemetry.v2"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as s:
+        s.settimeout(5)
+        s.connect(path)
+        json.loads(s.recv(16384))  # greeting
+        s.send(b"/quicknat/stats")
+        stats = json.loads(s.recv(65536))["/quicknat/stats"]
+        s.send(b"/quicknat/worker,1")
+        worker = json.loads(s.recv(65536))["/quicknat/worker"]
+    eq(stats["workers"], 2)
+    assert stats["in2out"] >= len(HOSTS), stats
+    assert "drop_unsolicited" in stats and "lcore" in worker, worker
+    eq(stats["sessions"], nat.stats()["sessions"])
+
+
+def case_aging(nat: Nat) -> None:
+    before = nat.stats()
+    eq(nat.lines("timeouts udp 4"), ["ok"])
+    flow = (
+        Ether(src=host_mac(HOSTS[0]), dst=MAC_IN)
+        / IP(src=HOSTS[0], dst="8.8.8.8")
+        / UDP(sport=7777, dport=53)
+    )
+    eq(len([p for p in exchange(IN_PEER, [flow], OUT_PEER, 1) if UDP in p]), 1)
+    internal = f"{HOSTS[0]}:7777"
+    rows = query(nat.sock, "sessions")
+    assert isinstance(rows, list)
+    eq([r["timeout_s"] for r in rows if r["internal"] == internal], [4])
+    time.sleep(5)
+    rows = query(nat.sock, "sessions")
+    assert isinstance(rows, list)
+    eq([r for r in rows if r["internal"] == internal], [], "the new flow aged out")
+    after = nat.stats()
+    assert after["counters"]["sessions_expired"] > before["counters"]["sessions_expired"]
+    assert after["counters"]["mappings_freed"] > before["counters"]["mappings_freed"]
+    eq(nat.lines("timeouts udp 300"), ["ok"])
+
+
+CASES: list[Callable[[Nat], None]] = [
+    case_arp_and_ping,
+    case_replies_come_back,
+    case_status_socket_schema,
+    case_rules_at_run_time,
+    case_telemetry,
+    case_aging,
+]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--app", required=True)
+    args = parser.parse_args()
+    if os.geteuid() != 0:
+        print("sp_live: skipped: needs root")
+        print("0 passed, 0 failed, 1 skipped")
+        return 0
+    try:
+        make_links()
+    except subprocess.CalledProcessError as exc:
+        remove_links()
+        print(f"sp_live: skipped: cannot create veth pairs ({exc.stderr.decode().strip()})")
+        print("0 passed, 0 failed, 1 skipped")
+        return 0
+    passed = failed = 0
+    nat = None
+    try:
+        with tempfile.TemporaryDirectory(prefix="sp-live-") as tmp:
+            nat = Nat(args.app, Path(tmp))
+            for fn in CASES:
+                try:
+                    fn(nat)
+                except Exception as exc:
+                    failed += 1
+                    print(f"FAIL {fn.__name__}: {exc}")
+                    if not isinstance(exc, AssertionError):
+                        traceback.print_exc()
+                    continue
+                passed += 1
+                print(f"ok   {fn.__name__}")
+            rc = nat.stop()
+            if rc == 0 and not nat.sock.exists():
+                passed += 1
+                print("ok   clean_exit")
+            else:
+                failed += 1
+                print(f"FAIL clean_exit: status {rc}, socket left: {nat.sock.exists()}")
+    except Exception as exc:
+        failed += 1
+        print(f"FAIL setup: {exc}")
+    finally:
+        if nat is not None:
+            nat.stop()
+        remove_links()
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,243 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The command language parser (swpath/src/cmd.c): every verb, the error
+ * messages, and the golden command files the Python compiler produces
+ * (the .cmds files in controller/tests/golden/good) parse without error.
+ */
+#include <dirent.h>
+#include <string.h>
+
+#include "sp_test_util.h"
+
+#include "cmd.h"
+
+static const char *golden_dir = "../../controller/tests/golden/good";
+
+static struct sp_cmd
+parse_ok(const char *line)
+{
+	struct sp_cmd cmd;
+	char err[256] = "";
+
+	if (sp_cmd_parse(line, &cmd, err, sizeof(err)) != 0)
+		fail_msg("'%s': %s", line, err);
+	return cmd;
+}
+
+static void
+parse_err(const char *line, const char *expect)
+{
+	struct sp_cmd cmd;
+	char err[256] = "";
+
+	assert_int_equal(sp_cmd_parse(line, &cmd, err, sizeof(err)), -1);
+	if (strstr(err, expect) == NULL)
+		fail_msg("'%s': error '%s' lacks '%s'", line, err, expect);
+}
+
+static void
+test_interface(void **state)
+{
+	struct sp_cmd c = parse_ok("interface in0 zone inside port 1 address 10.0.0.1/24 mac 02:00:00:00:00:01");
+
+	(void)state;
+	assert_int_equal(c.verb, SP_CMD_INTERFACE);
+	assert_string_equal(c.u.iface.name, "in0");
+	assert_int_equal(c.u.iface.zone, SP_ZONE_INSIDE);
+	assert_int_equal(c.u.iface.port, 1);
+	assert_true(c.u.iface.has_addr);
+	assert_int_equal(c.u.iface.addr.addr, 0x0a000001);
+	assert_int_equal(c.u.iface.addr.len, 24);
+	assert_true(c.u.iface.has_mac);
+	assert_int_equal(c.u.iface.mac[5], 1);
+	c = parse_ok("interface out0 zone outside port 2");
+	assert_int_equal(c.u.iface.zone, SP_ZONE_OUTSIDE);
+	assert_false(c.u.iface.has_addr);
+	parse_err("interface in0 zone middle port 1", "zone middle");
+	parse_err("interface in0 zone inside", "missing port");
+	parse_err("interface in0 zone inside port 512", "0..511");
+	parse_err("interface in0 zone inside port 1 mac 03:00:00:00:00:01", "unicast");
+	parse_err("interface in0 zone inside port 1 speed 10", "unknown word 'speed'");
+}
+
+static void
+test_route_neighbor(void **state)
+{
+	struct sp_cmd c = parse_ok("route 0.0.0.0/0 dev out0 via 198.51.100.254");
+
+	(void)state;
+	assert_int_equal(c.verb, SP_CMD_ROUTE);
+	assert_int_equal(c.u.route.prefix.len, 0);
+	assert_true(c.u.route.has_via);
+	assert_int_equal(c.u.route.via, 0xc63364fe);
+	c = parse_ok("route 10.0.0.0/24 dev in0  # connected");
+	assert_false(c.u.route.has_via);
+	parse_err("route 10.0.0.1/24 dev in0", "host bits set");
+	parse_err("route 10.0.0.0/33 dev in0", "0..32");
+	parse_err("route 10.0.0.0/24", "missing dev");
+	c = parse_ok("neighbor 198.51.100.254 mac 02:00:00:00:00:fe dev out0");
+	assert_int_equal(c.verb, SP_CMD_NEIGHBOR);
+	assert_int_equal(c.u.neigh.mac[5], 0xfe);
+	parse_err("neighbor 300.1.1.1 mac 02:00:00:00:00:fe dev out0", "bad address");
+	parse_err("neighbor 1.1.1.1 mac 02:00:00:00:00 dev out0", "mac");
+}
+
+static void
+test_pool(void **state)
+{
+	struct sp_cmd c = parse_ok("pool public ports 1024-65535 addresses 203.0.113.0/29 203.0.113.9/32");
+
+	(void)state;
+	assert_int_equal(c.verb, SP_CMD_POOL);
+	assert_int_equal(c.u.pool.port_min, 1024);
+	assert_int_equal(c.u.pool.port_max, 65535);
+	assert_int_equal(c.u.pool.n_prefixes, 2);
+	assert_int_equal(c.u.pool.prefixes[1].addr, 0xcb007109);
+	c = parse_ok("pool p addresses 203.0.113.1 ports 5-6");
+	assert_int_equal(c.u.pool.prefixes[0].len, 32);
+	assert_int_equal(c.u.pool.port_min, 5);
+	parse_err("pool p ports 10-5 addresses 1.2.3.4", "LOW-HIGH");
+	parse_err("pool p ports 0-5 addresses 1.2.3.4", "LOW-HIGH");
+	parse_err("pool p ports 1-5", "missing addresses");
+	parse_err("pool p addresses 1.2.3.4/24", "host bits");
+}
+
+static void
+test_rule(void **state)
+{
+	struct sp_cmd c = parse_ok("rule add id 4 type dnat prefix 203.0.113.11/32 port 443 protocol tcp to 10.0.0.5/32 to_port 8443");
+
+	(void)state;
+	assert_int_equal(c.verb, SP_CMD_RULE_ADD);
+	assert_int_equal(c.u.rule.id, 4);
+	assert_int_equal(c.u.rule.kind, 1);
+	assert_true(c.u.rule.has_port);
+	assert_int_equal(c.u.rule.port, 443);
+	assert_int_equal(c.u.rule.proto, 6);
+	assert_int_equal(c.u.rule.target, SP_TARGET_ADDR);
+	assert_int_equal(c.u.rule.to.addr, 0x0a000005);
+	assert_true(c.u.rule.has_to_port);
+	assert_int_equal(c.u.rule.to_port, 8443);
+	c = parse_ok("rule add id 1 type snat prefix 10.0.0.0/24 protocol any pool public");
+	assert_int_equal(c.u.rule.target, SP_TARGET_POOL);
+	assert_string_equal(c.u.rule.pool, "public");
+	assert_int_equal(c.u.rule.proto, 0);
+	c = parse_ok("rule add id 2 type snat prefix 10.0.0.0/24 pool public");
+	assert_int_equal(c.u.rule.proto, 0);
+	c = parse_ok("rule del 7");
+	assert_int_equal(c.verb, SP_CMD_RULE_DEL);
+	assert_int_equal(c.u.rule_id, 7);
+	parse_err("rule add id 0 type snat prefix 10.0.0.0/24 pool p", "id 0");
+	parse_err("rule add id 1 type snat prefix 10.0.0.0/24", "exactly one of pool or to");
+	parse_err("rule add id 1 type snat prefix 10.0.0.0/24 pool p to 1.2.3.4", "exactly one");
+	parse_err("rule add id 1 type snat prefix 10.0.0.0/24 to 1.2.3.0/24", "one address");
+	parse_err("rule add id 1 type snat prefix 10.0.0.0/24 port 5 protocol icmp pool p", "port needs");
+	parse_err("rule add id 1 type dnat prefix 1.2.3.0/24 to 10.0.0.0/16", "as long as");
+	parse_err("rule add id 1 type dnat prefix 1.2.3.4 to 10.0.0.1 to_port 5", "to_port needs port");
+	parse_err("rule add id 1 type dnat prefix 1.2.3.4 pool p", "not to a pool");
+	parse_err("rule add id 1 type snat prefix 10.0.0.0/24 pool p to_port 3", "only DNAT");
+	parse_err("rule add id 1 type snat prefix 10.0.0.1/24 pool p", "host bits");
+	parse_err("rule add id 1 type xnat prefix 10.0.0.0/24 pool p", "snat or dnat");
+	parse_err("rule add id 1 type snat prefix 10.0.0.0/24 protocol gre pool p", "tcp, udp, icmp or any");
+	parse_err("rule del", "rule id");
+	parse_err("rule move 3", "'add' or 'del'");
+}
+
+static void
+test_settings(void **state)
+{
+	struct sp_cmd c = parse_ok("timeouts udp 60 tcp_established 7440 tcp_transitory 240 icmp 30");
+
+	(void)state;
+	assert_int_equal(c.u.timeouts.set, 0xf);
+	assert_int_equal(c.u.timeouts.seconds[SP_TO_UDP], 60);
+	assert_int_equal(c.u.timeouts.seconds[SP_TO_ICMP], 30);
+	c = parse_ok("timeouts icmp 5");
+	assert_int_equal(c.u.timeouts.set, 1u << SP_TO_ICMP);
+	parse_err("timeouts udp 0", "1..604800");
+	parse_err("timeouts udp 604801", "1..604800");
+	parse_err("timeouts gre 5", "unknown word 'gre'");
+	c = parse_ok("filtering udp endpoint-independent tcp address-and-port-dependent icmp address-dependent");
+	assert_int_equal(c.u.filtering.mode[SP_PI_UDP], SP_FILTER_EIM);
+	assert_int_equal(c.u.filtering.mode[SP_PI_TCP], SP_FILTER_ADDR_PORT);
+	assert_int_equal(c.u.filtering.mode[SP_PI_ICMP], SP_FILTER_ADDR);
+	parse_err("filtering udp open", "must be endpoint-independent");
+	c = parse_ok("limits ports_per_host 2048 sessions_per_host 10000");
+	assert_int_equal(c.u.limits.ports_per_host, 2048);
+	assert_int_equal(c.u.limits.sessions_per_host, 10000);
+	parse_err("limits ports_per_host 16777217", "0..16777216");
+}
+
+static void
+test_misc(void **state)
+{
+	struct sp_cmd c = parse_ok("   # only a comment");
+
+	(void)state;
+	assert_int_equal(c.verb, SP_CMD_NONE);
+	c = parse_ok("");
+	assert_int_equal(c.verb, SP_CMD_NONE);
+	c = parse_ok("sessions limit 10");
+	assert_int_equal(c.verb, SP_CMD_SESSIONS);
+	assert_int_equal(c.u.limit, 10);
+	c = parse_ok("stats");
+	assert_int_equal(c.verb, SP_CMD_STATS);
+	c = parse_ok("rules");
+	assert_int_equal(c.verb, SP_CMD_RULES);
+	parse_err("sessions all", "sessions [limit N]");
+	parse_err("frobnicate", "unknown command 'frobnicate'");
+}
+
+static void
+test_golden_files(void **state)
+{
+	DIR *d = opendir(golden_dir);
+	struct dirent *e;
+	unsigned files = 0;
+
+	(void)state;
+	if (d == NULL)
+		fail_msg("cannot open %s", golden_dir);
+	while ((e = readdir(d)) != NULL) {
+		char path[1024], line[2048];
+		size_t len = strlen(e->d_name);
+		unsigned lineno = 0;
+		FILE *f;
+
+		if (len < 5 || strcmp(e->d_name + len - 5, ".cmds") != 0)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", golden_dir, e->d_name);
+		f = fopen(path, "r");
+		assert_non_null(f);
+		while (fgets(line, sizeof(line), f) != NULL) {
+			struct sp_cmd cmd;
+			char err[256];
+
+			lineno++;
+			if (sp_cmd_parse(line, &cmd, err, sizeof(err)) != 0)
+				fail_msg("%s:%u: %s", path, lineno, err);
+		}
+		fclose(f);
+		files++;
+	}
+	closedir(d);
+	assert_true(files >= 2);
+}
+
+int
+main(int argc, char **argv)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_interface),
+		cmocka_unit_test(test_route_neighbor),
+		cmocka_unit_test(test_pool),
+		cmocka_unit_test(test_rule),
+		cmocka_unit_test(test_settings),
+		cmocka_unit_test(test_misc),
+		cmocka_unit_test(test_golden_files),
+	};
+
+	if (argc > 1)
+		golden_dir = argv[1];
+	return SP_RUN_TESTS(tests, NULL, NULL);
+}

@@ -1,0 +1,606 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * A worker's connection table and new-flow decisions (swpath/src/nat.c)
+ * against controller/quicknat/nat/core.py: two keys per session,
+ * endpoint-independent mappings, the filtering modes, DNAT, unsolicited
+ * inbound never creating a mapping, limits and exhaustion, aging on the
+ * timer wheel with TCP states, and the owner checks that hand a flow to
+ * another worker.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sp_test_util.h"
+
+#include <rte_memory.h>
+
+#include "nat.h"
+#include "qns.h"
+#include "sp.h"
+
+#define T0 1000u
+
+static uint64_t counters[SP_CNT_MAX];
+static struct sp_nat nat;
+static struct sp_runtime *rt;
+
+static struct sp_runtime *
+runtime(uint32_t n_owned, const struct sp_range *owned)
+{
+	struct sp_runtime *r = calloc(1, sizeof(*r) + n_owned * sizeof(*owned));
+
+	r->timeout_ms[SP_TO_UDP] = 300000;
+	r->timeout_ms[SP_TO_TCP_EST] = 7440000;
+	r->timeout_ms[SP_TO_TCP_TRANS] = 240000;
+	r->timeout_ms[SP_TO_ICMP] = 60000;
+	for (unsigned p = 0; p < SP_PI_MAX; p++)
+		r->filtering[p] = SP_FILTER_ADDR;
+	r->reuse_ms = 120000;
+	r->n_owned = n_owned;
+	memcpy(r->owned, owned, n_owned * sizeof(*owned));
+	return r;
+}
+
+static void
+add_rule(uint32_t id, uint8_t kind, uint32_t prefix, uint8_t plen,
+	 int has_port, uint16_t port, uint8_t proto, uint64_t user)
+{
+	struct qns_rule r = {
+		.id = id, .prefix = prefix, .plen = plen, .kind = kind,
+		.has_port = (uint8_t)has_port, .port = port, .proto = proto,
+		.user = user,
+	};
+
+	assert_int_equal(qns_add(sp.qns, &r), 0);
+}
+
+static void
+add_pool(const char *name, uint32_t addr, uint8_t len, uint16_t lo,
+	 uint16_t hi)
+{
+	struct sp_prefix p = { .addr = addr, .len = len };
+	char err[256];
+	struct sp_pool *pool = sp_pool_create(name, &p, 1, lo, hi, &sp.rss,
+					      sp.n_workers, err, sizeof(err));
+
+	assert_non_null(pool);
+	pool->index = (uint16_t)sp.n_pools;
+	sp.pools[sp.n_pools++] = pool;
+}
+
+/* Pools: 0 "public" 203.0.113.0/29 all ports, 1 "tiny" 198.51.100.7
+ * ports 5000-5001. Rules: SNAT 10.0.0.0/24 -> public, SNAT 10.9.0.0/16 ->
+ * tiny, DNAT 203.0.113.11:443/tcp -> 10.0.0.5:8443, DNAT 203.0.113.32/28
+ * -> 10.0.0.32/28 (1:1). */
+static int
+setup_test(void **state)
+{
+	struct sp_range owned[] = { { 0xcb007100, 0xcb00713f } };
+
+	(void)state;
+	memset(&sp, 0, sizeof(sp));
+	memset(counters, 0, sizeof(counters));
+	sp.n_workers = 1;
+	sp_rss_init(&sp.rss, sp_rss_default_key, 128, 1);
+	sp.qns = qns_create(NULL);
+	add_pool("public", 0xcb007100, 29, 1024, 65535);
+	add_pool("tiny", 0xc6336407, 32, 5000, 5001);
+	add_rule(1, QNS_SNAT, 0x0a000000, 24, 0, 0, 0, sp_act_snat(0));
+	add_rule(2, QNS_SNAT, 0x0a090000, 16, 0, 0, 0, sp_act_snat(1));
+	add_rule(4, QNS_DNAT, 0xcb00710b, 32, 1, 443, IPPROTO_TCP,
+		 sp_act_dnat(0x0a000005, 32, 1, 8443));
+	add_rule(5, QNS_DNAT, 0xcb007120, 28, 0, 0, 0,
+		 sp_act_dnat(0x0a000020, 28, 0, 0));
+	rt = runtime(1, owned);
+	return sp_nat_init(&nat, 0, 1, 1024, counters, SOCKET_ID_ANY, T0);
+}
+
+static int
+teardown_test(void **state)
+{
+	(void)state;
+	sp_nat_free(&nat);
+	for (unsigned i = 0; i < sp.n_pools; i++)
+		sp_pool_free(sp.pools[i]);
+	qns_free(sp.qns);
+	free(rt);
+	memset(&sp, 0, sizeof(sp));
+	return 0;
+}
+
+static struct sp_flow_key
+key(uint8_t proto, uint32_t src, uint16_t sport, uint32_t dst, uint16_t dport)
+{
+	struct sp_flow_key k;
+
+	memset(&k, 0, sizeof(k));
+	k.proto = proto;
+	k.src = rte_cpu_to_be_32(src);
+	k.dst = rte_cpu_to_be_32(dst);
+	k.sport = rte_cpu_to_be_16(sport);
+	k.dport = rte_cpu_to_be_16(dport);
+	return k;
+}
+
+static struct sp_session *
+out_ok(uint8_t proto, uint32_t src, uint16_t sport, uint32_t dst,
+       uint16_t dport, uint32_t now)
+{
+	struct sp_flow_key k = key(proto, src, sport, dst, dport);
+	uint32_t sidx;
+	unsigned owner;
+
+	assert_int_equal(sp_nat_outbound(&nat, rt, &k, now, 1, &sidx, &owner),
+			 SP_NAT_OK);
+	return &nat.sessions[sidx];
+}
+
+static int
+in_rc(uint8_t proto, uint32_t src, uint16_t sport, uint32_t dst,
+      uint16_t dport, uint32_t now, struct sp_session **s)
+{
+	struct sp_flow_key k = key(proto, src, sport, dst, dport);
+	uint32_t sidx;
+	unsigned owner;
+	int rc = sp_nat_inbound(&nat, rt, &k, now, 1, &sidx, &owner);
+
+	if (rc == SP_NAT_OK && s != NULL)
+		*s = &nat.sessions[sidx];
+	return rc;
+}
+
+static void
+test_two_keys(void **state)
+{
+	struct sp_session *s;
+	struct sp_flow_key k;
+	int64_t d;
+
+	(void)state;
+	s = out_ok(IPPROTO_UDP, 0x0a000002, 5000, 0x08080808, 53, T0);
+	assert_int_equal(s->origin, SP_ORIGIN_SNAT);
+	assert_int_equal(s->rule_id, 1);
+	assert_true((rte_be_to_cpu_32(s->ext_addr) & 0xfffffff8) == 0xcb007100);
+	assert_true(rte_be_to_cpu_16(s->ext_port) >= 1024);
+	k = key(IPPROTO_UDP, 0x0a000002, 5000, 0x08080808, 53);
+	d = sp_nat_lookup(&nat, &k);
+	assert_true(d >= 0);
+	assert_int_equal(d & 1, SP_DIR_IN2OUT);
+	assert_ptr_equal(&nat.sessions[d >> 1], s);
+	k = key(IPPROTO_UDP, 0x08080808, 53, rte_be_to_cpu_32(s->ext_addr),
+		rte_be_to_cpu_16(s->ext_port));
+	d = sp_nat_lookup(&nat, &k);
+	assert_true(d >= 0);
+	assert_int_equal(d & 1, SP_DIR_OUT2IN);
+	assert_int_equal(nat.n_sessions, 1);
+	assert_int_equal(nat.n_mappings, 1);
+	assert_int_equal(counters[SP_CNT_sessions_created], 1);
+	/* the same first packet again gets the same session */
+	assert_ptr_equal(out_ok(IPPROTO_UDP, 0x0a000002, 5000, 0x08080808, 53, T0), s);
+	assert_int_equal(nat.n_sessions, 1);
+}
+
+static void
+test_endpoint_independent_mapping(void **state)
+{
+	struct sp_session *a, *b, *c;
+
+	(void)state;
+	a = out_ok(IPPROTO_TCP, 0x0a000002, 40000, 0x01010101, 80, T0);
+	b = out_ok(IPPROTO_TCP, 0x0a000002, 40000, 0x02020202, 443, T0);
+	c = out_ok(IPPROTO_TCP, 0x0a000002, 40001, 0x01010101, 80, T0);
+	assert_int_equal(a->ext_addr, b->ext_addr);
+	assert_int_equal(a->ext_port, b->ext_port);
+	assert_int_equal(a->mapping, b->mapping);
+	/* another internal port: another external port, same address (paired) */
+	assert_int_equal(a->ext_addr, c->ext_addr);
+	assert_int_not_equal(a->ext_port, c->ext_port);
+	assert_int_equal(nat.n_mappings, 2);
+	assert_int_equal(nat.mappings[a->mapping].sessions, 2);
+}
+
+static void
+test_icmp_keys(void **state)
+{
+	struct sp_session *s;
+	struct sp_flow_key k;
+
+	(void)state;
+	s = out_ok(IPPROTO_ICMP, 0x0a000002, 77, 0x08080808, 77, T0);
+	/* session.py: the remote's "port" is the internal identifier */
+	assert_int_equal(rte_be_to_cpu_16(s->rem_port), 77);
+	k = key(IPPROTO_ICMP, 0x08080808, rte_be_to_cpu_16(s->ext_port),
+		rte_be_to_cpu_32(s->ext_addr), rte_be_to_cpu_16(s->ext_port));
+	assert_true(sp_nat_lookup(&nat, &k) >= 0);
+	assert_int_equal(sp_nat_timeout_ms(rt, s), 60000);
+}
+
+static void
+test_no_rule(void **state)
+{
+	struct sp_flow_key k = key(IPPROTO_UDP, 0x0b000002, 1, 0x08080808, 53);
+	uint32_t sidx;
+	unsigned owner;
+
+	(void)state;
+	assert_int_equal(sp_nat_outbound(&nat, rt, &k, T0, 1, &sidx, &owner),
+			 SP_CNT_drop_no_rule);
+	assert_int_equal(nat.n_sessions, 0);
+}
+
+static void
+test_unsolicited_never_maps(void **state)
+{
+	(void)state;
+	assert_int_equal(in_rc(IPPROTO_UDP, 0x08080808, 53, 0xcb007101, 40000,
+			       T0, NULL),
+			 SP_CNT_drop_unsolicited);
+	assert_int_equal(in_rc(IPPROTO_TCP, 0x08080808, 1234, 0xcb00710b, 80,
+			       T0, NULL),
+			 SP_CNT_drop_unsolicited);
+	assert_int_equal(nat.n_sessions, 0);
+	assert_int_equal(nat.n_mappings, 0);
+}
+
+static void
+test_filtering(void **state)
+{
+	struct sp_session *s, *t = NULL;
+	uint32_t ext;
+	uint16_t port;
+
+	(void)state;
+	s = out_ok(IPPROTO_UDP, 0x0a000002, 5000, 0x08080808, 53, T0);
+	ext = rte_be_to_cpu_32(s->ext_addr);
+	port = rte_be_to_cpu_16(s->ext_port);
+	/* address-dependent: the same remote address on another port is in */
+	assert_int_equal(in_rc(IPPROTO_UDP, 0x08080808, 5353, ext, port, T0, &t),
+			 SP_NAT_OK);
+	assert_int_equal(t->origin, SP_ORIGIN_INBOUND);
+	assert_int_equal(t->rule_id, 0);
+	assert_int_equal(t->int_addr, s->int_addr);
+	assert_int_equal(t->int_port, s->int_port);
+	assert_int_equal(t->mapping, s->mapping);
+	/* another remote address is filtered */
+	assert_int_equal(in_rc(IPPROTO_UDP, 0x09090909, 53, ext, port, T0, NULL),
+			 SP_CNT_drop_filtered);
+	/* endpoint-independent lets it in */
+	rt->filtering[SP_PI_UDP] = SP_FILTER_EIM;
+	assert_int_equal(in_rc(IPPROTO_UDP, 0x09090909, 53, ext, port, T0, NULL),
+			 SP_NAT_OK);
+	/* address-and-port-dependent: only the exact 5-tuple, which hits */
+	rt->filtering[SP_PI_UDP] = SP_FILTER_ADDR_PORT;
+	assert_int_equal(in_rc(IPPROTO_UDP, 0x08080808, 54, ext, port, T0, NULL),
+			 SP_CNT_drop_filtered);
+	assert_int_equal(in_rc(IPPROTO_UDP, 0x08080808, 53, ext, port, T0, &t),
+			 SP_NAT_OK);
+	assert_ptr_equal(t, s);
+	/* filtering is per protocol: TCP to the UDP port is unsolicited */
+	assert_int_equal(in_rc(IPPROTO_TCP, 0x08080808, 53, ext, port, T0, NULL),
+			 SP_CNT_drop_unsolicited);
+}
+
+static void
+test_dnat(void **state)
+{
+	struct sp_session *s = NULL;
+
+	(void)state;
+	assert_int_equal(in_rc(IPPROTO_TCP, 0x05060708, 33333, 0xcb00710b, 443,
+			       T0, &s),
+			 SP_NAT_OK);
+	assert_int_equal(s->origin, SP_ORIGIN_DNAT);
+	assert_int_equal(s->rule_id, 4);
+	assert_int_equal(rte_be_to_cpu_32(s->int_addr), 0x0a000005);
+	assert_int_equal(rte_be_to_cpu_16(s->int_port), 8443);
+	assert_int_equal(rte_be_to_cpu_32(s->ext_addr), 0xcb00710b);
+	assert_int_equal(rte_be_to_cpu_16(s->ext_port), 443);
+	assert_int_equal(s->mapping, SP_NONE);
+	/* the server's reply hits the in2out key */
+	{
+		struct sp_flow_key k = key(IPPROTO_TCP, 0x0a000005, 8443,
+					   0x05060708, 33333);
+
+		assert_int_equal(sp_nat_lookup(&nat, &k) & 1, SP_DIR_IN2OUT);
+	}
+	/* 1:1 by host bits, any protocol and port */
+	assert_int_equal(in_rc(IPPROTO_UDP, 0x05060708, 1, 0xcb00712d, 9999, T0,
+			       &s),
+			 SP_NAT_OK);
+	assert_int_equal(rte_be_to_cpu_32(s->int_addr), 0x0a00002d);
+	assert_int_equal(rte_be_to_cpu_16(s->int_port), 9999);
+	/* port 80 on the port-forwarding address is not forwarded */
+	assert_int_equal(in_rc(IPPROTO_TCP, 0x05060708, 1, 0xcb00710b, 80, T0,
+			       NULL),
+			 SP_CNT_drop_unsolicited);
+	assert_int_equal(nat.n_mappings, 0);
+}
+
+static void
+test_session_limit(void **state)
+{
+	struct sp_flow_key k = key(IPPROTO_UDP, 0x0a000002, 3, 0x08080808, 53);
+	uint32_t sidx;
+	unsigned owner;
+
+	(void)state;
+	rt->sessions_per_host = 2;
+	out_ok(IPPROTO_UDP, 0x0a000002, 1, 0x08080808, 53, T0);
+	out_ok(IPPROTO_UDP, 0x0a000002, 2, 0x08080808, 53, T0);
+	assert_int_equal(sp_nat_outbound(&nat, rt, &k, T0, 1, &sidx, &owner),
+			 SP_CNT_drop_session_limit);
+	/* other hosts are not affected */
+	out_ok(IPPROTO_UDP, 0x0a000003, 1, 0x08080808, 53, T0);
+}
+
+static void
+test_exhaustion_keeps_existing(void **state)
+{
+	struct sp_session *a, *b, *c;
+	struct sp_flow_key k = key(IPPROTO_UDP, 0x0a090003, 1, 0x08080808, 53);
+	uint32_t sidx;
+	unsigned owner;
+
+	(void)state;
+	/* pool "tiny" has two ports */
+	a = out_ok(IPPROTO_UDP, 0x0a090001, 1, 0x08080808, 53, T0);
+	b = out_ok(IPPROTO_UDP, 0x0a090002, 1, 0x08080808, 53, T0);
+	assert_int_not_equal(a->ext_port, b->ext_port);
+	assert_int_equal(sp_nat_outbound(&nat, rt, &k, T0, 1, &sidx, &owner),
+			 SP_CNT_drop_pool_exhausted);
+	/* existing mappings keep working and take new remotes */
+	c = out_ok(IPPROTO_UDP, 0x0a090001, 1, 0x04040404, 53, T0);
+	assert_int_equal(c->ext_port, a->ext_port);
+	assert_int_equal(nat.n_mappings, 2);
+	/* other protocols have their own ports */
+	out_ok(IPPROTO_TCP, 0x0a090003, 1, 0x08080808, 53, T0);
+}
+
+static void
+test_quota(void **state)
+{
+	struct sp_flow_key k = key(IPPROTO_UDP, 0x0a000002, 2, 0x08080808, 53);
+	uint32_t sidx;
+	unsigned owner;
+
+	(void)state;
+	rt->ports_per_host = 1;
+	out_ok(IPPROTO_UDP, 0x0a000002, 1, 0x08080808, 53, T0);
+	assert_int_equal(sp_nat_outbound(&nat, rt, &k, T0, 1, &sidx, &owner),
+			 SP_CNT_drop_quota_exceeded);
+	out_ok(IPPROTO_UDP, 0x0a000002, 1, 0x04040404, 53, T0);
+}
+
+static void
+test_aging(void **state)
+{
+	struct sp_session *a, *b;
+	struct sp_flow_key k;
+	struct sp_alloc ext;
+	const struct sp_pool_space *space;
+
+	(void)state;
+	rt->timeout_ms[SP_TO_UDP] = 1000;
+	a = out_ok(IPPROTO_UDP, 0x0a000002, 1, 0x08080808, 53, T0);
+	b = out_ok(IPPROTO_UDP, 0x0a000002, 1, 0x04040404, 53, T0);
+	ext = nat.mappings[a->mapping].ext;
+	space = &sp.pools[0]->space[ext.addr_idx];
+	assert_int_equal(space->state[SP_PI_UDP][ext.slot], SP_PORT_USED);
+	/* b is refreshed, a is not */
+	assert_int_equal(sp_nat_age(&nat, rt, T0 + 500, 1000), 0);
+	b->last_seen = T0 + 800;
+	assert_int_equal(sp_nat_age(&nat, rt, T0 + 1300, 1000), 1);
+	assert_int_equal(nat.n_sessions, 1);
+	assert_int_equal(counters[SP_CNT_sessions_expired], 1);
+	k = key(IPPROTO_UDP, 0x0a000002, 1, 0x08080808, 53);
+	assert_true(sp_nat_lookup(&nat, &k) < 0);
+	/* the mapping lives on with b */
+	assert_int_equal(nat.n_mappings, 1);
+	assert_int_equal(space->state[SP_PI_UDP][ext.slot], SP_PORT_USED);
+	assert_int_equal(sp_nat_age(&nat, rt, T0 + 2000, 1000), 1);
+	assert_int_equal(nat.n_sessions, 0);
+	assert_int_equal(nat.n_mappings, 0);
+	assert_int_equal(counters[SP_CNT_mappings_freed], 1);
+	/* the port rests from the expiry on */
+	assert_true(space->state[SP_PI_UDP][ext.slot] != SP_PORT_USED &&
+		    space->state[SP_PI_UDP][ext.slot] != SP_PORT_FREE);
+	k = key(IPPROTO_UDP, 0x04040404, 53, ext.addr, ext.port);
+	assert_true(sp_nat_lookup(&nat, &k) < 0);
+}
+
+static void
+test_aging_bounded(void **state)
+{
+	(void)state;
+	rt->timeout_ms[SP_TO_ICMP] = 1000;
+	for (uint16_t i = 0; i < 300; i++)
+		out_ok(IPPROTO_ICMP, 0x0a000002, i, 0x08080808, i, T0);
+	/* the budget bounds the work per call */
+	assert_int_equal(sp_nat_age(&nat, rt, T0 + 5000, 64), 64);
+	assert_int_equal(nat.n_sessions, 300 - 64);
+	while (sp_nat_age(&nat, rt, T0 + 5000, 64) > 0)
+		;
+	assert_int_equal(nat.n_sessions, 0);
+	/* a long horizon: far expiries come round again, not early */
+	rt->timeout_ms[SP_TO_UDP] = 3600 * 1000;
+	out_ok(IPPROTO_UDP, 0x0a000002, 1, 0x08080808, 53, T0 + 5000);
+	for (uint32_t t = T0 + 5000; t < T0 + 5000 + 3600 * 1000; t += 60000)
+		assert_int_equal(sp_nat_age(&nat, rt, t, 1000), 0);
+	assert_int_equal(sp_nat_age(&nat, rt, T0 + 5000 + 3601 * 1000, 1000), 1);
+}
+
+static void
+test_tcp_states(void **state)
+{
+	struct sp_session *s;
+
+	(void)state;
+	s = out_ok(IPPROTO_TCP, 0x0a000002, 1000, 0x01010101, 80, T0);
+	sp_nat_tcp_track(s, SP_DIR_IN2OUT, RTE_TCP_SYN_FLAG);
+	assert_int_equal(sp_nat_timeout_ms(rt, s), 240000);
+	sp_nat_tcp_track(s, SP_DIR_OUT2IN, RTE_TCP_SYN_FLAG | RTE_TCP_ACK_FLAG);
+	assert_int_equal(sp_nat_timeout_ms(rt, s), 7440000);
+	sp_nat_tcp_track(s, SP_DIR_IN2OUT, RTE_TCP_ACK_FLAG);
+	assert_int_equal(sp_nat_timeout_ms(rt, s), 7440000);
+	sp_nat_tcp_track(s, SP_DIR_OUT2IN, RTE_TCP_FIN_FLAG | RTE_TCP_ACK_FLAG);
+	assert_int_equal(sp_nat_timeout_ms(rt, s), 240000);
+	/* a RST leaves at most the transitory timeout */
+	s = out_ok(IPPROTO_TCP, 0x0a000002, 1001, 0x01010101, 80, T0);
+	sp_nat_tcp_track(s, SP_DIR_IN2OUT, RTE_TCP_SYN_FLAG);
+	sp_nat_tcp_track(s, SP_DIR_OUT2IN, RTE_TCP_SYN_FLAG | RTE_TCP_ACK_FLAG);
+	sp_nat_tcp_track(s, SP_DIR_OUT2IN, RTE_TCP_RST_FLAG);
+	assert_int_equal(sp_nat_timeout_ms(rt, s), 240000);
+	/* simultaneous open: SYNs both ways, no SYN-ACK needed */
+	s = out_ok(IPPROTO_TCP, 0x0a000002, 1002, 0x01010101, 80, T0);
+	sp_nat_tcp_track(s, SP_DIR_IN2OUT, RTE_TCP_SYN_FLAG);
+	sp_nat_tcp_track(s, SP_DIR_OUT2IN, RTE_TCP_SYN_FLAG);
+	assert_int_equal(sp_nat_timeout_ms(rt, s), 7440000);
+	/* a flow picked up mid-stream: established once both ways are seen */
+	s = out_ok(IPPROTO_TCP, 0x0a000002, 1003, 0x01010101, 80, T0);
+	sp_nat_tcp_track(s, SP_DIR_IN2OUT, RTE_TCP_ACK_FLAG);
+	assert_int_equal(sp_nat_timeout_ms(rt, s), 240000);
+	sp_nat_tcp_track(s, SP_DIR_OUT2IN, RTE_TCP_ACK_FLAG);
+	assert_int_equal(sp_nat_timeout_ms(rt, s), 7440000);
+}
+
+static void
+test_rst_reschedules(void **state)
+{
+	struct sp_session *s;
+	uint32_t sidx;
+
+	(void)state;
+	s = out_ok(IPPROTO_TCP, 0x0a000002, 1000, 0x01010101, 80, T0);
+	sidx = (uint32_t)(s - nat.sessions);
+	sp_nat_tcp_track(s, SP_DIR_IN2OUT, RTE_TCP_SYN_FLAG);
+	sp_nat_tcp_track(s, SP_DIR_OUT2IN, RTE_TCP_SYN_FLAG | RTE_TCP_ACK_FLAG);
+	s->last_seen = T0 + 1000;
+	sp_nat_reschedule(&nat, rt, sidx);
+	/* established: still there after the transitory timeout */
+	for (uint32_t t = T0; t <= T0 + 1000 + 240000 + 1000; t += 500)
+		assert_int_equal(sp_nat_age(&nat, rt, t, 1000), 0);
+	/* a RST (not refreshing) leaves it at most the transitory timeout */
+	sp_nat_tcp_track(s, SP_DIR_OUT2IN, RTE_TCP_RST_FLAG);
+	sp_nat_reschedule(&nat, rt, sidx);
+	assert_int_equal(sp_nat_age(&nat, rt, T0 + 1000 + 240000 + 1200, 1000), 1);
+	assert_int_equal(nat.n_sessions, 0);
+}
+
+static void
+test_shortened_timeout_applies(void **state)
+{
+	(void)state;
+	out_ok(IPPROTO_UDP, 0x0a000002, 1, 0x08080808, 53, T0);
+	rt->timeout_ms[SP_TO_UDP] = 1000;
+	/* looked at again within SP_WHEEL_RECHECK_MS */
+	assert_int_equal(sp_nat_age(&nat, rt, T0 + 30000, 1000), 0);
+	assert_int_equal(sp_nat_age(&nat, rt, T0 + SP_WHEEL_RECHECK_MS + 500, 1000), 1);
+}
+
+static void
+test_table_full(void **state)
+{
+	struct sp_flow_key k = key(IPPROTO_UDP, 0x0a000002, 2000, 0x08080808, 53);
+	uint32_t sidx;
+	unsigned owner;
+
+	(void)state;
+	for (uint16_t i = 0; i < 1024; i++)
+		out_ok(IPPROTO_UDP, 0x0a000002, 1, 0x08080808, (uint16_t)(i + 1), T0);
+	assert_int_equal(sp_nat_outbound(&nat, rt, &k, T0, 1, &sidx, &owner),
+			 SP_CNT_drop_table_full);
+	/* nothing leaked: the would-be mapping was released */
+	assert_int_equal(nat.n_mappings, 1);
+}
+
+static void
+test_hairpin_flag(void **state)
+{
+	struct sp_session *s;
+
+	(void)state;
+	s = out_ok(IPPROTO_UDP, 0x0a000002, 1, 0xcb007105, 4000, T0);
+	assert_true(s->flags & SP_SESS_HAIRPIN);
+	s = out_ok(IPPROTO_UDP, 0x0a000002, 1, 0x08080808, 53, T0);
+	assert_false(s->flags & SP_SESS_HAIRPIN);
+}
+
+/* With two workers, a flow found on the wrong one is handed to its owner:
+ * inside flows by source, DNAT flows by the inside host, replies by the
+ * external address and port. */
+static void
+test_owner_checks(void **state)
+{
+	struct sp_nat other;
+	uint32_t sidx;
+	unsigned owner, w;
+	uint32_t host;
+	struct sp_flow_key k;
+
+	(void)state;
+	sp.n_workers = 2;
+	sp_rss_init(&sp.rss, sp_rss_default_key, 128, 2);
+	nat.n_workers = 2;
+	for (host = 0x0a000002; sp_owner_inside(&sp.rss, host) != 1; host++)
+		;
+	k = key(IPPROTO_UDP, host, 1, 0x08080808, 53);
+	assert_int_equal(sp_nat_outbound(&nat, rt, &k, T0, 1, &sidx, &owner),
+			 SP_NAT_HANDOFF);
+	assert_int_equal(owner, 1);
+	/* handed packets are processed where they land (no ping-pong) */
+	assert_int_equal(sp_nat_outbound(&nat, rt, &k, T0, 0, &sidx, &owner),
+			 SP_NAT_OK);
+	/* DNAT: the session goes with the server 10.0.0.5 */
+	w = sp_owner_inside(&sp.rss, 0x0a000005);
+	assert_int_equal(sp_nat_init(&other, 1 - w, 2, 64, counters,
+				     SOCKET_ID_ANY, T0), 0);
+	k = key(IPPROTO_TCP, 0x05060708, 33333, 0xcb00710b, 443);
+	assert_int_equal(sp_nat_inbound(&other, rt, &k, T0, 1, &sidx, &owner),
+			 SP_NAT_HANDOFF);
+	assert_int_equal(owner, w);
+	/* unknown external endpoint: its RSS owner */
+	k = key(IPPROTO_UDP, 0x08080808, 53, 0xcb007101, 40000);
+	w = sp_owner_outside(&sp.rss, 0xcb007101, 40000);
+	other.worker = 1 - w;
+	assert_int_equal(sp_nat_inbound(&other, rt, &k, T0, 1, &sidx, &owner),
+			 SP_NAT_HANDOFF);
+	assert_int_equal(owner, w);
+	sp_nat_free(&other);
+}
+
+static int
+setup(void **state)
+{
+	(void)state;
+	return sp_test_eal_init("test_sp_nat") < 0 ? -1 : 0;
+}
+
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup_test, teardown_test)
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		T(test_two_keys),
+		T(test_endpoint_independent_mapping),
+		T(test_icmp_keys),
+		T(test_no_rule),
+		T(test_unsolicited_never_maps),
+		T(test_filtering),
+		T(test_dnat),
+		T(test_session_limit),
+		T(test_exhaustion_keeps_existing),
+		T(test_quota),
+		T(test_aging),
+		T(test_aging_bounded),
+		T(test_tcp_states),
+		T(test_rst_reschedules),
+		T(test_shortened_timeout_applies),
+		T(test_table_full),
+		T(test_hairpin_flag),
+		T(test_owner_checks),
+	};
+
+	return SP_RUN_TESTS(tests, setup, NULL);
+}
