@@ -199,57 +199,75 @@ def _route(p4info: P4Info, prefix: Prefix, interface: Interface, mac: str) -> p4
     )
 
 
-def _nat_entry(
-    p4info: P4Info, table: str, key: FlowKey, rewrite: Rewrite, idle_timeout_ns: int
-) -> p4r.TableEntry:
-    match = {
-        "ipv4_src": key.src,
-        "ipv4_dst": key.dst,
-        "ip_proto": key.protocol,
-        "l4_sport": key.sport,
-        "l4_dport": key.dport,
-    }
-    if rewrite.src is not None and rewrite.dst is None:
-        action, params = "rewrite_src", {"addr": rewrite.src.address, "port": rewrite.src.port}
-    elif rewrite.dst is not None and rewrite.src is None:
-        action, params = "rewrite_dst", {"addr": rewrite.dst.address, "port": rewrite.dst.port}
-    else:
-        assert rewrite.src is not None and rewrite.dst is not None
-        action = "rewrite_src_dst"
-        params = {
-            "src_addr": rewrite.src.address,
-            "src_port": rewrite.src.port,
-            "dst_addr": rewrite.dst.address,
-            "dst_port": rewrite.dst.port,
-        }
-    return table_entry(p4info, table, match, action, params, idle_timeout_ns)
+def _canonical(value: int) -> bytes:
+    return value.to_bytes((value.bit_length() + 7) // 8 or 1, "big")
 
 
-def session_entries(p4info: P4Info, session: Session, timeout_s: int) -> list[p4r.TableEntry]:
-    """The two connection records of a session. Only the inside-to-outside one
-    ages: outbound packets refresh a mapping (RFC 4787 REQ-6), inbound ones do
-    not (the RFC leaves that choice to the NAT), so one notification ends a session."""
-    return [
-        _nat_entry(
-            p4info, "nat_in2out", session.in2out, session.in2out_rewrite, timeout_s * 1_000_000_000
-        ),
-        _nat_entry(p4info, "nat_out2in", session.out2in, session.out2in_rewrite, 0),
-    ]
+class NatEntries:
+    """Builds the two connection-table updates of a session. This is the
+    controller's per-new-flow hot path, so table, field, action and parameter
+    ids are resolved once, and each Update is filled in place (building an entry
+    and passing it to Update/Entity copies it twice)."""
 
+    KEY = ("ipv4_src", "ipv4_dst", "ip_proto", "l4_sport", "l4_dport")
 
-def session_keys_only(p4info: P4Info, session: Session) -> list[p4r.TableEntry]:
-    """The two entries by key alone, for DELETE."""
-    return [
-        table_entry(
-            p4info,
-            table,
-            {
-                "ipv4_src": k.src,
-                "ipv4_dst": k.dst,
-                "ip_proto": k.protocol,
-                "l4_sport": k.sport,
-                "l4_dport": k.dport,
-            },
-        )
-        for table, k in (("nat_in2out", session.in2out), ("nat_out2in", session.out2in))
-    ]
+    def __init__(self, p4info: P4Info) -> None:
+        self.tables: dict[str, tuple[int, list[int]]] = {}
+        for name in ("nat_in2out", "nat_out2in"):
+            table = p4info.table(name)
+            self.tables[name] = (table.id, [table.field(f).id for f in self.KEY])
+        self.actions: dict[str, tuple[int, dict[str, int]]] = {}
+        for name in ("rewrite_src", "rewrite_dst", "rewrite_src_dst"):
+            action = p4info.action(name)
+            self.actions[name] = (action.id, {p: f.id for p, f in action.params.items()})
+
+    def _fill(self, update: p4r.Update, table: str, key: FlowKey) -> p4r.TableEntry:
+        table_id, field_ids = self.tables[table]
+        entry = update.entity.table_entry
+        entry.table_id = table_id
+        values = (key.src, key.dst, key.protocol, key.sport, key.dport)
+        for field_id, value in zip(field_ids, values, strict=True):
+            entry.match.add(field_id=field_id).exact.value = _canonical(value)
+        return entry
+
+    def _action(self, entry: p4r.TableEntry, rewrite: Rewrite) -> None:
+        if rewrite.src is not None and rewrite.dst is not None:
+            name = "rewrite_src_dst"
+            values = {
+                "src_addr": rewrite.src.address,
+                "src_port": rewrite.src.port,
+                "dst_addr": rewrite.dst.address,
+                "dst_port": rewrite.dst.port,
+            }
+        else:
+            endpoint = rewrite.src if rewrite.src is not None else rewrite.dst
+            assert endpoint is not None
+            name = "rewrite_src" if rewrite.src is not None else "rewrite_dst"
+            values = {"addr": endpoint.address, "port": endpoint.port}
+        action_id, param_ids = self.actions[name]
+        action = entry.action.action
+        action.action_id = action_id
+        for param, value in values.items():
+            action.params.add(param_id=param_ids[param], value=_canonical(value))
+
+    def inserts(self, session: Session, timeout_s: int) -> list[p4r.Update]:
+        """The two connection records of a session. Only the inside-to-outside
+        one ages: outbound packets refresh a mapping (RFC 4787 REQ-6), inbound
+        ones do not (the RFC leaves that choice to the NAT), so one notification
+        ends a session."""
+        in2out = p4r.Update(type=p4r.Update.INSERT)
+        entry = self._fill(in2out, "nat_in2out", session.in2out)
+        entry.idle_timeout_ns = timeout_s * 1_000_000_000
+        self._action(entry, session.in2out_rewrite)
+        out2in = p4r.Update(type=p4r.Update.INSERT)
+        self._action(self._fill(out2in, "nat_out2in", session.out2in), session.out2in_rewrite)
+        return [in2out, out2in]
+
+    def deletes(self, session: Session) -> list[p4r.Update]:
+        """The two entries of a session, by key alone."""
+        updates = []
+        for table, key in (("nat_in2out", session.in2out), ("nat_out2in", session.out2in)):
+            update = p4r.Update(type=p4r.Update.DELETE)
+            self._fill(update, table, key)
+            updates.append(update)
+        return updates

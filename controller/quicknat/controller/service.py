@@ -91,6 +91,7 @@ class Controller:
         self._slots = asyncio.Semaphore(options.writes_in_flight)
         self.connected = asyncio.Event()
         self._reset_pending = options.reset
+        self.nat_entries = program.NatEntries(self.p4info)
         self._in2out_id = self.p4info.table("nat_in2out").id
         self._out2in_id = self.p4info.table("nat_out2in").id
 
@@ -331,10 +332,7 @@ class Controller:
     async def _install(self, sessions: list[Session]) -> None:
         updates = []
         for session in sessions:
-            timeout = self.nat.timeout(session)
-            updates += [
-                update(INSERT, e) for e in program.session_entries(self.p4info, session, timeout)
-            ]
+            updates += self.nat_entries.inserts(session, self.nat.timeout(session))
         async with self._slots:
             errors = await self.client.write(updates)
         failed = _failed_sessions(errors)
@@ -345,9 +343,7 @@ class Controller:
                 self.stats["install_failed"] += 1
                 log.warning("install of session %d failed: %s", session.id, failed[index])
                 # Remove whichever of the two entries did get in.
-                cleanup += [
-                    update(DELETE, e) for e in program.session_keys_only(self.p4info, session)
-                ]
+                cleanup += self.nat_entries.deletes(session)
                 self.nat.remove(session, self.now())
                 continue
             session.installed = True
@@ -358,9 +354,7 @@ class Controller:
             await self.client.write(cleanup)
 
     async def _expire(self, sessions: list[Session]) -> None:
-        updates = [
-            update(DELETE, e) for s in sessions for e in program.session_keys_only(self.p4info, s)
-        ]
+        updates = [u for s in sessions for u in self.nat_entries.deletes(s)]
         async with self._slots:
             errors = await self.client.write(updates)
         unexpected = [e for e in errors if e.code != NOT_FOUND]

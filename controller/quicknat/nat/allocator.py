@@ -17,6 +17,7 @@ Behaviour, with the requirement each line serves:
 from __future__ import annotations
 
 import enum
+import heapq
 import random
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -83,6 +84,10 @@ class PoolAllocator:
         ]
         self._spaces: dict[tuple[int, int], _PortSpace] = {}
         self._hosts_on: dict[int, int] = dict.fromkeys(self._addresses, 0)
+        # Min-heap of (hosts bound, address) with lazy deletion: an item whose
+        # count is no longer the address's count is stale and skipped, so picking
+        # the least-loaded address is O(log n) instead of a scan of the pool.
+        self._load_heap: list[tuple[int, int]] = [(0, a) for a in self._addresses]
         self._binding: dict[int, int] = {}  # internal address -> external address
         self._held: dict[int, int] = {}  # internal address -> ports held (all protocols)
 
@@ -104,9 +109,18 @@ class PoolAllocator:
         bound = self._binding.get(internal_address)
         if bound is not None:
             return bound
-        least = min(self._hosts_on.values())
-        candidates = [a for a in self._addresses if self._hosts_on[a] == least]
-        return candidates[internal_address % len(candidates)]
+        heap = self._load_heap
+        while heap[0][0] != self._hosts_on[heap[0][1]]:
+            heapq.heappop(heap)
+        return heap[0][1]
+
+    def _set_load(self, address: int, delta: int) -> None:
+        self._hosts_on[address] += delta
+        if len(self._load_heap) > 4 * len(self._addresses) + 64:  # too many stale items
+            self._load_heap = [(load, a) for a, load in self._hosts_on.items()]
+            heapq.heapify(self._load_heap)
+        else:
+            heapq.heappush(self._load_heap, (self._hosts_on[address], address))
 
     def allocate(self, protocol: int, internal: Endpoint, now: float) -> Endpoint:
         quota = self.policy.ports_per_host
@@ -147,7 +161,7 @@ class PoolAllocator:
         self._space(external.address, protocol).used.add(external.port)
         if internal_address not in self._binding:
             self._binding[internal_address] = external.address
-            self._hosts_on[external.address] += 1
+            self._set_load(external.address, +1)
         self._held[internal_address] = self._held.get(internal_address, 0) + 1
 
     def reserve(self, protocol: int, internal_address: int, external: Endpoint) -> bool:
@@ -173,4 +187,4 @@ class PoolAllocator:
         else:
             del self._held[internal_address]
             del self._binding[internal_address]
-            self._hosts_on[external.address] -= 1
+            self._set_load(external.address, -1)

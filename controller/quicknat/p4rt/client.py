@@ -78,6 +78,13 @@ class P4RuntimeClient:
     def _election(self) -> p4r.Uint128:
         return p4r.Uint128(high=self.election_id >> 64, low=self.election_id & (2**64 - 1))
 
+    async def connect_reader(self) -> None:
+        """A channel for reads only (P4Runtime reads need no arbitration), so a
+        tool can look at a switch next to its primary controller."""
+        await self.close()
+        self._channel = grpc.aio.insecure_channel(self.address)
+        self._stub = p4r_grpc.P4RuntimeStub(self._channel)
+
     async def connect(self, timeout: float = 10.0) -> None:
         """Open the stream and become primary; raises P4RuntimeError otherwise."""
         await self.close()
