@@ -8,7 +8,7 @@ import pytest
 from quicknat.addr import parse_ipv4 as ip
 from quicknat.config import parse_config
 from quicknat.config.model import Zone
-from quicknat.nat.allocator import Endpoint
+from quicknat.nat.allocator import Endpoint, PortPolicy
 from quicknat.nat.core import Nat, Refusal, Refused
 from quicknat.nat.session import FlowKey, Origin, Rewrite
 
@@ -172,3 +172,16 @@ def test_timeouts_follow_configuration() -> None:
     assert n.timeout(s) == 30
     t = n.new_flow(Zone.INSIDE, out("10.0.0.7", 5000, "198.51.100.9", 53, TCP), 0)
     assert n.timeout(t) == 7440
+
+
+def test_rules_naming_one_fixed_address_share_its_ports() -> None:
+    config = parse_config(
+        BASE
+        + '[[rule]]\ntype = "snat"\nprefix = "10.5.0.0/24"\nto = "203.0.113.50"\n'
+        + '[[rule]]\ntype = "snat"\nprefix = "10.6.0.0/24"\nto = "203.0.113.50"\n'
+    )
+    n = Nat(config, PortPolicy(preserve_port=True), rng=random.Random(1))
+    a = n.new_flow(Zone.INSIDE, out("10.5.0.1", 4000, "8.8.8.8", 53), 0)
+    b = n.new_flow(Zone.INSIDE, out("10.6.0.1", 4000, "8.8.8.8", 53), 0)
+    assert a.external.address == b.external.address == ip("203.0.113.50")
+    assert a.external.port == 4000 and b.external.port != 4000  # RFC 4787 REQ-3

@@ -106,6 +106,7 @@ class _Parser:
         neighbors = self.neighbors(by_name)
         pools = self.pools()
         rules = self.rules({pool.name for pool in pools}, self._declared_names("pool"))
+        self._check_fixed_addresses(rules, pools)
         used_pools = {r.target.pool for r in rules if isinstance(r.target, SnatToPool)}
         for pool in pools:
             if pool.name not in used_pools:
@@ -144,6 +145,21 @@ class _Parser:
         if name not in self._declared_names(section):
             r.error(unknown_name_message(kind, name, tuple(sorted(valid))))
         return False
+
+    def _check_fixed_addresses(self, rules: tuple[Rule, ...], pools: tuple[Pool, ...]) -> None:
+        """An SNAT `to` address inside a pool would be handed out by two
+        allocators, so one address:port could go to two hosts (RFC 4787 REQ-3)."""
+        for index, rule in enumerate(rules, 1):
+            if not isinstance(rule.target, SnatToAddress):
+                continue
+            for pool in pools:
+                if any(rule.target.address in prefix for prefix in pool.addresses):
+                    shown = values.display_address(rule.target.address)
+                    self.p.error(
+                        f"rule {index}",
+                        f"to {shown}: is in pool '{pool.name}'; use pool = \"{pool.name}\" "
+                        "(an address is allocated from one place only)",
+                    )
 
     # -- [[interface]] ---------------------------------------------------------
 

@@ -11,7 +11,7 @@ import enum
 import random
 from collections.abc import Iterator
 
-from quicknat.addr import Prefix
+from quicknat.addr import Prefix, format_ipv4
 from quicknat.config.model import Config, Filtering, Pool, Zone
 from quicknat.nat.allocator import AllocationError, Endpoint, PoolAllocator, PortPolicy
 from quicknat.nat.qns import Qns
@@ -45,6 +45,18 @@ TRANSLATABLE = frozenset({Protocol.TCP, Protocol.UDP, Protocol.ICMP})
 # keeps its per-session memory under 1 KiB this way; bench-bmv2 measures it).
 
 
+def _address_pool(address: int) -> str:
+    return f"address {format_ipv4(address)}"
+
+
+def _pool_name(target: object) -> str:
+    """The allocator an SNAT rule's target draws from."""
+    if isinstance(target, SnatToPool):
+        return target.pool
+    assert isinstance(target, SnatToAddress)
+    return _address_pool(target.address)
+
+
 def _endpoint_key(protocol: int, endpoint: Endpoint) -> int:
     return (protocol << 48) | (endpoint.address << 16) | endpoint.port
 
@@ -68,8 +80,12 @@ class Nat:
         }
         for rule in config.rules:
             if isinstance(rule.target, SnatToAddress):
-                pool = Pool(f"rule-{rule.id}", (Prefix(rule.target.address, 32),))
-                self.allocators[pool.name] = PoolAllocator(pool, self.policy, rng)
+                # One allocator per address, however many rules name it: two
+                # would hand one address:port to two hosts (RFC 4787 REQ-3).
+                name = _address_pool(rule.target.address)
+                if name not in self.allocators:
+                    pool = Pool(name, (Prefix(rule.target.address, 32),))
+                    self.allocators[name] = PoolAllocator(pool, self.policy, rng)
         self.session_count = 0
         self._by_key: dict[int, Session] = {}  # _flow_key(either direction) -> session
         # Keyed by _endpoint_key(protocol, endpoint): ints are far smaller than tuples.
@@ -126,7 +142,7 @@ class Nat:
 
     def _new_mapping(self, rule: Rule, protocol: int, internal: Endpoint, now: float) -> Mapping:
         target = rule.target
-        pool = target.pool if isinstance(target, SnatToPool) else f"rule-{rule.id}"
+        pool = _pool_name(target)
         try:
             external = self.allocators[pool].allocate(protocol, internal, now)
         except AllocationError as exc:
@@ -253,7 +269,7 @@ class Nat:
         mapping = self._mappings.get(_endpoint_key(protocol, internal))
         if mapping is None:
             target = rule.target
-            pool = target.pool if isinstance(target, SnatToPool) else f"rule-{rule.id}"
+            pool = _pool_name(target)
             if not self.allocators[pool].reserve(protocol, internal.address, external):
                 return None
             mapping = self._add_mapping(Mapping(protocol, internal, external, pool))
