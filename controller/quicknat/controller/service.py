@@ -88,7 +88,8 @@ class Controller:
         self._batch: list[Session] = []
         self._expiring: dict[int, Session] = {}
         self._writes: set[asyncio.Task[None]] = set()
-        self._slots = asyncio.Semaphore(options.writes_in_flight)
+        self._in_flight = 0  # install writes outstanding
+        self._draining = False
         self.connected = asyncio.Event()
         self._reset_pending = options.reset
         self.nat_entries = program.NatEntries(self.p4info)
@@ -243,7 +244,7 @@ class Controller:
                     return
                 self._handle(getter.result())
                 # Drain what else has arrived, so concurrent new flows share a write.
-                while not queue.empty() and len(self._batch) < self.options.batch_max:
+                while not queue.empty() and len(self._batch) < 4 * self.options.batch_max:
                     self._handle(queue.get_nowait())
                 self._flush()
         finally:
@@ -303,9 +304,15 @@ class Controller:
             self._expiring[session.id] = session
 
     def _flush(self) -> None:
-        if self._batch:
-            batch, self._batch = self._batch, []
-            self._spawn(self._install(batch))
+        """Start an install write if a slot is free. While all slots are busy, new
+        flows wait in the batch, so under load each WriteRequest carries every
+        flow that arrived during the previous round trip (packet-ins arrive one
+        by one; a write per arrival would be one flow per write)."""
+        if self._batch and self._in_flight < self.options.writes_in_flight and not self._draining:
+            batch = self._batch[: self.options.batch_max]
+            del self._batch[: self.options.batch_max]
+            self._in_flight += 1
+            self._spawn(self._install_then_flush(batch))
         if self._expiring:
             expiring = list(self._expiring.values())
             self._expiring.clear()
@@ -318,9 +325,18 @@ class Controller:
         self._writes.add(task)
         task.add_done_callback(self._writes.discard)
 
+    async def _install_then_flush(self, sessions: list[Session]) -> None:
+        try:
+            await self._install(sessions)
+        finally:
+            self._in_flight -= 1
+            self._flush()
+
     async def _drain_writes(self) -> None:
+        self._draining = True
         if self._writes:
             await asyncio.gather(*self._writes, return_exceptions=True)
+        self._draining = False
         # Packets waiting for installs that did not happen are lost with the switch.
         self.stats["packet_in.lost_on_disconnect"] += sum(len(p) for p in self.pending.values())
         for session in self._batch:
@@ -333,8 +349,7 @@ class Controller:
         updates = []
         for session in sessions:
             updates += self.nat_entries.inserts(session, self.nat.timeout(session))
-        async with self._slots:
-            errors = await self.client.write(updates)
+        errors = await self.client.write(updates)
         failed = _failed_sessions(errors)
         cleanup: list[p4r.Update] = []
         for index, session in enumerate(sessions):
@@ -355,8 +370,7 @@ class Controller:
 
     async def _expire(self, sessions: list[Session]) -> None:
         updates = [u for s in sessions for u in self.nat_entries.deletes(s)]
-        async with self._slots:
-            errors = await self.client.write(updates)
+        errors = await self.client.write(updates)
         unexpected = [e for e in errors if e.code != NOT_FOUND]
         if unexpected:
             self.stats["delete_failed"] += len(unexpected)
