@@ -358,7 +358,7 @@ def inside(args: argparse.Namespace) -> dict[str, Any]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--flows", type=int, default=5000)
-    parser.add_argument("--rate", type=float, default=30000, help="offered new flows per second")
+    parser.add_argument("--rate", type=float, default=4000, help="offered new flows per second")
     parser.add_argument("--latency-flows", type=int, default=300)
     parser.add_argument("--raw-entries", type=int, default=20000)
     parser.add_argument("--workdir")
