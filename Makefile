@@ -9,9 +9,9 @@ VPY         := $(VENV)/bin/python
 APT_PACKAGES := build-essential pkg-config python3-venv python3-dev \
                 libjansson-dev libcmocka-dev valgrind \
                 libdpdk-dev dpdk-dev dpdk libpcap-dev \
-                iproute2 ethtool mininet iperf3 curl
+                iproute2 ethtool iputils-ping mininet iperf3 curl
 
-.PHONY: all deps deps-apt deps-python build test lint bench bench-qns bench-bmv2 p4 run-bmv2 clean
+.PHONY: all deps deps-apt deps-python build test lint bench bench-qns bench-bmv2 p4 run run-bmv2 clean
 
 all: build
 
@@ -39,7 +39,8 @@ build:
 	$(MAKE) -C swpath all
 	$(MAKE) -C swpath/src all
 
-test: $(VENV)/.installed
+# build first: the swpath suites (C tests, PTF through swpath) run the binary.
+test: $(VENV)/.installed build
 	$(VPY) tests/run_suites.py
 
 lint: $(VENV)/.installed
@@ -53,6 +54,11 @@ bench: bench-qns bench-bmv2
 # QNS against a linear scan, C and Python: the paper's Table 1 on this machine.
 bench-qns: $(VENV)/.installed build
 	$(VPY) bench/qns_bench.py
+
+# The namespace lab with the NAT on quicknat-swpath: ping, curl, iperf3 through it,
+# then its sessions and counters (as root). `make run LAB_SHELL=1` keeps it up.
+run: $(VENV)/.installed build
+	$(VPY) topo/netns_lab.py $(if $(LAB_SHELL),--shell)
 
 # The Mininet lab with the NAT on BMv2 (needs simple_switch_grpc; says so if missing).
 run-bmv2: $(VENV)/.installed

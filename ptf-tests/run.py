@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""Run the PTF suite against one data path: `ptf-tests/run.py --target bmv2`.
+"""Run the PTF suite against one data path: `ptf-tests/run.py --target bmv2|swpath`.
 
-Creates the namespace topology (harness/topology.py), starts the switch when the
-target needs one, runs PTF inside the namespace, and always cleans up: processes
+Creates the namespace topology (topo/lab/netns.py), starts the switch when the
+target needs one (BMv2; swpath is started by each test), runs PTF inside the
+namespace with configs/ptf.toml, and always cleans up: processes
 are stopped and the namespace deleted even when a test or the run fails.
 The last line is `N passed, M failed, K skipped` for `make test`'s summary.
 """
@@ -10,6 +11,7 @@ The last line is `N passed, M failed, K skipped` for `make test`'s summary.
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import shutil
 import subprocess
@@ -25,6 +27,7 @@ sys.path.insert(0, str(REPO / "topo"))
 from lab.bmv2 import switch_command  # noqa: E402
 from lab.netns import Topology, in_namespace  # noqa: E402
 from lab.processes import start, stop, wait_for_tcp  # noqa: E402
+from lab.swpath import SWPATH  # noqa: E402
 
 VENV = REPO / ".venv" / "bin"
 GRPC_PORT = 9559
@@ -33,8 +36,12 @@ EXIT_SKIPPED = 3
 
 def requirements(target: str) -> str | None:
     """Why the target cannot run here, or None."""
+    if os.geteuid() != 0:
+        return "needs root (network namespace)"
     if target == "bmv2" and shutil.which("simple_switch_grpc") is None:
         return "simple_switch_grpc not on PATH"
+    if target == "swpath" and not SWPATH.exists():
+        return f"{SWPATH.relative_to(REPO)} not built (make build)"
     return None
 
 
@@ -55,15 +62,14 @@ def inside(args: argparse.Namespace) -> int:
     switch = None
     try:
         if args.target == "bmv2":
-            ports = {i + 1: topo.target_end(i) for i in range(topo.ports)}
-            command = switch_command(ports, f"127.0.0.1:{GRPC_PORT}", workdir)
+            command = switch_command(topo.target_ports(), f"127.0.0.1:{GRPC_PORT}", workdir)
             switch = start(command, workdir / "switch.log")
             wait_for_tcp("127.0.0.1", GRPC_PORT, 30, switch)
         params = ";".join(
             [
                 f"target='{args.target}'",
                 f"grpc_addr='127.0.0.1:{GRPC_PORT}'",
-                f"config='{HERE / 'configs' / 'bmv2.toml'}'",
+                f"config='{HERE / 'configs' / 'ptf.toml'}'",
                 f"workdir='{workdir}'",
             ]
         )
@@ -99,7 +105,7 @@ def inside(args: argparse.Namespace) -> int:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--target", choices=["bmv2"], required=True)
+    parser.add_argument("--target", choices=["bmv2", "swpath"], required=True)
     parser.add_argument("--workdir", help="logs go here (default: a new temporary directory)")
     parser.add_argument("--inside", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("tests", nargs="*", help="PTF test names or groups")

@@ -35,6 +35,7 @@ class Suite:
     command: list[str]
     what: str
     requires: list[str] = field(default_factory=list)  # executables that must be on PATH
+    root: bool = False  # needs root (network namespaces); skipped otherwise
     cwd: Path = ROOT
 
 
@@ -60,6 +61,13 @@ SUITES = [
         [PY, "ptf-tests/run.py", "--target", "bmv2"],
         "PTF packet tests through simple_switch_grpc and the controller",
         requires=["simple_switch_grpc"],
+        root=True,
+    ),
+    Suite(
+        "ptf-swpath",
+        [PY, "ptf-tests/run.py", "--target", "swpath"],
+        "the same PTF scenarios through quicknat-swpath on af_packet (after make build)",
+        root=True,
     ),
     Suite(
         "p4-artifacts",
@@ -106,6 +114,8 @@ def run(suite: Suite) -> Result:
     missing = [tool for tool in suite.requires if shutil.which(tool) is None]
     if missing:
         return Result(suite, "skipped", note=f"{', '.join(missing)} not on PATH")
+    if suite.root and os.geteuid() != 0:
+        return Result(suite, "skipped", note="needs root")
     print(f"\n===== {suite.name}: {suite.what}", flush=True)
     env = dict(os.environ, PATH=f"{VENV_BIN}:{os.environ.get('PATH', '')}")
     start = time.monotonic()

@@ -2,31 +2,52 @@
 
 A test asks its target to start the NAT (the controller for BMv2, the swpath
 process for DPDK), to list sessions and counters, and to restart. The packet
-scenarios are written once against this interface.
+scenarios are written once against this interface: they name counters by the
+canonical names of COUNTERS, and each target says where it keeps each one.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import subprocess
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import grpc
 from finsy.proto import p4r, p4r_grpc
-from lab.processes import start, stop
+from lab.netns import Topology
+from lab.processes import start, stop, wait_for_unix_socket
+from lab.swpath import swpath_command
 from quicknat.controller.program import DropReason, Pipeline
 from quicknat.controller.status import query
 
 REPO = Path(__file__).resolve().parents[2]
 QUICKNAT = REPO / ".venv" / "bin" / "quicknat"
 
+# The counters scenarios read, by canonical name. A target maps each to one of
+# its own; two names may map to the same counter where a target does not tell
+# the two cases apart (Target.same_counter says so).
+COUNTERS = {
+    "new_flows": "packets taken as the first of a flow (a punt, or a session opened)",
+    "sessions_expired": "sessions closed by their idle timeout",
+    "unsolicited_no_mapping": "inbound packets to an address the NAT does not own, dropped",
+    "unsolicited_refused": "inbound packets to a NAT address without mapping, refused",
+    "pool_exhausted": "new flows refused for want of a free port",
+}
+
 
 class Target:
     name = "target"
+    # Canonical counter name (COUNTERS) -> this target's counter.
+    counters: ClassVar[dict[str, str]] = {}
+    # Whether stop_nat() then start_nat(reset=False) finds the sessions again.
+    keeps_sessions_across_restart = False
 
     def __init__(self, params: dict[str, Any]) -> None:
+        missing = COUNTERS.keys() ^ self.counters.keys()
+        assert not missing, f"{self.name}: counters not mapped or unknown: {sorted(missing)}"
         self.params = params
         self.config = Path(params["config"])
         self.workdir = Path(params["workdir"])
@@ -51,11 +72,15 @@ class Target:
         return answer
 
     def counter(self, name: str) -> int:
-        return int(self.stats()["counters"].get(name, 0))
+        """A canonical counter (COUNTERS) as this target counts it."""
+        return self.read_counter(self.counters[name])
 
-    def drops(self) -> dict[str, int]:
-        """Data-plane drops by reason (names as DropReason, lower case)."""
-        raise NotImplementedError
+    def same_counter(self, a: str, b: str) -> bool:
+        """Whether canonical counters `a` and `b` are one counter on this target."""
+        return self.counters[a] == self.counters[b]
+
+    def read_counter(self, native: str) -> int:
+        return int(self.stats()["counters"].get(native, 0))
 
     def wait_until(self, what: str, predicate: Any, timeout: float) -> None:
         deadline = time.monotonic() + timeout
@@ -67,7 +92,20 @@ class Target:
 
 
 class Bmv2Target(Target):
+    """The P4 program on BMv2 and the controller: the controller counts what is
+    punted to it; the switch's drop_counter (read as `drop.REASON`) counts what
+    the data plane drops on its own."""
+
     name = "bmv2"
+    counters: ClassVar[dict[str, str]] = {
+        "new_flows": "packet_in",
+        "sessions_expired": "sessions_expired",
+        "unsolicited_no_mapping": "drop.no_mapping",
+        "unsolicited_refused": "refused.unsolicited",
+        "pool_exhausted": "refused.pool_exhausted",
+    }
+    # The sessions live in the switch's tables; a restarted controller reads them back.
+    keeps_sessions_across_restart = True
 
     def __init__(self, params: dict[str, Any]) -> None:
         super().__init__(params)
@@ -103,7 +141,13 @@ class Bmv2Target(Target):
         except OSError:
             return False
 
+    def read_counter(self, native: str) -> int:
+        if native.startswith("drop."):
+            return self.drops().get(native.removeprefix("drop."), 0)
+        return super().read_counter(native)
+
     def drops(self) -> dict[str, int]:
+        """Data-plane drops by reason (names as DropReason, lower case)."""
         counter_id = self.pipeline.p4info.object_id("drop_counter")
         entities = asyncio.run(
             _read(self.grpc_addr, p4r.Entity(counter_entry=p4r.CounterEntry(counter_id=counter_id)))
@@ -129,4 +173,51 @@ async def _read(address: str, entity: p4r.Entity) -> list[p4r.Entity]:
         return result
 
 
-TARGETS: dict[str, type[Target]] = {"bmv2": Bmv2Target}
+class SwpathTarget(Target):
+    """quicknat-swpath on net_af_packet over the qnsN veth ends: one process per
+    test, so every test starts with empty tables and counters at zero."""
+
+    name = "swpath"
+    counters: ClassVar[dict[str, str]] = {
+        # swpath has no punt: a packet that misses its table opens a session
+        # (or is refused and counted below), so sessions opened are its new flows.
+        "new_flows": "sessions_created",
+        "sessions_expired": "sessions_expired",
+        # One counter for every outside packet without mapping or DNAT rule.
+        "unsolicited_no_mapping": "drop_unsolicited",
+        "unsolicited_refused": "drop_unsolicited",
+        "pool_exhausted": "drop_pool_exhausted",
+    }
+    # Sessions live in the process: a restart starts from empty tables.
+    keeps_sessions_across_restart = False
+
+    def __init__(self, params: dict[str, Any]) -> None:
+        super().__init__(params)
+        self.commands = self.workdir / "ptf.cmds"
+        if not self.commands.exists():  # compiled once per run by the one config parser
+            compiled = subprocess.run(
+                [str(QUICKNAT), "swpath-commands", str(self.config)],
+                capture_output=True,
+                text=True,
+                timeout=30,
+                check=True,
+            )
+            self.commands.write_text(compiled.stdout)
+
+    def start_nat(self, reset: bool = True) -> None:
+        if not reset:
+            raise AssertionError(
+                "swpath keeps its sessions in its process: a restart cannot recover them"
+            )
+        self.socket.unlink(missing_ok=True)
+        command = swpath_command(
+            Topology().target_ports(), self.commands, self.socket, f"quicknat-ptf-{os.getpid()}"
+        )
+        self.proc = start(command, self.workdir / "swpath.log")
+        try:
+            wait_for_unix_socket(self.socket, 30, self.proc)
+        except RuntimeError as exc:
+            raise AssertionError(f"{exc}; see {self.workdir / 'swpath.log'}") from exc
+
+
+TARGETS: dict[str, type[Target]] = {"bmv2": Bmv2Target, "swpath": SwpathTarget}

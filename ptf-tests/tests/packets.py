@@ -1,4 +1,4 @@
-"""Packet builders for the PTF topology (addresses from configs/bmv2.toml)."""
+"""Packet builders for the PTF topology (addresses from configs/ptf.toml)."""
 
 from __future__ import annotations
 

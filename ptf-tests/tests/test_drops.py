@@ -11,18 +11,23 @@ from scapy.layers.inet import IP, UDP
 @group("drops")
 class UnsolicitedInboundIsDropped(QuickNatTest):
     def runTest(self) -> None:
-        before = self.target.drops().get("no_mapping", 0)
+        target = self.target
+        no_mapping = target.counter("unsolicited_no_mapping")
+        refused = target.counter("unsolicited_refused")
         # Not a pool or DNAT address: dropped by the data plane itself.
         self.send(OUTSIDE, from_outside("198.51.100.10", "203.0.113.200", udp(53, 4000)))
         self.expect_nothing()
-        self.assertEqual(self.target.drops().get("no_mapping", 0), before + 1)
+        self.assertEqual(target.counter("unsolicited_no_mapping"), no_mapping + 1)
         # A pool address with no mapping: the NAT refuses it, no session appears.
+        # (A target with one counter for both cases has counted the first packet there too.)
         self.send(OUTSIDE, from_outside("198.51.100.10", "203.0.113.1", udp(53, 4000)))
         self.expect_nothing()
-        self.target.wait_until(
-            "refusal counted", lambda: self.target.counter("refused.unsolicited") == 1, 5
+        one_counter = target.same_counter("unsolicited_no_mapping", "unsolicited_refused")
+        expected = refused + (2 if one_counter else 1)
+        target.wait_until(
+            "refusal counted", lambda: target.counter("unsolicited_refused") == expected, 5
         )
-        self.assertEqual(self.target.sessions(), [])
+        self.assertEqual(target.sessions(), [])
 
 
 @group("drops")
@@ -48,7 +53,7 @@ class PoolExhaustionKeepsExistingFlows(QuickNatTest):
         )
         self.expect_nothing()
         self.target.wait_until(
-            "exhaustion counted", lambda: self.target.counter("refused.pool_exhausted") == 1, 5
+            "exhaustion counted", lambda: self.target.counter("pool_exhausted") == 1, 5
         )
         for sport, port in zip((1001, 1002), external, strict=True):
             self.send(

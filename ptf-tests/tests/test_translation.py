@@ -41,14 +41,14 @@ class TcpFlow(Outbound):
         syn = from_inside("10.0.0.10", "198.51.100.10", tcp(40000, 80))
         out = self.translated(syn, TCP)
         external, port = out[IP].src, out[TCP].sport
-        # Following packets of the flow are translated by the switch alone.
-        punts = self.target.counter("packet_in")
+        # Following packets of the flow are translated by the fast path alone.
+        new_flows = self.target.counter("new_flows")
         for flags in ("A", "PA", "A"):
             again = self.translated(
                 from_inside("10.0.0.10", "198.51.100.10", tcp(40000, 80, flags)), TCP
             )
             self.assertEqual((again[IP].src, again[TCP].sport), (external, port))
-        self.assertEqual(self.target.counter("packet_in"), punts)
+        self.assertEqual(self.target.counter("new_flows"), new_flows)
         # The reply comes back to the inside host, exactly.
         self.send(OUTSIDE, from_outside("198.51.100.10", external, tcp(80, port, "SA")))
         self.expect(INSIDE, to_inside("198.51.100.10", "10.0.0.10", tcp(80, 40000, "SA")))

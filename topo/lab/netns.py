@@ -1,9 +1,11 @@
-"""A network namespace with one veth pair per port under test.
+"""Network namespaces and veth pairs: the generic helpers every lab uses, and the
+PTF topology built from them.
 
-The test side (PTF, a traffic generator) owns the `qnpN` ends; the data path
-under test (BMv2 or swpath) owns the `qnsN` ends. Everything lives in one
-namespace, so deleting it removes every veth even when a run is killed, and
-nothing touches the host's interfaces.
+PTF topology: one namespace with one veth pair per port under test. The test
+side (PTF, a traffic generator) owns the `qnpN` ends; the data path under test
+(BMv2 or swpath) owns the `qnsN` ends. Everything lives in one namespace, so
+deleting it removes every veth even when a run is killed, and nothing touches
+the host's interfaces.
 """
 
 from __future__ import annotations
@@ -22,6 +24,43 @@ def in_namespace(namespace: str, *args: str) -> list[str]:
     return ["ip", "netns", "exec", namespace, *args]
 
 
+def create_namespace(namespace: str) -> None:
+    """A fresh namespace with its loopback up (one left over from a killed run
+    is deleted first)."""
+    delete_namespace(namespace)
+    run("ip", "netns", "add", namespace)
+    run(*in_namespace(namespace, "ip", "link", "set", "lo", "up"))
+
+
+def delete_namespace(namespace: str) -> None:
+    """Deleting a namespace also deletes every veth end in it (and so its peer)."""
+    subprocess.run(["ip", "netns", "del", namespace], capture_output=True, timeout=30, check=False)
+
+
+def add_veth(namespace: str, name: str, peer_namespace: str, peer: str) -> None:
+    run("ip", "-n", namespace, "link", "add", name, "type", "veth", "peer", "name", peer)
+    if peer_namespace != namespace:
+        run("ip", "-n", namespace, "link", "set", peer, "netns", peer_namespace)
+
+
+def set_up_plain(namespace: str, dev: str, mtu: int = 1500, mac: str | None = None) -> None:
+    """Bring a veth end up with no IPv6 chatter (router solicitations, MLD) and
+    no offloads: a kernel sender then puts every packet whole and checksummed on
+    the wire, which is what a data path reading raw frames (af_packet, PTF) needs."""
+    run(*in_namespace(namespace, "sysctl", "-q", "-w", f"net.ipv6.conf.{dev}.disable_ipv6=1"))
+    if mac is not None:
+        run("ip", "-n", namespace, "link", "set", dev, "address", mac)
+    run("ip", "-n", namespace, "link", "set", dev, "mtu", str(mtu), "up")
+    offloads = ["tx", "off", "rx", "off", "tso", "off", "gso", "off", "gro", "off"]
+    # Best effort: without ethtool (or for a feature a kernel lacks) the rest still works.
+    subprocess.run(
+        in_namespace(namespace, "ethtool", "-K", dev, *offloads),
+        capture_output=True,
+        timeout=30,
+        check=False,
+    )
+
+
 @dataclass
 class Topology:
     ports: int = 3
@@ -33,42 +72,30 @@ class Topology:
     def target_end(self, index: int) -> str:
         return f"qns{index}"
 
+    def target_ports(self) -> dict[int, str]:
+        """The data path's port numbers (those of configs/ptf.toml, from 1) on
+        the `qnsN` ends: PTF port N faces the data path's port N + 1."""
+        return {i + 1: self.target_end(i) for i in range(self.ports)}
+
     def create(self) -> None:
-        self.delete()  # a namespace left over from a killed run
-        run("ip", "netns", "add", self.namespace)
-        ns = self.namespace
-        run(*in_namespace(ns, "ip", "link", "set", "lo", "up"))
+        create_namespace(self.namespace)
         for i in range(self.ports):
             a, b = self.ptf_end(i), self.target_end(i)
-            run(*in_namespace(ns, "ip", "link", "add", a, "type", "veth", "peer", "name", b))
+            add_veth(self.namespace, a, self.namespace, b)
             for dev in (a, b):
-                # No IPv6 chatter (router solicitations, MLD) on the test ports,
-                # and no offloads: every packet is whole and checksummed on the wire.
-                run(*in_namespace(ns, "sysctl", "-q", "-w", f"net.ipv6.conf.{dev}.disable_ipv6=1"))
-                run(*in_namespace(ns, "ip", "link", "set", dev, "mtu", "9000", "up"))
-                subprocess.run(
-                    in_namespace(
-                        ns,
-                        "ethtool",
-                        "-K",
-                        dev,
-                        "tx",
-                        "off",
-                        "rx",
-                        "off",
-                        "tso",
-                        "off",
-                        "gso",
-                        "off",
-                        "gro",
-                        "off",
-                    ),
-                    capture_output=True,
-                    timeout=30,
-                    check=False,
-                )
+                set_up_plain(self.namespace, dev, mtu=9000)
 
     def delete(self) -> None:
-        subprocess.run(
-            ["ip", "netns", "del", self.namespace], capture_output=True, timeout=30, check=False
-        )
+        delete_namespace(self.namespace)
+
+
+def listening(namespace: str, port: int) -> bool:
+    """Whether a TCP socket listens on `port` in `namespace`."""
+    out = subprocess.run(
+        in_namespace(namespace, "ss", "-Hltn", f"sport = :{port}"),
+        capture_output=True,
+        text=True,
+        timeout=10,
+        check=False,
+    )
+    return bool(out.stdout.strip())

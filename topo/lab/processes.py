@@ -7,6 +7,7 @@ import signal
 import socket
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 
@@ -38,3 +39,33 @@ def stop(proc: subprocess.Popen[bytes] | None, timeout: float = 10.0) -> None:
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout)
+
+
+def wait_for_unix_socket(path: Path, timeout: float, proc: subprocess.Popen[bytes]) -> None:
+    """Until something accepts connections on `path` (a process that dies first
+    is reported at once, not after the timeout)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{proc.args[0]} exited with {proc.returncode} before listening")
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(0.2)
+            if sock.connect_ex(str(path)) == 0:
+                return
+        time.sleep(0.05)
+    raise RuntimeError(f"nothing listens on {path} after {timeout} s")
+
+
+def wait_until(
+    what: str, predicate: Callable[[], bool], timeout: float, *procs: subprocess.Popen[bytes]
+) -> None:
+    """Poll `predicate` until it holds; fail at once if one of `procs` died."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for proc in procs:
+            if proc.poll() is not None:
+                raise RuntimeError(f"{proc.args[0]} exited with {proc.returncode} before {what}")
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise RuntimeError(f"{what} did not happen within {timeout} s")

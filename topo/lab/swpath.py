@@ -1,0 +1,49 @@
+"""The one place that knows how to start quicknat-swpath on veths (labs, PTF)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+SWPATH = REPO / "swpath" / "build" / "app" / "quicknat-swpath"
+
+# af_packet's default ring of 512 frames overflows under a TCP burst (iperf3)
+# before a worker drains it; 32768 frames of 2 KB keep up.
+AF_PACKET_FRAMES = 32768
+
+
+def swpath_command(
+    ports: Mapping[int, str], commands: Path, control: Path, file_prefix: str
+) -> list[str]:
+    """quicknat-swpath with DPDK port N on interface `ports[N]` (net_af_packet, so
+    no hugepages or NIC needed), its own EAL file prefix and control socket, so
+    that several instances (a lab, a test run) never share one.
+
+    DPDK numbers ports in --vdev order from 0, so a number below the highest
+    that names no interface gets a net_null placeholder: a configuration written
+    for BMv2's port numbers (from 1) then runs unchanged. swpath starts only the
+    ports its configuration names, so a placeholder never sends or receives."""
+    vdevs = []
+    for port in range(max(ports) + 1):
+        if port in ports:
+            device = f"net_af_packet{port},iface={ports[port]},framecnt={AF_PACKET_FRAMES}"
+        else:
+            device = f"net_null{port}"
+        vdevs += ["--vdev", device]
+    return [
+        str(SWPATH),
+        *vdevs,
+        "--file-prefix",
+        file_prefix,
+        "--no-shconf",
+        "--no-huge",
+        "-m",
+        "512",
+        "--no-pci",
+        "--",
+        "--commands",
+        str(commands),
+        "--control",
+        str(control),
+    ]
