@@ -122,7 +122,7 @@ def main() -> int:
                 command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
             )
         wait_for_connected(sock, 30)
-        demo(net, sock)
+        demo(net, sock, workdir)
         print(f"\nlogs: {workdir}\nwatch sessions: {QUICKNAT} sessions --socket {sock}")
         if args.cli:
             from mininet.cli import CLI
@@ -161,38 +161,64 @@ def wait_for_connected(sock: Path, timeout: float) -> None:
     raise SystemExit("the controller did not connect to the switch; see its log")
 
 
-def demo(net: object, sock: Path) -> None:
+def demo(net: object, sock: Path, workdir: Path) -> None:
     h1, srv = net.get("h1"), net.get("srv")  # type: ignore[attr-defined]
-    srv.cmd("python3 -m http.server 80 --bind 198.51.100.10 >/dev/null 2>&1 &")
-    srv.cmd("iperf3 -s -D -1 >/dev/null 2>&1")
-    time.sleep(1)
-    steps = [
-        ("ping from h1 to srv", h1, "ping -c 3 -W 2 198.51.100.10"),
-        (
-            "web page from srv, fetched by h1",
-            h1,
-            "curl -s -o /dev/null -w 'HTTP %{http_code}, %{size_download} bytes\\n' "
-            "--max-time 10 http://198.51.100.10/",
-        ),
-        (
-            "iperf3 TCP from h1 to srv (3 s)",
-            h1,
-            "iperf3 -c 198.51.100.10 -t 3 --connect-timeout 5000 | tail -4",
-        ),
-    ]
-    for title, host, command in steps:
-        print(f"\n=== {title}: {command}")
-        print(host.cmd(command).rstrip())
-    print("\n=== sessions installed by the controller")
-    print(
-        subprocess.run(
-            [str(QUICKNAT), "sessions", "--socket", str(sock)],
-            capture_output=True,
-            text=True,
-            check=False,
-        ).stdout
+    www = workdir / "www"
+    www.mkdir()
+    (www / "download.bin").write_bytes(os.urandom(5 << 20))
+    web = srv.popen(
+        [
+            sys.executable,
+            "-m",
+            "http.server",
+            "80",
+            "--bind",
+            "198.51.100.10",
+            "--directory",
+            str(www),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
-    srv.cmd("kill %python3 2>/dev/null")
+    iperf = srv.popen(["iperf3", "-s"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for port in (80, 5201):  # bounded wait until both servers listen
+            deadline = time.monotonic() + 15
+            while f":{port} " not in srv.cmd("ss -Hltn"):
+                if time.monotonic() > deadline:
+                    raise SystemExit(f"srv: nothing listens on port {port}")
+                time.sleep(0.1)
+        steps = [
+            ("ping from h1 to srv", h1, "ping -c 3 -W 2 198.51.100.10"),
+            (
+                "5 MB from the web server on srv, fetched by h1",
+                h1,
+                "curl -sS -o /dev/null --max-time 30 "
+                "-w 'HTTP %{http_code}, %{size_download} bytes in %{time_total} s\\n' "
+                "http://198.51.100.10/download.bin",
+            ),
+            (
+                "iperf3 TCP from h1 to srv (3 s)",
+                h1,
+                "iperf3 -c 198.51.100.10 -t 3 --connect-timeout 5000 | tail -4",
+            ),
+        ]
+        for title, host, command in steps:
+            print(f"\n=== {title}: {command}")
+            print(host.cmd(command).rstrip())
+        print("\n=== sessions installed by the controller")
+        print(
+            subprocess.run(
+                [str(QUICKNAT), "sessions", "--socket", str(sock)],
+                capture_output=True,
+                text=True,
+                check=False,
+            ).stdout
+        )
+    finally:
+        for proc in (web, iperf):
+            proc.terminate()
+            proc.wait(10)
 
 
 if __name__ == "__main__":
