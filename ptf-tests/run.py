@@ -26,11 +26,12 @@ sys.path.insert(0, str(REPO / "topo"))
 
 from lab.bmv2 import switch_command  # noqa: E402
 from lab.netns import Topology, in_namespace  # noqa: E402
-from lab.processes import start, stop, wait_for_tcp  # noqa: E402
+from lab.processes import start, stop, stop_pid_file, wait_for_tcp  # noqa: E402
 from lab.swpath import SWPATH  # noqa: E402
 
 VENV = REPO / ".venv" / "bin"
 GRPC_PORT = 9559
+SWITCH_PID = "switch.pid"
 EXIT_SKIPPED = 3
 
 
@@ -64,6 +65,8 @@ def inside(args: argparse.Namespace) -> int:
         if args.target == "bmv2":
             command = switch_command(topo.target_ports(), f"127.0.0.1:{GRPC_PORT}", workdir)
             switch = start(command, workdir / "switch.log")
+            # Tests that restart the switch replace this pid (harness/targets.py).
+            (workdir / SWITCH_PID).write_text(str(switch.pid))
             wait_for_tcp("127.0.0.1", GRPC_PORT, 30, switch)
         params = ";".join(
             [
@@ -101,6 +104,7 @@ def inside(args: argparse.Namespace) -> int:
         return 1 if failed else 0
     finally:
         stop(switch)
+        stop_pid_file(workdir / SWITCH_PID)
 
 
 def main() -> int:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -17,8 +18,9 @@ from typing import Any, ClassVar
 
 import grpc
 from finsy.proto import p4r, p4r_grpc
+from lab.bmv2 import switch_command
 from lab.netns import Topology
-from lab.processes import start, stop, wait_for_unix_socket
+from lab.processes import start, stop, wait_for_tcp, wait_for_unix_socket
 from lab.swpath import swpath_command
 from quicknat.controller.program import DropReason, Pipeline
 from quicknat.controller.status import query
@@ -44,6 +46,12 @@ class Target:
     counters: ClassVar[dict[str, str]] = {}
     # Whether stop_nat() then start_nat(reset=False) finds the sessions again.
     keeps_sessions_across_restart = False
+    # Whether the data plane runs apart from the NAT's control part, so that it
+    # can be restarted alone (restart_switch).
+    has_separate_switch = False
+
+    def restart_switch(self) -> None:
+        raise NotImplementedError(f"{self.name} has no separate switch")
 
     def __init__(self, params: dict[str, Any]) -> None:
         missing = COUNTERS.keys() ^ self.counters.keys()
@@ -106,6 +114,20 @@ class Bmv2Target(Target):
     }
     # The sessions live in the switch's tables; a restarted controller reads them back.
     keeps_sessions_across_restart = True
+    has_separate_switch = True
+
+    def restart_switch(self) -> None:
+        """Kill the switch (as a crash would) and start a fresh one with no
+        program and empty tables, on the same ports and gRPC address."""
+        pid_file = self.workdir / "switch.pid"
+        pid = int(pid_file.read_text())
+        os.killpg(pid, signal.SIGKILL)
+        self.wait_until("the old switch is gone", lambda: not _alive(pid), 10)
+        host, port = self.grpc_addr.rsplit(":", 1)
+        command = switch_command(Topology().target_ports(), self.grpc_addr, self.workdir)
+        switch = start(command, self.workdir / "switch.log")
+        pid_file.write_text(str(switch.pid))
+        wait_for_tcp(host, int(port), 30, switch)
 
     def __init__(self, params: dict[str, Any]) -> None:
         super().__init__(params)
@@ -161,6 +183,16 @@ class Bmv2Target(Target):
                 continue
             result[name] = entry.data.packet_count
         return result
+
+
+def _alive(pid: int) -> bool:
+    """Running, and not just a zombie: the switch's parent is the harness, which
+    reaps it only at the end of the run."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
 
 
 async def _read(address: str, entity: p4r.Entity) -> list[p4r.Entity]:

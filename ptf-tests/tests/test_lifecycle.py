@@ -55,3 +55,32 @@ class ControllerRestartKeepsFlows(QuickNatTest):
         self.assertNotEqual(self.receive(OUTSIDE)[UDP].sport, port)
         self.send(OUTSIDE, from_outside("198.51.100.10", external, udp(53, port)))
         self.expect(INSIDE, to_inside("198.51.100.10", "10.0.0.10", udp(53, 7000)))
+
+
+@group("restart")
+class SwitchRestartReinstallsSessions(QuickNatTest):
+    def runTest(self) -> None:
+        if not self.target.has_separate_switch:
+            self.skipTest(f"{self.target.name}: the data plane and its control are one process")
+        self.send(INSIDE, from_inside("10.0.0.10", "198.51.100.10", udp(7100, 53)))
+        out = self.receive(OUTSIDE)
+        external, port = out[IP].src, out[UDP].sport
+        pushes = self.target.stats()["counters"].get("pipeline_pushes", 0)
+        self.target.restart_switch()  # a crash: no program, empty tables
+        # The controller reconnects, pushes the pipeline again and reinstalls
+        # what it knows, so the flow keeps its mapping.
+        self.target.wait_until(
+            "controller reinstalled the switch",
+            lambda: (
+                self.target.stats()["counters"].get("pipeline_pushes", 0) > pushes
+                and self.target.stats()["installed"] == 1
+            ),
+            30,
+        )
+        new_flows = self.target.counter("new_flows")
+        self.send(OUTSIDE, from_outside("198.51.100.10", external, udp(53, port)))
+        self.expect(INSIDE, to_inside("198.51.100.10", "10.0.0.10", udp(53, 7100)))
+        self.send(INSIDE, from_inside("10.0.0.10", "198.51.100.10", udp(7100, 53)))
+        again = self.receive(OUTSIDE)
+        self.assertEqual((again[IP].src, again[UDP].sport), (external, port))
+        self.assertEqual(self.target.counter("new_flows"), new_flows)  # no punt: installed

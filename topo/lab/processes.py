@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -69,3 +70,22 @@ def wait_until(
             return
         time.sleep(0.05)
     raise RuntimeError(f"{what} did not happen within {timeout} s")
+
+
+def stop_pid_file(path: Path, timeout: float = 10.0) -> None:
+    """Stop the process group whose leader's pid a file records (a child that a
+    test started in place of ours), if it still runs."""
+    try:
+        pid = int(path.read_text())
+        os.killpg(pid, signal.SIGTERM)
+    except (OSError, ValueError):
+        return
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pid, 0)
+        except OSError:
+            return
+        time.sleep(0.05)
+    with contextlib.suppress(OSError):
+        os.killpg(pid, signal.SIGKILL)
