@@ -9,9 +9,10 @@ VPY         := $(VENV)/bin/python
 APT_PACKAGES := build-essential pkg-config python3-venv python3-dev \
                 libjansson-dev libcmocka-dev valgrind \
                 libdpdk-dev dpdk-dev dpdk libpcap-dev \
+                clang-14 libclang-rt-14-dev \
                 iproute2 ethtool iputils-ping mininet iperf3 curl
 
-.PHONY: all deps deps-apt deps-python build test lint bench bench-qns bench-bmv2 p4 run run-bmv2 clean
+.PHONY: all deps deps-apt deps-python build test lint bench bench-qns bench-bmv2 bench-swpath fuzz p4 run run-bmv2 clean
 
 all: build
 
@@ -49,7 +50,7 @@ lint: $(VENV)/.installed
 	$(VENV)/bin/mypy --config-file controller/pyproject.toml controller/quicknat
 
 # Every benchmark; each prints its figures and writes bench/results/NAME.json.
-bench: bench-qns bench-bmv2
+bench: bench-qns bench-bmv2 bench-swpath
 
 # QNS against a linear scan, C and Python: the paper's Table 1 on this machine.
 bench-qns: $(VENV)/.installed build
@@ -76,3 +77,14 @@ clean:
 	$(MAKE) -C swpath/src clean
 	$(MAKE) -C swpath clean
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+
+# swpath's fast path (packets made in memory) next to testpmd macswap; see
+# docs/benchmarks.md.
+.PHONY: bench-swpath fuzz
+bench-swpath: $(VENV)/.installed build
+	$(MAKE) -C swpath/bench -f Makefile.swpath
+	$(VPY) bench/swpath_bench.py
+
+# libFuzzer over swpath's packet path for FUZZ_TIME seconds (default 300).
+fuzz:
+	$(MAKE) -C swpath/fuzz run $(if $(FUZZ_TIME),FUZZ_TIME=$(FUZZ_TIME))

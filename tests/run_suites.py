@@ -57,6 +57,12 @@ SUITES = [
         "DPDK data path: unit tests, pcap end-to-end, live veth (root)",
     ),
     Suite(
+        "swpath-fuzz",
+        ["make", "-s", "-C", "swpath/fuzz", "check"],
+        "libFuzzer (ASan+UBSan) over swpath's packet path, 30 s from the corpus",
+        requires=["clang-14"],
+    ),
+    Suite(
         "ptf-bmv2",
         [PY, "ptf-tests/run.py", "--target", "bmv2"],
         "PTF packet tests through simple_switch_grpc and the controller",

@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <rte_cycles.h>
+#include <rte_eal.h>
+#include <rte_log.h>
+
+#include "control.h"
+#include "setup.h"
+#include "sp_harness.h"
+
+static char prefix[64];
+
+/* libFuzzer leaves with exit(): the runtime directory goes then too. */
+static void
+remove_runtime_dir(void)
+{
+	char dir[128];
+
+	snprintf(dir, sizeof(dir), "/var/run/dpdk/%s", prefix);
+	rmdir(dir);
+}
+
+static int
+apply_text(const char *commands, bool interfaces)
+{
+	const char *p = commands;
+
+	while (*p != '\0') {
+		const char *nl = strchr(p, '\n');
+		size_t len = nl ? (size_t)(nl - p) : strlen(p);
+		char line[512], err[512];
+		struct sp_buf out = { 0 };
+		struct sp_cmd cmd;
+
+		snprintf(line, sizeof(line), "%.*s", (int)len, p);
+		p += len + (nl != NULL);
+		if (sp_cmd_parse(line, &cmd, err, sizeof(err)) < 0) {
+			fprintf(stderr, "harness: %s: %s\n", line, err);
+			return -1;
+		}
+		if (cmd.verb == SP_CMD_NONE ||
+		    (cmd.verb == SP_CMD_INTERFACE) != interfaces)
+			continue;
+		if (sp_apply(&cmd, &out, err, sizeof(err)) < 0) {
+			fprintf(stderr, "harness: %s: %s\n", line, err);
+			sp_buf_free(&out);
+			return -1;
+		}
+		sp_buf_free(&out);
+	}
+	return 0;
+}
+
+int
+sp_harness_init(const char *prog, const char *commands, unsigned n_workers,
+		uint32_t sessions, const char *mem_mb)
+{
+	char lcores[64];
+	char *argv[] = {
+		(char *)prog, "--no-huge", "-m", (char *)mem_mb, "--no-pci",
+		"--no-shconf", "--no-telemetry", lcores, "--log-level=*:error",
+		"--file-prefix", prefix, "--vdev", "net_null0",
+		"--vdev", "net_null1", NULL,
+	};
+	char err[512];
+
+	/* all lcores float on all CPUs, as quicknat-swpath does by default */
+	snprintf(lcores, sizeof(lcores), "--lcores=(0-%u)@(0-%ld)", n_workers,
+		 sysconf(_SC_NPROCESSORS_ONLN) - 1);
+	snprintf(prefix, sizeof(prefix), "sp-harness-%d", (int)getpid());
+	for (unsigned i = 0; i < RTE_MAX_ETHPORTS; i++)
+		sp.port_iface[i] = -1;
+	for (unsigned t = 0; t < SP_TO_MAX; t++)
+		sp.timeout_s[t] = (const uint32_t[]){ 300, 7440, 240, 60 }[t];
+	for (unsigned p = 0; p < SP_PI_MAX; p++)
+		sp.filtering[p] = SP_FILTER_ADDR;
+	sp.n_workers = n_workers;
+	sp.sessions_per_worker = sessions;
+	sp.port_reuse_ms = 120000;
+	if (rte_eal_init((int)(sizeof(argv) / sizeof(argv[0])) - 1, argv) < 0) {
+		fprintf(stderr, "harness: EAL: %s\n", rte_strerror(rte_errno));
+		return -1;
+	}
+	atexit(remove_runtime_dir);
+	sp.tsc_hz = rte_get_tsc_hz();
+	sp.tsc0 = rte_rdtsc();
+	rte_srand(1);
+	if (apply_text(commands, true) < 0)
+		return -1;
+	if (sp_setup_dispatch(err, sizeof(err)) < 0 ||
+	    sp_setup_core(err, sizeof(err)) < 0)
+		goto fail;
+	if (apply_text(commands, false) < 0)
+		return -1;
+	if (sp_routes_build(err, sizeof(err)) < 0 ||
+	    sp_setup_mempool(err, sizeof(err)) < 0 ||
+	    sp_setup_workers(err, sizeof(err)) < 0 ||
+	    sp_setup_ports(err, sizeof(err)) < 0 ||
+	    sp_runtime_publish() < 0)
+		goto fail;
+	return 0;
+fail:
+	fprintf(stderr, "harness: %s\n", err);
+	return -1;
+}
+
+void
+sp_harness_control(void)
+{
+	struct rte_mbuf *m;
+
+	sp_neigh_messages();
+	/* ARP requests the control thread queued for worker 0: not sent */
+	while (rte_ring_sc_dequeue(sp.workers[0]->ctl_ring, (void **)&m) == 0)
+		rte_pktmbuf_free(m);
+	sp_rcu_reclaim(false);
+}
+
+void
+sp_harness_fini(void)
+{
+	sp_harness_control();
+	sp_teardown();
+	rte_eal_cleanup();
+}
