@@ -56,17 +56,6 @@ sp_pool_memory(const struct sp_pool *pool)
 	return bytes;
 }
 
-static int __attribute__((format(printf, 3, 4)))
-pool_error(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return -1;
-}
-
 /*
  * The owned ports of an address depend only on its hash's RETA index bits
  * (its "class"): owner(a, p) = reta[(h(a) ^ h(p)) & mask]. Lists are built
@@ -102,7 +91,7 @@ pool_build_spaces(struct sp_pool *pool, const struct sp_rss *rss, char *err,
 				  RTE_CACHE_LINE_SIZE);
 	if (pool->port_lists == NULL || counts == NULL || pool->space == NULL) {
 		free(counts);
-		return pool_error(err, errlen,
+		return sp_fail(err, errlen,
 				  "pool %s: not enough memory for %u addresses x %u ports",
 				  pool->name, pool->n_addrs, range);
 	}
@@ -164,7 +153,7 @@ pool_build_spaces(struct sp_pool *pool, const struct sp_rss *rss, char *err,
 						    sizeof(uint32_t),
 					    RTE_CACHE_LINE_SIZE);
 			if (block == NULL)
-				return pool_error(err, errlen,
+				return sp_fail(err, errlen,
 						  "pool %s: not enough memory for the port states of %u addresses x %u ports (about %zu MB); give DPDK more memory (-m) or use a smaller pool",
 						  pool->name, pool->n_addrs, range,
 						  sp_pool_memory(pool) >> 20);
@@ -187,17 +176,17 @@ sp_pool_create(const char *name, const struct sp_prefix *pfx,
 	for (unsigned i = 0; i < n_prefixes; i++)
 		n_addrs += 1ull << (32 - pfx[i].len);
 	if (n_addrs > SP_POOL_MAX_ADDRS) {
-		pool_error(err, errlen, "pool %s: %llu addresses; at most %u",
+		sp_fail(err, errlen, "pool %s: %llu addresses; at most %u",
 			   name, (unsigned long long)n_addrs, SP_POOL_MAX_ADDRS);
 		return NULL;
 	}
 	if (port_min == 0 || port_min > port_max) {
-		pool_error(err, errlen, "pool %s: bad port range", name);
+		sp_fail(err, errlen, "pool %s: bad port range", name);
 		return NULL;
 	}
 	pool = rte_zmalloc("sp_pool", sizeof(*pool), RTE_CACHE_LINE_SIZE);
 	if (pool == NULL) {
-		pool_error(err, errlen, "pool %s: out of memory", name);
+		sp_fail(err, errlen, "pool %s: out of memory", name);
 		return NULL;
 	}
 	snprintf(pool->name, sizeof(pool->name), "%s", name);
@@ -210,7 +199,7 @@ sp_pool_create(const char *name, const struct sp_prefix *pfx,
 	pool->prefixes = rte_malloc("sp_pool_prefixes",
 				    n_prefixes * sizeof(*pfx), 0);
 	if (pool->addrs == NULL || pool->prefixes == NULL) {
-		pool_error(err, errlen, "pool %s: out of memory", name);
+		sp_fail(err, errlen, "pool %s: out of memory", name);
 		sp_pool_free(pool);
 		return NULL;
 	}

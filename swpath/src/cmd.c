@@ -75,16 +75,8 @@ sp_proto_name(uint8_t proto)
 	}
 }
 
-char *
-sp_ip_str(uint32_t addr, char *buf)
-{
-	snprintf(buf, 16, "%u.%u.%u.%u", addr >> 24, (addr >> 16) & 0xff,
-		 (addr >> 8) & 0xff, addr & 0xff);
-	return buf;
-}
-
-static int __attribute__((format(printf, 3, 4)))
-fail(char *err, size_t errlen, const char *fmt, ...)
+int
+sp_fail(char *err, size_t errlen, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -92,6 +84,14 @@ fail(char *err, size_t errlen, const char *fmt, ...)
 	vsnprintf(err, errlen, fmt, ap);
 	va_end(ap);
 	return -1;
+}
+
+char *
+sp_ip_str(uint32_t addr, char *buf)
+{
+	snprintf(buf, 16, "%u.%u.%u.%u", addr >> 24, (addr >> 16) & 0xff,
+		 (addr >> 8) & 0xff, addr & 0xff);
+	return buf;
 }
 
 static int
@@ -159,21 +159,21 @@ parse_prefix(const char *s, bool host_bits, struct sp_prefix *out,
 	uint32_t mask;
 
 	if (strlen(s) >= sizeof(buf))
-		return fail(err, errlen, "%s: not an IPv4 prefix", s);
+		return sp_fail(err, errlen, "%s: not an IPv4 prefix", s);
 	strcpy(buf, s);
 	slash = strchr(buf, '/');
 	if (slash != NULL) {
 		*slash = '\0';
 		if (parse_uint(slash + 1, 0, 32, &len) < 0)
-			return fail(err, errlen,
+			return sp_fail(err, errlen,
 				    "%s: prefix length must be 0..32", s);
 	}
 	if (parse_ipv4(buf, &out->addr) < 0)
-		return fail(err, errlen, "%s: not an IPv4 address", s);
+		return sp_fail(err, errlen, "%s: not an IPv4 address", s);
 	out->len = (uint8_t)len;
 	mask = len == 0 ? 0 : ~0u << (32 - len);
 	if (!host_bits && (out->addr & ~mask) != 0)
-		return fail(err, errlen, "%s: host bits set", s);
+		return sp_fail(err, errlen, "%s: host bits set", s);
 	return 0;
 }
 
@@ -197,7 +197,7 @@ parse_name(const char *verb, const char *s, char *out, char *err,
 	   size_t errlen)
 {
 	if (strlen(s) >= SP_NAME_MAX)
-		return fail(err, errlen, "%s: name %s: longer than %d bytes",
+		return sp_fail(err, errlen, "%s: name %s: longer than %d bytes",
 			    verb, s, SP_NAME_MAX - 1);
 	strcpy(out, s);
 	return 0;
@@ -225,7 +225,7 @@ value_of(const struct words *words, unsigned *i, const char *verb, char *err,
 	 size_t errlen)
 {
 	if (*i + 1 >= words->n) {
-		fail(err, errlen, "%s: %s: missing value", verb,
+		sp_fail(err, errlen, "%s: %s: missing value", verb,
 		     words->w[*i]);
 		return NULL;
 	}
@@ -250,7 +250,7 @@ parse_interface(const struct words *words, struct sp_cmd_interface *c,
 	uint64_t n;
 
 	if (words->n < 2)
-		return fail(err, errlen, "interface: missing name");
+		return sp_fail(err, errlen, "interface: missing name");
 	if (parse_name(verb, words->w[1], c->name, err, errlen) < 0)
 		return -1;
 	for (unsigned i = 2; i < words->n; i++) {
@@ -263,14 +263,14 @@ parse_interface(const struct words *words, struct sp_cmd_interface *c,
 			else if (strcmp(v, "outside") == 0)
 				c->zone = SP_ZONE_OUTSIDE;
 			else
-				return fail(err, errlen,
+				return sp_fail(err, errlen,
 					    "interface %s: zone %s: must be inside or outside",
 					    c->name, v);
 			have_zone = true;
 		} else if (strcmp(k, "port") == 0) {
 			VALUE();
 			if (parse_uint(v, 0, 511, &n) < 0)
-				return fail(err, errlen,
+				return sp_fail(err, errlen,
 					    "interface %s: port %s: must be 0..511",
 					    c->name, v);
 			c->port = (uint16_t)n;
@@ -278,27 +278,27 @@ parse_interface(const struct words *words, struct sp_cmd_interface *c,
 		} else if (strcmp(k, "address") == 0) {
 			VALUE();
 			if (parse_prefix(v, true, &c->addr, err, errlen) < 0)
-				return fail(err, errlen,
+				return sp_fail(err, errlen,
 					    "interface %s: address %s: must be a.b.c.d/len",
 					    c->name, v);
 			c->has_addr = true;
 		} else if (strcmp(k, "mac") == 0) {
 			VALUE();
 			if (parse_mac(v, c->mac) < 0 || (c->mac[0] & 1))
-				return fail(err, errlen,
+				return sp_fail(err, errlen,
 					    "interface %s: mac %s: must be a unicast aa:bb:cc:dd:ee:ff",
 					    c->name, v);
 			c->has_mac = true;
 		} else {
-			return fail(err, errlen,
+			return sp_fail(err, errlen,
 				    "interface %s: unknown word '%s' (zone, port, address, mac)",
 				    c->name, k);
 		}
 	}
 	if (!have_zone)
-		return fail(err, errlen, "interface %s: missing zone", c->name);
+		return sp_fail(err, errlen, "interface %s: missing zone", c->name);
 	if (!have_port)
-		return fail(err, errlen, "interface %s: missing port", c->name);
+		return sp_fail(err, errlen, "interface %s: missing port", c->name);
 	return 0;
 }
 
@@ -311,9 +311,9 @@ parse_route(const struct words *words, struct sp_cmd_route *c, char *err,
 	char msg[96];
 
 	if (words->n < 2)
-		return fail(err, errlen, "route: missing prefix");
+		return sp_fail(err, errlen, "route: missing prefix");
 	if (parse_prefix(words->w[1], false, &c->prefix, msg, sizeof(msg)) < 0)
-		return fail(err, errlen, "route: %s", msg);
+		return sp_fail(err, errlen, "route: %s", msg);
 	c->dev[0] = '\0';
 	for (unsigned i = 2; i < words->n; i++) {
 		const char *k = words->w[i];
@@ -325,18 +325,18 @@ parse_route(const struct words *words, struct sp_cmd_route *c, char *err,
 		} else if (strcmp(k, "via") == 0) {
 			VALUE();
 			if (parse_ipv4(v, &c->via) < 0)
-				return fail(err, errlen,
+				return sp_fail(err, errlen,
 					    "route %s: via %s: not an IPv4 address",
 					    words->w[1], v);
 			c->has_via = true;
 		} else {
-			return fail(err, errlen,
+			return sp_fail(err, errlen,
 				    "route %s: unknown word '%s' (dev, via)",
 				    words->w[1], k);
 		}
 	}
 	if (c->dev[0] == '\0')
-		return fail(err, errlen, "route %s: missing dev", words->w[1]);
+		return sp_fail(err, errlen, "route %s: missing dev", words->w[1]);
 	return 0;
 }
 
@@ -349,7 +349,7 @@ parse_neighbor(const struct words *words, struct sp_cmd_neighbor *c,
 	bool have_mac = false;
 
 	if (words->n < 2 || parse_ipv4(words->w[1], &c->addr) < 0)
-		return fail(err, errlen,
+		return sp_fail(err, errlen,
 			    "neighbor: missing or bad address (neighbor A mac MAC dev NAME)");
 	c->dev[0] = '\0';
 	for (unsigned i = 2; i < words->n; i++) {
@@ -358,7 +358,7 @@ parse_neighbor(const struct words *words, struct sp_cmd_neighbor *c,
 		if (strcmp(k, "mac") == 0) {
 			VALUE();
 			if (parse_mac(v, c->mac) < 0)
-				return fail(err, errlen,
+				return sp_fail(err, errlen,
 					    "neighbor %s: mac %s: must be aa:bb:cc:dd:ee:ff",
 					    words->w[1], v);
 			have_mac = true;
@@ -367,13 +367,13 @@ parse_neighbor(const struct words *words, struct sp_cmd_neighbor *c,
 			if (parse_name(verb, v, c->dev, err, errlen) < 0)
 				return -1;
 		} else {
-			return fail(err, errlen,
+			return sp_fail(err, errlen,
 				    "neighbor %s: unknown word '%s' (mac, dev)",
 				    words->w[1], k);
 		}
 	}
 	if (!have_mac || c->dev[0] == '\0')
-		return fail(err, errlen, "neighbor %s: needs mac and dev",
+		return sp_fail(err, errlen, "neighbor %s: needs mac and dev",
 			    words->w[1]);
 	return 0;
 }
@@ -387,7 +387,7 @@ parse_pool(const struct words *words, struct sp_cmd_pool *c, char *err,
 	char msg[96];
 
 	if (words->n < 2)
-		return fail(err, errlen, "pool: missing name");
+		return sp_fail(err, errlen, "pool: missing name");
 	if (parse_name(verb, words->w[1], c->name, err, errlen) < 0)
 		return -1;
 	c->port_min = 1024;
@@ -421,27 +421,27 @@ parse_pool(const struct words *words, struct sp_cmd_pool *c, char *err,
 
 				i++;
 				if (c->n_prefixes == SP_POOL_MAX_PREFIXES)
-					return fail(err, errlen,
+					return sp_fail(err, errlen,
 						    "pool %s: more than %d prefixes",
 						    c->name, SP_POOL_MAX_PREFIXES);
 				p = &c->prefixes[c->n_prefixes];
 				if (parse_prefix(words->w[i], false, p, msg,
 						 sizeof(msg)) < 0)
-					return fail(err, errlen, "pool %s: %s",
+					return sp_fail(err, errlen, "pool %s: %s",
 						    c->name, msg);
 				c->n_prefixes++;
 			}
 		} else {
-			return fail(err, errlen,
+			return sp_fail(err, errlen,
 				    "pool %s: unknown word '%s' (ports, addresses)",
 				    c->name, k);
 		}
 	}
 	if (c->n_prefixes == 0)
-		return fail(err, errlen, "pool %s: missing addresses", c->name);
+		return sp_fail(err, errlen, "pool %s: missing addresses", c->name);
 	return 0;
 bad_range:
-	return fail(err, errlen,
+	return sp_fail(err, errlen,
 		    "pool %s: ports %s: must be LOW-HIGH within 1-65535",
 		    c->name, v);
 }
@@ -464,7 +464,7 @@ parse_rule_add(const struct words *words, struct sp_cmd_rule *c, char *err,
 		if (strcmp(k, "id") == 0) {
 			VALUE();
 			if (parse_uint(v, 1, UINT32_MAX, &n) < 0)
-				return fail(err, errlen,
+				return sp_fail(err, errlen,
 					    "rule add: id %s: must be 1..4294967295", v);
 			c->id = (uint32_t)n;
 			have_id = true;
@@ -475,27 +475,27 @@ parse_rule_add(const struct words *words, struct sp_cmd_rule *c, char *err,
 			else if (strcmp(v, "dnat") == 0)
 				c->kind = 1;
 			else
-				return fail(err, errlen,
+				return sp_fail(err, errlen,
 					    "rule add: type %s: must be snat or dnat", v);
 			have_type = true;
 		} else if (strcmp(k, "prefix") == 0) {
 			VALUE();
 			if (parse_prefix(v, false, &c->prefix, msg,
 					 sizeof(msg)) < 0)
-				return fail(err, errlen, "rule add: prefix %s",
+				return sp_fail(err, errlen, "rule add: prefix %s",
 					    msg);
 			have_prefix = true;
 		} else if (strcmp(k, "port") == 0) {
 			VALUE();
 			if (parse_uint(v, 0, 65535, &n) < 0)
-				return fail(err, errlen,
+				return sp_fail(err, errlen,
 					    "rule add: port %s: must be 0..65535", v);
 			c->port = (uint16_t)n;
 			c->has_port = true;
 		} else if (strcmp(k, "protocol") == 0) {
 			VALUE();
 			if (parse_protocol(v, &c->proto) < 0)
-				return fail(err, errlen,
+				return sp_fail(err, errlen,
 					    "rule add: protocol %s: must be tcp, udp, icmp or any", v);
 		} else if (strcmp(k, "pool") == 0) {
 			VALUE();
@@ -505,48 +505,48 @@ parse_rule_add(const struct words *words, struct sp_cmd_rule *c, char *err,
 		} else if (strcmp(k, "to") == 0) {
 			VALUE();
 			if (parse_prefix(v, false, &c->to, msg, sizeof(msg)) < 0)
-				return fail(err, errlen, "rule add: to %s", msg);
+				return sp_fail(err, errlen, "rule add: to %s", msg);
 			have_to = true;
 		} else if (strcmp(k, "to_port") == 0) {
 			VALUE();
 			if (parse_uint(v, 0, 65535, &n) < 0)
-				return fail(err, errlen,
+				return sp_fail(err, errlen,
 					    "rule add: to_port %s: must be 0..65535", v);
 			c->to_port = (uint16_t)n;
 			c->has_to_port = true;
 		} else {
-			return fail(err, errlen,
+			return sp_fail(err, errlen,
 				    "rule add: unknown word '%s' (id, type, prefix, port, protocol, pool, to, to_port)",
 				    k);
 		}
 	}
 	if (!have_id || !have_type || !have_prefix)
-		return fail(err, errlen, "rule add: needs id, type and prefix");
+		return sp_fail(err, errlen, "rule add: needs id, type and prefix");
 	if (c->has_port && c->proto == 1)
-		return fail(err, errlen,
+		return sp_fail(err, errlen,
 			    "rule %u: a port needs protocol tcp, udp or any", c->id);
 	if (have_pool == have_to)
-		return fail(err, errlen,
+		return sp_fail(err, errlen,
 			    "rule %u: needs exactly one of pool or to", c->id);
 	if (c->kind == 0) {
 		if (c->has_to_port)
-			return fail(err, errlen,
+			return sp_fail(err, errlen,
 				    "rule %u: to_port: only DNAT rules rewrite the port",
 				    c->id);
 		if (have_to && c->to.len != 32)
-			return fail(err, errlen,
+			return sp_fail(err, errlen,
 				    "rule %u: an SNAT 'to' is one address (/32)", c->id);
 	} else {
 		if (have_pool)
-			return fail(err, errlen,
+			return sp_fail(err, errlen,
 				    "rule %u: DNAT rules translate to 'to', not to a pool",
 				    c->id);
 		if (c->to.len != 32 && c->to.len != c->prefix.len)
-			return fail(err, errlen,
+			return sp_fail(err, errlen,
 				    "rule %u: a DNAT 'to' prefix must be /32 or as long as the rule's prefix",
 				    c->id);
 		if (c->has_to_port && !c->has_port)
-			return fail(err, errlen,
+			return sp_fail(err, errlen,
 				    "rule %u: to_port needs port", c->id);
 	}
 	c->target = have_pool ? SP_TARGET_POOL : SP_TARGET_ADDR;
@@ -569,19 +569,19 @@ parse_timeouts(const struct words *words, struct sp_cmd_timeouts *c,
 			if (strcmp(k, timeout_names[t]) == 0)
 				break;
 		if (t == SP_TO_MAX)
-			return fail(err, errlen,
+			return sp_fail(err, errlen,
 				    "timeouts: unknown word '%s' (udp, tcp_established, tcp_transitory, icmp)",
 				    k);
 		VALUE();
 		if (parse_uint(v, 1, SP_TIMEOUT_MAX, &n) < 0)
-			return fail(err, errlen,
+			return sp_fail(err, errlen,
 				    "timeouts: %s %s: must be 1..%u seconds", k,
 				    v, SP_TIMEOUT_MAX);
 		c->seconds[t] = (uint32_t)n;
 		c->set |= 1u << t;
 	}
 	if (c->set == 0)
-		return fail(err, errlen, "timeouts: nothing to set");
+		return sp_fail(err, errlen, "timeouts: nothing to set");
 	return 0;
 }
 
@@ -600,21 +600,21 @@ parse_filtering(const struct words *words, struct sp_cmd_filtering *c,
 			if (strcmp(k, proto_index_names[p]) == 0)
 				break;
 		if (p == SP_PI_MAX)
-			return fail(err, errlen,
+			return sp_fail(err, errlen,
 				    "filtering: unknown word '%s' (udp, tcp, icmp)", k);
 		VALUE();
 		for (m = 0; m <= SP_FILTER_ADDR_PORT; m++)
 			if (strcmp(v, filter_names[m]) == 0)
 				break;
 		if (m > SP_FILTER_ADDR_PORT)
-			return fail(err, errlen,
+			return sp_fail(err, errlen,
 				    "filtering: %s %s: must be endpoint-independent, address-dependent or address-and-port-dependent",
 				    k, v);
 		c->mode[p] = (uint8_t)m;
 		c->set |= 1u << p;
 	}
 	if (c->set == 0)
-		return fail(err, errlen, "filtering: nothing to set");
+		return sp_fail(err, errlen, "filtering: nothing to set");
 	return 0;
 }
 
@@ -631,12 +631,12 @@ parse_limits(const struct words *words, struct sp_cmd_limits *c, char *err,
 
 		if (strcmp(k, "ports_per_host") != 0 &&
 		    strcmp(k, "sessions_per_host") != 0)
-			return fail(err, errlen,
+			return sp_fail(err, errlen,
 				    "limits: unknown word '%s' (ports_per_host, sessions_per_host)",
 				    k);
 		VALUE();
 		if (parse_uint(v, 0, SP_LIMIT_MAX, &n) < 0)
-			return fail(err, errlen, "limits: %s %s: must be 0..%u",
+			return sp_fail(err, errlen, "limits: %s %s: must be 0..%u",
 				    k, v, SP_LIMIT_MAX);
 		if (k[0] == 'p') {
 			c->ports_per_host = (uint32_t)n;
@@ -647,7 +647,7 @@ parse_limits(const struct words *words, struct sp_cmd_limits *c, char *err,
 		}
 	}
 	if (c->set == 0)
-		return fail(err, errlen, "limits: nothing to set");
+		return sp_fail(err, errlen, "limits: nothing to set");
 	return 0;
 }
 
@@ -661,11 +661,11 @@ sp_cmd_parse(const char *line, struct sp_cmd *cmd, char *err, size_t errlen)
 
 	memset(cmd, 0, sizeof(*cmd));
 	if (strlen(line) >= sizeof(buf))
-		return fail(err, errlen, "line longer than %zu bytes",
+		return sp_fail(err, errlen, "line longer than %zu bytes",
 			    sizeof(buf) - 1);
 	strcpy(buf, line);
 	if (split(buf, &words) < 0)
-		return fail(err, errlen, "more than %d words", SP_MAX_WORDS);
+		return sp_fail(err, errlen, "more than %d words", SP_MAX_WORDS);
 	if (words.n == 0) {
 		cmd->verb = SP_CMD_NONE;
 		return 0;
@@ -697,12 +697,12 @@ sp_cmd_parse(const char *line, struct sp_cmd *cmd, char *err, size_t errlen)
 			cmd->verb = SP_CMD_RULE_DEL;
 			if (words.n != 3 ||
 			    parse_uint(words.w[2], 1, UINT32_MAX, &n) < 0)
-				return fail(err, errlen,
+				return sp_fail(err, errlen,
 					    "rule del: needs one rule id (1..4294967295)");
 			cmd->u.rule_id = (uint32_t)n;
 			return 0;
 		}
-		return fail(err, errlen, "rule: expected 'add' or 'del'");
+		return sp_fail(err, errlen, "rule: expected 'add' or 'del'");
 	}
 	if (strcmp(verb, "timeouts") == 0) {
 		cmd->verb = SP_CMD_TIMEOUTS;
@@ -733,9 +733,9 @@ sp_cmd_parse(const char *line, struct sp_cmd *cmd, char *err, size_t errlen)
 			cmd->u.limit = (uint32_t)n;
 			return 0;
 		}
-		return fail(err, errlen, "sessions: expected 'sessions [limit N]'");
+		return sp_fail(err, errlen, "sessions: expected 'sessions [limit N]'");
 	}
-	return fail(err, errlen,
+	return sp_fail(err, errlen,
 		    "unknown command '%s' (interface, route, neighbor, pool, rule, timeouts, filtering, limits, rules, sessions, stats)",
 		    verb);
 }

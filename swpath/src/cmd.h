@@ -159,6 +159,11 @@ const char *sp_timeout_name(unsigned index);
 const char *sp_proto_index_name(unsigned index);
 
 /* "a.b.c.d" of a host-order address into buf (at least 16 bytes). */
+/* Writes a message into err (the `char *err, size_t errlen` convention of
+ * every verb and start-up step) and returns -1, so a failure is one line:
+ * `return sp_fail(err, errlen, "port %u: ...", port);` */
+int sp_fail(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 char *sp_ip_str(uint32_t addr, char *buf);
 
 #endif /* SP_CMD_H */

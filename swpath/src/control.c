@@ -23,17 +23,6 @@
 #include "qns.h"
 #include "sp.h"
 
-static int __attribute__((format(printf, 3, 4)))
-fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return -1;
-}
-
 /* -- RCU: retired memory waits for a grace period ----------------------- */
 
 struct retired {
@@ -141,20 +130,20 @@ apply_interface(const struct sp_cmd_interface *c, char *err, size_t errlen)
 	struct sp_iface *ifc;
 
 	if (sp.running)
-		return fail(err, errlen, "interface: only at start-up");
+		return sp_fail(err, errlen, "interface: only at start-up");
 	if (sp.n_ifaces == SP_MAX_IFACES)
-		return fail(err, errlen, "interface %s: more than %d interfaces",
+		return sp_fail(err, errlen, "interface %s: more than %d interfaces",
 			    c->name, SP_MAX_IFACES);
 	if (iface_by_name(c->name) >= 0)
-		return fail(err, errlen, "interface %s: name already used",
+		return sp_fail(err, errlen, "interface %s: name already used",
 			    c->name);
 	if (c->port >= RTE_MAX_ETHPORTS || !rte_eth_dev_is_valid_port(c->port))
-		return fail(err, errlen,
+		return sp_fail(err, errlen,
 			    "interface %s: DPDK port %u does not exist (%u ports; add one with --vdev or -a before --)",
 			    c->name, c->port, rte_eth_dev_count_avail());
 	for (unsigned i = 0; i < sp.n_ifaces; i++)
 		if (sp.ifaces[i].port == c->port)
-			return fail(err, errlen,
+			return sp_fail(err, errlen,
 				    "interface %s: port %u already used by interface %s",
 				    c->name, c->port, sp.ifaces[i].name);
 	ifc = &sp.ifaces[sp.n_ifaces];
@@ -174,7 +163,7 @@ apply_interface(const struct sp_cmd_interface *c, char *err, size_t errlen)
 		 * the frames in promiscuous mode */
 		rte_eth_dev_default_mac_addr_set(c->port, &ifc->mac);
 	} else if (rte_eth_macaddr_get(c->port, &ifc->mac) != 0) {
-		return fail(err, errlen, "interface %s: cannot read the MAC of port %u",
+		return sp_fail(err, errlen, "interface %s: cannot read the MAC of port %u",
 			    c->name, c->port);
 	}
 	sp.port_iface[c->port] = (int16_t)sp.n_ifaces;
@@ -189,18 +178,18 @@ apply_route(const struct sp_cmd_route *c, char *err, size_t errlen)
 	int iface;
 
 	if (sp.running)
-		return fail(err, errlen, "route: only at start-up");
+		return sp_fail(err, errlen, "route: only at start-up");
 	iface = iface_by_name(c->dev);
 	if (iface < 0)
-		return fail(err, errlen, "route %s/%u: unknown interface '%s'",
+		return sp_fail(err, errlen, "route %s/%u: unknown interface '%s'",
 			    sp_ip_str(c->prefix.addr, ip), c->prefix.len, c->dev);
 	for (unsigned i = 0; i < sp.n_routes; i++)
 		if (sp.routes[i].prefix.addr == c->prefix.addr &&
 		    sp.routes[i].prefix.len == c->prefix.len)
-			return fail(err, errlen, "route %s/%u: already defined",
+			return sp_fail(err, errlen, "route %s/%u: already defined",
 				    sp_ip_str(c->prefix.addr, ip), c->prefix.len);
 	if (sp.n_routes >= SP_MAX_ROUTES - SP_MAX_IFACES)
-		return fail(err, errlen, "route: more than %d routes",
+		return sp_fail(err, errlen, "route: more than %d routes",
 			    SP_MAX_ROUTES - SP_MAX_IFACES);
 	sp.routes[sp.n_routes] = (struct sp_route){
 		.prefix = c->prefix,
@@ -254,10 +243,10 @@ apply_neighbor(const struct sp_cmd_neighbor *c, char *err, size_t errlen)
 	int iface = iface_by_name(c->dev);
 
 	if (iface < 0)
-		return fail(err, errlen, "neighbor %s: unknown interface '%s'",
+		return sp_fail(err, errlen, "neighbor %s: unknown interface '%s'",
 			    sp_ip_str(c->addr, ip), c->dev);
 	if (sp_neigh_set(c->addr, (uint16_t)iface, c->mac, true) < 0)
-		return fail(err, errlen, "neighbor %s: table full (%d)",
+		return sp_fail(err, errlen, "neighbor %s: table full (%d)",
 			    sp_ip_str(c->addr, ip), SP_MAX_NEIGH);
 	return 0;
 }
@@ -286,7 +275,7 @@ pool_overlap_check(const char *name, const struct sp_prefix *pfx,
 		for (unsigned j = 0; j < n; j++)
 			for (unsigned k = 0; k < p->n_prefixes; k++)
 				if (prefixes_overlap(&pfx[j], &p->prefixes[k]))
-					return fail(err, errlen,
+					return sp_fail(err, errlen,
 						    "pool %s: %s/%u overlaps pool '%s' (%s/%u) on ports %u-%u",
 						    name, sp_ip_str(pfx[j].addr, a),
 						    pfx[j].len, p->name,
@@ -304,14 +293,14 @@ apply_pool(const struct sp_cmd_pool *c, char *err, size_t errlen)
 	struct sp_pool *pool;
 
 	if (pool_by_name(c->name) >= 0)
-		return fail(err, errlen, "pool %s: name already used", c->name);
+		return sp_fail(err, errlen, "pool %s: name already used", c->name);
 	if (sp.n_pools == SP_MAX_POOLS)
-		return fail(err, errlen, "pool %s: more than %d pools", c->name,
+		return sp_fail(err, errlen, "pool %s: more than %d pools", c->name,
 			    SP_MAX_POOLS);
 	for (unsigned i = 0; i < c->n_prefixes; i++)
 		for (unsigned j = 0; j < i; j++)
 			if (prefixes_overlap(&c->prefixes[i], &c->prefixes[j]))
-				return fail(err, errlen,
+				return sp_fail(err, errlen,
 					    "pool %s: its prefixes overlap", c->name);
 	if (pool_overlap_check(c->name, c->prefixes, c->n_prefixes,
 			       c->port_min, c->port_max, err, errlen) < 0)
@@ -349,7 +338,7 @@ pool_for_address(uint32_t addr, char *err, size_t errlen)
 			       err, errlen) < 0)
 		return -1;
 	if (sp.n_pools == SP_MAX_POOLS)
-		return fail(err, errlen, "more than %d pools", SP_MAX_POOLS);
+		return sp_fail(err, errlen, "more than %d pools", SP_MAX_POOLS);
 	pool = sp_pool_create(name, &p, 1, 1024, 65535, &sp.rss, sp.n_workers,
 			      err, errlen);
 	if (pool == NULL)
@@ -373,21 +362,21 @@ apply_rule_add(const struct sp_cmd_rule *c, char *err, size_t errlen)
 	int rc;
 
 	if (qns_get(sp.qns, c->id) != NULL)
-		return fail(err, errlen, "rule %u: id already used", c->id);
+		return sp_fail(err, errlen, "rule %u: id already used", c->id);
 	if (c->kind == QNS_SNAT) {
 		int pool;
 
 		if (c->target == SP_TARGET_POOL) {
 			pool = pool_by_name(c->pool);
 			if (pool < 0)
-				return fail(err, errlen, "rule %u: unknown pool '%s'",
+				return sp_fail(err, errlen, "rule %u: unknown pool '%s'",
 					    c->id, c->pool);
 		} else {
 			char why[384], ip[16];
 
 			pool = pool_for_address(c->to.addr, why, sizeof(why));
 			if (pool < 0)
-				return fail(err, errlen, "rule %u: to %s: %s", c->id,
+				return sp_fail(err, errlen, "rule %u: to %s: %s", c->id,
 					    sp_ip_str(c->to.addr, ip), why);
 		}
 		r.user = sp_act_snat((uint16_t)pool);
@@ -397,13 +386,13 @@ apply_rule_add(const struct sp_cmd_rule *c, char *err, size_t errlen)
 	}
 	rc = qns_add(sp.qns, &r);
 	if (rc == -EEXIST)
-		return fail(err, errlen,
+		return sp_fail(err, errlen,
 			    "rule %u: another rule has the same type, prefix, port and protocol",
 			    c->id);
 	if (rc == -ENOMEM)
-		return fail(err, errlen, "rule %u: out of memory", c->id);
+		return sp_fail(err, errlen, "rule %u: out of memory", c->id);
 	if (rc < 0)
-		return fail(err, errlen, "rule %u: refused (%s)", c->id,
+		return sp_fail(err, errlen, "rule %u: refused (%s)", c->id,
 			    strerror(-rc));
 	return sp.running ? sp_runtime_publish() : 0;
 }
@@ -412,7 +401,7 @@ static int
 apply_rule_del(uint32_t id, char *err, size_t errlen)
 {
 	if (qns_del(sp.qns, id) < 0)
-		return fail(err, errlen, "rule %u: no such rule", id);
+		return sp_fail(err, errlen, "rule %u: no such rule", id);
 	return sp.running ? sp_runtime_publish() : 0;
 }
 
@@ -462,16 +451,16 @@ sp_apply(const struct sp_cmd *cmd, struct sp_buf *out, char *err,
 		return 0;
 	case SP_CMD_SESSIONS:
 		if (!sp.running)
-			return fail(err, errlen, "sessions: only at run time");
+			return sp_fail(err, errlen, "sessions: only at run time");
 		sp_format_sessions_json(out, cmd->u.limit);
 		return 0;
 	case SP_CMD_STATS:
 		if (!sp.running)
-			return fail(err, errlen, "stats: only at run time");
+			return sp_fail(err, errlen, "stats: only at run time");
 		sp_format_stats_json(out);
 		return 0;
 	}
-	return fail(err, errlen, "unknown command");
+	return sp_fail(err, errlen, "unknown command");
 }
 
 int
@@ -504,7 +493,7 @@ sp_routes_build(char *err, size_t errlen)
 	}
 	sp.lpm = rte_lpm_create("sp_routes", SOCKET_ID_ANY, &cfg);
 	if (sp.lpm == NULL)
-		return fail(err, errlen, "cannot create the route table: %s",
+		return sp_fail(err, errlen, "cannot create the route table: %s",
 			    rte_strerror(rte_errno));
 	sp.default_route = SP_ROUTE_NONE;
 	for (unsigned r = 0; r < sp.n_routes; r++) {
@@ -515,7 +504,7 @@ sp_routes_build(char *err, size_t errlen)
 			continue;
 		}
 		if (rte_lpm_add(sp.lpm, rt->prefix.addr, rt->prefix.len, r) < 0)
-			return fail(err, errlen, "cannot add route %u", r);
+			return sp_fail(err, errlen, "cannot add route %u", r);
 	}
 	return 0;
 }

@@ -23,17 +23,6 @@
 #define SP_MAX_CLIENTS 8
 #define SP_CLIENT_BUF 4096
 
-static int __attribute__((format(printf, 3, 4)))
-fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return -1;
-}
-
 struct client {
 	int fd;
 	size_t len;
@@ -75,14 +64,14 @@ sp_control_listen(const char *path, char *err, size_t errlen)
 	for (unsigned i = 0; i < SP_MAX_CLIENTS; i++)
 		clients[i].fd = -1;
 	if (strlen(path) >= sizeof(sa.sun_path))
-		return fail(err, errlen, "control socket path too long: %s", path);
+		return sp_fail(err, errlen, "control socket path too long: %s", path);
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
 	if (mkdir_parent(path) < 0)
-		return fail(err, errlen, "cannot create the directory of %s: %s",
+		return sp_fail(err, errlen, "cannot create the directory of %s: %s",
 			    path, strerror(errno));
 	listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (listen_fd < 0)
-		return fail(err, errlen, "control socket: %s", strerror(errno));
+		return sp_fail(err, errlen, "control socket: %s", strerror(errno));
 	{
 		/* a live socket belongs to a running instance; a dead one is a
 		 * leftover of a previous run */
@@ -93,7 +82,7 @@ sp_control_listen(const char *path, char *err, size_t errlen)
 			close(probe);
 			close(listen_fd);
 			listen_fd = -1;
-			return fail(err, errlen,
+			return sp_fail(err, errlen,
 				    "control socket %s is in use (another quicknat-swpath?); choose one with --control",
 				    path);
 		}
@@ -107,7 +96,7 @@ sp_control_listen(const char *path, char *err, size_t errlen)
 
 		close(listen_fd);
 		listen_fd = -1;
-		return fail(err, errlen, "cannot listen on %s: %s", path,
+		return sp_fail(err, errlen, "cannot listen on %s: %s", path,
 			    strerror(e));
 	}
 	snprintf(listen_path, sizeof(listen_path), "%s", path);

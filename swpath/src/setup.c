@@ -33,17 +33,6 @@
 		       RTE_ETH_RSS_NONFRAG_IPV4_UDP | RTE_ETH_RSS_L3_SRC_ONLY | \
 		       RTE_ETH_RSS_L3_DST_ONLY | RTE_ETH_RSS_L4_DST_ONLY)
 
-static int __attribute__((format(printf, 3, 4)))
-fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return -1;
-}
-
 int
 sp_setup_core(char *err, size_t errlen)
 {
@@ -67,7 +56,7 @@ sp_setup_core(char *err, size_t errlen)
 
 	sp.meta_offset = rte_mbuf_dynfield_register(&meta_desc);
 	if (sp.meta_offset < 0)
-		return fail(err, errlen, "cannot register the mbuf field: %s",
+		return sp_fail(err, errlen, "cannot register the mbuf field: %s",
 			    rte_strerror(rte_errno));
 	sp.qns = qns_create(&qp);
 	sz = rte_rcu_qsbr_get_memsize(sp.n_workers);
@@ -78,7 +67,7 @@ sp_setup_core(char *err, size_t errlen)
 					   RING_F_SC_DEQ);
 	if (sp.qns == NULL || sp.rcu == NULL || sp.neigh_hash == NULL ||
 	    sp.msg_ring == NULL)
-		return fail(err, errlen,
+		return sp_fail(err, errlen,
 			    "not enough memory for the shared tables; give DPDK more memory (-m)");
 	rte_rcu_qsbr_init(sp.rcu, sp.n_workers);
 	return 0;
@@ -115,7 +104,7 @@ sp_setup_dispatch(char *err, size_t errlen)
 	switch (sp.dispatch) {
 	case SP_DISPATCH_RSS:
 		if (!capable)
-			return fail(err, errlen,
+			return sp_fail(err, errlen,
 				    "--dispatch rss: a port has fewer than %u queues or no RSS redirection table",
 				    sp.n_workers);
 		if (!exact)
@@ -150,7 +139,7 @@ sp_setup_mempool(char *err, size_t errlen)
 					       RTE_MBUF_DEFAULT_BUF_SIZE,
 					       (int)rte_socket_id());
 	if (sp.mbuf_pool == NULL)
-		return fail(err, errlen,
+		return sp_fail(err, errlen,
 			    "not enough memory for %u packet buffers (%u MB); give DPDK more memory (-m) or hugepages",
 			    n, (unsigned)((uint64_t)n * (RTE_MBUF_DEFAULT_BUF_SIZE + 192) >> 20));
 	return 0;
@@ -188,7 +177,7 @@ sp_setup_workers(char *err, size_t errlen)
 							 SOCKET_ID_ANY,
 							 RING_F_SC_DEQ);
 			if (sp.tx_rings[f] == NULL)
-				return fail(err, errlen, "cannot create TX ring: %s",
+				return sp_fail(err, errlen, "cannot create TX ring: %s",
 					    rte_strerror(rte_errno));
 		}
 	}
@@ -201,14 +190,14 @@ sp_setup_workers(char *err, size_t errlen)
 		w = rte_zmalloc_socket("sp_worker", sizeof(*w),
 				       RTE_CACHE_LINE_SIZE, socket);
 		if (w == NULL)
-			return fail(err, errlen, "out of memory for worker %u", i);
+			return sp_fail(err, errlen, "out of memory for worker %u", i);
 		sp.workers[i] = w;
 		w->index = i;
 		w->lcore = lcore;
 		w->socket = socket;
 		if (sp_nat_init(&w->nat, i, sp.n_workers, sp.sessions_per_worker,
 				w->cnt, socket, now) < 0)
-			return fail(err, errlen,
+			return sp_fail(err, errlen,
 				    "not enough memory for %u sessions on each of %u workers; lower --sessions or give DPDK more memory (-m)",
 				    sp.sessions_per_worker, sp.n_workers);
 		snprintf(name, sizeof(name), "sp_in_%u", i);
@@ -217,7 +206,7 @@ sp_setup_workers(char *err, size_t errlen)
 		snprintf(name, sizeof(name), "sp_ctl_%u", i);
 		w->ctl_ring = rte_ring_create(name, 256, socket, RING_F_SC_DEQ);
 		if (w->in_ring == NULL || w->ctl_ring == NULL)
-			return fail(err, errlen, "cannot create worker rings: %s",
+			return sp_fail(err, errlen, "cannot create worker rings: %s",
 				    rte_strerror(rte_errno));
 		for (unsigned f = 0; f < sp.n_ifaces; f++) {
 			uint16_t port = sp.ifaces[f].port;
@@ -230,7 +219,7 @@ sp_setup_workers(char *err, size_t errlen)
 				};
 				if (tx_buffer(w, &w->tx[f], port,
 					      (uint16_t)(sp.hw_rss ? i : 0)) < 0)
-					return fail(err, errlen,
+					return sp_fail(err, errlen,
 						    "out of memory for TX buffers");
 			} else {
 				w->tx[f].ring = sp.tx_rings[f];
@@ -240,7 +229,7 @@ sp_setup_workers(char *err, size_t errlen)
 		i++;
 	}
 	if (i < sp.n_workers)
-		return fail(err, errlen,
+		return sp_fail(err, errlen,
 			    "%u workers need %u lcores (one for control); the EAL has %u: use -l or --lcores before --",
 			    sp.n_workers, sp.n_workers + 1, rte_lcore_count());
 	return 0;
@@ -260,7 +249,7 @@ port_setup(const struct sp_iface *ifc, char *err, size_t errlen)
 	memset(&conf, 0, sizeof(conf));
 	rc = rte_eth_dev_info_get(port, &info);
 	if (rc != 0)
-		return fail(err, errlen, "interface %s: port %u: %s", ifc->name,
+		return sp_fail(err, errlen, "interface %s: port %u: %s", ifc->name,
 			    port, rte_strerror(-rc));
 	if (sp.hw_rss) {
 		conf.rxmode.mq_mode = RTE_ETH_MQ_RX_RSS;
@@ -286,7 +275,7 @@ port_setup(const struct sp_iface *ifc, char *err, size_t errlen)
 	if (rc == 0)
 		rc = rte_eth_dev_start(port);
 	if (rc != 0)
-		return fail(err, errlen, "interface %s: cannot start DPDK port %u: %s",
+		return sp_fail(err, errlen, "interface %s: cannot start DPDK port %u: %s",
 			    ifc->name, port, rte_strerror(-rc));
 	rte_eth_promiscuous_enable(port); /* our MAC may not be the device's */
 	if (sp.hw_rss) {
