@@ -53,3 +53,10 @@ def parse_flow(frame: bytes) -> FlowKey:
         identifier = int.from_bytes(frame[l4 + 4 : l4 + 6], "big")
         return FlowKey(protocol, src, dst, identifier, identifier)
     return FlowKey(protocol, src, dst, 0, 0)
+
+
+def tcp_flags(frame: bytes) -> int:
+    """The flags byte of a TCP segment parse_flow accepted (FIN 0x01, SYN 0x02,
+    RST 0x04, ...); 0 when the frame is too short to hold it."""
+    l4 = ETH_HEADER + (frame[ETH_HEADER] & 0x0F) * 4
+    return frame[l4 + 13] if len(frame) > l4 + 13 else 0

@@ -171,6 +171,47 @@ def test_timeouts_follow_configuration() -> None:
     s = n.new_flow(Zone.INSIDE, out("10.0.0.7", 5000, "198.51.100.9", 53), 0)
     assert n.timeout(s) == 30
     t = n.new_flow(Zone.INSIDE, out("10.0.0.7", 5000, "198.51.100.9", 53, TCP), 0)
+    assert n.timeout(t) == 240  # no SYN/ACK exchange seen yet: transitory
+
+
+SYN, ACK, FIN, RST = 0x02, 0x10, 0x01, 0x04
+
+
+def test_tcp_handshake_makes_a_session_established_and_fin_or_rst_transitory() -> None:
+    n = nat()
+    syn = out("10.0.0.7", 5000, "198.51.100.9", 443, TCP)
+    s = n.new_flow(Zone.INSIDE, syn, 0)
+    assert n.tcp_segment(s, syn, SYN) is False  # transitory before and after
+    assert n.timeout(s) == 240
+    assert n.tcp_segment(s, s.out2in, SYN | ACK) is True  # both SYNs: established
+    assert n.timeout(s) == 7440
+    assert n.tcp_segment(s, syn, ACK) is False
+    assert n.tcp_segment(s, s.out2in, FIN | ACK) is True  # closing (RFC 7857 sec. 2.2)
+    assert n.timeout(s) == 240
+
+
+def test_tcp_rst_leaves_a_session_at_most_the_transitory_timeout() -> None:
+    n = nat()
+    key = out("10.0.0.7", 5001, "198.51.100.9", 443, TCP)
+    s = n.new_flow(Zone.INSIDE, key, 0)
+    n.tcp_segment(s, key, SYN)
+    n.tcp_segment(s, s.out2in, SYN | ACK)
+    assert n.tcp_segment(s, key, RST) is True
+    assert n.timeout(s) == 240
+
+
+def test_tcp_simultaneous_open_and_mid_flow_pickup_are_established() -> None:
+    n = nat()
+    key = out("10.0.0.7", 5002, "198.51.100.9", 443, TCP)
+    s = n.new_flow(Zone.INSIDE, key, 0)
+    n.tcp_segment(s, key, SYN)
+    n.tcp_segment(s, s.out2in, SYN)  # the peer's own SYN, not a SYN-ACK
+    assert n.timeout(s) == 7440
+    key = out("10.0.0.7", 5003, "198.51.100.9", 443, TCP)
+    t = n.new_flow(Zone.INSIDE, key, 0)
+    n.tcp_segment(t, key, ACK)
+    assert n.timeout(t) == 240  # one direction only
+    n.tcp_segment(t, t.out2in, ACK)
     assert n.timeout(t) == 7440
 
 

@@ -38,6 +38,11 @@ const bit<8> ICMP_TYPE_TIME_EXCEEDED  = 11;
 const bit<8> ICMP_TYPE_PARAM_PROBLEM  = 12;
 
 const bit<4> IPV4_MIN_IHL = 5;
+
+// TCP flags that change a session's state (RFC 7857 sec. 2.2).
+const bit<8> TCP_FLAG_FIN = 0x01;
+const bit<8> TCP_FLAG_SYN = 0x02;
+const bit<8> TCP_FLAG_RST = 0x04;
 // TTL of the echo replies the router originates (RFC 1700 default).
 const bit<8> ICMP_ECHO_REPLY_TTL = 64;
 
@@ -49,8 +54,10 @@ const zone_t ZONE_OUTSIDE = 2;
 // packet_out.mode
 enum bit<8> PacketOutMode_t {
     DIRECT = 0, // send the payload out of egress_port as is, no pipeline
-    INJECT = 1  // run the payload through ingress as if it came in on
+    INJECT = 1, // run the payload through ingress as if it came in on
                 // packet_out.ingress_port
+    ROUTE  = 2  // the same, but already translated by the controller (an
+                // ICMP error, RFC 5508): skip NAT, route it
 }
 
 // packet_in.reason: why a packet was sent to the controller.
@@ -59,8 +66,15 @@ enum bit<8> PuntReason_t {
     NEW_FLOW      = 1, // inside-zone miss, snat_scope or dnat_scope hit
     NEW_FLOW_DNAT = 2, // outside-zone miss, dnat_scope hit
     ARP           = 3, // ARP reply, for neighbour learning
-    ICMP_ERROR    = 4  // ICMP error that may belong to a session (RFC 5508)
+    ICMP_ERROR    = 4, // ICMP error that may belong to a session (RFC 5508)
+    TCP_STATE     = 5  // copy of a translated TCP SYN, FIN or RST (RFC 7857
+                       // sec. 2.2: the controller tracks state, sets timeouts)
 }
+
+// Clone session (P4Runtime CloneSessionEntry, one replica to CPU_PORT) of the
+// TCP_STATE copies, and the field list those copies keep.
+const bit<32> CPU_CLONE_SESSION = 99;
+const bit<8>  PUNT_FIELD_LIST = 1;
 
 // Index of drop_counter. Every dropped packet is counted under exactly one
 // reason: the first one that applies.
@@ -72,7 +86,7 @@ enum bit<8> DropReason_t {
     UNSUPPORTED_ETHERTYPE = 4,  // neither ARP nor IPv4 (VLAN, IPv6, LLDP, ...)
     ARP_IGNORED           = 5,  // ARP request for no owned address, or not Ethernet/IPv4
     NOT_UNICAST           = 6,  // IPv4 multicast or limited broadcast destination
-    IPV4_FRAGMENT         = 7,  // non-first fragment that would need NAT (no ports)
+    IPV4_FRAGMENT         = 7,  // fragment that would need NAT (no reassembly)
     UNSUPPORTED_L4        = 8,  // needs NAT but has no mappable ports (GRE, ESP, ICMP timestamp, ...)
     NO_MAPPING            = 9,  // outside-zone miss outside dnat_scope: unsolicited inbound
     LOCAL_ADDRESS         = 10, // addressed to the router and not an echo request

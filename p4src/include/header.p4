@@ -130,8 +130,11 @@ struct local_metadata_t {
     // Port the packet is processed as arriving on: the wire port, or
     // packet_out.ingress_port for an injected packet-out. Every table and
     // the packet_in header use this, never the architecture's ingress port.
+    // Kept in TCP_STATE copies (clone field list), like copy_reason.
+    @field_list(PUNT_FIELD_LIST)
     PortId_t      ingress_port;
-    bool          injected;        // came from the controller in INJECT mode
+    bool          injected;        // came from the controller (INJECT or ROUTE)
+    bool          skip_nat;        // ROUTE packet-out: translated already
     zone_t        zone;
     // Connection-table key: TCP/UDP ports, or the ICMP echo identifier in
     // both (so an echo request and its reply use the same key shape).
@@ -140,6 +143,7 @@ struct local_metadata_t {
     l4_port_t     l4_sport;
     l4_port_t     l4_dport;
     bool          is_icmp_error;   // ICMP destination unreachable, time exceeded, parameter problem
+    bool          is_fragment;     // MF set or a fragment offset: never translated
     bool          is_local;        // local_address hit
     nat_rewrite_t nat;
     bool          route_ipv4;      // run routing_v4 (translated, or inside traffic not subject to NAT)
@@ -150,6 +154,10 @@ struct local_metadata_t {
     PortId_t      egress_port;
     bool          packet_out_direct;
     PuntReason_t  punt_reason;
+    // Reason of a copy to the controller made while the packet itself is
+    // forwarded (TCP_STATE); NONE otherwise.
+    @field_list(PUNT_FIELD_LIST)
+    PuntReason_t  copy_reason;
     DropReason_t  drop_reason;
 }
 

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // Parser and deparser. Headers are extracted only where the packet really
-// holds them: L4 is parsed only at offset 0 of a datagram (a non-first
-// fragment's payload is not an L4 header) and only after any IPv4 options,
+// holds them: L4 is parsed only in unfragmented datagrams (a non-first
+// fragment's payload is not an L4 header, and a first fragment is not
+// translated without the rest) and only after any IPv4 options,
 // and the ICMP identifier only for echo request/reply. A parser error does
 // not drop the packet by itself on v1model; ingress drops it (PARSER_ERROR).
 
@@ -84,12 +85,22 @@ parser QuickNatParser(packet_in packet,
     }
 
     state parse_ipv4_payload {
-        transition select(hdr.ipv4.frag_offset, hdr.ipv4.protocol) {
-            (0, IP_PROTO_TCP):  parse_tcp;
-            (0, IP_PROTO_UDP):  parse_udp;
-            (0, IP_PROTO_ICMP): parse_icmp;
-            default:            accept;
+        // A first fragment has ports but its other fragments have none, and
+        // there is no reassembly here: no fragment is looked up or
+        // translated (NAT-BEHAVIOR.md, RFC 4787 REQ-14: handled safely).
+        transition select(hdr.ipv4.flag_more_fragments, hdr.ipv4.frag_offset,
+                          hdr.ipv4.protocol) {
+            (0, 0, IP_PROTO_TCP):  parse_tcp;
+            (0, 0, IP_PROTO_UDP):  parse_udp;
+            (0, 0, IP_PROTO_ICMP): parse_icmp;
+            (0, 0, _):             accept;
+            default:               mark_fragment;
         }
+    }
+
+    state mark_fragment {
+        local_md.is_fragment = true;
+        transition accept;
     }
 
     state parse_tcp {

@@ -49,4 +49,9 @@ typedef bit<2> MeterColor_t;
 #define TABLE_DIRECT_COUNTER counters
 #define TABLE_IDLE_TIMEOUT support_timeout = true
 
+// An ingress-to-egress copy of the packet as it arrived, with the metadata
+// fields annotated @field_list(field_list), to the session's ports.
+#define CLONE_TO_CPU(session, field_list) \
+    clone_preserving_field_list(CloneType.I2E, session, field_list)
+
 #endif // __TARGET__

@@ -37,6 +37,7 @@ COUNTERS = {
     "unsolicited_no_mapping": "inbound packets to an address the NAT does not own, dropped",
     "unsolicited_refused": "inbound packets to a NAT address without mapping, refused",
     "pool_exhausted": "new flows refused for want of a free port",
+    "fragment_dropped": "IPv4 fragments that needed NAT, dropped (no reassembly)",
 }
 
 
@@ -49,6 +50,8 @@ class Target:
     # Whether the data plane runs apart from the NAT's control part, so that it
     # can be restarted alone (restart_switch).
     has_separate_switch = False
+    # Whether fragments are reassembled before the NAT sees them.
+    reassembles_fragments = False
 
     def restart_switch(self) -> None:
         raise NotImplementedError(f"{self.name} has no separate switch")
@@ -90,6 +93,11 @@ class Target:
     def read_counter(self, native: str) -> int:
         return int(self.stats()["counters"].get(native, 0))
 
+    def data_plane_timeouts(self) -> list[int] | None:
+        """Idle timeouts (s) the data plane itself holds for the ageing entries,
+        where it is apart from the NAT's state (a switch); None otherwise."""
+        return None
+
     def wait_until(self, what: str, predicate: Any, timeout: float) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -111,6 +119,7 @@ class Bmv2Target(Target):
         "unsolicited_no_mapping": "drop.no_mapping",
         "unsolicited_refused": "refused.unsolicited",
         "pool_exhausted": "refused.pool_exhausted",
+        "fragment_dropped": "drop.ipv4_fragment",
     }
     # The sessions live in the switch's tables; a restarted controller reads them back.
     keeps_sessions_across_restart = True
@@ -168,6 +177,13 @@ class Bmv2Target(Target):
             return self.drops().get(native.removeprefix("drop."), 0)
         return super().read_counter(native)
 
+    def data_plane_timeouts(self) -> list[int] | None:
+        table_id = self.pipeline.p4info.table("nat_in2out").id
+        entities = asyncio.run(
+            _read(self.grpc_addr, p4r.Entity(table_entry=p4r.TableEntry(table_id=table_id)))
+        )
+        return [e.table_entry.idle_timeout_ns // 1_000_000_000 for e in entities]
+
     def drops(self) -> dict[str, int]:
         """Data-plane drops by reason (names as DropReason, lower case)."""
         counter_id = self.pipeline.p4info.object_id("drop_counter")
@@ -219,9 +235,14 @@ class SwpathTarget(Target):
         "unsolicited_no_mapping": "drop_unsolicited",
         "unsolicited_refused": "drop_unsolicited",
         "pool_exhausted": "drop_pool_exhausted",
+        "fragment_dropped": "drop_fragment",
     }
     # Sessions live in the process: a restart starts from empty tables.
     keeps_sessions_across_restart = False
+    # DPDK's af_packet PMD joins its sockets to a fanout group with
+    # PACKET_FANOUT_FLAG_DEFRAG, so the kernel hands swpath whole datagrams
+    # (on a NIC PMD swpath sees, drops and counts the fragments).
+    reassembles_fragments = True
 
     def __init__(self, params: dict[str, Any]) -> None:
         super().__init__(params)

@@ -32,11 +32,16 @@ class PuntReason(enum.IntEnum):
     NEW_FLOW_DNAT = 2
     ARP = 3
     ICMP_ERROR = 4
+    TCP_STATE = 5
 
 
 class PacketOutMode(enum.IntEnum):
     DIRECT = 0
     INJECT = 1
+    ROUTE = 2
+
+
+CPU_CLONE_SESSION = 99  # define.p4: the TCP_STATE copies go to CPU_PORT through it
 
 
 class DropReason(enum.IntEnum):
@@ -174,6 +179,16 @@ def static_entries(p4info: P4Info, config: Config) -> list[p4r.TableEntry]:
     return entries
 
 
+def cpu_clone_session() -> p4r.Entity:
+    """The clone session of the TCP_STATE copies: one replica, to the CPU port."""
+    entry = p4r.CloneSessionEntry(
+        session_id=CPU_CLONE_SESSION, replicas=[p4r.Replica(egress_port=CPU_PORT, instance=1)]
+    )
+    return p4r.Entity(
+        packet_replication_engine_entry=p4r.PacketReplicationEngineEntry(clone_session_entry=entry)
+    )
+
+
 def public_addresses(config: Config) -> set[int]:
     """Addresses the NAT answers ARP for on the outside: pools, SNAT `to` addresses,
     and DNAT published addresses."""
@@ -262,6 +277,14 @@ class NatEntries:
         out2in = p4r.Update(type=p4r.Update.INSERT)
         self._action(self._fill(out2in, "nat_out2in", session.out2in), session.out2in_rewrite)
         return [in2out, out2in]
+
+    def timeout_modify(self, session: Session, timeout_s: int) -> p4r.Update:
+        """The ageing entry again with a new idle timeout (a TCP state change)."""
+        modify = p4r.Update(type=p4r.Update.MODIFY)
+        entry = self._fill(modify, "nat_in2out", session.in2out)
+        entry.idle_timeout_ns = timeout_s * 1_000_000_000
+        self._action(entry, session.in2out_rewrite)
+        return modify
 
     def deletes(self, session: Session) -> list[p4r.Update]:
         """The two entries of a session, by key alone."""

@@ -26,11 +26,13 @@ from typing import Any
 from finsy.proto import p4r
 
 from quicknat.addr import format_ipv4
-from quicknat.config.model import Config
+from quicknat.config.model import Config, Zone
 from quicknat.controller import program
 from quicknat.controller.program import PacketOutMode, Pipeline, PuntReason
 from quicknat.controller.stats import Stats
 from quicknat.controller.status import serve_status
+from quicknat.icmp_error import translate as translate_icmp_error
+from quicknat.nat import tcp_state
 from quicknat.nat.allocator import Endpoint
 from quicknat.nat.core import Nat, Refused
 from quicknat.nat.session import FlowKey, Session
@@ -42,7 +44,7 @@ from quicknat.p4rt.entities import (
     read_packet_metadata,
     update,
 )
-from quicknat.packet import PacketError, parse_flow
+from quicknat.packet import TCP, PacketError, parse_flow, tcp_flags
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +89,7 @@ class Controller:
         self.pending: dict[int, list[tuple[bytes, int]]] = {}
         self._batch: list[Session] = []
         self._expiring: dict[int, Session] = {}
+        self._retimed: dict[int, Session] = {}  # installed sessions whose timeout changed
         self._writes: set[asyncio.Task[None]] = set()
         self._in_flight = 0  # install writes outstanding
         self._draining = False
@@ -148,6 +151,7 @@ class Controller:
             self.stats["pipeline_pushes"] += 1
             await self._write_checked([update(INSERT, e) for e in self.static], "static entries")
             await self._configure_meters()
+            await self._configure_clone_session()
             sessions = list(self.nat.sessions())
             for session in sessions:
                 session.installed = False
@@ -161,6 +165,7 @@ class Controller:
         retry = [update(MODIFY, self.static[e.index]) for e in errors if e.code == ALREADY_EXISTS]
         await self._write_checked(retry, "static entries")
         await self._configure_meters()
+        await self._configure_clone_session()
         await self._recover()
 
     async def _write_checked(self, updates: list[p4r.Update], what: str) -> None:
@@ -179,6 +184,14 @@ class Controller:
             )
             updates.append(p4r.Update(type=MODIFY, entity=p4r.Entity(meter_entry=entry)))
         await self._write_checked(updates, "punt meter")
+
+    async def _configure_clone_session(self) -> None:
+        entity = program.cpu_clone_session()
+        errors = await self.client.write([p4r.Update(type=INSERT, entity=entity)])
+        if errors and errors[0].code == ALREADY_EXISTS:
+            errors = await self.client.write([p4r.Update(type=MODIFY, entity=entity)])
+        for error in errors:
+            raise P4RuntimeError(f"writing the CPU clone session: {error.message}")
 
     async def _recover(self) -> None:
         """Rebuild sessions from the switch's NAT tables (P4Runtime Read)."""
@@ -266,12 +279,15 @@ class Controller:
         self.stats["packet_in"] += 1
         meta = read_packet_metadata(self.p4info, "packet_in", list(packet.metadata))
         port, reason = meta.get("ingress_port", -1), meta.get("reason", 0)
-        if reason not in (PuntReason.NEW_FLOW, PuntReason.NEW_FLOW_DNAT):
+        if reason not in _HANDLED:
             self.stats[f"packet_in.ignored.{_reason_name(reason)}"] += 1
             return
         zone = self.zone_of_port.get(port)
         if zone is None:
             self.stats["packet_in.unknown_port"] += 1
+            return
+        if reason == PuntReason.ICMP_ERROR:
+            self._on_icmp_error(packet.payload, zone, port)
             return
         try:
             key = parse_flow(packet.payload)
@@ -279,11 +295,16 @@ class Controller:
             self.stats["packet_in.malformed"] += 1
             log.debug("malformed packet-in from port %d: %s", port, exc)
             return
+        if reason == PuntReason.TCP_STATE:
+            self._on_tcp_state(packet.payload, key)
+            return
         try:
             session = self.nat.new_flow(zone, key, self.now())
         except Refused as exc:
             self.stats[f"refused.{exc.reason.name.lower()}"] += 1
             return
+        if key.protocol == TCP:
+            self._track_tcp(session, key, tcp_flags(packet.payload))
         if session.installed:
             # Punted before its entries were in place: they are now.
             self.stats["packet_in.reinjected"] += 1
@@ -294,6 +315,34 @@ class Controller:
         else:
             self.pending[session.id] = [(packet.payload, port)]
             self._batch.append(session)
+
+    def _on_icmp_error(self, payload: bytes, zone: Zone, port: int) -> None:
+        """Translate an ICMP error for one of our sessions (the tables cannot
+        match its quoted packet) and have the switch route it."""
+        try:
+            translated = translate_icmp_error(payload, zone, self.nat.session_for)
+        except PacketError as exc:
+            self.stats["icmp_error.malformed"] += 1
+            log.debug("malformed ICMP error from port %d: %s", port, exc)
+            return
+        if translated is None:
+            self.stats["icmp_error.no_session"] += 1
+            return
+        self.stats["icmp_error.translated"] += 1
+        self._packet_out(translated, port, PacketOutMode.ROUTE)
+
+    def _on_tcp_state(self, payload: bytes, key: FlowKey) -> None:
+        """A copy of a SYN, FIN or RST that the switch translated."""
+        session = self.nat.session_for(key)
+        if session is None:
+            self.stats["tcp_state.no_session"] += 1
+            return
+        self.stats["tcp_state.segments"] += 1
+        self._track_tcp(session, key, tcp_flags(payload))
+
+    def _track_tcp(self, session: Session, key: FlowKey, flags: int) -> None:
+        if self.nat.tcp_segment(session, key, flags) and session.installed:
+            self._retimed[session.id] = session
 
     def _on_idle_timeout(self, note: p4r.IdleTimeoutNotification) -> None:
         for entry in note.table_entry:
@@ -319,6 +368,10 @@ class Controller:
             for s in expiring:
                 s.installed = False
             self._spawn(self._expire(expiring))
+        if self._retimed:
+            retimed = list(self._retimed.values())
+            self._retimed.clear()
+            self._spawn(self._retime(retimed))
 
     def _spawn(self, coroutine: Coroutine[Any, Any, None]) -> None:
         task = asyncio.ensure_future(coroutine)
@@ -368,6 +421,14 @@ class Controller:
         if cleanup:
             await self.client.write(cleanup)
 
+    async def _retime(self, sessions: list[Session]) -> None:
+        """New idle timeouts after TCP state changes (RFC 7857 sec. 2.2)."""
+        live = [s for s in sessions if s.installed and self.nat.contains(s)]
+        updates = [self.nat_entries.timeout_modify(s, self.nat.timeout(s)) for s in live]
+        errors = await self.client.write(updates)
+        self.stats["tcp_state.timeouts_changed"] += len(updates) - len(errors)
+        self.stats["tcp_state.modify_failed"] += len(errors)
+
     async def _expire(self, sessions: list[Session]) -> None:
         updates = [u for s in sessions for u in self.nat_entries.deletes(s)]
         errors = await self.client.write(updates)
@@ -381,10 +442,11 @@ class Controller:
                 self.stats["sessions_expired"] += 1
 
     def _inject(self, payload: bytes, port: int) -> None:
+        self._packet_out(payload, port, PacketOutMode.INJECT)
+
+    def _packet_out(self, payload: bytes, port: int, mode: PacketOutMode) -> None:
         metadata = packet_metadata(
-            self.p4info,
-            "packet_out",
-            {"egress_port": 0, "ingress_port": port, "mode": PacketOutMode.INJECT},
+            self.p4info, "packet_out", {"egress_port": 0, "ingress_port": port, "mode": mode}
         )
         self.client.packet_out(payload, metadata)
         self.stats["packet_out"] += 1
@@ -405,7 +467,9 @@ class Controller:
                     "external": f"{format_ipv4(s.external.address)}:{s.external.port}",
                     "remote": f"{format_ipv4(s.remote.address)}:{s.remote.port}",
                     "age_s": round(now - s.created, 1),
+                    "timeout_s": self.nat.timeout(s),
                     "installed": s.installed,
+                    **({"tcp_state": tcp_state.describe(s.tcp)} if s.protocol == TCP else {}),
                 }
             )
         return rows
@@ -423,6 +487,11 @@ class Controller:
         if self.options.socket is None:
             return None
         return await serve_status(self.options.socket, self)
+
+
+_HANDLED = frozenset(
+    {PuntReason.NEW_FLOW, PuntReason.NEW_FLOW_DNAT, PuntReason.ICMP_ERROR, PuntReason.TCP_STATE}
+)
 
 
 def _failed_sessions(errors: list[UpdateError]) -> dict[int, str]:

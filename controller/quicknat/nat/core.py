@@ -13,6 +13,7 @@ from collections.abc import Iterator
 
 from quicknat.addr import Prefix, format_ipv4
 from quicknat.config.model import Config, Filtering, Pool, Zone
+from quicknat.nat import tcp_state
 from quicknat.nat.allocator import AllocationError, Endpoint, PoolAllocator, PortPolicy
 from quicknat.nat.qns import Qns
 from quicknat.nat.session import FlowKey, Mapping, Origin, Session
@@ -275,7 +276,13 @@ class Nat:
             mapping = self._add_mapping(Mapping(protocol, internal, external, pool))
         elif mapping.external != external:
             return None
-        return self._open(rule.id, Origin.SNAT, mapping, remote, now)
+        session = self._open(rule.id, Origin.SNAT, mapping, remote, now)
+        if protocol == Protocol.TCP:
+            # Its history is lost with the old controller; it had an entry, so
+            # it is taken as a flow picked up mid-way (established, tcp_state.py)
+            # rather than given the 4-minute transitory timeout.
+            session.tcp = tcp_state.SEEN_I2O | tcp_state.SEEN_O2I
+        return session
 
     # -- removal ---------------------------------------------------------------
 
@@ -305,12 +312,19 @@ class Nat:
                 )
 
     def timeout(self, session: Session) -> int:
-        """Idle timeout in seconds (shared/NAT-BEHAVIOR.md). TCP state tracking
-        (transitory vs established) is TODO(#5); until then TCP sessions get the
-        established timeout, which RFC 5382 REQ-5 allows as an upper bound."""
+        """Idle timeout in seconds (shared/NAT-BEHAVIOR.md), by protocol and, for
+        TCP, by state (tcp_state.py)."""
         t = self.config.timeouts
         if session.protocol == Protocol.UDP:
             return t.udp
         if session.protocol == Protocol.ICMP:
             return t.icmp
-        return t.tcp_established
+        return t.tcp_established if tcp_state.established(session.tcp) else t.tcp_transitory
+
+    def tcp_segment(self, session: Session, packet: FlowKey, tcp_flags: int) -> bool:
+        """Record a TCP segment of the session (its key as it arrived); True when
+        the session's timeout changed."""
+        before = self.timeout(session)
+        outbound = packet == session.in2out
+        session.tcp = tcp_state.track(session.tcp, outbound, tcp_flags)
+        return self.timeout(session) != before

@@ -75,6 +75,8 @@ class Session:
     """The shared mapping for SNAT and inbound sessions; None for DNAT."""
     installed: bool = False
     """Its entries are in the data plane (set by whoever installs them)."""
+    tcp: int = 0
+    """TCP state: the TCP_* flags seen so far (tcp_state.py)."""
 
     @property
     def remote(self) -> Endpoint:

@@ -125,6 +125,12 @@ control NatIngress(inout headers_t hdr,
                 + csum16_delta16(local_md.l4_sport, new_sport)
                 + csum16_delta16(local_md.l4_dport, new_dport);
             if (hdr.tcp.isValid()) {
+                // RFC 7857 sec. 2.2: SYN, FIN and RST move the session
+                // between transitory and established timeouts; the
+                // controller keeps that state and the entries' timeouts.
+                if (hdr.tcp.flags & (TCP_FLAG_SYN | TCP_FLAG_FIN | TCP_FLAG_RST) != 0) {
+                    local_md.copy_reason = PuntReason_t.TCP_STATE;
+                }
                 hdr.tcp.checksum = csum16_update(hdr.tcp.checksum, tcp_udp_delta);
                 hdr.tcp.sport = new_sport;
                 hdr.tcp.dport = new_dport;

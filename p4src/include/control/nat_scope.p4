@@ -14,7 +14,7 @@
 //   ICMP error                                       -> needs NAT (RFC 5508)
 //   dnat_scope hit                                   -> needs NAT
 //   addressed to the router                          -> drop LOCAL_ADDRESS
-//   non-first fragment                               -> drop IPV4_FRAGMENT
+//   fragment                                         -> drop IPV4_FRAGMENT
 //   otherwise                                        -> drop NO_MAPPING
 // "Needs NAT" then becomes:
 //   ICMP error                 -> punt ICMP_ERROR (the controller translates
@@ -23,7 +23,7 @@
 //                                 (outside); TTL <= 1 drops TTL_EXPIRED
 //                                 instead, so a packet routing would discard
 //                                 never creates a mapping
-//   non-first fragment         -> drop IPV4_FRAGMENT (no ports to match)
+//   fragment                   -> drop IPV4_FRAGMENT (no reassembly)
 //   any other protocol         -> drop UNSUPPORTED_L4
 // Nothing that needs NAT is ever forwarded untranslated.
 
@@ -74,7 +74,6 @@ control NatScopeIngress(inout headers_t hdr,
     apply {
         bool needs_nat = false;
         bool in_dnat_scope = dnat_scope.apply().hit;
-        bool non_first_fragment = hdr.ipv4.frag_offset != 0;
         PuntReason_t new_flow_reason = PuntReason_t.NEW_FLOW;
 
         if (local_md.zone == ZONE_OUTSIDE) {
@@ -83,7 +82,7 @@ control NatScopeIngress(inout headers_t hdr,
                 needs_nat = true;
             } else if (local_md.is_local) {
                 local_md.drop_reason = DropReason_t.LOCAL_ADDRESS;
-            } else if (non_first_fragment) {
+            } else if (local_md.is_fragment) {
                 local_md.drop_reason = DropReason_t.IPV4_FRAGMENT;
             } else {
                 local_md.drop_reason = DropReason_t.NO_MAPPING;
@@ -109,7 +108,7 @@ control NatScopeIngress(inout headers_t hdr,
                 } else {
                     local_md.punt_reason = new_flow_reason;
                 }
-            } else if (non_first_fragment) {
+            } else if (local_md.is_fragment) {
                 local_md.drop_reason = DropReason_t.IPV4_FRAGMENT;
             } else {
                 local_md.drop_reason = DropReason_t.UNSUPPORTED_L4;

@@ -5,9 +5,13 @@
 //   egress_port untouched and skips the pipeline; INJECT makes the payload
 //   look like it arrived on packet_out.ingress_port, so the first packet of a
 //   new flow, sent back after the controller installed its entries, is
-//   translated by them exactly like the packets that follow it.
+//   translated by them exactly like the packets that follow it. ROUTE is
+//   INJECT for a packet the controller has translated itself (an ICMP error,
+//   whose embedded packet the tables cannot match): it is only routed.
 // - PacketInIngress: turns a punt decision into a trip to CPU_PORT, through
-//   punt_meter so a flood of new flows cannot swamp the controller.
+//   punt_meter so a flood of new flows cannot swamp the controller; and a
+//   TCP_STATE decision into a copy to CPU_PORT (clone session
+//   CPU_CLONE_SESSION) while the packet itself goes on.
 // - PacketInEgress: prepends packet_in to what goes to CPU_PORT.
 
 #ifndef __PACKET_IO__
@@ -26,6 +30,10 @@ control PacketOutIngress(inout headers_t hdr,
             } else if (hdr.packet_out.mode == PacketOutMode_t.INJECT) {
                 local_md.ingress_port = hdr.packet_out.ingress_port;
                 local_md.injected = true;
+            } else if (hdr.packet_out.mode == PacketOutMode_t.ROUTE) {
+                local_md.ingress_port = hdr.packet_out.ingress_port;
+                local_md.injected = true;
+                local_md.skip_nat = true;
             } else {
                 local_md.drop_reason = DropReason_t.BAD_PACKET_OUT;
             }
@@ -62,6 +70,18 @@ control PacketInIngress(inout local_metadata_t local_md) {
                     local_md.forward = true;
                 }
             }
+        } else if (local_md.copy_reason != PuntReason_t.NONE
+                && local_md.drop_reason == DropReason_t.NONE
+                && !local_md.injected) {
+            // The copy shares the reason's meter: under a flood of SYNs the
+            // controller loses state updates (the session keeps its current
+            // timeout), never forwarding.
+            MeterColor_t color;
+            EXECUTE_METER(punt_meter, (bit<8>)local_md.copy_reason, color);
+            if (color != METER_COLOR_RED) {
+                COUNT(punt_counter, (bit<8>)local_md.copy_reason);
+                CLONE_TO_CPU(CPU_CLONE_SESSION, PUNT_FIELD_LIST);
+            }
         }
     }
 }
@@ -74,7 +94,9 @@ control PacketInEgress(inout headers_t hdr,
             hdr.packet_in.setValid();
             hdr.packet_in.ingress_port = local_md.ingress_port;
             hdr.packet_in._pad0 = 0;
-            hdr.packet_in.reason = local_md.punt_reason;
+            // A copy keeps only the PUNT_FIELD_LIST fields: copy_reason.
+            hdr.packet_in.reason = local_md.copy_reason != PuntReason_t.NONE
+                ? local_md.copy_reason : local_md.punt_reason;
         }
     }
 }

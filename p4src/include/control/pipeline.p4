@@ -5,7 +5,8 @@
 // This and target.p4 are the only places that know v1model's metadata.
 //
 // Ingress order:
-//   packet-out decode -> (DIRECT: out, nothing else runs)
+//   packet-out decode -> (DIRECT: out, nothing else runs;
+//                         ROUTE: routing_v4 only, the controller translated)
 //   parser / checksum errors -> port_zone ->
 //   ARP:  arp_reply
 //   IPv4: unicast check -> nat_in2out | nat_out2in
@@ -65,11 +66,15 @@ control QuickNatIngress(inout headers_t hdr,
                             || hdr.ipv4.dst_addr == 0xffffffff) {
                         local_md.drop_reason = DropReason_t.NOT_UNICAST;
                     } else {
-                        nat.apply(hdr, local_md);
-                        if (!local_md.nat.hit) {
-                            local.apply(hdr, local_md);
-                            if (!local_md.forward) {
-                                nat_scope.apply(hdr, local_md);
+                        if (local_md.skip_nat) {
+                            local_md.route_ipv4 = true;
+                        } else {
+                            nat.apply(hdr, local_md);
+                            if (!local_md.nat.hit) {
+                                local.apply(hdr, local_md);
+                                if (!local_md.forward) {
+                                    nat_scope.apply(hdr, local_md);
+                                }
                             }
                         }
                         if (local_md.route_ipv4) {

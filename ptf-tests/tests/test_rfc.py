@@ -1,0 +1,201 @@
+"""Behaviour applications rely on (shared/NAT-BEHAVIOR.md): ICMP errors, TCP
+state and timeouts, fragments. The same scenarios run on both targets."""
+
+from __future__ import annotations
+
+from base import INSIDE, OUTSIDE, QuickNatTest
+from packets import (
+    GATEWAY_MAC,
+    HOST_MAC,
+    PAYLOAD,
+    PUBLIC_POOL,
+    REMOTE_MAC,
+    ROUTER_IN_MAC,
+    ROUTER_OUT_MAC,
+    from_inside,
+    from_outside,
+    tcp,
+    udp,
+)
+from ptf.testutils import group
+from scapy.layers.inet import ICMP, IP, TCP, UDP, IPerror, UDPerror, fragment
+from scapy.layers.l2 import Ether
+from scapy.packet import Packet
+
+ROUTER = "192.0.2.254"  # a router beyond the NAT that reports errors
+REMOTE = "198.51.100.10"
+
+
+def quoted_ok(pkt: Packet) -> bool:
+    """The quoted IPv4 header's checksum is right (checksums_ok checks the rest)."""
+    inner = pkt[IPerror]
+    rebuilt = IPerror(bytes(inner)[: inner.ihl * 4])
+    del rebuilt.chksum
+    return IPerror(bytes(rebuilt)).chksum == inner.chksum
+
+
+class UdpSession(QuickNatTest):
+    def open_udp(self, sport: int = 40000, dport: int = 33434) -> tuple[str, int]:
+        """An outbound UDP flow from 10.0.0.10; its external address and port."""
+        self.send(INSIDE, from_inside("10.0.0.10", REMOTE, udp(sport, dport)))
+        out = self.receive(OUTSIDE)
+        self.assertIn(out[IP].src, PUBLIC_POOL)
+        return out[IP].src, out[UDP].sport
+
+
+@group("rfc")
+class IcmpErrorFromOutsideReachesTheInsideHost(UdpSession):
+    """RFC 5508 sec. 4 (traceroute, path MTU discovery): a time-exceeded about
+    our translated packet comes back with the outer destination, the quoted
+    source address and port translated back, and every checksum right."""
+
+    def runTest(self) -> None:
+        ext_addr, ext_port = self.open_udp()
+        sessions = self.target.sessions()
+        quoted = IP(src=ext_addr, dst=REMOTE, ttl=1) / UDP(sport=ext_port, dport=33434)
+        error = (
+            Ether(src=REMOTE_MAC, dst=ROUTER_OUT_MAC)
+            / IP(src=ROUTER, dst=ext_addr, ttl=64)
+            / ICMP(type=11, code=0)
+            / bytes(quoted)
+        )
+        self.send(OUTSIDE, error)
+        got = self.receive(INSIDE)
+        self.assertEqual((got.src, got.dst), (ROUTER_IN_MAC, HOST_MAC["10.0.0.10"]))
+        self.assertEqual((got[IP].src, got[IP].dst, got[IP].ttl), (ROUTER, "10.0.0.10", 63))
+        self.assertEqual((got[ICMP].type, got[ICMP].code), (11, 0))
+        self.assertEqual((got[IPerror].src, got[IPerror].dst), ("10.0.0.10", REMOTE))
+        self.assertEqual((got[UDPerror].sport, got[UDPerror].dport), (40000, 33434))
+        self.assertTrue(quoted_ok(got))
+        # An error neither creates nor removes a session (RFC 5508 REQ-5).
+        self.assertEqual(len(self.target.sessions()), len(sessions))
+
+
+@group("rfc")
+class IcmpErrorFromInsideLeavesWithTheExternalEndpoint(UdpSession):
+    """An inside host's port-unreachable about a reply it got: the outer source
+    and the quoted destination become the external address and port."""
+
+    def runTest(self) -> None:
+        ext_addr, ext_port = self.open_udp(40001, 5353)
+        quoted = IP(src=REMOTE, dst="10.0.0.10", ttl=60) / UDP(sport=5353, dport=40001)
+        error = (
+            Ether(src=HOST_MAC["10.0.0.10"], dst=ROUTER_IN_MAC)
+            / IP(src="10.0.0.10", dst=REMOTE)
+            / ICMP(type=3, code=3)
+            / bytes(quoted)
+        )
+        self.send(INSIDE, error)
+        got = self.receive(OUTSIDE)
+        self.assertEqual(got.dst, GATEWAY_MAC)
+        self.assertEqual((got[IP].src, got[IP].dst), (ext_addr, REMOTE))
+        self.assertEqual((got[ICMP].type, got[ICMP].code), (3, 3))
+        self.assertEqual((got[IPerror].src, got[IPerror].dst), (REMOTE, ext_addr))
+        self.assertEqual((got[UDPerror].sport, got[UDPerror].dport), (5353, ext_port))
+        self.assertTrue(quoted_ok(got))
+
+
+@group("rfc")
+class IcmpErrorForNoSessionIsDropped(QuickNatTest):
+    """An error quoting a packet the NAT never sent opens nothing and goes nowhere."""
+
+    def runTest(self) -> None:
+        quoted = IP(src="203.0.113.1", dst=REMOTE) / UDP(sport=4242, dport=53)
+        error = (
+            Ether(src=REMOTE_MAC, dst=ROUTER_OUT_MAC)
+            / IP(src=ROUTER, dst="203.0.113.1")
+            / ICMP(type=3, code=1)
+            / bytes(quoted)
+        )
+        self.send(OUTSIDE, error)
+        self.expect_nothing()
+        self.assertEqual(self.target.sessions(), [])
+
+
+@group("rfc")
+class FragmentsAreNeverForwardedUntranslated(UdpSession):
+    """The NAT itself does not reassemble: a fragment that needs translation is
+    dropped and counted (nor is a first fragment translated without the rest).
+    Where the target's packet I/O reassembles first (swpath on af_packet), the
+    whole datagram arrives and is translated like any other."""
+
+    def runTest(self) -> None:
+        ext_addr, ext_port = self.open_udp(40002, 53)
+        before = self.target.counter("fragment_dropped")
+        datagram = from_inside("10.0.0.10", REMOTE, udp(40002, 53))
+        datagram[IP].id = 0x4242
+        datagram = Ether(bytes(datagram))
+        fragments = fragment(datagram[IP], fragsize=16)
+        self.assertEqual(len(fragments), 2)
+        for piece in fragments:
+            self.send(INSIDE, Ether(src=datagram.src, dst=datagram.dst) / piece)
+        if self.target.reassembles_fragments:
+            got = self.receive(OUTSIDE)
+            self.assertEqual((got[IP].src, got[UDP].sport), (ext_addr, ext_port))
+            self.assertEqual(bytes(got[UDP].payload), PAYLOAD)
+            return
+        self.expect_nothing()
+        self.target.wait_until(
+            "fragments counted",
+            lambda: self.target.counter("fragment_dropped") == before + 2,
+            5,
+        )
+
+
+@group("rfc")
+class TcpStateSetsTheTimeout(QuickNatTest):
+    """RFC 5382 REQ-5 / RFC 7857 sec. 2.2: transitory (240 s) until the
+    handshake, established (7,440 s) after it, transitory again after a RST;
+    where the data plane ages entries itself, its entry's timeout follows."""
+
+    def state(self) -> tuple[str, int]:
+        (session,) = self.target.sessions()
+        return session["tcp_state"], session["timeout_s"]
+
+    def settles(self, state: str, timeout: int) -> None:
+        self.target.wait_until(f"session {state}", lambda: self.state() == (state, timeout), 5)
+        self.target.wait_until(
+            f"data-plane timeout {timeout} s",
+            lambda: self.target.data_plane_timeouts() in (None, [timeout]),
+            5,
+        )
+
+    def runTest(self) -> None:
+        self.send(INSIDE, from_inside("10.0.0.10", REMOTE, tcp(40003, 443, "S")))
+        out = self.receive(OUTSIDE)
+        self.settles("opening", 240)
+        answer = from_outside(REMOTE, out[IP].src, tcp(443, out[TCP].sport, "SA"))
+        self.send(OUTSIDE, answer)
+        self.assertEqual(self.receive(INSIDE)[TCP].dport, 40003)
+        self.settles("established", 7440)
+        self.send(INSIDE, from_inside("10.0.0.10", REMOTE, tcp(40003, 443, "R")))
+        self.assertEqual(self.receive(OUTSIDE)[TCP].flags, "R")
+        self.settles("reset", 240)
+
+
+@group("rfc")
+class TcpSimultaneousOpen(QuickNatTest):
+    """RFC 5382 REQ-2: both sides send a SYN (no SYN-ACK first); the peer's SYN
+    passes the mapping the first SYN made, and the session is established."""
+
+    def runTest(self) -> None:
+        self.send(INSIDE, from_inside("10.0.0.10", REMOTE, tcp(40004, 5000, "S")))
+        out = self.receive(OUTSIDE)
+        self.send(OUTSIDE, from_outside(REMOTE, out[IP].src, tcp(5000, out[TCP].sport, "S")))
+        got = self.receive(INSIDE)
+        self.assertEqual((got[IP].dst, got[TCP].dport, got[TCP].flags), ("10.0.0.10", 40004, "S"))
+        self.target.wait_until(
+            "established",
+            lambda: [s.get("tcp_state") for s in self.target.sessions()] == ["established"],
+            5,
+        )
+
+
+@group("rfc")
+class UnsolicitedSynIsNotAnswered(QuickNatTest):
+    """RFC 5382 REQ-4: an inbound SYN with no mapping is dropped silently."""
+
+    def runTest(self) -> None:
+        self.send(OUTSIDE, from_outside(REMOTE, "203.0.113.1", tcp(5555, 22, "S")))
+        self.expect_nothing()
+        self.assertEqual(self.target.sessions(), [])
