@@ -10,7 +10,7 @@ APT_PACKAGES := build-essential pkg-config python3-venv python3-dev \
                 libjansson-dev libcmocka-dev valgrind \
                 libdpdk-dev dpdk-dev dpdk libpcap-dev \
                 clang-14 libclang-rt-14-dev \
-                iproute2 ethtool iputils-ping mininet iperf3 curl
+                iproute2 ethtool iputils-ping mininet iperf3 curl nftables
 
 .PHONY: all deps deps-apt deps-python build test lint bench bench-qns bench-bmv2 bench-swpath fuzz p4 run run-bmv2 clean
 

@@ -10,7 +10,10 @@ One run measures, side by side:
   core, both ports counted: the same no-NIC I/O, with no NAT work;
 - new sessions per second (every packet opens a session), memory per session
   per direction (DPDK heap taken by one worker's tables for 1M sessions), and
-  two workers against one.
+  two workers against one;
+- side by side with Linux (bench/linux_compare.py): the `make run` namespace
+  topology with swpath, then with nftables snat, the same iperf3 traffic
+  (skipped with the reason when not root or without iperf3/nft).
 
 Prints a table with the targets, writes bench/results/swpath.json (schema in
 docs/benchmarks.md). Needs root only for what DPDK needs (nothing here).
@@ -29,6 +32,8 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+import linux_compare
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "swpath" / "build" / "app" / "bench_swpath"
@@ -122,6 +127,7 @@ def main() -> int:
     new = bench("new", 1_000_000, 0)
     mem = bench("memory", 1_000_000, 0)
     pmd = testpmd(s)
+    linux = linux_compare.compare(s)
 
     mpps_64k = est_64k["established_pps"] / 1e6
     mpps_1m = est_1m["established_pps"] / 1e6
@@ -156,6 +162,7 @@ def main() -> int:
         "met": met,
         "raw": {"established_64k": est_64k, "established_1m": est_1m, "two_workers": two,
                 "new": new, "memory": mem, "testpmd_pps": round(pmd)},
+        "linux_side_by_side": linux,
     }  # fmt: skip
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n")
@@ -176,6 +183,8 @@ def main() -> int:
     for name, value, target, ok in rows:
         flag = "" if ok is None else ("yes" if ok else "NO")
         print(f"{name:40} {value:>12}  {target:8} {flag}")
+    print()
+    linux_compare.print_table(linux)
     print(f"wrote {args.out}")
     return 0
 

@@ -1,0 +1,204 @@
+#!/usr/bin/env python3
+"""swpath side by side with Linux's own NAT (nftables), in one run.
+
+The topology of `make run` (topo/netns_lab.py: hosts h1, h2 and srv around a
+"nat" namespace), twice: once with quicknat-swpath on af_packet in the middle,
+once with the kernel forwarding and an nftables `snat` to the same pool
+(203.0.113.0/30) in its place. The same generator, iperf3 in h1 against srv:
+UDP with 64-byte frames (18-byte payloads) as fast as it can send, then TCP.
+
+Reported for each: what srv received (packets/s and Mbit/s), and the CPU it
+cost per packet delivered, over all CPUs of the machine (generator, NAT and
+receiver: on one kernel they cannot be told apart fully) and, for the NAT
+alone, swpath's process time or the kernel's softirq time (where forwarding
+and nftables NAT run).
+
+Read it knowing what af_packet on veth is: every packet swpath forwards is
+copied by the kernel into and out of the packet socket's ring, through the same
+veth and softirq path the kernel router uses, so swpath pays the kernel's cost
+and its own on top, and its polling core is busy whether or not packets come.
+On a NIC with a poll-mode driver the kernel is out of the path (bench_swpath's
+in-memory figures are that case). Needs root, iperf3, nft.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "topo"))
+
+from lab.netns import in_namespace, listening, run  # noqa: E402
+from lab.processes import start, stop, wait_until  # noqa: E402
+from netns_lab import H1, NAT, SRV, Lab, build_topology, delete_topology, missing  # noqa: E402
+
+UDP_PAYLOAD = 18  # 14 Ethernet + 20 IPv4 + 8 UDP + 18 = 60 bytes, 64 with the FCS
+NFT_RULES = """
+table ip quicknat_compare {
+    chain postrouting {
+        type nat hook postrouting priority srcnat; policy accept;
+        oifname "out0" ip saddr 10.0.0.0/8 snat to 203.0.113.0-203.0.113.3
+    }
+}
+"""
+# The nat namespace's interface addresses when the kernel routes (netns_lab.toml).
+KERNEL_ADDRESSES = {"in0": "10.0.0.1/24", "in1": "10.0.1.1/24", "out0": "198.51.100.1/24"}
+
+
+@dataclass
+class CpuTimes:
+    busy: float  # seconds, all CPUs, not idle or iowait
+    softirq: float
+
+    @classmethod
+    def now(cls) -> CpuTimes:
+        fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+        user, nice, system, _idle, _iowait, irq, softirq, steal = map(int, fields[:8])
+        tick = os.sysconf("SC_CLK_TCK")
+        return cls((user + nice + system + irq + softirq + steal) / tick, softirq / tick)
+
+    def __sub__(self, other: CpuTimes) -> CpuTimes:
+        return CpuTimes(self.busy - other.busy, self.softirq - other.softirq)
+
+
+def process_cpu(pid: int) -> float:
+    """User + system seconds of a process and its threads."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def iperf(args: list[str], seconds: float) -> dict[str, Any]:
+    proc = subprocess.run(
+        in_namespace(H1.namespace, "iperf3", "-c", SRV.ip, "-J", "-t", str(seconds), *args),
+        capture_output=True,
+        text=True,
+        timeout=seconds + 60,
+        check=False,
+    )
+    result: dict[str, Any] = json.loads(proc.stdout)
+    if "error" in result:
+        raise RuntimeError(f"iperf3 {' '.join(args)}: {result['error']}")
+    return result
+
+
+def measure(seconds: float, nat_pid: int | None) -> dict[str, Any]:
+    """UDP small packets, then TCP, with the CPU each cost."""
+    out: dict[str, Any] = {}
+    for name, args in (
+        ("udp_64B", ["-u", "-b", "0", "-l", str(UDP_PAYLOAD)]),
+        ("tcp", []),
+    ):
+        cpu0, nat0 = CpuTimes.now(), process_cpu(nat_pid) if nat_pid else 0.0
+        result = iperf(args, seconds)
+        cpu, nat = CpuTimes.now() - cpu0, (process_cpu(nat_pid) - nat0) if nat_pid else 0.0
+        end = result["end"]
+        if name == "udp_64B":
+            received = end["sum"]["packets"] - end["sum"]["lost_packets"]
+            bits = end["sum"]["bits_per_second"] * received / max(end["sum"]["packets"], 1)
+        else:
+            bits = end["sum_received"]["bits_per_second"]
+            # TCP segments of 1,448 bytes (MSS with timestamps on a 1,500 MTU)
+            received = int(end["sum_received"]["bytes"] / 1448)
+        duration = end["sum_received" if name == "tcp" else "sum"]["seconds"]
+        out[name] = {
+            "packets_per_s": round(received / duration),
+            "mbit_per_s": round(bits / 1e6, 1),
+            "cpu_ns_per_packet_all": round(cpu.busy / received * 1e9) if received else None,
+            "cpu_ns_per_packet_nat": round((nat if nat_pid else cpu.softirq) / received * 1e9)
+            if received
+            else None,
+        }
+    return out
+
+
+def with_swpath(workdir: Path, seconds: float) -> dict[str, Any]:
+    lab = Lab(workdir / "swpath")
+    lab.workdir.mkdir()
+    try:
+        build_topology()
+        lab.start_swpath()
+        lab.start_servers()
+        assert lab.swpath is not None
+        # The generator's first packets open the session; warm it up.
+        iperf(["-u", "-b", "1M"], 1)
+        # `ip netns exec` execs its command: the pid is swpath's own.
+        return measure(seconds, lab.swpath.pid)
+    finally:
+        lab.stop()
+        delete_topology()
+
+
+def with_nftables(workdir: Path, seconds: float) -> dict[str, Any]:
+    server = None
+    try:
+        build_topology()
+        for dev, address in KERNEL_ADDRESSES.items():
+            run("ip", "-n", NAT, "addr", "add", address, "dev", dev)
+        run(*in_namespace(NAT, "sysctl", "-q", "-w", "net.ipv4.ip_forward=1"))
+        rules = workdir / "nat.nft"
+        rules.write_text(NFT_RULES)
+        run(*in_namespace(NAT, "nft", "-f", str(rules)))
+        server = start(in_namespace(SRV.namespace, "iperf3", "-s"), workdir / "iperf3-nft.log")
+        wait_until("iperf3 listens", lambda: listening(SRV.namespace, 5201), 15, server)
+        iperf(["-u", "-b", "1M"], 1)
+        return measure(seconds, None)
+    finally:
+        stop(server)
+        delete_topology()
+
+
+def compare(seconds: float) -> dict[str, Any]:
+    reason = missing() or next(
+        (f"needs {tool}" for tool in ("iperf3", "nft") if shutil.which(tool) is None), None
+    )
+    if reason:
+        return {"skipped": reason}
+    workdir = Path(tempfile.mkdtemp(prefix="quicknat-linux-compare-"))
+    swpath = with_swpath(workdir, seconds)
+    nft = with_nftables(workdir, seconds)
+    ratio = {
+        name: round(swpath[name]["packets_per_s"] / nft[name]["packets_per_s"], 2)
+        for name in swpath
+        if nft[name]["packets_per_s"]
+    }
+    return {"swpath": swpath, "nftables": nft, "swpath_over_nftables_pps": ratio}
+
+
+def print_table(result: dict[str, Any]) -> None:
+    if "skipped" in result:
+        print(f"side by side with nftables: skipped ({result['skipped']})")
+        return
+    print(f"{'netns lab, iperf3 h1 -> srv':34} {'swpath':>12} {'nftables':>12}")
+    for name in ("udp_64B", "tcp"):
+        for field, label in (
+            ("packets_per_s", "packets/s"),
+            ("mbit_per_s", "Mbit/s"),
+            ("cpu_ns_per_packet_all", "CPU ns/packet, whole machine"),
+            ("cpu_ns_per_packet_nat", "CPU ns/packet, NAT only"),
+        ):
+            mine, linux = result["swpath"][name][field], result["nftables"][name][field]
+            print(f"{name + ' ' + label:34} {mine!s:>12} {linux!s:>12}")
+    print(f"swpath / nftables (packets/s): {result['swpath_over_nftables_pps']}")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--seconds", type=float, default=5.0)
+    args = ap.parse_args()
+    result = compare(args.seconds)
+    print_table(result)
+    print(json.dumps(result, indent=2))
+    return 0 if "skipped" not in result else 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
