@@ -226,3 +226,18 @@ def test_rules_naming_one_fixed_address_share_its_ports() -> None:
     b = n.new_flow(Zone.INSIDE, out("10.6.0.1", 4000, "8.8.8.8", 53), 0)
     assert a.external.address == b.external.address == ip("203.0.113.50")
     assert a.external.port == 4000 and b.external.port != 4000  # RFC 4787 REQ-3
+
+
+def test_mapping_events_created_and_deleted_once_per_mapping() -> None:
+    events: list[tuple[str, Endpoint, Endpoint]] = []
+    n = Nat(
+        parse_config(BASE),
+        rng=random.Random(1),
+        on_mapping=lambda e, m, now: events.append((e, m.internal, m.external)),
+    )
+    a = n.new_flow(Zone.INSIDE, out("10.0.0.7", 5000, "198.51.100.9", 53), 0)
+    b = n.new_flow(Zone.INSIDE, out("10.0.0.7", 5000, "192.0.2.1", 53), 0)  # same mapping
+    n.remove(a, 1)
+    assert [e[0] for e in events] == ["created"]
+    n.remove(b, 2)
+    assert events == [("created", a.internal, a.external), ("deleted", a.internal, a.external)]

@@ -119,6 +119,25 @@ class Limits:
     """Sessions one internal address may have at once."""
 
 
+class EventLog(enum.Enum):
+    """Where mapping created / deleted events go (RFC 6888 REQ-12)."""
+
+    NONE = "none"
+    SYSLOG = "syslog"
+    FILE = "file"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True, slots=True)
+class Logging:
+    events: EventLog = EventLog.NONE
+    """Off by default: a busy NAT makes a mapping per connection."""
+    file: str | None = None
+    """The file events are appended to, with events = "file"."""
+
+
 @dataclass(frozen=True, slots=True)
 class Config:
     source: str
@@ -131,6 +150,7 @@ class Config:
     timeouts: Timeouts = field(default_factory=Timeouts)
     filtering: FilteringModes = field(default_factory=FilteringModes)
     limits: Limits = field(default_factory=Limits)
+    logging: Logging = field(default_factory=Logging)
     warnings: tuple[str, ...] = ()
     """Accepted but questionable settings, e.g. timeouts below the RFC minimums."""
 

@@ -19,10 +19,12 @@ from quicknat.config import values
 from quicknat.config.model import (
     TIMEOUT_MINIMUMS,
     Config,
+    EventLog,
     Filtering,
     FilteringModes,
     Interface,
     Limits,
+    Logging,
     Neighbor,
     Pool,
     Route,
@@ -42,7 +44,7 @@ from quicknat.rules import (
 )
 
 ARRAY_SECTIONS = ("interface", "route", "neighbor", "pool", "rule")
-TABLE_SECTIONS = ("timeouts", "filtering", "limits")
+TABLE_SECTIONS = ("timeouts", "filtering", "limits", "logging")
 RULE_MATCH_FIELDS = ("id", "type", "prefix", "port", "protocol")
 RULE_FIELDS = (*RULE_MATCH_FIELDS, "pool", "to", "to_port")
 _TOML_POSITION = re.compile(r"^(?P<msg>.*) \(at (?P<pos>line \d+, column \d+|end of document)\)$")
@@ -112,6 +114,7 @@ class _Parser:
             if pool.name not in used_pools:
                 self.p.warn(f"pool '{pool.name}'", "no SNAT rule uses this pool")
         timeouts = self.timeouts()
+        logging = self.logging()
         if self.p.errors:
             return None
         return Config(
@@ -124,6 +127,7 @@ class _Parser:
             timeouts=timeouts,
             filtering=self.filtering(),
             limits=self.limits(),
+            logging=logging,
             warnings=tuple(self.p.warnings),
         )
 
@@ -355,6 +359,14 @@ class _Parser:
         r = self._table("limits", names)
         chosen = {name: r.get(name, lambda v: values.integer(v, 0, 1 << 24)) for name in names}
         return Limits(**{k: v for k, v in chosen.items() if v is not None})
+
+    def logging(self) -> Logging:
+        r = self._table("logging", ("events", "file"))
+        events = r.get("events", _enum(EventLog)) or EventLog.NONE
+        path = r.get("file", values.name)
+        if events is EventLog.FILE and path is None and not r.has("file"):
+            r.error("missing field 'file': events = \"file\" needs the file to append to")
+        return Logging(events, path)
 
 
 def _enum(cls: Any) -> Any:

@@ -31,6 +31,7 @@ from quicknat.controller import program
 from quicknat.controller.program import PacketOutMode, Pipeline, PuntReason
 from quicknat.controller.stats import Stats
 from quicknat.controller.status import serve_status
+from quicknat.events import EventLogger
 from quicknat.icmp_error import translate as translate_icmp_error
 from quicknat.nat import tcp_state
 from quicknat.nat.allocator import Endpoint
@@ -80,7 +81,7 @@ class Controller:
         self.options = options
         self.pipeline = pipeline
         self.p4info = pipeline.p4info
-        self.nat = Nat(config)
+        self.nat = Nat(config, on_mapping=EventLogger(config.logging))
         self.stats = Stats()
         self.client = P4RuntimeClient(options.grpc_addr, options.device_id, options.election_id)
         self.zone_of_port = {i.port: i.zone for i in config.interfaces}

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import enum
 import random
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from quicknat.addr import Prefix, format_ipv4
 from quicknat.config.model import Config, Filtering, Pool, Zone
@@ -37,6 +37,9 @@ class Refused(Exception):
         super().__init__(reason.value)
         self.reason = reason
 
+
+MappingEvent = Callable[[str, Mapping, float], None]
+"""(event "created" or "deleted", the mapping, now)"""
 
 TRANSLATABLE = frozenset({Protocol.TCP, Protocol.UDP, Protocol.ICMP})
 
@@ -68,9 +71,15 @@ def _flow_key(key: FlowKey) -> int:
 
 class Nat:
     def __init__(
-        self, config: Config, policy: PortPolicy | None = None, rng: random.Random | None = None
+        self,
+        config: Config,
+        policy: PortPolicy | None = None,
+        rng: random.Random | None = None,
+        on_mapping: MappingEvent | None = None,
     ) -> None:
         self.config = config
+        # Told of every mapping created and deleted (RFC 6888 REQ-12 logging).
+        self.on_mapping = on_mapping
         self.policy = policy or PortPolicy(ports_per_host=config.limits.ports_per_host)
         rng = rng or random.Random()
         self.qns = Qns()
@@ -148,7 +157,10 @@ class Nat:
             external = self.allocators[pool].allocate(protocol, internal, now)
         except AllocationError as exc:
             raise Refused(Refusal[exc.reason.name]) from None
-        return self._add_mapping(Mapping(protocol, internal, external, pool))
+        mapping = self._add_mapping(Mapping(protocol, internal, external, pool))
+        if self.on_mapping is not None:
+            self.on_mapping("created", mapping, now)
+        return mapping
 
     def _add_mapping(self, mapping: Mapping) -> Mapping:
         self._mappings[_endpoint_key(mapping.protocol, mapping.internal)] = mapping
@@ -310,6 +322,8 @@ class Nat:
                 self.allocators[mapping.pool].release(
                     mapping.protocol, mapping.internal.address, mapping.external, now
                 )
+                if self.on_mapping is not None:
+                    self.on_mapping("deleted", mapping, now)
 
     def timeout(self, session: Session) -> int:
         """Idle timeout in seconds (shared/NAT-BEHAVIOR.md), by protocol and, for
