@@ -48,6 +48,7 @@ from quicknat.nat.core import Nat  # noqa: E402
 from quicknat.nat.session import FlowKey  # noqa: E402
 from quicknat.p4rt.client import P4RuntimeClient  # noqa: E402
 from quicknat.p4rt.entities import table_entry, update  # noqa: E402
+from quicknat.packet import checksum  # noqa: E402
 
 GRPC = "127.0.0.1:9560"
 QUICKNAT = REPO / ".venv" / "bin" / "quicknat"
@@ -83,15 +84,6 @@ type = "snat"
 prefix = "10.0.0.0/16"
 pool = "public"
 """
-
-
-def checksum(data: bytes) -> int:
-    total = sum(int.from_bytes(data[i : i + 2], "big") for i in range(0, len(data) - 1, 2))
-    if len(data) % 2:
-        total += data[-1] << 8
-    while total >> 16:
-        total = (total & 0xFFFF) + (total >> 16)
-    return ~total & 0xFFFF
 
 
 def udp_frame(src: int, sport: int, dst: int, dport: int) -> bytes:

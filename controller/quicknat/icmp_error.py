@@ -20,7 +20,6 @@ from quicknat.config.model import Zone
 from quicknat.nat.session import FlowKey, Rewrite, Session
 from quicknat.packet import (
     ETH_HEADER,
-    ETHERTYPE_IPV4,
     ICMP,
     ICMP_ECHO_REPLY,
     ICMP_ECHO_REQUEST,
@@ -28,6 +27,8 @@ from quicknat.packet import (
     TCP,
     UDP,
     PacketError,
+    checksum,
+    ipv4_header_length,
 )
 
 ERROR_TYPES = frozenset({3, 11, 12})  # destination unreachable, time exceeded, parameter problem
@@ -62,12 +63,8 @@ def _u32(frame: bytes | bytearray, at: int) -> int:
 
 
 def _parse(frame: bytes | bytearray) -> _Quote:
-    if len(frame) < ETH_HEADER + IPV4_MIN_HEADER or _u16(frame, 12) != ETHERTYPE_IPV4:
-        raise PacketError("not IPv4")
     ip = ETH_HEADER
-    ihl = (frame[ip] & 0x0F) * 4
-    if frame[ip] >> 4 != 4 or ihl < IPV4_MIN_HEADER:
-        raise PacketError("bad IPv4 version or header length")
+    ihl = ipv4_header_length(frame)
     end = ip + _u16(frame, ip + 2)
     if end > len(frame) or end < ip + ihl:
         raise PacketError("IPv4 total length does not match the frame")
@@ -112,14 +109,6 @@ def _fold(total: int) -> int:
     while total >> 16:
         total = (total & 0xFFFF) + (total >> 16)
     return total
-
-
-def checksum(data: bytes | bytearray) -> int:
-    """The Internet checksum (RFC 1071) of data."""
-    if len(data) % 2:
-        data = bytes(data) + b"\0"
-    total = sum(int.from_bytes(data[i : i + 2], "big") for i in range(0, len(data), 2))
-    return ~_fold(total) & 0xFFFF
 
 
 def _adjust(cksum: int, old: int, new: int, width: int) -> int:

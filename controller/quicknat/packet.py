@@ -21,18 +21,34 @@ class PacketError(ValueError):
     """A packet the NAT cannot take a flow from; the message says why."""
 
 
-def parse_flow(frame: bytes) -> FlowKey:
+def ipv4_header_length(frame: bytes | bytearray) -> int:
+    """The length of the IPv4 header after the Ethernet header, checked."""
     if len(frame) < ETH_HEADER + IPV4_MIN_HEADER:
         raise PacketError("truncated: shorter than Ethernet + IPv4 headers")
     if int.from_bytes(frame[12:14], "big") != ETHERTYPE_IPV4:
         raise PacketError("not IPv4")
-    ip = ETH_HEADER
-    version_ihl = frame[ip]
+    version_ihl = frame[ETH_HEADER]
     header_len = (version_ihl & 0x0F) * 4
     if version_ihl >> 4 != 4 or header_len < IPV4_MIN_HEADER:
         raise PacketError("bad IPv4 version or header length")
-    if len(frame) < ip + header_len:
+    if len(frame) < ETH_HEADER + header_len:
         raise PacketError("truncated IPv4 options")
+    return header_len
+
+
+def checksum(data: bytes | bytearray) -> int:
+    """The Internet checksum (RFC 1071) of data."""
+    total = sum(int.from_bytes(data[i : i + 2], "big") for i in range(0, len(data) - 1, 2))
+    if len(data) % 2:
+        total += data[-1] << 8
+    while total >> 16:
+        total = (total & 0xFFFF) + (total >> 16)
+    return ~total & 0xFFFF
+
+
+def parse_flow(frame: bytes) -> FlowKey:
+    ip = ETH_HEADER
+    header_len = ipv4_header_length(frame)
     if int.from_bytes(frame[ip + 6 : ip + 8], "big") & 0x1FFF:
         raise PacketError("non-first fragment: no L4 header")
     protocol = frame[ip + 9]
