@@ -146,6 +146,11 @@ class Controller:
             log.info(
                 "pushing the pipeline (switch had %s)", "none" if cookie is None else "another"
             )
+            # From here the switch holds none of our entries: say so before the
+            # first await, so nobody (`quicknat stats`) sees stale "installed".
+            sessions = list(self.nat.sessions())
+            for session in sessions:
+                session.installed = False
             await self.client.set_pipeline(
                 self.p4info.proto, self.pipeline.device_config, self.pipeline.cookie
             )
@@ -153,9 +158,6 @@ class Controller:
             await self._write_checked([update(INSERT, e) for e in self.static], "static entries")
             await self._configure_meters()
             await self._configure_clone_session()
-            sessions = list(self.nat.sessions())
-            for session in sessions:
-                session.installed = False
             for chunk in range(0, len(sessions), self.options.batch_max):
                 await self._install(sessions[chunk : chunk + self.options.batch_max])
             self.stats["sessions_reinstalled"] += len(sessions)
