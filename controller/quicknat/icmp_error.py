@@ -157,9 +157,9 @@ def _session_rewrite(
         return None
     if key == session.in2out:
         return session.in2out_rewrite if zone is Zone.INSIDE else None
-    rewrite = session.out2in_rewrite
-    hairpin = rewrite.src is not None and rewrite.dst is not None
-    return rewrite if (zone is Zone.INSIDE) == hairpin else None
+    # A hairpinned error comes from inside with the in2out key of the session that
+    # sent the quoted packet on (its partner's host is the error's destination).
+    return session.out2in_rewrite if zone is Zone.OUTSIDE else None
 
 
 def translate(

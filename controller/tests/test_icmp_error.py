@@ -136,3 +136,22 @@ def test_malformed_errors_raise(pkt: object) -> None:
     n, _ = session(17)
     with pytest.raises(PacketError):
         translate(frame(pkt), Zone.OUTSIDE, n.session_for)
+
+
+def test_hairpinned_error_reaches_the_sender_with_the_peer_external_endpoint() -> None:
+    """RFC 5508 sec. 6: an inside host's error about a hairpinned packet goes back
+    to the inside sender, addressed as the hairpinned packet was."""
+    n = Nat(parse_config(CONFIG + '[filtering]\nudp = "endpoint-independent"\n'))
+    peer = n.new_flow(Zone.INSIDE, FlowKey(17, ip("10.0.0.8"), ip(ROUTER), 6000, 53), 0)
+    key = FlowKey(17, ip("10.0.0.7"), ip("203.0.113.1"), 5000, peer.external.port)
+    sender = n.new_flow(Zone.INSIDE, key, 0)
+    n.open_hairpin(sender, 0)
+    e_sender, e_peer = sender.external, peer.external
+    # What 10.0.0.8 received, and its port-unreachable about it.
+    quoted = IP(src="203.0.113.1", dst="10.0.0.8") / UDP(sport=e_sender.port, dport=6000)
+    error = IP(src="10.0.0.8", dst="203.0.113.1") / ICMP(type=3, code=3) / bytes(quoted)
+    pkt = checked(translate(frame(error), Zone.INSIDE, n.session_for) or b"")
+    assert (pkt[IP].src, pkt[IP].dst) == ("203.0.113.1", "10.0.0.7")
+    assert (pkt[IPerror].src, pkt[UDPerror].sport) == ("10.0.0.7", 5000)
+    assert (pkt[IPerror].dst, pkt[UDPerror].dport) == ("203.0.113.1", e_peer.port)
+    assert pkt[ICMP].type == 3 and pkt[ICMP].code == 3

@@ -181,12 +181,12 @@ def test_tcp_handshake_makes_a_session_established_and_fin_or_rst_transitory() -
     n = nat()
     syn = out("10.0.0.7", 5000, "198.51.100.9", 443, TCP)
     s = n.new_flow(Zone.INSIDE, syn, 0)
-    assert n.tcp_segment(s, syn, SYN) is False  # transitory before and after
+    assert n.tcp_segment(s, syn, SYN) == []  # transitory before and after
     assert n.timeout(s) == 240
-    assert n.tcp_segment(s, s.out2in, SYN | ACK) is True  # both SYNs: established
+    assert n.tcp_segment(s, s.out2in, SYN | ACK) == [s]  # both SYNs: established
     assert n.timeout(s) == 7440
-    assert n.tcp_segment(s, syn, ACK) is False
-    assert n.tcp_segment(s, s.out2in, FIN | ACK) is True  # closing (RFC 7857 sec. 2.2)
+    assert n.tcp_segment(s, syn, ACK) == []
+    assert n.tcp_segment(s, s.out2in, FIN | ACK) == [s]  # closing (RFC 7857 sec. 2.2)
     assert n.timeout(s) == 240
 
 
@@ -196,7 +196,7 @@ def test_tcp_rst_leaves_a_session_at_most_the_transitory_timeout() -> None:
     s = n.new_flow(Zone.INSIDE, key, 0)
     n.tcp_segment(s, key, SYN)
     n.tcp_segment(s, s.out2in, SYN | ACK)
-    assert n.tcp_segment(s, key, RST) is True
+    assert n.tcp_segment(s, key, RST) == [s]
     assert n.timeout(s) == 240
 
 
@@ -241,3 +241,82 @@ def test_mapping_events_created_and_deleted_once_per_mapping() -> None:
     assert [e[0] for e in events] == ["created"]
     n.remove(b, 2)
     assert events == [("created", a.internal, a.external), ("deleted", a.internal, a.external)]
+
+
+# -- hairpinning (RFC 4787 REQ-9, RFC 5382 REQ-8, RFC 5508 sec. 6) -----------------
+
+
+def test_hairpin_to_a_published_server_translates_both_ends() -> None:
+    n = nat()
+    a = n.new_flow(Zone.INSIDE, out("10.0.0.7", 5000, "203.0.113.80", 80, TCP), 0)
+    assert a.hairpin and a.partner is None and a.in2out_rewrite is None
+    server = n.open_hairpin(a, 0)
+    assert server.origin is Origin.DNAT and server.internal == Endpoint(ip("10.0.0.5"), 8080)
+    assert a.partner is server and server.partner is a
+    # The server sees the client's external endpoint; the client, the published one.
+    assert a.in2out_rewrite == Rewrite(src=a.external, dst=server.internal)
+    assert server.in2out_rewrite == Rewrite(
+        src=Endpoint(ip("203.0.113.80"), 80), dst=Endpoint(ip("10.0.0.7"), 5000)
+    )
+    assert server.remote == a.external and n.open_hairpin(a, 0) is server
+
+
+def test_hairpin_between_mappings_follows_the_peer_filtering() -> None:
+    """UDP hole punching behind one NAT: the first packet to the peer's mapping is
+    refused (address-dependent filtering), but it lets the peer's packet in."""
+    n = nat()
+    rendezvous = "198.51.100.9"
+    h1 = n.new_flow(Zone.INSIDE, out("10.0.0.7", 4000, rendezvous, 3478), 0)
+    h2 = n.new_flow(Zone.INSIDE, out("10.0.0.8", 4000, rendezvous, 3478), 0)
+    e1, e2 = h1.external, h2.external
+    to_h2 = n.new_flow(Zone.INSIDE, out("10.0.0.7", 4000, "203.0.113.1", e2.port), 0)
+    assert to_h2.external == e1 and to_h2.hairpin
+    with pytest.raises(Refused) as refused:
+        n.open_hairpin(to_h2, 0)
+    assert refused.value.reason is Refusal.FILTERED and to_h2.in2out_rewrite is None
+    to_h1 = n.new_flow(Zone.INSIDE, out("10.0.0.8", 4000, "203.0.113.1", e1.port), 0)
+    assert n.open_hairpin(to_h1, 0) is to_h2  # enters by to_h2's out2in key
+    assert to_h1.in2out_rewrite == Rewrite(src=e2, dst=Endpoint(ip("10.0.0.7"), 4000))
+    assert to_h2.in2out_rewrite == Rewrite(src=e1, dst=Endpoint(ip("10.0.0.8"), 4000))
+    # Removing one half leaves the other waiting again, never pointing at a freed port.
+    n.remove(to_h1, 1)
+    assert to_h2.partner is None and to_h2.in2out_rewrite is None
+
+
+def test_hairpin_with_endpoint_independent_filtering_opens_at_once() -> None:
+    n = nat('[filtering]\nudp = "endpoint-independent"\n')
+    h2 = n.new_flow(Zone.INSIDE, out("10.0.0.8", 4000, "198.51.100.9", 3478), 0)
+    to_h2 = n.new_flow(Zone.INSIDE, out("10.0.0.7", 4000, "203.0.113.1", h2.external.port), 0)
+    inbound = n.open_hairpin(to_h2, 0)
+    assert inbound.origin is Origin.INBOUND and inbound.mapping is h2.mapping
+    assert inbound.remote == to_h2.external and inbound.hairpin
+
+
+def test_hairpin_to_nothing_is_unsolicited() -> None:
+    n = nat()
+    s = n.new_flow(Zone.INSIDE, out("10.0.0.7", 4000, "203.0.113.1", 2005), 0)
+    with pytest.raises(Refused) as refused:
+        n.open_hairpin(s, 0)
+    assert refused.value.reason is Refusal.UNSOLICITED and s.partner is None
+
+
+def test_hairpinned_tcp_segments_move_both_sessions() -> None:
+    n = nat()
+    a = n.new_flow(Zone.INSIDE, out("10.0.0.7", 5000, "203.0.113.80", 80, TCP), 0)
+    server = n.open_hairpin(a, 0)
+    assert n.tcp_segment(a, a.in2out, SYN) == []
+    assert n.tcp_segment(server, server.in2out, SYN | ACK) == [server, a]
+    assert n.timeout(a) == n.timeout(server) == 7440
+
+
+def test_restored_hairpin_sessions_are_linked_again() -> None:
+    n = nat()
+    a = n.new_flow(Zone.INSIDE, out("10.0.0.7", 5000, "203.0.113.80", 80, TCP), 0)
+    server = n.open_hairpin(a, 0)
+    fresh = nat()
+    # Entries come back in any order.
+    b = fresh.restore(server.in2out, server.external, 5)
+    c = fresh.restore(a.in2out, a.external, 5)
+    assert b is not None and c is not None
+    assert b.partner is c and c.partner is b
+    assert c.in2out_rewrite == a.in2out_rewrite

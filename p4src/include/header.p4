@@ -120,6 +120,7 @@ struct nat_rewrite_t {
     bool        hit;             // nat_in2out / nat_out2in hit (and rewrote)
     bool        rewrite_src;
     bool        rewrite_dst;
+    bool        pending;         // hairpin_pending: to the controller instead
     ipv4_addr_t src_addr;
     l4_port_t   src_port;
     ipv4_addr_t dst_addr;

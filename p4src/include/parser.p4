@@ -35,6 +35,7 @@ parser QuickNatParser(packet_in packet,
         local_md.nat.hit = false;
         local_md.nat.rewrite_src = false;
         local_md.nat.rewrite_dst = false;
+        local_md.nat.pending = false;
         local_md.route_ipv4 = false;
         local_md.ipv4_changed = false;
         local_md.forward = false;

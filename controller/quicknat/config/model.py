@@ -10,7 +10,7 @@ import enum
 from dataclasses import dataclass, field
 
 from quicknat.addr import InterfaceAddress, Prefix
-from quicknat.rules import Rule
+from quicknat.rules import DnatTo, Rule, SnatToAddress
 
 
 class Zone(enum.Enum):
@@ -153,6 +153,18 @@ class Config:
     logging: Logging = field(default_factory=Logging)
     warnings: tuple[str, ...] = ()
     """Accepted but questionable settings, e.g. timeouts below the RFC minimums."""
+
+    def public_prefixes(self) -> tuple[Prefix, ...]:
+        """Every address the NAT owns on the outside: pools, SNAT `to` addresses and
+        DNAT published prefixes (proxy ARP answers them; a packet from inside to
+        one of them is hairpinned, RFC 4787 REQ-9)."""
+        prefixes = [prefix for pool in self.pools for prefix in pool.addresses]
+        for rule in self.rules:
+            if isinstance(rule.target, DnatTo):
+                prefixes.append(rule.prefix)
+            elif isinstance(rule.target, SnatToAddress):
+                prefixes.append(Prefix(rule.target.address, 32))
+        return tuple(prefixes)
 
     def pool(self, name: str) -> Pool:
         for pool in self.pools:

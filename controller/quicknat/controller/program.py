@@ -18,7 +18,7 @@ from quicknat.config.model import Config, Interface, Zone
 from quicknat.nat.session import FlowKey, Rewrite, Session
 from quicknat.p4rt.entities import table_entry
 from quicknat.p4rt.p4info import P4Info
-from quicknat.rules import DnatTo, RuleKind, SnatToAddress
+from quicknat.rules import RuleKind
 
 REPO = Path(__file__).resolve().parents[3]
 P4INFO = REPO / "p4src" / "build" / "quicknat.p4info.txtpb"
@@ -190,17 +190,10 @@ def cpu_clone_session() -> p4r.Entity:
 
 
 def public_addresses(config: Config) -> set[int]:
-    """Addresses the NAT answers ARP for on the outside: pools, SNAT `to` addresses,
-    and DNAT published addresses."""
+    """Addresses the NAT answers ARP for on the outside (Config.public_prefixes)."""
     addresses: set[int] = set()
-    for pool in config.pools:
-        for prefix in pool.addresses:
-            addresses.update(range(prefix.address, prefix.address + prefix.size))
-    for rule in config.rules:
-        if isinstance(rule.target, DnatTo):
-            addresses.update(range(rule.prefix.address, rule.prefix.address + rule.prefix.size))
-        elif isinstance(rule.target, SnatToAddress):
-            addresses.add(rule.target.address)
+    for prefix in config.public_prefixes():
+        addresses.update(range(prefix.address, prefix.address + prefix.size))
     return addresses
 
 
@@ -232,7 +225,7 @@ class NatEntries:
             table = p4info.table(name)
             self.tables[name] = (table.id, [table.field(f).id for f in self.KEY])
         self.actions: dict[str, tuple[int, dict[str, int]]] = {}
-        for name in ("rewrite_src", "rewrite_dst", "rewrite_src_dst"):
+        for name in ("rewrite_src", "rewrite_dst", "rewrite_src_dst", "hairpin_pending"):
             action = p4info.action(name)
             self.actions[name] = (action.id, {p: f.id for p, f in action.params.items()})
 
@@ -244,6 +237,15 @@ class NatEntries:
         for field_id, value in zip(field_ids, values, strict=True):
             entry.match.add(field_id=field_id).exact.value = _canonical(value)
         return entry
+
+    def _in2out_action(self, entry: p4r.TableEntry, session: Session) -> None:
+        rewrite = session.in2out_rewrite
+        if rewrite is None:  # a hairpin session waiting for its second half
+            external = session.external
+            values = {"src_addr": external.address, "src_port": external.port}
+            self._set(entry, "hairpin_pending", values)
+        else:
+            self._action(entry, rewrite)
 
     def _action(self, entry: p4r.TableEntry, rewrite: Rewrite) -> None:
         if rewrite.src is not None and rewrite.dst is not None:
@@ -259,6 +261,9 @@ class NatEntries:
             assert endpoint is not None
             name = "rewrite_src" if rewrite.src is not None else "rewrite_dst"
             values = {"addr": endpoint.address, "port": endpoint.port}
+        self._set(entry, name, values)
+
+    def _set(self, entry: p4r.TableEntry, name: str, values: dict[str, int]) -> None:
         action_id, param_ids = self.actions[name]
         action = entry.action.action
         action.action_id = action_id
@@ -273,17 +278,18 @@ class NatEntries:
         in2out = p4r.Update(type=p4r.Update.INSERT)
         entry = self._fill(in2out, "nat_in2out", session.in2out)
         entry.idle_timeout_ns = timeout_s * 1_000_000_000
-        self._action(entry, session.in2out_rewrite)
+        self._in2out_action(entry, session)
         out2in = p4r.Update(type=p4r.Update.INSERT)
         self._action(self._fill(out2in, "nat_out2in", session.out2in), session.out2in_rewrite)
         return [in2out, out2in]
 
-    def timeout_modify(self, session: Session, timeout_s: int) -> p4r.Update:
-        """The ageing entry again with a new idle timeout (a TCP state change)."""
+    def in2out_modify(self, session: Session, timeout_s: int) -> p4r.Update:
+        """The ageing entry again, with the session's timeout and rewrite now (a TCP
+        state change, or a hairpin session that gained or lost its partner)."""
         modify = p4r.Update(type=p4r.Update.MODIFY)
         entry = self._fill(modify, "nat_in2out", session.in2out)
         entry.idle_timeout_ns = timeout_s * 1_000_000_000
-        self._action(entry, session.in2out_rewrite)
+        self._in2out_action(entry, session)
         return modify
 
     def deletes(self, session: Session) -> list[p4r.Update]:

@@ -90,7 +90,10 @@ class Controller:
         self.pending: dict[int, list[tuple[bytes, int]]] = {}
         self._batch: list[Session] = []
         self._expiring: dict[int, Session] = {}
-        self._retimed: dict[int, Session] = {}  # installed sessions whose timeout changed
+        # Installed sessions whose in2out entry must be written again: a TCP state
+        # changed its timeout, or a hairpin session gained or lost its partner.
+        self._rewrite: dict[int, Session] = {}
+        self._rewriting: set[int] = set()  # their MODIFY is in flight
         self._writes: set[asyncio.Task[None]] = set()
         self._in_flight = 0  # install writes outstanding
         self._draining = False
@@ -212,9 +215,12 @@ class Controller:
             entry = entity.table_entry
             key = self._key(entry)
             _, params = action_params(self.p4info, entry)
-            session = self.nat.restore(
-                key, Endpoint(params.get("addr", 0), params.get("port", 0)), now
+            # rewrite_src: addr, port; rewrite_src_dst, hairpin_pending: src_addr, src_port
+            external = Endpoint(
+                params.get("addr", params.get("src_addr", 0)),
+                params.get("port", params.get("src_port", 0)),
             )
+            session = self.nat.restore(key, external, now)
             if session is None or session.out2in not in out2in_keys:
                 stale.append(update(DELETE, entry))
                 if session is not None:
@@ -229,6 +235,11 @@ class Controller:
         missing = [s for s in self.nat.sessions() if not s.installed]
         if missing:
             await self._install(missing)
+        # Hairpin entries as the restored partners say (one may not have come back).
+        for session in self.nat.sessions():
+            if session.hairpin and session.installed:
+                self._rewrite[session.id] = session
+        self._flush()
         self.stats["sessions_recovered"] += len(adopted)
         self.stats["stale_entries_deleted"] += len(stale)
         log.info(
@@ -306,9 +317,14 @@ class Controller:
         except Refused as exc:
             self.stats[f"refused.{exc.reason.name.lower()}"] += 1
             return
+        if session.hairpin and session.partner is None and not self._open_hairpin(session):
+            return
         if key.protocol == TCP:
             self._track_tcp(session, key, tcp_flags(packet.payload))
-        if session.installed:
+        if session.installed and (session.id in self._rewrite or session.id in self._rewriting):
+            # Its entry is being rewritten (a hairpin that just opened): after that.
+            self.pending.setdefault(session.id, []).append((packet.payload, port))
+        elif session.installed:
             # Punted before its entries were in place: they are now.
             self.stats["packet_in.reinjected"] += 1
             self._inject(packet.payload, port)
@@ -318,6 +334,29 @@ class Controller:
         else:
             self.pending[session.id] = [(packet.payload, port)]
             self._batch.append(session)
+
+    def _open_hairpin(self, session: Session) -> bool:
+        """The second half of a hairpinned flow (Nat.open_hairpin). On success both
+        sessions' in2out entries get each other's inside host as destination; on a
+        refusal the packet is dropped and the session is installed with
+        hairpin_pending, so its next packets come back here and it ages."""
+        try:
+            partner = self.nat.open_hairpin(session, self.now())
+        except Refused as exc:
+            self.stats[f"refused.hairpin.{exc.reason.name.lower()}"] += 1
+            if not session.installed and session.id not in self.pending:
+                self.pending[session.id] = []
+                self._batch.append(session)
+            return False
+        self.stats["hairpin.opened"] += 1
+        for s in (session, partner):
+            if s.installed:
+                self._rewrite[s.id] = s
+            elif s.id not in self.pending:
+                self.pending[s.id] = []
+                self._batch.append(s)
+            # else: its insert is in flight; _install sees the stale action
+        return True
 
     def _on_icmp_error(self, payload: bytes, zone: Zone, port: int) -> None:
         """Translate an ICMP error for one of our sessions (the tables cannot
@@ -344,8 +383,9 @@ class Controller:
         self._track_tcp(session, key, tcp_flags(payload))
 
     def _track_tcp(self, session: Session, key: FlowKey, flags: int) -> None:
-        if self.nat.tcp_segment(session, key, flags) and session.installed:
-            self._retimed[session.id] = session
+        for changed in self.nat.tcp_segment(session, key, flags):
+            if changed.installed:
+                self._rewrite[changed.id] = changed
 
     def _on_idle_timeout(self, note: p4r.IdleTimeoutNotification) -> None:
         for entry in note.table_entry:
@@ -371,10 +411,11 @@ class Controller:
             for s in expiring:
                 s.installed = False
             self._spawn(self._expire(expiring))
-        if self._retimed:
-            retimed = list(self._retimed.values())
-            self._retimed.clear()
-            self._spawn(self._retime(retimed))
+        if self._rewrite:
+            rewrite = list(self._rewrite.values())
+            self._rewrite.clear()
+            self._rewriting.update(s.id for s in rewrite)
+            self._spawn(self._rewrite_in2out(rewrite))
 
     def _spawn(self, coroutine: Coroutine[Any, Any, None]) -> None:
         task = asyncio.ensure_future(coroutine)
@@ -397,14 +438,16 @@ class Controller:
         self.stats["packet_in.lost_on_disconnect"] += sum(len(p) for p in self.pending.values())
         for session in self._batch:
             if self.nat.contains(session) and not session.installed:
-                self.nat.remove(session, self.now())
+                self._remove(session)
         self.pending.clear()
         self._batch.clear()
 
     async def _install(self, sessions: list[Session]) -> None:
         updates = []
+        written = []  # the in2out rewrite each entry gets
         for session in sessions:
             updates += self.nat_entries.inserts(session, self.nat.timeout(session))
+            written.append(session.in2out_rewrite)
         errors = await self.client.write(updates)
         failed = _failed_sessions(errors)
         cleanup: list[p4r.Update] = []
@@ -415,22 +458,36 @@ class Controller:
                 log.warning("install of session %d failed: %s", session.id, failed[index])
                 # Remove whichever of the two entries did get in.
                 cleanup += self.nat_entries.deletes(session)
-                self.nat.remove(session, self.now())
+                self._remove(session)
                 continue
             session.installed = True
             self.stats["sessions_installed"] += 1
+            if session.in2out_rewrite != written[index] and self.nat.contains(session):
+                # A hairpin partner came or went during the write: the entry is
+                # stale, and its packets wait for the rewrite.
+                self._rewrite[session.id] = session
+                self.pending[session.id] = packets
+                continue
             for payload, port in packets:
                 self._inject(payload, port)
         if cleanup:
             await self.client.write(cleanup)
 
-    async def _retime(self, sessions: list[Session]) -> None:
-        """New idle timeouts after TCP state changes (RFC 7857 sec. 2.2)."""
-        live = [s for s in sessions if s.installed and self.nat.contains(s)]
-        updates = [self.nat_entries.timeout_modify(s, self.nat.timeout(s)) for s in live]
-        errors = await self.client.write(updates)
-        self.stats["tcp_state.timeouts_changed"] += len(updates) - len(errors)
-        self.stats["tcp_state.modify_failed"] += len(errors)
+    async def _rewrite_in2out(self, sessions: list[Session]) -> None:
+        """MODIFY in2out entries: new idle timeouts after TCP state changes (RFC
+        7857 sec. 2.2), or a hairpin session's new rewrite. Then the packets that
+        waited for it go through."""
+        try:
+            live = [s for s in sessions if s.installed and self.nat.contains(s)]
+            updates = [self.nat_entries.in2out_modify(s, self.nat.timeout(s)) for s in live]
+            errors = await self.client.write(updates)
+            self.stats["entries_rewritten"] += len(updates) - len(errors)
+            self.stats["rewrite_failed"] += len(errors)
+        finally:
+            self._rewriting.difference_update(s.id for s in sessions)
+        for session in sessions:
+            for payload, port in self.pending.pop(session.id, []):
+                self._inject(payload, port)
 
     async def _expire(self, sessions: list[Session]) -> None:
         updates = [u for s in sessions for u in self.nat_entries.deletes(s)]
@@ -438,11 +495,19 @@ class Controller:
         unexpected = [e for e in errors if e.code != NOT_FOUND]
         if unexpected:
             self.stats["delete_failed"] += len(unexpected)
-        now = self.now()
         for session in sessions:
             if self.nat.contains(session):
-                self.nat.remove(session, now)
+                self._remove(session)
                 self.stats["sessions_expired"] += 1
+        self._flush()
+
+    def _remove(self, session: Session) -> None:
+        """Forget a session; a hairpin partner left behind goes back to
+        hairpin_pending (it must not translate to a freed endpoint)."""
+        partner = session.partner
+        self.nat.remove(session, self.now())
+        if partner is not None and partner.installed:
+            self._rewrite[partner.id] = partner
 
     def _inject(self, payload: bytes, port: int) -> None:
         self._packet_out(payload, port, PacketOutMode.INJECT)
@@ -472,6 +537,7 @@ class Controller:
                     "age_s": round(now - s.created, 1),
                     "timeout_s": self.nat.timeout(s),
                     "installed": s.installed,
+                    **({"hairpin_to": s.partner.id if s.partner else None} if s.hairpin else {}),
                     **({"tcp_state": tcp_state.describe(s.tcp)} if s.protocol == TCP else {}),
                 }
             )

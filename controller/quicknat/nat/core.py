@@ -96,6 +96,8 @@ class Nat:
                 if name not in self.allocators:
                     pool = Pool(name, (Prefix(rule.target.address, 32),))
                     self.allocators[name] = PoolAllocator(pool, self.policy, rng)
+        # A remote among these makes a session a hairpin session (RFC 4787 REQ-9).
+        self._public = config.public_prefixes()
         self.session_count = 0
         self._by_key: dict[int, Session] = {}  # _flow_key(either direction) -> session
         # Keyed by _endpoint_key(protocol, endpoint): ints are far smaller than tuples.
@@ -121,6 +123,10 @@ class Nat:
 
     def mapping_for(self, protocol: int, internal: Endpoint) -> Mapping | None:
         return self._mappings.get(_endpoint_key(protocol, internal))
+
+    def is_public(self, address: int) -> bool:
+        """One of the NAT's own outside addresses (Config.public_prefixes)."""
+        return any(address in prefix for prefix in self._public)
 
     # -- new flows -------------------------------------------------------------
 
@@ -166,6 +172,27 @@ class Nat:
         self._mappings[_endpoint_key(mapping.protocol, mapping.internal)] = mapping
         self._external[_endpoint_key(mapping.protocol, mapping.external)] = mapping
         return mapping
+
+    def open_hairpin(self, session: Session, now: float) -> Session:
+        """The second half of hairpinning (RFC 4787 REQ-9, RFC 5382 REQ-8): the
+        packet that `session` (an inside host's session to one of our public
+        endpoints) sends out comes back in as if from outside, and enters by the
+        session that owns its key, or opens one as any inbound packet would
+        (DNAT rule, or the peer's mapping and its filtering). The two are linked,
+        so each translates straight to the other's inside host; swpath does the
+        same in two passes (sp_hairpin). Raises Refused as _inbound does; the
+        hairpin session stays, unlinked, so a later packet can try again."""
+        if session.partner is not None:
+            return session.partner
+        key = session.hairpin_key
+        partner = self._by_key.get(_flow_key(key))
+        if partner is None:
+            partner = self._inbound(key, now)
+        elif partner.out2in != key:
+            raise Refused(Refusal.UNSOLICITED)  # a public address as an inside source
+        session.partner = partner
+        partner.partner = session
+        return partner
 
     def _inbound(self, packet: FlowKey, now: float) -> Session:
         external = Endpoint(packet.dst, packet.dport)
@@ -219,6 +246,7 @@ class Nat:
             remote.address,
             remote.port,
             now,
+            hairpin=self.is_public(remote.address),
         )
         return self._register(session)
 
@@ -241,6 +269,7 @@ class Nat:
             remote.port,
             now,
             mapping,
+            hairpin=self.is_public(remote.address),
         )
         mapping.sessions += 1
         mapping.remotes.append(remote.address)
@@ -273,6 +302,7 @@ class Nat:
             probe = FlowKey(protocol, remote.address, external.address, remote.port, external.port)
             session = self._dnat(dnat, dnat.target, probe, external, remote, now)
             if session.internal == internal:
+                self._relink(session)
                 return session
             self.remove(session, now)
             return None
@@ -289,12 +319,24 @@ class Nat:
         elif mapping.external != external:
             return None
         session = self._open(rule.id, Origin.SNAT, mapping, remote, now)
+        self._relink(session)
         if protocol == Protocol.TCP:
             # Its history is lost with the old controller; it had an entry, so
             # it is taken as a flow picked up mid-way (established, tcp_state.py)
             # rather than given the 4-minute transitory timeout.
             session.tcp = tcp_state.SEEN_I2O | tcp_state.SEEN_O2I
         return session
+
+    def _relink(self, session: Session) -> None:
+        """Link a restored hairpin session to its partner if that is back already
+        (whichever of the two is restored second links them)."""
+        if not session.hairpin:
+            return
+        key = session.hairpin_key
+        partner = self._by_key.get(_flow_key(key))
+        if partner is not None and partner.out2in == key and partner.partner is None:
+            session.partner = partner
+            partner.partner = session
 
     # -- removal ---------------------------------------------------------------
 
@@ -303,6 +345,11 @@ class Nat:
         go when its last session does."""
         if not self.contains(session):
             raise KeyError(f"session {session.id} is not in the table")
+        if session.partner is not None:
+            # The partner stays (it ages on its own packets) but must not
+            # translate to an endpoint that may be handed to someone else.
+            session.partner.partner = None
+            session.partner = None
         self._by_key.pop(_flow_key(session.in2out), None)
         self._by_key.pop(_flow_key(session.out2in), None)
         self.session_count -= 1
@@ -335,10 +382,17 @@ class Nat:
             return t.icmp
         return t.tcp_established if tcp_state.established(session.tcp) else t.tcp_transitory
 
-    def tcp_segment(self, session: Session, packet: FlowKey, tcp_flags: int) -> bool:
-        """Record a TCP segment of the session (its key as it arrived); True when
-        the session's timeout changed."""
-        before = self.timeout(session)
+    def tcp_segment(self, session: Session, packet: FlowKey, tcp_flags: int) -> list[Session]:
+        """Record a TCP segment of the session (its key as it arrived); returns the
+        sessions whose timeout changed. A hairpinned segment is also the partner's
+        inbound segment: it passes both sessions, as in swpath's two passes."""
         outbound = packet == session.in2out
+        changed = self._track(session, outbound, tcp_flags)
+        if outbound and session.partner is not None:
+            changed += self._track(session.partner, False, tcp_flags)
+        return changed
+
+    def _track(self, session: Session, outbound: bool, tcp_flags: int) -> list[Session]:
+        before = self.timeout(session)
         session.tcp = tcp_state.track(session.tcp, outbound, tcp_flags)
-        return self.timeout(session) != before
+        return [session] if self.timeout(session) != before else []

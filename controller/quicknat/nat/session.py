@@ -56,7 +56,7 @@ class Mapping:
     sessions, and a list costs a third of a dict per mapping."""
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)  # identity: hairpin partners refer to each other
 class Session:
     id: int
     rule_id: int
@@ -77,6 +77,13 @@ class Session:
     """Its entries are in the data plane (set by whoever installs them)."""
     tcp: int = 0
     """TCP state: the TCP_* flags seen so far (tcp_state.py)."""
+    hairpin: bool = False
+    """The remote is one of the NAT's own public endpoints (RFC 4787 REQ-9): a
+    packet leaving by this session comes straight back in, to `partner`."""
+    partner: Session | None = None
+    """For a hairpin session, the session its translated packets enter by (the
+    peer's inbound, DNAT or own hairpin session); None while the peer's filtering
+    refuses them. Linked both ways by Nat.open_hairpin."""
 
     @property
     def remote(self) -> Endpoint:
@@ -103,8 +110,27 @@ class Session:
         return FlowKey(self.protocol, self.remote.address, self.external.address, sport, dport)
 
     @property
-    def in2out_rewrite(self) -> Rewrite:
-        return Rewrite(src=self.external)
+    def hairpin_key(self) -> FlowKey:
+        """A hairpin session's packet after its in2out rewrite: what enters again,
+        as if from outside, and is the partner's out2in key."""
+        if self.protocol == Protocol.ICMP:
+            sport = dport = self.external.port
+        else:
+            sport, dport = self.external.port, self.remote.port
+        return FlowKey(self.protocol, self.external.address, self.remote.address, sport, dport)
+
+    @property
+    def in2out_rewrite(self) -> Rewrite | None:
+        """The external source; for a hairpin session also the partner's internal
+        endpoint as destination (both rewrites in one step, as the packet would
+        get from this session and then the partner's out2in). None for a hairpin
+        session with no partner: its packets go to the NAT's slow path, which
+        tries to open the second half again (swpath does the same per packet)."""
+        if not self.hairpin:
+            return Rewrite(src=self.external)
+        if self.partner is None:
+            return None
+        return Rewrite(src=self.external, dst=self.partner.internal)
 
     @property
     def out2in_rewrite(self) -> Rewrite:

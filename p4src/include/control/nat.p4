@@ -44,10 +44,23 @@ control NatIngress(inout headers_t hdr,
         rewrite_dst(dst_addr, dst_port);
     }
 
+    // A hairpin session whose second half is not open (the peer's mapping
+    // filters it, RFC 4787 REQ-8): its packets go to the controller, which
+    // tries the second half again and then rewrites this entry to
+    // rewrite_src_dst (swpath retries per packet too). The parameters are the
+    // session's external endpoint, unused here: a restarted controller reads
+    // them back. The entry ages like any other, refreshed by the retries.
+    action hairpin_pending(ipv4_addr_t src_addr, l4_port_t src_port) {
+        local_md.nat.pending = true;
+        local_md.nat.src_addr = src_addr;
+        local_md.nat.src_port = src_port;
+    }
+
     // nat_in2out: exact on (ipv4_src, ipv4_dst, ip_proto, l4_sport,
     // l4_dport) of packets from the inside zone -> rewrite_src (SNAT
     // session, or reply of a DNAT session), rewrite_src_dst (hairpin: both
-    // directions of a hairpinned session arrive from inside) or rewrite_dst.
+    // directions of a hairpinned session arrive from inside), rewrite_dst,
+    // or hairpin_pending.
     // Entries idle-time out (P4Runtime idle_timeout_ns); hits are counted.
     // Miss: NatScopeIngress decides (punt NEW_FLOW, route untranslated, drop).
     table nat_in2out {
@@ -62,6 +75,7 @@ control NatIngress(inout headers_t hdr,
             rewrite_src;
             rewrite_dst;
             rewrite_src_dst;
+            hairpin_pending;
             @defaultonly NoAction;
         }
         const default_action = NoAction();
@@ -103,7 +117,15 @@ control NatIngress(inout headers_t hdr,
                 hit = nat_out2in.apply().hit;
             }
         }
-        if (hit) {
+        if (hit && local_md.nat.pending) {
+            // Untranslated, as a new flow would be (nat_scope.p4's rules).
+            if (hdr.ipv4.ttl <= 1) {
+                local_md.drop_reason = DropReason_t.TTL_EXPIRED;
+            } else {
+                local_md.punt_reason = PuntReason_t.NEW_FLOW;
+            }
+            local_md.nat.hit = true;
+        } else if (hit) {
             ipv4_addr_t new_src = hdr.ipv4.src_addr;
             ipv4_addr_t new_dst = hdr.ipv4.dst_addr;
             l4_port_t new_sport = local_md.l4_sport;
