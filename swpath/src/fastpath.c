@@ -148,16 +148,13 @@ void
 sp_hairpin(struct sp_worker *w, struct rte_mbuf *m, struct sp_pkt *p,
 	   uint16_t iface, const struct sp_runtime *rt)
 {
-	uint16_t dport = p->proto == IPPROTO_ICMP ?
-		((struct rte_icmp_hdr *)p->l4)->icmp_ident :
-		((rte_be16_t *)p->l4)[1];
-	unsigned owner = 0;
+	/* It enters again as from outside: the worker RSS would give it there
+	 * (for an ICMP error, the owner of the quoted packet's source). */
+	unsigned owner = sp.n_workers > 1 ?
+		sp_owner_of(m, SP_ZONE_OUTSIDE) : 0;
 
+	RTE_SET_USED(p);
 	SP_INC(w, hairpin);
-	if (sp.n_workers > 1)
-		owner = sp_owner_external(p->proto,
-					  rte_be_to_cpu_32(p->ip->dst_addr),
-					  rte_be_to_cpu_16(dport));
 	if (owner != w->index) {
 		sp_handoff(w, m, owner, SP_META_OUTSIDE);
 		return;
@@ -166,13 +163,19 @@ sp_hairpin(struct sp_worker *w, struct rte_mbuf *m, struct sp_pkt *p,
 	sp_process_burst(w, &m, 1, iface, 1, rt);
 }
 
+unsigned
+sp_dispatch_owner(struct rte_mbuf *m, uint16_t iface)
+{
+	return sp_owner_of(m, sp.ifaces[iface].zone);
+}
+
 /*
  * Software RSS over the same fields as the NIC would hash (rss.h). Anything
  * that is not a well-formed flow stays with worker 0, which drops or answers
  * it after a full parse.
  */
 unsigned
-sp_dispatch_owner(struct rte_mbuf *m, uint16_t iface)
+sp_owner_of(struct rte_mbuf *m, unsigned zone)
 {
 	uint16_t len = rte_pktmbuf_data_len(m);
 	const uint8_t *d = rte_pktmbuf_mtod(m, const uint8_t *);
@@ -186,7 +189,7 @@ sp_dispatch_owner(struct rte_mbuf *m, uint16_t iface)
 		    RTE_BE16(RTE_ETHER_TYPE_IPV4))
 		return 0;
 	ip = (const struct rte_ipv4_hdr *)(d + sizeof(struct rte_ether_hdr));
-	if (sp.ifaces[iface].zone == SP_ZONE_INSIDE)
+	if (zone == SP_ZONE_INSIDE)
 		return sp_owner_inside(&sp.rss, rte_be_to_cpu_32(ip->src_addr));
 	ihl = (ip->version_ihl & 0x0f) * 4u;
 	if (ihl < 20 || len < sizeof(struct rte_ether_hdr) + ihl + 8 ||

@@ -26,6 +26,8 @@ void sp_dispatch_burst(struct sp_worker *w, struct rte_mbuf **pkts,
 
 /* The worker that owns a packet before it hits a session (for tests too). */
 unsigned sp_dispatch_owner(struct rte_mbuf *m, uint16_t iface);
+/* The same for a packet arriving in zone (SP_ZONE_*), whatever its port. */
+unsigned sp_owner_of(struct rte_mbuf *m, unsigned zone);
 
 /* in2out.c, out2in.c */
 void sp_in2out_miss(struct sp_worker *w, struct rte_mbuf *m, struct sp_pkt *p,

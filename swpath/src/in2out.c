@@ -39,7 +39,6 @@ sp_in2out_icmp_error(struct sp_worker *w, struct rte_mbuf *m,
 	int64_t d;
 	int rc;
 
-	RTE_SET_USED(rt);
 	rc = sp_icmp_inner(p, &in);
 	if (rc < 0) {
 		sp_drop(w, m, (unsigned)-rc);
@@ -63,10 +62,6 @@ sp_in2out_icmp_error(struct sp_worker *w, struct rte_mbuf *m,
 		return;
 	}
 	s = &w->nat.sessions[d >> 1];
-	if (s->flags & SP_SESS_HAIRPIN) {
-		sp_drop(w, m, SP_CNT_drop_icmp_error);
-		return;
-	}
 	sp_inner_rewrite(&in, 0, s->ext_addr,
 			 sp_inner_dport(&in), s->ext_port);
 	p->ip->hdr_checksum = sp_cksum_adjust32(p->ip->hdr_checksum,
@@ -75,5 +70,11 @@ sp_in2out_icmp_error(struct sp_worker *w, struct rte_mbuf *m,
 	sp_ttl_decrement(p->ip);
 	sp_icmp_recompute(p);
 	SP_INC(w, icmp_error_in2out);
+	if (s->flags & SP_SESS_HAIRPIN) {
+		/* RFC 5508 sec. 6: an error about a hairpinned packet goes back
+		 * in, as from outside, to the session that sent that packet. */
+		sp_hairpin(w, m, p, (uint16_t)sp.port_iface[m->port], rt);
+		return;
+	}
 	sp_forward(w, m, p, s, SP_DIR_IN2OUT);
 }

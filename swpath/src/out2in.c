@@ -83,7 +83,9 @@ sp_out2in_icmp_error(struct sp_worker *w, struct rte_mbuf *m,
 	p->ip->hdr_checksum = sp_cksum_adjust32(p->ip->hdr_checksum,
 						p->ip->dst_addr, s->int_addr);
 	p->ip->dst_addr = s->int_addr;
-	sp_ttl_decrement(p->ip);
+	/* a hairpinned error had its TTL decremented on the way in2out */
+	if (likely(!(*sp_meta(m) & SP_META_OUTSIDE)))
+		sp_ttl_decrement(p->ip);
 	sp_icmp_recompute(p);
 	SP_INC(w, icmp_error_out2in);
 	sp_forward(w, m, p, s, SP_DIR_OUT2IN);

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from scapy.layers.inet import ICMP, IP, TCP, UDP, IPOption_LSRR
+from scapy.layers.inet import ICMP, IP, TCP, UDP, IPerror, IPOption_LSRR, UDPerror
 from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import ARP, Ether
 from scapy.packet import Packet, Raw
@@ -608,10 +608,14 @@ def test_hairpinning(tmp: Path) -> None:
         from_host("10.0.0.3", "203.0.113.1", mac=MAC_H3)
         / UDP(sport=6000, dport=40000)
         / Raw(b"p2p"),
+        # 10.0.0.2's port unreachable about it goes back to 10.0.0.3 (RFC 5508 sec. 6)
+        from_host("10.0.0.2", "203.0.113.2")
+        / ICMP(type=3, code=3)
+        / bytes(IP(src="203.0.113.2", dst="10.0.0.2", ttl=63) / UDP(sport=40000, dport=5000)),
     ]
     r = run(tmp, cmds, [inside, []])
     back = r.outputs[0]
-    eq(len(back), 1)
+    eq(len(back), 2)
     p = back[0]
     eq(
         (p[IP].src, p[UDP].sport, p[IP].dst, p[UDP].dport),
@@ -621,7 +625,17 @@ def test_hairpinning(tmp: Path) -> None:
     eq(p[IP].ttl, 63, "one hop")
     eq(p[Ether].dst, MAC_H2)
     assert_checksums(p)
-    eq(r.counters["hairpin"], 1)
+    e = back[1]
+    eq((e[Ether].dst, e[IP].src, e[IP].dst, e[IP].ttl), (MAC_H3, "203.0.113.1", "10.0.0.3", 63))
+    eq((e[ICMP].type, e[ICMP].code), (3, 3))
+    eq(
+        (e[IPerror].src, e[UDPerror].sport, e[IPerror].dst, e[UDPerror].dport),
+        ("10.0.0.3", 6000, "203.0.113.1", 40000),
+        "the quoted packet as 10.0.0.3 sent it",
+    )
+    assert_checksums(e)
+    eq(r.counters["hairpin"], 2)
+    eq((r.counters["icmp_error_in2out"], r.counters["icmp_error_out2in"]), (1, 1))
 
 
 @case
