@@ -10,8 +10,6 @@
 #include <string.h>
 #include <syslog.h>
 
-#include <rte_memory.h>
-
 #include "events.h"
 #include "sp.h"
 
