@@ -15,7 +15,7 @@ from pathlib import Path
 
 from quicknat.addr import parse_ipv4
 from quicknat.config import Config, ConfigError, load_config
-from quicknat.config.commands import config_commands, unsupported
+from quicknat.config.commands import config_commands
 from quicknat.config.dump import config_to_data
 from quicknat.nat.qns import Qns
 from quicknat.rules import Protocol, RuleKind
@@ -56,8 +56,6 @@ def _lookup(config: Config, args: argparse.Namespace) -> int:
 
 
 def _swpath_commands(config: Config, args: argparse.Namespace) -> int:
-    for note in unsupported(config):
-        print(f"{config.source}: warning: {note}", file=sys.stderr)
     print("\n".join(config_commands(config)))
     return 0
 

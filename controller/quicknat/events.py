@@ -3,6 +3,8 @@
 One line per event: time (UTC), protocol, internal and external address:port.
 No destination is recorded (RFC 6888: logging must not keep destinations by
 default), and a mapping is logged once however many sessions it carries.
+swpath writes the same lines (swpath/src/events.c); its tests build the
+expected text with event_text.
 """
 
 from __future__ import annotations
@@ -13,18 +15,25 @@ import time
 
 from quicknat.addr import format_ipv4
 from quicknat.config.model import EventLog, Logging
+from quicknat.nat.allocator import Endpoint
 from quicknat.nat.session import Mapping
 from quicknat.rules import Protocol
 
+TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 
-def event_line(event: str, mapping: Mapping, wall_time: float) -> str:
-    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(wall_time))
-    internal, external = mapping.internal, mapping.external
+
+def event_text(event: str, protocol: int, internal: Endpoint, external: Endpoint) -> str:
+    """What a line says after its time."""
     return (
-        f"{stamp} mapping {event} {Protocol(mapping.protocol)} "
+        f"mapping {event} {Protocol(protocol)} "
         f"{format_ipv4(internal.address)}:{internal.port} "
         f"{format_ipv4(external.address)}:{external.port}"
     )
+
+
+def event_line(event: str, mapping: Mapping, wall_time: float) -> str:
+    stamp = time.strftime(TIME_FORMAT, time.gmtime(wall_time))
+    return f"{stamp} {event_text(event, mapping.protocol, mapping.internal, mapping.external)}"
 
 
 class EventLogger:

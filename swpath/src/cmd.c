@@ -40,6 +40,18 @@ static const char *const filter_names[] = {
 	[SP_FILTER_ADDR_PORT] = "address-and-port-dependent",
 };
 
+static const char *const event_sink_names[] = {
+	[SP_EVENTS_NONE] = "none",
+	[SP_EVENTS_SYSLOG] = "syslog",
+	[SP_EVENTS_FILE] = "file",
+};
+
+const char *
+sp_event_sink_name(uint8_t sink)
+{
+	return sink <= SP_EVENTS_FILE ? event_sink_names[sink] : "?";
+}
+
 const char *
 sp_timeout_name(unsigned index)
 {
@@ -651,6 +663,51 @@ parse_limits(const struct words *words, struct sp_cmd_limits *c, char *err,
 	return 0;
 }
 
+static int
+parse_logging(const struct words *words, struct sp_cmd_logging *c, char *err,
+	      size_t errlen)
+{
+	const char *verb = "logging";
+	const char *v;
+	bool have_events = false;
+
+	for (unsigned i = 1; i < words->n; i++) {
+		const char *k = words->w[i];
+
+		if (strcmp(k, "events") == 0) {
+			unsigned s;
+
+			VALUE();
+			for (s = 0; s <= SP_EVENTS_FILE; s++)
+				if (strcmp(v, event_sink_names[s]) == 0)
+					break;
+			if (s > SP_EVENTS_FILE)
+				return sp_fail(err, errlen,
+					    "logging: events %s: must be none, syslog or file",
+					    v);
+			c->events = (uint8_t)s;
+			have_events = true;
+		} else if (strcmp(k, "file") == 0) {
+			VALUE();
+			if (strlen(v) >= SP_PATH_MAX)
+				return sp_fail(err, errlen,
+					    "logging: file: longer than %d bytes",
+					    SP_PATH_MAX - 1);
+			strcpy(c->file, v);
+		} else {
+			return sp_fail(err, errlen,
+				    "logging: unknown word '%s' (events, file)", k);
+		}
+	}
+	if (!have_events)
+		return sp_fail(err, errlen,
+			    "logging: missing events (none, syslog or file)");
+	if (c->events == SP_EVENTS_FILE && c->file[0] == '\0')
+		return sp_fail(err, errlen,
+			    "logging: events file needs 'file PATH', the file to append to");
+	return 0;
+}
+
 int
 sp_cmd_parse(const char *line, struct sp_cmd *cmd, char *err, size_t errlen)
 {
@@ -716,6 +773,10 @@ sp_cmd_parse(const char *line, struct sp_cmd *cmd, char *err, size_t errlen)
 		cmd->verb = SP_CMD_LIMITS;
 		return parse_limits(&words, &cmd->u.limits, err, errlen);
 	}
+	if (strcmp(verb, "logging") == 0) {
+		cmd->verb = SP_CMD_LOGGING;
+		return parse_logging(&words, &cmd->u.logging, err, errlen);
+	}
 	if (strcmp(verb, "rules") == 0 && words.n == 1) {
 		cmd->verb = SP_CMD_RULES;
 		return 0;
@@ -736,6 +797,6 @@ sp_cmd_parse(const char *line, struct sp_cmd *cmd, char *err, size_t errlen)
 		return sp_fail(err, errlen, "sessions: expected 'sessions [limit N]'");
 	}
 	return sp_fail(err, errlen,
-		    "unknown command '%s' (interface, route, neighbor, pool, rule, timeouts, filtering, limits, rules, sessions, stats)",
+		    "unknown command '%s' (interface, route, neighbor, pool, rule, timeouts, filtering, limits, logging, rules, sessions, stats)",
 		    verb);
 }

@@ -14,6 +14,7 @@
 
 #define SP_NAME_MAX 32
 #define SP_POOL_MAX_PREFIXES 64
+#define SP_PATH_MAX 256
 
 struct sp_prefix {
 	uint32_t addr; /* host byte order, host bits zero */
@@ -40,6 +41,13 @@ enum sp_proto_index {
 	SP_PI_MAX = 3,
 };
 
+/* Where mapping events go (RFC 6888 REQ-12, events.h). */
+enum sp_event_sink {
+	SP_EVENTS_NONE = 0,
+	SP_EVENTS_SYSLOG = 1,
+	SP_EVENTS_FILE = 2,
+};
+
 enum sp_timeout {
 	SP_TO_UDP = 0,
 	SP_TO_TCP_EST = 1,
@@ -59,6 +67,7 @@ enum sp_verb {
 	SP_CMD_TIMEOUTS,
 	SP_CMD_FILTERING,
 	SP_CMD_LIMITS,
+	SP_CMD_LOGGING,
 	SP_CMD_RULES,
 	SP_CMD_SESSIONS,
 	SP_CMD_STATS,
@@ -129,6 +138,11 @@ struct sp_cmd_limits {
 	uint32_t sessions_per_host;
 };
 
+struct sp_cmd_logging {
+	uint8_t events;               /* enum sp_event_sink */
+	char file[SP_PATH_MAX];       /* with SP_EVENTS_FILE */
+};
+
 struct sp_cmd {
 	enum sp_verb verb;
 	union {
@@ -141,6 +155,7 @@ struct sp_cmd {
 		struct sp_cmd_timeouts timeouts;
 		struct sp_cmd_filtering filtering;
 		struct sp_cmd_limits limits;
+		struct sp_cmd_logging logging;
 		uint32_t limit; /* sessions [limit N]; 0 = all */
 	} u;
 };
@@ -157,6 +172,7 @@ const char *sp_proto_name(uint8_t proto);
 const char *sp_filter_name(uint8_t mode);
 const char *sp_timeout_name(unsigned index);
 const char *sp_proto_index_name(unsigned index);
+const char *sp_event_sink_name(uint8_t sink);
 
 /* "a.b.c.d" of a host-order address into buf (at least 16 bytes). */
 /* Writes a message into err (the `char *err, size_t errlen` convention of

@@ -19,6 +19,7 @@
 #include <rte_ring_elem.h>
 
 #include "control.h"
+#include "events.h"
 #include "fwd.h"
 #include "qns.h"
 #include "sp.h"
@@ -446,6 +447,12 @@ sp_apply(const struct sp_cmd *cmd, struct sp_buf *out, char *err,
 		if (cmd->u.limits.set & 2)
 			sp.sessions_per_host = cmd->u.limits.sessions_per_host;
 		return sp.running ? sp_runtime_publish() : 0;
+	case SP_CMD_LOGGING:
+		/* the workers' event rings are made with them */
+		if (sp.running)
+			return sp_fail(err, errlen, "logging: only at start-up");
+		return sp_events_configure(cmd->u.logging.events,
+					   cmd->u.logging.file, err, errlen);
 	case SP_CMD_RULES:
 		sp_format_rules(out);
 		return 0;

@@ -26,6 +26,7 @@
 	X(sessions_expired, "sessions closed by their idle timeout") \
 	X(mappings_created, "endpoint-independent mappings created") \
 	X(mappings_freed, "mappings freed with their last session") \
+	X(events_dropped, "mapping events not logged: the worker's event ring was full") \
 	X(arp_replies, "ARP replies sent for our and NAT-owned addresses") \
 	X(arp_requests, "ARP requests sent to resolve next hops") \
 	X(arp_learned, "ARP packets passed to the neighbour table") \

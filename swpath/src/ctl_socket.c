@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "control.h"
+#include "events.h"
 #include "sp.h"
 
 #define SP_MAX_CLIENTS 8
@@ -246,6 +247,7 @@ sp_control_poll(int timeout_ms)
 	nfds_t n = 0;
 
 	sp_neigh_messages();
+	sp_events_drain();
 	sp_rcu_reclaim(false);
 	if (listen_fd < 0) {
 		if (timeout_ms > 0)

@@ -28,6 +28,7 @@
 #include <rte_random.h>
 
 #include "control.h"
+#include "events.h"
 #include "format.h"
 #include "qns.h"
 #include "setup.h"
@@ -485,6 +486,14 @@ on_signal(int sig)
 	__atomic_store_n(&sp.quit, 1, __ATOMIC_RELAXED);
 }
 
+/* logrotate moved the event file: write to a new one at that path */
+static void
+on_hangup(int sig)
+{
+	RTE_SET_USED(sig);
+	sp_events_reopen();
+}
+
 static uint64_t
 activity(void)
 {
@@ -589,6 +598,8 @@ main(int argc, char **argv)
 	sa.sa_handler = on_signal;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	sa.sa_handler = on_hangup;
+	sigaction(SIGHUP, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
 	startup_log_end();
@@ -617,6 +628,9 @@ main(int argc, char **argv)
 		}
 	}
 	rte_eal_mp_wait_lcore();
+	/* what the workers logged last, then the file is closed */
+	sp_events_drain();
+	sp_events_close();
 	if (o.dump != NULL)
 		dump_on_exit(o.dump);
 	sp_control_close();

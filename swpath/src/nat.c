@@ -12,6 +12,7 @@
 #include <rte_hash_crc.h>
 #include <rte_malloc.h>
 
+#include "events.h"
 #include "qns.h"
 #include "sp.h"
 
@@ -324,6 +325,24 @@ full:
 	return SP_CNT_drop_table_full;
 }
 
+/*
+ * RFC 6888 REQ-12: a mapping is logged when its first session opens and when
+ * its last one goes, as core.py's on_mapping; never the remote (events.h).
+ */
+static void
+mapping_event(struct sp_nat *nat, uint8_t type, const struct sp_mapping *m,
+	      uint32_t now)
+{
+	struct sp_event ev = {
+		.time_ms = now, .int_addr = m->int_addr, .ext_addr = m->ext.addr,
+		.int_port = m->int_port, .ext_port = m->ext.port,
+		.proto = m->proto, .type = type,
+	};
+
+	if (nat->events != NULL)
+		sp_event_push(nat->events, &ev, &nat->cnt[SP_CNT_events_dropped]);
+}
+
 static void
 mapping_free(struct sp_nat *nat, uint32_t midx, uint32_t now)
 {
@@ -363,8 +382,10 @@ sp_nat_remove(struct sp_nat *nat, uint32_t sidx, uint32_t now)
 					 .addr = rte_be_to_cpu_32(s->rem_addr) };
 
 		count_add(nat->remotes, &rk, -1);
-		if (--m->sessions == 0)
+		if (--m->sessions == 0) {
+			mapping_event(nat, SP_EVENT_DELETED, m, now);
 			mapping_free(nat, s->mapping, now);
+		}
 	}
 	s->proto = 0;
 	s->next = nat->free_session;
@@ -499,6 +520,7 @@ sp_nat_outbound(struct sp_nat *nat, const struct sp_runtime *rt,
 	struct sp_mapping *m;
 	uint64_t action;
 	uint32_t rule_id, midx;
+	bool fresh;
 	int rc;
 
 	if (check_owner && nat->n_workers > 1) {
@@ -519,7 +541,8 @@ sp_nat_outbound(struct sp_nat *nat, const struct sp_runtime *rt,
 	if (session_limit_reached(nat, rt, src))
 		return SP_CNT_drop_session_limit;
 	m = mapping_find(nat, 0, key->proto, src, sport, &midx);
-	if (m == NULL) {
+	fresh = m == NULL;
+	if (fresh) {
 		rc = mapping_new(nat, rt, action, key->proto, src, sport, now,
 				 &midx);
 		if (rc != SP_NAT_OK)
@@ -532,9 +555,15 @@ sp_nat_outbound(struct sp_nat *nat, const struct sp_runtime *rt,
 			  key->proto == IPPROTO_ICMP ? sport :
 						       rte_be_to_cpu_16(key->dport),
 			  midx, now, sidx);
-	if (rc != SP_NAT_OK && m->sessions == 0)
-		mapping_free(nat, midx, now);
-	return rc;
+	if (rc != SP_NAT_OK) {
+		/* a mapping that never carried a session is not logged */
+		if (fresh)
+			mapping_free(nat, midx, now);
+		return rc;
+	}
+	if (fresh)
+		mapping_event(nat, SP_EVENT_CREATED, m, now);
+	return SP_NAT_OK;
 }
 
 int

@@ -120,6 +120,7 @@ struct sp_nat {
 	uint32_t free_mapping;
 	uint32_t next_id;
 	uint64_t *cnt;                  /* the worker's counters */
+	struct rte_ring *events;        /* the worker's event_ring, or NULL */
 	struct sp_session *sessions;
 	struct sp_mapping *mappings;
 	struct rte_hash *flows;         /* sp_flow_key -> session << 1 | dir */

@@ -16,6 +16,7 @@
 #include <rte_ring_elem.h>
 
 #include "control.h"
+#include "events.h"
 #include "qns.h"
 #include "setup.h"
 #include "sp.h"
@@ -205,7 +206,12 @@ sp_setup_workers(char *err, size_t errlen)
 					     RING_F_SC_DEQ);
 		snprintf(name, sizeof(name), "sp_ctl_%u", i);
 		w->ctl_ring = rte_ring_create(name, 256, socket, RING_F_SC_DEQ);
-		if (w->in_ring == NULL || w->ctl_ring == NULL)
+		if (sp_events_enabled()) {
+			w->event_ring = sp_events_ring_create(i, socket);
+			w->nat.events = w->event_ring;
+		}
+		if (w->in_ring == NULL || w->ctl_ring == NULL ||
+		    (sp_events_enabled() && w->event_ring == NULL))
 			return sp_fail(err, errlen, "cannot create worker rings: %s",
 				    rte_strerror(rte_errno));
 		for (unsigned f = 0; f < sp.n_ifaces; f++) {
@@ -324,6 +330,7 @@ sp_teardown(void)
 			rte_free(w->tx[f].buf);
 		rte_ring_free(w->in_ring);
 		rte_ring_free(w->ctl_ring);
+		rte_ring_free(w->event_ring);
 		rte_free(w);
 		sp.workers[i] = NULL;
 	}

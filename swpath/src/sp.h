@@ -166,6 +166,7 @@ struct sp_worker {
 	struct sp_txq tx[SP_MAX_IFACES];        /* by interface index */
 	struct rte_ring *in_ring;               /* dispatch + handoff (MP/SC) */
 	struct rte_ring *ctl_ring;              /* packets from control (MP/SC) */
+	struct rte_ring *event_ring;            /* mapping events (SP/SC), or NULL */
 	uint32_t now;                           /* ms since start */
 	uint32_t resolve_addr;                  /* last SP_MSG_RESOLVE sent */
 	uint32_t resolve_time;

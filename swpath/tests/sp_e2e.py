@@ -21,12 +21,14 @@ Run: sp_e2e.py --app PATH/quicknat-swpath [-k NAME]. Ends with
 from __future__ import annotations
 
 import argparse
+import calendar
 import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -41,6 +43,10 @@ from scapy.utils import rdpcap, wrpcap
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "controller" / "tests" / "golden" / "good"
+sys.path.insert(0, str(ROOT / "controller"))
+from quicknat.addr import parse_ipv4  # noqa: E402
+from quicknat.events import TIME_FORMAT, event_text  # noqa: E402
+from quicknat.nat.allocator import Endpoint  # noqa: E402
 
 MAC_IN = "02:00:00:00:00:01"
 MAC_OUT = "02:00:00:00:00:02"
@@ -653,6 +659,65 @@ def test_sessions_age_out(tmp: Path) -> None:
     eq((c["sessions_created"], c["sessions_expired"], c["mappings_freed"]), (3, 3, 3))
 
 
+def endpoint(text: str) -> Endpoint:
+    address, port = text.split(":")
+    return Endpoint(parse_ipv4(address), int(port))
+
+
+@case
+def test_mapping_events_logged(tmp: Path) -> None:
+    """RFC 6888 REQ-12: one line when a mapping is made and one when its last
+    session ages out, in the controller's format (quicknat/events.py), with
+    no destination."""
+    log = tmp / "events.log"
+    cmds = ONE_PORT + f"timeouts udp 1 icmp 1\nlogging events file file {log}\n"
+    inside = [
+        from_host("10.0.0.2", "8.8.8.8") / UDP(sport=5000, dport=53),
+        from_host("10.0.0.2", "9.9.9.9") / UDP(sport=5000, dport=53),  # same mapping
+        from_host("10.0.0.2", "8.8.8.8") / ICMP(type=8, id=77),
+        from_host("10.0.0.3", "1.1.1.1", mac=MAC_H3) / UDP(sport=6000, dport=123),
+    ]
+    outside = [from_remote("8.8.8.8", "203.0.113.1") / UDP(sport=53, dport=40000)]
+    start = time.time()
+    r = run(tmp, cmds, [inside, outside], idle_ms=2500)
+    end = time.time()
+    c = r.counters
+    eq((c["mappings_created"], c["mappings_freed"], c["events_dropped"]), (3, 3, 0))
+    mappings = [
+        (17, "10.0.0.2:5000", "203.0.113.1:40000"),
+        (1, "10.0.0.2:77", "203.0.113.1:40000"),
+        (17, "10.0.0.3:6000", "203.0.113.2:40000"),
+    ]
+    lines = log.read_text().splitlines()
+    eq(len(lines), 6, f"lines: {lines}")
+    stamps = [calendar.timegm(time.strptime(line.split(" ", 1)[0], TIME_FORMAT)) for line in lines]
+    texts = [line.split(" ", 1)[1] for line in lines]
+    eq(
+        texts[:3],
+        [event_text("created", p, endpoint(i), endpoint(e)) for p, i, e in mappings],
+        "created, in packet order",
+    )
+    eq(
+        sorted(texts[3:]),
+        sorted(event_text("deleted", p, endpoint(i), endpoint(e)) for p, i, e in mappings),
+        "deleted once each, after the 1 s timeout",
+    )
+    assert all(int(start) <= t <= end for t in stamps), (start, stamps, end)
+    assert min(stamps[3:]) >= max(stamps[:3]) + 1, stamps
+    for remote in ("8.8.8.8", "9.9.9.9", "1.1.1.1"):
+        assert remote not in log.read_text(), f"destination {remote} logged"
+
+
+@case
+def test_mapping_events_off(tmp: Path) -> None:
+    log = tmp / "events.log"
+    cmds = ONE_PORT + f"timeouts udp 1\nlogging events none file {log}\n"
+    inside = [from_host("10.0.0.2", "8.8.8.8") / UDP(sport=5000, dport=53)]
+    r = run(tmp, cmds, [inside, []], idle_ms=2500)
+    eq((r.counters["mappings_created"], r.counters["mappings_freed"]), (1, 1))
+    eq(log.exists(), False, "events = none writes nothing")
+
+
 @case
 def test_software_rss_two_workers(tmp: Path) -> None:
     cmds = BASE + (
@@ -816,6 +881,14 @@ def test_startup_errors(tmp: Path) -> None:
         "rule add id 3 type snat prefix 10.0.0.0/24 to 203.0.113.3/32\n",
     )
     assert "c.txt:8: rule 3: to 203.0.113.3: " in line and "overlaps pool 'p'" in line, line
+    line = startup_error(tmp, BASE + f"logging events file file {tmp}/no/such/dir.log\n")
+    eq(
+        line,
+        f"quicknat-swpath: {tmp}/c.txt:7: logging: file {tmp}/no/such/dir.log: "
+        "No such file or directory",
+    )
+    line = startup_error(tmp, BASE + "logging events kafka\n")
+    eq(line, f"quicknat-swpath: {tmp}/c.txt:7: logging: events kafka: must be none, syslog or file")
     line = startup_error(tmp, "interface in0 zone inside port 0\n")
     assert line.endswith("needs at least one inside and one outside interface"), line
 

@@ -6,8 +6,9 @@
 What pcap replay cannot show: replies to ports chosen at run time coming back
 to the right host through the worker that owns them, the control socket
 (the JSON status form read by the controller's own client and CLI, and the
-line commands: rule add/del at run time), DPDK telemetry, and sessions aging
-out on a short timeout set at run time.
+line commands: rule add/del at run time), DPDK telemetry, sessions aging
+out on a short timeout set at run time, and mapping events written by the
+running process from both workers' rings (reopened on SIGHUP).
 
 Run as root: sp_live.py --app PATH/quicknat-swpath. Ends with
 "N passed, M failed" (skipped without root or veth support).
@@ -38,7 +39,10 @@ from scapy.sendrecv import AsyncSniffer, sendp
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "controller"))
+from quicknat.addr import parse_ipv4  # noqa: E402
 from quicknat.controller.status import query  # noqa: E402
+from quicknat.events import event_text  # noqa: E402
+from quicknat.nat.allocator import Endpoint  # noqa: E402
 
 conf.verb = 0
 TAG = f"q{os.getpid() % 100000}"
@@ -86,7 +90,8 @@ class Nat:
     def __init__(self, app: str, tmp: Path) -> None:
         self.tmp = tmp
         self.sock = tmp / "swpath.sock"
-        (tmp / "cmds.txt").write_text(COMMANDS)
+        self.events = tmp / "events.log"
+        (tmp / "cmds.txt").write_text(COMMANDS + f"logging events file file {self.events}\n")
         self.prefix = f"quicknat-live-{os.getpid()}"
         argv = [
             app,
@@ -172,6 +177,29 @@ def exchange(
     return list(sniffer.stop() or [])
 
 
+def wait_for_lines(path: Path, texts: list[str], timeout: float = 10.0) -> list[str]:
+    """The file's lines once each text ends one of them (polled, bounded)."""
+    deadline = time.time() + timeout
+    while True:
+        lines = path.read_text().splitlines() if path.exists() else []
+        missing = [t for t in texts if not any(line.endswith(" " + t) for line in lines)]
+        if not missing:
+            return lines
+        if time.time() > deadline:
+            raise AssertionError(f"{path}: no line ends with {missing[0]!r} after {timeout} s")
+        time.sleep(0.05)
+
+
+def mapping_text(event: str, internal: tuple[str, int], external: tuple[str, int]) -> str:
+    """The controller's words for a UDP mapping event (quicknat/events.py)."""
+    return event_text(
+        event,
+        17,
+        Endpoint(parse_ipv4(internal[0]), internal[1]),
+        Endpoint(parse_ipv4(external[0]), external[1]),
+    )
+
+
 def eq(a: object, b: object, what: str = "") -> None:
     assert a == b, f"{what}: {a!r} != {b!r}" if what else f"{a!r} != {b!r}"
 
@@ -245,6 +273,15 @@ def case_replies_come_back(nat: Nat) -> None:
     c = stats["counters"]
     assert c["dispatched"] > 0
     eq(c["handoff"], 0, "every flow stayed on one worker in both directions")
+
+
+def case_mapping_events(nat: Nat) -> None:
+    # one line per mapping, from whichever worker owns it; none per reply
+    want = [mapping_text("created", (h, 5000 + HOSTS.index(h)), ext) for h, ext in MAPPINGS.items()]
+    lines = wait_for_lines(nat.events, want)
+    eq(len(lines), len(HOSTS), "one line per mapping")
+    assert not any("8.8.8.8" in line for line in lines), "the destination is not logged"
+    eq(nat.stats()["counters"]["events_dropped"], 0)
 
 
 def case_status_socket_schema(nat: Nat) -> None:
@@ -326,10 +363,11 @@ def case_rules_at_run_time(nat: Nat) -> None:
         nat.lines("frobnicate"),
         [
             "error: unknown command 'frobnicate' (interface, route, neighbor, "
-            "pool, rule, timeouts, filtering, limits, rules, sessions, stats)"
+            "pool, rule, timeouts, filtering, limits, logging, rules, sessions, stats)"
         ],
     )
     eq(nat.lines("interface x zone inside port 3"), ["error: interface: only at start-up"])
+    eq(nat.lines("logging events syslog"), ["error: logging: only at start-up"])
     before = nat.stats()["counters"]["drop_unsolicited"]
     syn[TCP].sport = 40002
     eq([p for p in exchange(OUT_PEER, [syn], IN_PEER, 1, timeout=1) if TCP in p], [])
@@ -352,20 +390,40 @@ def case_telemetry(nat: Nat) -> None:
     eq(stats["sessions"], nat.stats()["sessions"])
 
 
+def send_flow(host: str, sport: int) -> tuple[str, int]:
+    """A new UDP flow from host; its external endpoint."""
+    flow = (
+        Ether(src=host_mac(host), dst=MAC_IN)
+        / IP(src=host, dst="8.8.8.8")
+        / UDP(sport=sport, dport=53)
+    )
+    out = [p for p in exchange(IN_PEER, [flow], OUT_PEER, 1) if UDP in p]
+    eq(len(out), 1, "translated")
+    return out[0][IP].src, out[0][UDP].sport
+
+
+def case_events_file_reopened_on_sighup(nat: Nat) -> None:
+    # logrotate moves the file, then signals: new lines go to a new file
+    rotated = nat.events.with_name("events.log.1")
+    nat.events.rename(rotated)
+    nat.proc.send_signal(signal.SIGHUP)
+    ext = send_flow(HOSTS[1], 7778)
+    created = mapping_text("created", (HOSTS[1], 7778), ext)
+    eq(len(wait_for_lines(nat.events, [created])), 1)
+    assert not any(line.endswith(created) for line in rotated.read_text().splitlines())
+    eq(nat.proc.poll(), None, "still running")
+
+
 def case_aging(nat: Nat) -> None:
     before = nat.stats()
     eq(nat.lines("timeouts udp 4"), ["ok"])
-    flow = (
-        Ether(src=host_mac(HOSTS[0]), dst=MAC_IN)
-        / IP(src=HOSTS[0], dst="8.8.8.8")
-        / UDP(sport=7777, dport=53)
-    )
-    eq(len([p for p in exchange(IN_PEER, [flow], OUT_PEER, 1) if UDP in p]), 1)
+    ext = send_flow(HOSTS[0], 7777)
     internal = f"{HOSTS[0]}:7777"
     rows = query(nat.sock, "sessions")
     assert isinstance(rows, list)
     eq([r["timeout_s"] for r in rows if r["internal"] == internal], [4])
-    time.sleep(5)
+    # the mapping's deleted line is written once its only session is gone
+    wait_for_lines(nat.events, [mapping_text("deleted", (HOSTS[0], 7777), ext)], timeout=15)
     rows = query(nat.sock, "sessions")
     assert isinstance(rows, list)
     eq([r for r in rows if r["internal"] == internal], [], "the new flow aged out")
@@ -378,9 +436,11 @@ def case_aging(nat: Nat) -> None:
 CASES: list[Callable[[Nat], None]] = [
     case_arp_and_ping,
     case_replies_come_back,
+    case_mapping_events,
     case_status_socket_schema,
     case_rules_at_run_time,
     case_telemetry,
+    case_events_file_reopened_on_sighup,
     case_aging,
 ]
 

@@ -169,6 +169,30 @@ test_settings(void **state)
 }
 
 static void
+test_logging(void **state)
+{
+	struct sp_cmd c = parse_ok("logging events file file /var/log/quicknat-events.log");
+	char line[400];
+
+	(void)state;
+	assert_int_equal(c.verb, SP_CMD_LOGGING);
+	assert_int_equal(c.u.logging.events, SP_EVENTS_FILE);
+	assert_string_equal(c.u.logging.file, "/var/log/quicknat-events.log");
+	c = parse_ok("logging events syslog");
+	assert_int_equal(c.u.logging.events, SP_EVENTS_SYSLOG);
+	c = parse_ok("logging events none");
+	assert_int_equal(c.u.logging.events, SP_EVENTS_NONE);
+	assert_string_equal(sp_event_sink_name(SP_EVENTS_SYSLOG), "syslog");
+	parse_err("logging events kafka", "logging: events kafka: must be none, syslog or file");
+	parse_err("logging events file", "events file needs 'file PATH'");
+	parse_err("logging file /tmp/x", "logging: missing events");
+	parse_err("logging events", "logging: events: missing value");
+	parse_err("logging events none level info", "unknown word 'level' (events, file)");
+	snprintf(line, sizeof(line), "logging events file file /%0300d", 0);
+	parse_err(line, "logging: file: longer than 255 bytes");
+}
+
+static void
 test_misc(void **state)
 {
 	struct sp_cmd c = parse_ok("   # only a comment");
@@ -233,6 +257,7 @@ main(int argc, char **argv)
 		cmocka_unit_test(test_pool),
 		cmocka_unit_test(test_rule),
 		cmocka_unit_test(test_settings),
+		cmocka_unit_test(test_logging),
 		cmocka_unit_test(test_misc),
 		cmocka_unit_test(test_golden_files),
 	};

@@ -15,6 +15,7 @@
 
 #include <rte_memory.h>
 
+#include "events.h"
 #include "nat.h"
 #include "qns.h"
 #include "sp.h"
@@ -100,6 +101,7 @@ static int
 teardown_test(void **state)
 {
 	(void)state;
+	rte_ring_free(nat.events);
 	sp_nat_free(&nat);
 	for (unsigned i = 0; i < sp.n_pools; i++)
 		sp_pool_free(sp.pools[i]);
@@ -514,6 +516,94 @@ test_table_full(void **state)
 	assert_int_equal(nat.n_mappings, 1);
 }
 
+/* The records in the worker's event ring, oldest first. */
+static unsigned
+take_events(struct rte_ring *ring, struct sp_event *ev, unsigned max)
+{
+	return rte_ring_sc_dequeue_burst_elem(ring, ev, sizeof(ev[0]), max,
+					      NULL);
+}
+
+static struct rte_ring *
+event_ring(void)
+{
+	struct rte_ring *ring = sp_events_ring_create(0, SOCKET_ID_ANY);
+
+	assert_non_null(ring);
+	nat.events = ring;
+	return ring;
+}
+
+/*
+ * RFC 6888 REQ-12 as core.py's on_mapping (test_nat_core.py::
+ * test_mapping_events_created_and_deleted_once_per_mapping): one record
+ * when a mapping is made, one when its last session goes, none per session,
+ * none for DNAT sessions, and none for a mapping that never got a session.
+ */
+static void
+test_mapping_events(void **state)
+{
+	struct rte_ring *ring = event_ring();
+	struct sp_session *a, *b;
+	struct sp_event ev[8];
+	uint32_t ext_addr;
+	uint16_t ext_port;
+
+	(void)state;
+	rt->timeout_ms[SP_TO_UDP] = 1000;
+	rt->timeout_ms[SP_TO_TCP_TRANS] = 1000;
+	a = out_ok(IPPROTO_UDP, 0x0a000007, 5000, 0xc6336409, 53, T0);
+	b = out_ok(IPPROTO_UDP, 0x0a000007, 5000, 0xc0000201, 53, T0 + 500);
+	assert_int_equal(a->mapping, b->mapping);
+	ext_addr = rte_be_to_cpu_32(a->ext_addr);
+	ext_port = rte_be_to_cpu_16(a->ext_port);
+	/* an inbound session on the mapping, and a DNAT session: no event */
+	assert_int_equal(in_rc(IPPROTO_UDP, 0xc6336409, 5353, ext_addr,
+			       ext_port, T0 + 500, NULL), SP_NAT_OK);
+	assert_int_equal(in_rc(IPPROTO_TCP, 0x05060708, 1, 0xcb00710b, 443,
+			       T0 + 7, NULL), SP_NAT_OK);
+	assert_int_equal(take_events(ring, ev, 8), 1);
+	assert_int_equal(ev[0].type, SP_EVENT_CREATED);
+	assert_int_equal(ev[0].time_ms, T0);
+	assert_int_equal(ev[0].proto, IPPROTO_UDP);
+	assert_int_equal(ev[0].int_addr, 0x0a000007);
+	assert_int_equal(ev[0].int_port, 5000);
+	assert_int_equal(ev[0].ext_addr, ext_addr);
+	assert_int_equal(ev[0].ext_port, ext_port);
+	/* the first session and the DNAT one expire: the mapping stays */
+	assert_int_equal(sp_nat_age(&nat, rt, T0 + 1300, 1000), 2);
+	assert_int_equal(take_events(ring, ev, 8), 0);
+	/* it goes with its last session */
+	assert_int_equal(sp_nat_age(&nat, rt, T0 + 3000, 1000), 2);
+	assert_int_equal(take_events(ring, ev, 8), 1);
+	assert_int_equal(ev[0].type, SP_EVENT_DELETED);
+	assert_true(ev[0].time_ms >= T0 + 1500 && ev[0].time_ms <= T0 + 3000);
+	assert_int_equal(ev[0].int_addr, 0x0a000007);
+	assert_int_equal(ev[0].int_port, 5000);
+	assert_int_equal(ev[0].ext_addr, ext_addr);
+	assert_int_equal(ev[0].ext_port, ext_port);
+	assert_int_equal(counters[SP_CNT_events_dropped], 0);
+}
+
+static void
+test_no_event_without_session(void **state)
+{
+	struct rte_ring *ring = event_ring();
+	struct sp_flow_key k = key(IPPROTO_UDP, 0x0a000002, 2000, 0x08080808, 53);
+	struct sp_event ev[4];
+	uint32_t sidx;
+	unsigned owner;
+
+	(void)state;
+	for (uint16_t i = 0; i < 1024; i++)
+		out_ok(IPPROTO_UDP, 0x0a000002, 1, 0x08080808, (uint16_t)(i + 1), T0);
+	assert_int_equal(take_events(ring, ev, 4), 1);
+	/* a mapping is made, then the session table refuses its session */
+	assert_int_equal(sp_nat_outbound(&nat, rt, &k, T0, 1, &sidx, &owner),
+			 SP_CNT_drop_table_full);
+	assert_int_equal(take_events(ring, ev, 4), 0);
+}
+
 static void
 test_hairpin_flag(void **state)
 {
@@ -598,6 +688,8 @@ main(void)
 		T(test_rst_reschedules),
 		T(test_shortened_timeout_applies),
 		T(test_table_full),
+		T(test_mapping_events),
+		T(test_no_event_without_session),
 		T(test_hairpin_flag),
 		T(test_owner_checks),
 	};

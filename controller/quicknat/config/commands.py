@@ -7,7 +7,7 @@ single parser and validator; the same lines are what its control socket takes.
 from __future__ import annotations
 
 from quicknat.addr import format_ipv4
-from quicknat.config.model import Config, EventLog
+from quicknat.config.model import Config, EventLog, Logging
 from quicknat.rules import DnatTo, Rule, SnatToAddress, SnatToPool
 
 
@@ -30,16 +30,15 @@ def rule_command(rule: Rule) -> str:
     return " ".join(words)
 
 
-def unsupported(config: Config) -> list[str]:
-    """Settings swpath does not act on yet: said once, not silently dropped."""
-    if config.logging.events is not EventLog.NONE:
-        return ["[logging] events: swpath does not log mapping events yet (the controller does)"]
-    return []
+def logging_command(logging: Logging) -> str:
+    line = f"logging events {logging.events}"
+    if logging.events is EventLog.FILE:
+        line += f" file {logging.file}"
+    return line
 
 
 def config_commands(config: Config) -> list[str]:
     lines = [f"# from {config.source}"]
-    lines += [f"# not applied: {note}" for note in unsupported(config)]
     for index, interface in enumerate(config.interfaces):
         port = interface.port if interface.port is not None else index
         line = f"interface {interface.name} zone {interface.zone} port {port}"
@@ -70,4 +69,5 @@ def config_commands(config: Config) -> list[str]:
     lines.append(
         f"limits ports_per_host {lim.ports_per_host} sessions_per_host {lim.sessions_per_host}"
     )
+    lines.append(logging_command(config.logging))
     return lines

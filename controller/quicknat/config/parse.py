@@ -363,7 +363,7 @@ class _Parser:
     def logging(self) -> Logging:
         r = self._table("logging", ("events", "file"))
         events = r.get("events", _enum(EventLog)) or EventLog.NONE
-        path = r.get("file", values.name)
+        path = r.get("file", values.file_path)
         if events is EventLog.FILE and path is None and not r.has("file"):
             r.error("missing field 'file': events = \"file\" needs the file to append to")
         return Logging(events, path)

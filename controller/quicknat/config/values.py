@@ -46,6 +46,14 @@ def name(value: Any) -> str:
     return text
 
 
+def file_path(value: Any) -> str:
+    text = name(value)
+    # swpath gets it as one word of its command language (docs/swpath-commands.md)
+    if any(c.isspace() for c in text) or "#" in text:
+        raise ValueError("must be a path without spaces or '#'")
+    return text
+
+
 def prefix(value: Any) -> Prefix:
     return Prefix.parse(_string(value))
 
