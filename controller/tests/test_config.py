@@ -46,6 +46,18 @@ def test_full_config_targets() -> None:
     assert len(config.warnings) == 2
 
 
+def test_pool_policy_defaults_and_a_well_known_only_range_warns() -> None:
+    text = (GOLDEN / "good" / "minimal.toml").read_text()
+    config = parse_config(text)
+    assert (config.pools[0].preserve_parity, config.pools[0].preserve_port) == (True, False)
+    config = parse_config(text.replace('ports = "1024-65535"', 'ports = "1-1023"'), "low.toml")
+    assert config.pools[0].port_max == 1023
+    assert config.warnings == (
+        "low.toml: pool 1: ports 1-1023: all below 1024, so only internal ports below 1024 "
+        "can be translated with this pool (RFC 4787 REQ-3)",
+    )
+
+
 def test_missing_file_is_one_clear_message(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as info:
         load_config(tmp_path / "nope.toml")

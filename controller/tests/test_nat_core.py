@@ -221,7 +221,9 @@ def test_rules_naming_one_fixed_address_share_its_ports() -> None:
         + '[[rule]]\ntype = "snat"\nprefix = "10.5.0.0/24"\nto = "203.0.113.50"\n'
         + '[[rule]]\ntype = "snat"\nprefix = "10.6.0.0/24"\nto = "203.0.113.50"\n'
     )
-    n = Nat(config, PortPolicy(preserve_port=True), rng=random.Random(1))
+    n = Nat(config, rng=random.Random(1))
+    for allocator in n.allocators.values():  # port 4000 asked for by both hosts
+        allocator.policy = PortPolicy(preserve_port=True)
     a = n.new_flow(Zone.INSIDE, out("10.5.0.1", 4000, "8.8.8.8", 53), 0)
     b = n.new_flow(Zone.INSIDE, out("10.6.0.1", 4000, "8.8.8.8", 53), 0)
     assert a.external.address == b.external.address == ip("203.0.113.50")
@@ -320,3 +322,15 @@ def test_restored_hairpin_sessions_are_linked_again() -> None:
     assert b is not None and c is not None
     assert b.partner is c and c.partner is b
     assert c.in2out_rewrite == a.in2out_rewrite
+
+
+def test_each_pool_allocates_with_its_configured_port_policy() -> None:
+    n = nat(
+        '[[pool]]\nname = "sip"\naddresses = ["203.0.113.2"]\npreserve_port = true\n'
+        + '[[rule]]\ntype = "snat"\nprefix = "10.0.1.0/24"\npool = "sip"\n'
+    )
+    kept = n.new_flow(Zone.INSIDE, out("10.0.1.7", 5060, "198.51.100.9", 5060), 0)
+    assert kept.external == Endpoint(ip("203.0.113.2"), 5060)
+    for sport in range(5000, 5009):  # "public": parity (the default), not the port
+        s = n.new_flow(Zone.INSIDE, out("10.0.0.7", sport, "198.51.100.9", 53), 0)
+        assert s.external.port % 2 == sport % 2 and 2000 <= s.external.port <= 2009

@@ -56,6 +56,24 @@ sp_pool_memory(const struct sp_pool *pool)
 	return bytes;
 }
 
+/* What allocation needs to know of a worker's port list besides the ports. */
+struct port_shape {
+	uint32_t n_low;
+	uint32_t size[2][2];            /* [well-known][parity] */
+};
+
+static void
+shape_of(const uint16_t *ports, uint32_t n, struct port_shape *shape)
+{
+	memset(shape, 0, sizeof(*shape));
+	for (uint32_t i = 0; i < n; i++) {
+		unsigned wk = ports[i] <= SP_WELL_KNOWN_PORT_MAX;
+
+		shape->n_low += wk;
+		shape->size[wk][ports[i] & 1]++;
+	}
+}
+
 /*
  * The owned ports of an address depend only on its hash's RETA index bits
  * (its "class"): owner(a, p) = reta[(h(a) ^ h(p)) & mask]. Lists are built
@@ -110,6 +128,7 @@ pool_build_spaces(struct sp_pool *pool, const struct sp_rss *rss, char *err,
 	for (unsigned c = 0; c < SP_RETA_MAX; c++) {
 		uint16_t *start[SP_RETA_MAX];
 		uint32_t fill[SP_RETA_MAX];
+		struct port_shape shape[SP_RETA_MAX];
 		uint32_t slot;
 
 		if (class_slot[c] < 0)
@@ -126,6 +145,8 @@ pool_build_spaces(struct sp_pool *pool, const struct sp_rss *rss, char *err,
 			if (q < nw)
 				start[q][fill[q]++] = (uint16_t)p;
 		}
+		for (unsigned q = 0; q < nw; q++)
+			shape_of(start[q], fill[q], &shape[q]);
 		for (uint32_t a = 0; a < pool->n_addrs; a++) {
 			uint32_t ac = sp_rss_hash_addr(rss, pool->addrs[a]) &
 				      rss->reta_mask;
@@ -138,6 +159,8 @@ pool_build_spaces(struct sp_pool *pool, const struct sp_rss *rss, char *err,
 
 				s->ports = start[q];
 				s->n = fill[q];
+				s->n_low = shape[q].n_low;
+				memcpy(s->size, shape[q].size, sizeof(s->size));
 			}
 		}
 	}
@@ -190,6 +213,9 @@ sp_pool_create(const char *name, const struct sp_prefix *pfx,
 		return NULL;
 	}
 	snprintf(pool->name, sizeof(pool->name), "%s", name);
+	/* the configuration's defaults ([[pool]] in README.md) */
+	pool->policy.preserve_parity = true;
+	pool->policy.preserve_port = false;
 	pool->port_min = port_min;
 	pool->port_max = port_max;
 	pool->n_workers = n_workers;
@@ -305,28 +331,91 @@ pool_pick_address(const struct sp_pool *pool, unsigned w, uint32_t int_addr)
 	return 0;
 }
 
-static int
-pool_choose_port(struct sp_pool_space *s, unsigned pi, uint32_t now,
-		 uint32_t reuse_ms, uint32_t *slot)
-{
-	uint32_t *state = s->state[pi];
-	uint32_t n = s->n, start, oldest = UINT32_MAX, oldest_age = 0;
+/*
+ * The slots a flow may take: its port class, the first n_low slots (the
+ * well-known ports) or the rest, and with preserve_parity its parity
+ * (any = -1). The caller gets -ENOSPC at once when every one is in use.
+ */
+struct candidates {
+	uint32_t lo, hi;                /* slots [lo, hi) */
+	int parity;                     /* 0, 1, or -1 for any */
+};
 
-	if (s->used[pi] >= n)
+static int
+pool_candidates(const struct sp_pool *pool, const struct sp_pool_space *s,
+		const struct sp_alloc_req *req, struct candidates *c)
+{
+	unsigned wk = req->int_port <= SP_WELL_KNOWN_PORT_MAX &&
+		      pool->port_min <= SP_WELL_KNOWN_PORT_MAX;
+	const uint32_t *used = s->used[req->pi][wk];
+
+	c->lo = wk ? 0 : s->n_low;
+	c->hi = wk ? s->n_low : s->n;
+	if (pool->policy.preserve_parity) {
+		c->parity = req->int_port & 1;
+		return used[c->parity] < s->size[wk][c->parity] ? 0 : -ENOSPC;
+	}
+	c->parity = -1;
+	return used[0] + used[1] < s->size[wk][0] + s->size[wk][1] ? 0 : -ENOSPC;
+}
+
+/* Whether a slot's port may be handed out now: free, or rested long enough. */
+static inline int
+slot_free(uint32_t st, uint32_t now, uint32_t reuse_ms)
+{
+	return st == SP_PORT_FREE || (st != SP_PORT_USED && now - st >= reuse_ms);
+}
+
+/* The internal port's own slot if this worker owns it in c (binary search). */
+static int
+pool_find_port(const struct sp_pool_space *s, const struct candidates *c,
+	       uint16_t port, uint32_t *slot)
+{
+	uint32_t lo = c->lo, hi = c->hi;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (s->ports[mid] < port)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == c->hi || s->ports[lo] != port)
+		return 0;
+	*slot = lo;
+	return 1;
+}
+
+static int
+pool_choose_port(const struct sp_pool *pool, struct sp_pool_space *s,
+		 const struct sp_alloc_req *req, uint32_t *slot)
+{
+	const uint32_t *state = s->state[req->pi];
+	uint32_t now = req->now_ms, start, n, oldest = UINT32_MAX, oldest_age = 0;
+	struct candidates c;
+
+	if (pool_candidates(pool, s, req, &c) < 0)
 		return -ENOSPC;
+	if (pool->policy.preserve_port &&
+	    pool_find_port(s, &c, req->int_port, slot) &&
+	    slot_free(state[*slot], now, req->reuse_ms))
+		return 0;
+	n = c.hi - c.lo;
 	start = (uint32_t)rte_rand_max(n);
-	/* RFC 6056 algorithm 1: a random start, then the next free port. */
+	/*
+	 * RFC 6056 algorithm 1: a random start, then the next free candidate.
+	 * A free port of the wrong parity costs one compare; with a pool mostly
+	 * free the next candidate is a slot or two away, as without parity.
+	 */
 	for (uint32_t i = 0; i < n; i++) {
-		uint32_t j = start + i < n ? start + i : start + i - n;
+		uint32_t j = c.lo + (start + i < n ? start + i : start + i - n);
 		uint32_t st = state[j];
 
-		if (st == SP_PORT_FREE) {
-			*slot = j;
-			return 0;
-		}
-		if (st == SP_PORT_USED)
+		if (st == SP_PORT_USED ||
+		    (c.parity >= 0 && (s->ports[j] & 1) != (unsigned)c.parity))
 			continue;
-		if (now - st >= reuse_ms) {
+		if (slot_free(st, now, req->reuse_ms)) {
 			*slot = j;
 			return 0;
 		}
@@ -335,17 +424,23 @@ pool_choose_port(struct sp_pool_space *s, unsigned pi, uint32_t now,
 			oldest_age = now - st;
 		}
 	}
-	/* Everything free is resting: reuse the longest-rested port. */
+	/* Every candidate not in use is resting: reuse the longest-rested. */
 	if (oldest == UINT32_MAX)
 		return -ENOSPC;
 	*slot = oldest;
 	return 0;
 }
 
+/* The [well-known][parity] count a slot's port is kept in. */
+static uint32_t *
+used_count(struct sp_pool_space *s, unsigned pi, uint32_t slot)
+{
+	return &s->used[pi][slot < s->n_low][s->ports[slot] & 1];
+}
+
 int
 sp_pool_allocate(struct sp_pool *pool, struct sp_alloc_ctx *ctx,
-		 unsigned pi, uint32_t int_addr, uint32_t quota,
-		 uint32_t now_ms, uint32_t reuse_ms, struct sp_alloc *out)
+		 const struct sp_alloc_req *req, struct sp_alloc *out)
 {
 	struct sp_binding *b;
 	struct sp_pool_space *s;
@@ -353,17 +448,17 @@ sp_pool_allocate(struct sp_pool *pool, struct sp_alloc_ctx *ctx,
 	int32_t pos;
 	int rc;
 
-	b = binding_find(ctx, pool->index, int_addr, &pos);
-	if (quota != 0 && b != NULL && b->held >= quota)
+	b = binding_find(ctx, pool->index, req->int_addr, &pos);
+	if (req->quota != 0 && b != NULL && b->held >= req->quota)
 		return -EDQUOT;
 	addr_idx = b != NULL ? b->addr_idx :
-			       pool_pick_address(pool, ctx->worker, int_addr);
+			       pool_pick_address(pool, ctx->worker, req->int_addr);
 	s = &pool->space[ctx->worker * pool->n_addrs + addr_idx];
-	rc = pool_choose_port(s, pi, now_ms, reuse_ms, &slot);
+	rc = pool_choose_port(pool, s, req, &slot);
 	if (rc < 0)
 		return rc;
 	if (b == NULL) {
-		struct binding_key key = { .int_addr = int_addr,
+		struct binding_key key = { .int_addr = req->int_addr,
 					   .pool = pool->index };
 		uint32_t i = ctx->free_head;
 
@@ -375,15 +470,15 @@ sp_pool_allocate(struct sp_pool *pool, struct sp_alloc_ctx *ctx,
 		ctx->free_head = ctx->b[i].next_free;
 		ctx->n++;
 		b = &ctx->b[i];
-		b->int_addr = int_addr;
+		b->int_addr = req->int_addr;
 		b->pool = pool->index;
 		b->addr_idx = addr_idx;
 		b->held = 0;
 		s->hosts++;
 	}
 	b->held++;
-	s->state[pi][slot] = SP_PORT_USED;
-	s->used[pi]++;
+	s->state[req->pi][slot] = SP_PORT_USED;
+	(*used_count(s, req->pi, slot))++;
 	out->addr = pool->addrs[addr_idx];
 	out->port = s->ports[slot];
 	out->pool = pool->index;
@@ -407,7 +502,7 @@ sp_pool_release(struct sp_pool *pool, struct sp_alloc_ctx *ctx, unsigned pi,
 	else if (now_ms == SP_PORT_USED)
 		now_ms = SP_PORT_USED - 1;
 	s->state[pi][a->slot] = now_ms;
-	s->used[pi]--;
+	(*used_count(s, pi, a->slot))--;
 	b = binding_find(ctx, pool->index, int_addr, &pos);
 	if (b == NULL)
 		return;

@@ -10,7 +10,17 @@
  *   address while it holds any port of the pool; a new one takes the address
  *   with the fewest bound hosts (on this worker), candidates[internal % n].
  * - Ports per protocol, never two internal endpoints on one (REQ-3).
- * - Random start, then the next free port (RFC 6056 algorithm 1).
+ * - Port classes kept apart (REQ-3): an internal port below 1024 gets one of
+ *   the pool's ports below 1024 if its range has any (else an ordinary one);
+ *   an internal port from 1024 up never gets one below 1024. A full class
+ *   fails the flow (-ENOSPC) rather than spill into the other.
+ * - preserve_parity (REQ-4): only ports of the internal port's parity.
+ * - preserve_port: the internal port itself if this worker owns it and it is
+ *   free or has rested; a port another worker owns cannot be handed out
+ *   here (its replies would reach that worker), so such a flow gets the
+ *   usual random choice. With one worker every port of the range is owned.
+ * - Random start, then the next free candidate (RFC 6056 algorithm 1).
+ *   ICMP identifiers follow the same rules as ports (allocator.py does too).
  * - Per-host port quota; exhaustion fails the new flow only (RFC 6888).
  * - A released port rests reuse_ms before it is handed out again while other
  *   ports are free; when only resting ports are left the longest-rested is.
@@ -28,15 +38,22 @@
 
 #define SP_PORT_FREE 0u
 #define SP_PORT_USED UINT32_MAX
+#define SP_WELL_KNOWN_PORT_MAX 1023u
 
 struct rte_hash;
 
-/* The ports of one pool address that one worker owns. */
+/*
+ * The ports of one pool address that one worker owns. Ascending, so the
+ * well-known ones are the first n_low; counts per [well-known][parity] let a
+ * full class fail in O(1) instead of a scan.
+ */
 struct sp_pool_space {
 	const uint16_t *ports;          /* ascending */
 	uint32_t n;                     /* number of ports owned */
+	uint32_t n_low;                 /* of them below 1024: ports[0, n_low) */
 	uint32_t hosts;                 /* inside hosts bound to the address */
-	uint32_t used[SP_PI_MAX];
+	uint32_t size[2][2];            /* owned, [well-known][parity] */
+	uint32_t used[SP_PI_MAX][2][2]; /* in use, [protocol][well-known][parity] */
 	/* per port: SP_PORT_FREE, SP_PORT_USED, or the release time (ms) */
 	uint32_t *state[SP_PI_MAX];
 };
@@ -47,6 +64,7 @@ struct sp_pool {
 	uint16_t port_min;
 	uint16_t port_max;
 	uint8_t internal;               /* made for an SNAT 'to' address */
+	struct sp_port_policy policy;   /* set before the pool is published */
 	unsigned n_workers;
 	uint32_t n_addrs;
 	uint32_t *addrs;                /* host order */
@@ -83,8 +101,20 @@ struct sp_alloc {
 	uint32_t slot;                  /* index in the space's port list */
 };
 
+/* What a new flow asks of sp_pool_allocate. */
+struct sp_alloc_req {
+	uint32_t int_addr;              /* host order */
+	uint16_t int_port;              /* host order; the ICMP identifier */
+	uint8_t pi;                     /* enum sp_proto_index */
+	uint32_t quota;                 /* ports per host; 0 = no limit */
+	uint32_t now_ms;
+	uint32_t reuse_ms;              /* how long a released port rests */
+};
+
 /*
- * Builds a pool for n_workers workers with the RSS partition of rss.
+ * Builds a pool for n_workers workers with the RSS partition of rss, with
+ * the default port policy (parity preserved, port not); the caller may set
+ * pool->policy before publishing the pool.
  * Returns NULL with a message in err (too big for memory, ...).
  */
 struct sp_pool *sp_pool_create(const char *name, const struct sp_prefix *pfx,
@@ -101,13 +131,13 @@ int sp_alloc_ctx_init(struct sp_alloc_ctx *ctx, unsigned worker,
 void sp_alloc_ctx_free(struct sp_alloc_ctx *ctx);
 
 /*
- * Allocates an external endpoint for int_addr on ctx's worker.
- * Returns 0, -EDQUOT (per-host quota), -ENOSPC (no port left on the
- * host's address), -ENOMEM (binding table full).
+ * Allocates an external endpoint for req's internal endpoint on ctx's
+ * worker. Returns 0, -EDQUOT (per-host quota), -ENOSPC (no port of its
+ * class and parity left on the host's address), -ENOMEM (binding table
+ * full).
  */
 int sp_pool_allocate(struct sp_pool *pool, struct sp_alloc_ctx *ctx,
-		     unsigned pi, uint32_t int_addr, uint32_t quota,
-		     uint32_t now_ms, uint32_t reuse_ms, struct sp_alloc *out);
+		     const struct sp_alloc_req *req, struct sp_alloc *out);
 
 /* Releases what sp_pool_allocate returned; the port starts resting. */
 void sp_pool_release(struct sp_pool *pool, struct sp_alloc_ctx *ctx,

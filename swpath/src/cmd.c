@@ -391,6 +391,26 @@ parse_neighbor(const struct words *words, struct sp_cmd_neighbor *c,
 }
 
 static int
+parse_bool(const char *s, bool *out)
+{
+	if (strcmp(s, "true") == 0)
+		*out = true;
+	else if (strcmp(s, "false") == 0)
+		*out = false;
+	else
+		return -1;
+	return 0;
+}
+
+static bool
+is_pool_keyword(const char *w)
+{
+	return strcmp(w, "ports") == 0 || strcmp(w, "addresses") == 0 ||
+	       strcmp(w, "preserve_parity") == 0 ||
+	       strcmp(w, "preserve_port") == 0;
+}
+
+static int
 parse_pool(const struct words *words, struct sp_cmd_pool *c, char *err,
 	   size_t errlen)
 {
@@ -402,8 +422,11 @@ parse_pool(const struct words *words, struct sp_cmd_pool *c, char *err,
 		return sp_fail(err, errlen, "pool: missing name");
 	if (parse_name(verb, words->w[1], c->name, err, errlen) < 0)
 		return -1;
+	/* the defaults of a TOML [[pool]] (README.md) */
 	c->port_min = 1024;
 	c->port_max = 65535;
+	c->policy.preserve_parity = true;
+	c->policy.preserve_port = false;
 	c->n_prefixes = 0;
 	for (unsigned i = 2; i < words->n; i++) {
 		const char *k = words->w[i];
@@ -426,9 +449,20 @@ parse_pool(const struct words *words, struct sp_cmd_pool *c, char *err,
 				goto bad_range;
 			c->port_min = (uint16_t)lo;
 			c->port_max = (uint16_t)hi;
+		} else if (strcmp(k, "preserve_parity") == 0 ||
+			   strcmp(k, "preserve_port") == 0) {
+			bool *flag = strcmp(k, "preserve_parity") == 0 ?
+					     &c->policy.preserve_parity :
+					     &c->policy.preserve_port;
+
+			VALUE();
+			if (parse_bool(v, flag) < 0)
+				return sp_fail(err, errlen,
+					    "pool %s: %s %s: must be true or false",
+					    c->name, k, v);
 		} else if (strcmp(k, "addresses") == 0) {
 			while (i + 1 < words->n &&
-			       strcmp(words->w[i + 1], "ports") != 0) {
+			       !is_pool_keyword(words->w[i + 1])) {
 				struct sp_prefix *p;
 
 				i++;
@@ -445,7 +479,7 @@ parse_pool(const struct words *words, struct sp_cmd_pool *c, char *err,
 			}
 		} else {
 			return sp_fail(err, errlen,
-				    "pool %s: unknown word '%s' (ports, addresses)",
+				    "pool %s: unknown word '%s' (ports, preserve_parity, preserve_port, addresses)",
 				    c->name, k);
 		}
 	}

@@ -101,9 +101,16 @@ struct sp_cmd_neighbor {
 	char dev[SP_NAME_MAX];
 };
 
+/* How a pool picks external ports (RFC 4787 REQ-4; TOML [[pool]] fields). */
+struct sp_port_policy {
+	bool preserve_parity;   /* even internal port -> even external port */
+	bool preserve_port;     /* the internal port itself when it is free */
+};
+
 struct sp_cmd_pool {
 	char name[SP_NAME_MAX];
 	uint16_t port_min, port_max;
+	struct sp_port_policy policy;
 	uint32_t n_prefixes;
 	struct sp_prefix prefixes[SP_POOL_MAX_PREFIXES];
 };

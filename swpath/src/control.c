@@ -310,6 +310,7 @@ apply_pool(const struct sp_cmd_pool *c, char *err, size_t errlen)
 			      c->port_max, &sp.rss, sp.n_workers, err, errlen);
 	if (pool == NULL)
 		return -1;
+	pool->policy = c->policy;
 	pool_add(pool);
 	return sp.running ? sp_runtime_publish() : 0;
 }

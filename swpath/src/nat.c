@@ -462,6 +462,11 @@ mapping_new(struct sp_nat *nat, const struct sp_runtime *rt, uint64_t action,
 	struct sp_mapping *m;
 	struct sp_alloc a;
 	unsigned pi = sp_proto_index(proto);
+	struct sp_alloc_req req = {
+		.int_addr = int_addr, .int_port = int_port, .pi = (uint8_t)pi,
+		.quota = rt->ports_per_host, .now_ms = now,
+		.reuse_ms = rt->reuse_ms,
+	};
 	struct map_key ki = { .addr = int_addr, .port = int_port,
 			      .proto = proto, .side = 0 };
 	struct map_key ke = { .proto = proto, .side = 1 };
@@ -474,8 +479,7 @@ mapping_new(struct sp_nat *nat, const struct sp_runtime *rt, uint64_t action,
 			       __ATOMIC_ACQUIRE);
 	if (pool == NULL)
 		return SP_CNT_drop_no_rule;
-	rc = sp_pool_allocate(pool, &nat->alloc, pi, int_addr,
-			      rt->ports_per_host, now, rt->reuse_ms, &a);
+	rc = sp_pool_allocate(pool, &nat->alloc, &req, &a);
 	if (rc == -EDQUOT)
 		return SP_CNT_drop_quota_exceeded;
 	if (rc == -ENOSPC)

@@ -259,9 +259,10 @@ def test_outbound_translation(tmp: Path) -> None:
         eq(row["rule"], 1)
 
 
+# One port for any flow: parity (RFC 4787 REQ-4) off, or odd ports would find none.
 ONE_PORT = BASE + (
-    "pool p2 ports 40000-40000 addresses 203.0.113.1\n"
-    "pool p3 ports 40000-40000 addresses 203.0.113.2\n"
+    "pool p2 ports 40000-40000 preserve_parity false addresses 203.0.113.1\n"
+    "pool p3 ports 40000-40000 preserve_parity false addresses 203.0.113.2\n"
     "rule add id 1 type snat prefix 10.0.0.2/32 protocol any pool p2\n"
     "rule add id 2 type snat prefix 10.0.0.3/32 protocol any pool p3\n"
 )
@@ -379,13 +380,15 @@ def test_pool_exhaustion_keeps_existing(tmp: Path) -> None:
         "pool small ports 40000-40001 addresses 203.0.113.1\n"
         "rule add id 1 type snat prefix 10.0.0.0/24 protocol any pool small\n"
     )
-    first = [from_host(f"10.0.0.{h}", "8.8.8.8") / UDP(sport=5000, dport=53) for h in (2, 3, 4)]
-    again = [from_host(f"10.0.0.{h}", "8.8.4.4") / UDP(sport=5000, dport=53) for h in (2, 3, 4)]
+    # An even, an odd, and another even port: with parity kept (the default),
+    # the third finds the pool's one even port taken.
+    hosts = ((2, 5000), (3, 5001), (4, 5002))
+    first = [from_host(f"10.0.0.{h}", "8.8.8.8") / UDP(sport=p, dport=53) for h, p in hosts]
+    again = [from_host(f"10.0.0.{h}", "8.8.4.4") / UDP(sport=p, dport=53) for h, p in hosts]
     r = run(tmp, cmds, [first + again, []])
     out = r.outputs[1]
     eq(len(out), 4, "two hosts, two packets each")
-    ports = {p[UDP].sport for p in out}
-    eq(ports, {40000, 40001})
+    eq([p[UDP].sport for p in out[:2]], [40000, 40001], "each port's parity kept")
     eq(out[0][UDP].sport, out[2][UDP].sport, "the mapping is kept (EIM)")
     eq(r.counters["drop_pool_exhausted"], 2)
     eq(r.dump["stats"]["mappings"], 2)
@@ -508,7 +511,7 @@ def test_arp(tmp: Path) -> None:
 def test_neighbor_resolution(tmp: Path) -> None:
     # 10.0.0.7 has no static neighbour: its reply is dropped and swpath ARPs for it
     cmds = BASE + (
-        "pool p ports 40000-40000 addresses 203.0.113.1\n"
+        "pool p ports 40000-40000 preserve_parity false addresses 203.0.113.1\n"
         "rule add id 1 type snat prefix 10.0.0.7/32 protocol any pool p\n"
     )
     inside = [from_host("10.0.0.7", "8.8.8.8", mac="02:00:00:00:10:07") / UDP(sport=9, dport=53)]
@@ -780,8 +783,8 @@ def test_two_workers_handoff(tmp: Path) -> None:
         f"neighbor {server} mac {MAC_SRV} dev in1\n"
         f"neighbor {host_a} mac {MAC_H2} dev in0\n"
         f"neighbor {host_b} mac {MAC_H3} dev in0\n"
-        f"pool pa ports {port_a}-{port_a} addresses 203.0.113.1\n"
-        f"pool pb ports {port_b}-{port_b} addresses 203.0.113.2\n"
+        f"pool pa ports {port_a}-{port_a} preserve_parity false addresses 203.0.113.1\n"
+        f"pool pb ports {port_b}-{port_b} preserve_parity false addresses 203.0.113.2\n"
         f"rule add id 1 type snat prefix {host_a}/32 protocol any pool pa\n"
         f"rule add id 2 type snat prefix {host_b}/32 protocol any pool pb\n"
         f"rule add id 3 type dnat prefix 203.0.113.11/32 port {public} protocol tcp "

@@ -93,9 +93,28 @@ test_pool(void **state)
 	assert_int_equal(c.u.pool.port_max, 65535);
 	assert_int_equal(c.u.pool.n_prefixes, 2);
 	assert_int_equal(c.u.pool.prefixes[1].addr, 0xcb007109);
+	/* a TOML [[pool]]'s defaults: parity kept, port not */
+	assert_true(c.u.pool.policy.preserve_parity);
+	assert_false(c.u.pool.policy.preserve_port);
 	c = parse_ok("pool p addresses 203.0.113.1 ports 5-6");
 	assert_int_equal(c.u.pool.prefixes[0].len, 32);
 	assert_int_equal(c.u.pool.port_min, 5);
+	/* the policy words end an address list like ports does */
+	c = parse_ok("pool p ports 1-65535 addresses 203.0.113.1 203.0.113.2 preserve_parity false preserve_port true");
+	assert_int_equal(c.u.pool.n_prefixes, 2);
+	assert_false(c.u.pool.policy.preserve_parity);
+	assert_true(c.u.pool.policy.preserve_port);
+	c = parse_ok("pool p preserve_port false preserve_parity true addresses 203.0.113.1");
+	assert_true(c.u.pool.policy.preserve_parity);
+	assert_false(c.u.pool.policy.preserve_port);
+	parse_err("pool p preserve_parity yes addresses 1.2.3.4",
+		  "pool p: preserve_parity yes: must be true or false");
+	parse_err("pool p addresses 1.2.3.4 preserve_port", "preserve_port: missing value");
+	parse_err("pool p addresses 1.2.3.4 preserve_port 1",
+		  "pool p: preserve_port 1: must be true or false");
+	parse_err("pool p addresses 1.2.3.4 parity true", "not an IPv4 address");
+	parse_err("pool p ports 1-5 parity true addresses 1.2.3.4",
+		  "unknown word 'parity' (ports, preserve_parity, preserve_port, addresses)");
 	parse_err("pool p ports 10-5 addresses 1.2.3.4", "LOW-HIGH");
 	parse_err("pool p ports 0-5 addresses 1.2.3.4", "LOW-HIGH");
 	parse_err("pool p ports 1-5", "missing addresses");

@@ -340,14 +340,14 @@ static void
 test_exhaustion_keeps_existing(void **state)
 {
 	struct sp_session *a, *b, *c;
-	struct sp_flow_key k = key(IPPROTO_UDP, 0x0a090003, 1, 0x08080808, 53);
+	struct sp_flow_key k = key(IPPROTO_UDP, 0x0a090003, 3, 0x08080808, 53);
 	uint32_t sidx;
 	unsigned owner;
 
 	(void)state;
-	/* pool "tiny" has two ports */
+	/* pool "tiny" has two ports, one of each parity (RFC 4787 REQ-4) */
 	a = out_ok(IPPROTO_UDP, 0x0a090001, 1, 0x08080808, 53, T0);
-	b = out_ok(IPPROTO_UDP, 0x0a090002, 1, 0x08080808, 53, T0);
+	b = out_ok(IPPROTO_UDP, 0x0a090002, 2, 0x08080808, 53, T0);
 	assert_int_not_equal(a->ext_port, b->ext_port);
 	assert_int_equal(sp_nat_outbound(&nat, rt, &k, T0, 1, &sidx, &owner),
 			 SP_CNT_drop_pool_exhausted);

@@ -137,6 +137,11 @@ test_pool_partition(void **state)
 				total += s->n;
 				/* a fair share: within 10% of range / workers */
 				assert_true(s->n * 10 > (64512 / nw) * 9);
+				/* of both parities, so parity preservation (RFC
+				 * 4787 REQ-4) has ports on every worker */
+				assert_true(s->size[0][1] * 10 > s->n * 4 &&
+					    s->size[0][0] * 10 > s->n * 4);
+				assert_int_equal(s->n_low, 0);
 			}
 			assert_int_equal(total, 64512);
 		}
@@ -175,9 +180,15 @@ test_allocations_come_back(void **state)
 				if (nic_queue_inside(&rss, host) != w)
 					continue;
 				for (unsigned pi = 0; pi < SP_PI_MAX; pi++) {
-					assert_int_equal(sp_pool_allocate(pool, &ctx, pi,
-									  host, 0, 1000,
-									  120000, &a),
+					struct sp_alloc_req req = {
+						.int_addr = host,
+						.int_port = (uint16_t)(40000 + done),
+						.pi = (uint8_t)pi, .now_ms = 1000,
+						.reuse_ms = 120000,
+					};
+
+					assert_int_equal(sp_pool_allocate(pool, &ctx,
+									  &req, &a),
 							 0);
 					assert_int_equal(nic_queue_outside(&rss, a.addr,
 									   a.port),

@@ -7,7 +7,8 @@ single parser and validator; the same lines are what its control socket takes.
 from __future__ import annotations
 
 from quicknat.addr import format_ipv4
-from quicknat.config.model import Config, EventLog, Logging
+from quicknat.config.model import Config, EventLog, Logging, Pool
+from quicknat.config.values import display
 from quicknat.rules import DnatTo, Rule, SnatToAddress, SnatToPool
 
 
@@ -37,6 +38,15 @@ def logging_command(logging: Logging) -> str:
     return line
 
 
+def pool_command(pool: Pool) -> str:
+    addresses = " ".join(str(prefix) for prefix in pool.addresses)
+    return (
+        f"pool {pool.name} ports {pool.port_min}-{pool.port_max} "
+        f"preserve_parity {display(pool.preserve_parity)} "
+        f"preserve_port {display(pool.preserve_port)} addresses {addresses}"
+    )
+
+
 def config_commands(config: Config) -> list[str]:
     lines = [f"# from {config.source}"]
     for index, interface in enumerate(config.interfaces):
@@ -54,11 +64,7 @@ def config_commands(config: Config) -> list[str]:
         lines.append(line)
     for n in config.neighbors:
         lines.append(f"neighbor {format_ipv4(n.address)} mac {n.mac} dev {n.interface}")
-    for pool in config.pools:
-        addresses = " ".join(str(prefix) for prefix in pool.addresses)
-        lines.append(
-            f"pool {pool.name} ports {pool.port_min}-{pool.port_max} addresses {addresses}"
-        )
+    lines.extend(pool_command(pool) for pool in config.pools)
     lines.extend(rule_command(rule) for rule in config.rules)
     t, f, lim = config.timeouts, config.filtering, config.limits
     lines.append(

@@ -58,6 +58,8 @@ def _pool(pool: Pool) -> dict[str, Any]:
         "name": pool.name,
         "addresses": [str(prefix) for prefix in pool.addresses],
         "ports": f"{pool.port_min}-{pool.port_max}",
+        "preserve_parity": pool.preserve_parity,
+        "preserve_port": pool.preserve_port,
     }
 
 

@@ -64,6 +64,10 @@ class Neighbor:
     interface: str
 
 
+#: The last well-known port (RFC 4787 REQ-3 keeps 0-1023 and 1024-65535 apart).
+WELL_KNOWN_PORT_MAX = 1023
+
+
 @dataclass(frozen=True, slots=True)
 class Pool:
     name: str
@@ -71,9 +75,14 @@ class Pool:
     addresses: tuple[Prefix, ...]
     """Public addresses and prefixes (a bare address is a /32)."""
     port_min: int = 1024
-    """First external port handed out (RFC 4787 REQ-3: keep 0-1023 out by default)."""
+    """First external port handed out. Internal ports below 1024 get external ports
+    below 1024 when the range has any, others never do (RFC 4787 REQ-3)."""
     port_max: int = 65535
     """Last external port handed out."""
+    preserve_parity: bool = True
+    """An even internal port gets an even external port, odd gets odd (RFC 4787 REQ-4)."""
+    preserve_port: bool = False
+    """Hand out the internal port itself when it is free (else the usual random choice)."""
 
     @property
     def address_count(self) -> int:

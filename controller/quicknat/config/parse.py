@@ -18,6 +18,7 @@ from quicknat.addr import Prefix
 from quicknat.config import values
 from quicknat.config.model import (
     TIMEOUT_MINIMUMS,
+    WELL_KNOWN_PORT_MAX,
     Config,
     EventLog,
     Filtering,
@@ -47,6 +48,7 @@ ARRAY_SECTIONS = ("interface", "route", "neighbor", "pool", "rule")
 TABLE_SECTIONS = ("timeouts", "filtering", "limits", "logging")
 RULE_MATCH_FIELDS = ("id", "type", "prefix", "port", "protocol")
 RULE_FIELDS = (*RULE_MATCH_FIELDS, "pool", "to", "to_port")
+POOL_FIELDS = ("name", "addresses", "ports", "preserve_parity", "preserve_port")
 _TOML_POSITION = re.compile(r"^(?P<msg>.*) \(at (?P<pos>line \d+, column \d+|end of document)\)$")
 
 
@@ -249,18 +251,28 @@ class _Parser:
     def pools(self) -> tuple[Pool, ...]:
         result: list[Pool] = []
         for index, entry in enumerate(_entries(self.p, self.data, "pool"), 1):
-            r = TableReader(self.p, f"pool {index}", entry, ("name", "addresses", "ports"))
+            r = TableReader(self.p, f"pool {index}", entry, POOL_FIELDS)
             name = r.get("name", values.name, required=True)
             ports = r.get("ports", values.port_range) if r.has("ports") else (1024, 65535)
             prefixes = self._pool_prefixes(r)
+            policy = {f: r.get(f, values.boolean) for f in ("preserve_parity", "preserve_port")}
             if name is not None and any(pool.name == name for pool in result):
                 r.error(f"name {name}: already used by another pool")
                 continue
             if name is None or ports is None or prefixes is None:
                 continue
-            pool = Pool(name, prefixes, ports[0], ports[1])
+            if any(r.has(f) and value is None for f, value in policy.items()):
+                continue
+            given = {f: value for f, value in policy.items() if value is not None}
+            pool = Pool(name, prefixes, ports[0], ports[1], **given)
             if self._pool_overlaps(r, pool, result):
                 continue
+            if pool.port_max <= WELL_KNOWN_PORT_MAX:
+                self.p.warn(
+                    r.where,
+                    f"ports {pool.port_min}-{pool.port_max}: all below 1024, so only internal "
+                    "ports below 1024 can be translated with this pool (RFC 4787 REQ-3)",
+                )
             result.append(pool)
         return tuple(result)
 

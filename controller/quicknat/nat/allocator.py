@@ -6,8 +6,14 @@ Behaviour, with the requirement each line serves:
   with the fewest bound hosts.
 - Ports are per protocol (TCP, UDP, ICMP identifiers) and never given to two
   internal endpoints at once (RFC 4787 REQ-3).
-- Random port choice (RFC 6056 algorithm 1, as RFC 7857 sec. 3 asks), optionally
-  preserving the internal port when free, and optionally its parity (REQ-4).
+- Port classes kept apart (RFC 4787 REQ-3): an internal port below 1024 gets one
+  of the pool's ports below 1024 if its range has any (else an ordinary one); an
+  internal port from 1024 up never gets one below 1024.
+- Random port choice (RFC 6056 algorithm 1, as RFC 7857 sec. 3 asks) within the
+  class, by default with the internal port's parity (REQ-4, pool preserve_parity),
+  optionally the internal port itself when free (pool preserve_port).
+- ICMP query identifiers are allocated like ports, by the same rules (RFC 5508
+  maps them as ports), so both data paths keep one policy.
 - Per-host port quota (RFC 6888 REQ-4); exhaustion fails the new flow and never
   touches existing mappings (RFC 6888 REQ-5).
 - A released port is not reused for `reuse_delay` seconds while other ports are
@@ -22,7 +28,7 @@ import random
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from quicknat.config.model import Pool
+from quicknat.config.model import WELL_KNOWN_PORT_MAX, Pool
 
 
 class AllocationFailure(enum.Enum):
@@ -45,8 +51,8 @@ class Endpoint:
 @dataclass(frozen=True, slots=True)
 class PortPolicy:
     preserve_port: bool = False
-    """Use the internal port when it is free and inside the pool's range."""
-    preserve_parity: bool = False
+    """Use the internal port when it is free and one this internal port may get."""
+    preserve_parity: bool = True
     """An even internal port gets an even external port, odd gets odd (RFC 4787 REQ-4)."""
     reuse_delay: float = 120.0
     """Seconds a released port rests before it is handed out again (RFC 6888 REQ-8)."""
@@ -135,24 +141,37 @@ class PoolAllocator:
         self._take(protocol, internal.address, Endpoint(address, port))
         return Endpoint(address, port)
 
-    def _choose_port(self, space: _PortSpace, internal_port: int) -> int | None:
+    def _candidates(self, internal_port: int) -> range:
+        """The ports this internal port may get: its class, well-known (1-1023) or
+        not, and with preserve_parity its parity (RFC 4787 REQ-3, REQ-4)."""
         low, high = self.pool.port_min, self.pool.port_max
-        preserve = self.policy.preserve_port and low <= internal_port <= high
+        if internal_port > WELL_KNOWN_PORT_MAX:
+            low = max(low, WELL_KNOWN_PORT_MAX + 1)
+        elif low <= WELL_KNOWN_PORT_MAX:
+            high = min(high, WELL_KNOWN_PORT_MAX)
+        # else: a pool without well-known ports gives a well-known internal port
+        # an ordinary one (the default range, 1024-65535).
+        if not self.policy.preserve_parity:
+            return range(low, high + 1)
+        return range(low + (internal_port - low) % 2, high + 1, 2)
+
+    def _choose_port(self, space: _PortSpace, internal_port: int) -> int | None:
+        candidates = self._candidates(internal_port)
+        preserve = self.policy.preserve_port and internal_port in candidates
         if preserve and space.available(internal_port):
             return internal_port
-        step = 2 if self.policy.preserve_parity else 1
-        count = self.port_count
-        start = self._rng.randrange(count)
-        if step == 2 and (low + start) % 2 != internal_port % 2:
-            start = (start + 1) % count
+        count = len(candidates)
+        if count == 0:
+            return None
         # RFC 6056 algorithm 1: a random start, then the next free port.
-        for i in range(0, count, step):
-            port = low + (start + i) % count
-            if space.available(port) and (step == 1 or port % 2 == internal_port % 2):
+        start = self._rng.randrange(count)
+        for i in range(count):
+            port = candidates[(start + i) % count]
+            if space.available(port):
                 return port
         # Everything free is resting: reuse the longest-rested port that fits.
         for port in space.resting:
-            if step == 1 or port % 2 == internal_port % 2:
+            if port in candidates:
                 del space.resting[port]
                 return port
         return None

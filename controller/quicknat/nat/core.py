@@ -69,24 +69,31 @@ def _flow_key(key: FlowKey) -> int:
     return (key.protocol << 96) | (key.src << 64) | (key.dst << 32) | (key.sport << 16) | key.dport
 
 
+def port_policy(pool: Pool, config: Config) -> PortPolicy:
+    """A pool's own port choices, with the quota every pool shares."""
+    return PortPolicy(
+        preserve_port=pool.preserve_port,
+        preserve_parity=pool.preserve_parity,
+        ports_per_host=config.limits.ports_per_host,
+    )
+
+
 class Nat:
     def __init__(
         self,
         config: Config,
-        policy: PortPolicy | None = None,
         rng: random.Random | None = None,
         on_mapping: MappingEvent | None = None,
     ) -> None:
         self.config = config
         # Told of every mapping created and deleted (RFC 6888 REQ-12 logging).
         self.on_mapping = on_mapping
-        self.policy = policy or PortPolicy(ports_per_host=config.limits.ports_per_host)
         rng = rng or random.Random()
         self.qns = Qns()
         for rule in config.rules:
             self.qns.add(rule)
         self.allocators: dict[str, PoolAllocator] = {
-            pool.name: PoolAllocator(pool, self.policy, rng) for pool in config.pools
+            pool.name: PoolAllocator(pool, port_policy(pool, config), rng) for pool in config.pools
         }
         for rule in config.rules:
             if isinstance(rule.target, SnatToAddress):
@@ -95,7 +102,7 @@ class Nat:
                 name = _address_pool(rule.target.address)
                 if name not in self.allocators:
                     pool = Pool(name, (Prefix(rule.target.address, 32),))
-                    self.allocators[name] = PoolAllocator(pool, self.policy, rng)
+                    self.allocators[name] = PoolAllocator(pool, port_policy(pool, config), rng)
         # A remote among these makes a session a hairpin session (RFC 4787 REQ-9).
         self._public = config.public_prefixes()
         self.session_count = 0
