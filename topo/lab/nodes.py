@@ -72,6 +72,10 @@ class Nodes:
         self.procs.append(proc)
         return proc
 
+    def stop_process(self, proc: subprocess.Popen[bytes]) -> None:
+        stop(proc)
+        self.procs.remove(proc)
+
     def stop_processes(self) -> None:
         for proc in reversed(self.procs):
             stop(proc)
