@@ -140,7 +140,15 @@ def test_iperf3_udp(lab: Nodes) -> None:
 def test_udp_hole_punching(lab: Nodes) -> None:
     server = lab.start_server(
         SRV.name,
-        [sys.executable, str(HOLEPUNCH), "server", "--bind", SRV.ip, "--port", "3478"],
+        [
+            sys.executable,
+            str(HOLEPUNCH),
+            "server",
+            "--bind",
+            SRV.ip,
+            "--port",
+            str(RENDEZVOUS_PORT),
+        ],
         RENDEZVOUS_PORT,
         "holepunch-server.log",
         udp=True,

@@ -64,8 +64,6 @@ class MininetLab(Nodes):
     """The topology as Mininet hosts; the switch and the controller run in the
     root namespace."""
 
-    name = "bmv2"
-
     def __init__(self, workdir: Path) -> None:
         super().__init__(workdir, workdir / "controller.sock")
         self.net: Any = None

@@ -59,8 +59,6 @@ def missing() -> str | None:
 class NetnsLab(Nodes):
     """The topology in named namespaces, and what runs in them."""
 
-    name = "swpath"
-
     def __init__(self, workdir: Path) -> None:
         super().__init__(workdir, workdir / "swpath.sock")
         self.swpath: subprocess.Popen[bytes] | None = None

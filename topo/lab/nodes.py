@@ -22,8 +22,6 @@ IPERF_PORT = 5201
 
 
 class Nodes:
-    name = "lab"
-
     def __init__(self, workdir: Path, socket: Path) -> None:
         self.workdir = workdir
         self.socket = socket  # the NAT's status socket (quicknat sessions/stats)
