@@ -10,7 +10,8 @@ APT_PACKAGES := build-essential pkg-config python3-venv python3-dev \
                 libjansson-dev libcmocka-dev valgrind \
                 libdpdk-dev dpdk-dev dpdk libpcap-dev \
                 clang-14 libclang-rt-14-dev \
-                iproute2 ethtool iputils-ping mininet iperf3 curl nftables
+                iproute2 ethtool iputils-ping mininet iperf3 curl nftables \
+                traceroute
 
 .PHONY: all deps deps-apt deps-python build test lint bench bench-qns bench-bmv2 bench-swpath fuzz p4 run run-bmv2 clean
 
@@ -40,9 +41,10 @@ build:
 	$(MAKE) -C swpath all
 	$(MAKE) -C swpath/src all
 
-# build first: the swpath suites (C tests, PTF through swpath) run the binary.
+# build first: the swpath suites (C tests, PTF and the lab through swpath) run
+# the binary. PYTHON runs the Mininet lab's suite (it needs Debian's Mininet).
 test: $(VENV)/.installed build
-	$(VPY) tests/run_suites.py
+	PYTHON=$(PYTHON) $(VPY) tests/run_suites.py
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check controller tests bench ptf-tests topo swpath/tests
@@ -56,12 +58,13 @@ bench: bench-qns bench-bmv2 bench-swpath
 bench-qns: $(VENV)/.installed build
 	$(VPY) bench/qns_bench.py
 
-# The namespace lab with the NAT on quicknat-swpath: ping, curl, iperf3 through it,
-# then its sessions and counters (as root). `make run LAB_SHELL=1` keeps it up.
+# The namespace lab with the NAT on quicknat-swpath: ping, curl, iperf3 and
+# traceroute through it, then its sessions and counters (as root).
+# `make run LAB_SHELL=1` keeps it up.
 run: $(VENV)/.installed build
 	$(VPY) topo/netns_lab.py $(if $(LAB_SHELL),--shell)
 
-# The Mininet lab with the NAT on BMv2 (needs simple_switch_grpc; says so if missing).
+# The same lab in Mininet with the NAT on BMv2 (needs simple_switch_grpc; says so if missing).
 run-bmv2: $(VENV)/.installed
 	$(PYTHON) topo/bmv2_lab.py $(if $(CLI),--cli)
 

@@ -37,9 +37,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "topo"))
 
-from lab.netns import in_namespace, listening, run  # noqa: E402
-from lab.processes import start, stop, wait_until  # noqa: E402
-from netns_lab import H1, NAT, SRV, Lab, build_topology, delete_topology, missing  # noqa: E402
+from lab.netns import in_namespace, run  # noqa: E402
+from lab.nodes import IPERF_PORT, Nodes  # noqa: E402
+from lab.topology import H1, SRV  # noqa: E402
+from netns_lab import NAT, missing, running_lab  # noqa: E402
 
 UDP_PAYLOAD = 18  # 14 Ethernet + 20 IPv4 + 8 UDP + 18 = 60 bytes, 64 with the FCS
 NFT_RULES = """
@@ -50,7 +51,7 @@ table ip quicknat_compare {
     }
 }
 """
-# The nat namespace's interface addresses when the kernel routes (netns_lab.toml).
+# The nat namespace's interface addresses when the kernel routes (topo/lab.toml).
 KERNEL_ADDRESSES = {"in0": "10.0.0.1/24", "in1": "10.0.1.1/24", "out0": "198.51.100.1/24"}
 
 
@@ -76,9 +77,9 @@ def process_cpu(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def iperf(args: list[str], seconds: float) -> dict[str, Any]:
+def iperf(lab: Nodes, args: list[str], seconds: float) -> dict[str, Any]:
     proc = subprocess.run(
-        in_namespace(H1.namespace, "iperf3", "-c", SRV.ip, "-J", "-t", str(seconds), *args),
+        lab.command(H1.name, "iperf3", "-c", SRV.ip, "-J", "-t", str(seconds), *args),
         capture_output=True,
         text=True,
         timeout=seconds + 60,
@@ -90,7 +91,7 @@ def iperf(args: list[str], seconds: float) -> dict[str, Any]:
     return result
 
 
-def measure(seconds: float, nat_pid: int | None) -> dict[str, Any]:
+def measure(lab: Nodes, seconds: float, nat_pid: int | None) -> dict[str, Any]:
     """UDP small packets, then TCP, with the CPU each cost."""
     out: dict[str, Any] = {}
     for name, args in (
@@ -98,7 +99,7 @@ def measure(seconds: float, nat_pid: int | None) -> dict[str, Any]:
         ("tcp", []),
     ):
         cpu0, nat0 = CpuTimes.now(), process_cpu(nat_pid) if nat_pid else 0.0
-        result = iperf(args, seconds)
+        result = iperf(lab, args, seconds)
         cpu, nat = CpuTimes.now() - cpu0, (process_cpu(nat_pid) - nat0) if nat_pid else 0.0
         end = result["end"]
         if name == "udp_64B":
@@ -121,39 +122,28 @@ def measure(seconds: float, nat_pid: int | None) -> dict[str, Any]:
 
 
 def with_swpath(workdir: Path, seconds: float) -> dict[str, Any]:
-    lab = Lab(workdir / "swpath")
-    lab.workdir.mkdir()
-    try:
-        build_topology()
-        lab.start_swpath()
-        lab.start_servers()
+    (workdir / "swpath").mkdir()
+    with running_lab(workdir / "swpath") as lab:
+        lab.start_server(SRV.name, ["iperf3", "-s"], IPERF_PORT, "iperf3.log")
         assert lab.swpath is not None
         # The generator's first packets open the session; warm it up.
-        iperf(["-u", "-b", "1M"], 1)
+        iperf(lab, ["-u", "-b", "1M"], 1)
         # `ip netns exec` execs its command: the pid is swpath's own.
-        return measure(seconds, lab.swpath.pid)
-    finally:
-        lab.stop()
-        delete_topology()
+        return measure(lab, seconds, lab.swpath.pid)
 
 
 def with_nftables(workdir: Path, seconds: float) -> dict[str, Any]:
-    server = None
-    try:
-        build_topology()
+    (workdir / "nftables").mkdir()
+    with running_lab(workdir / "nftables", nat=False) as lab:
         for dev, address in KERNEL_ADDRESSES.items():
             run("ip", "-n", NAT, "addr", "add", address, "dev", dev)
         run(*in_namespace(NAT, "sysctl", "-q", "-w", "net.ipv4.ip_forward=1"))
         rules = workdir / "nat.nft"
         rules.write_text(NFT_RULES)
         run(*in_namespace(NAT, "nft", "-f", str(rules)))
-        server = start(in_namespace(SRV.namespace, "iperf3", "-s"), workdir / "iperf3-nft.log")
-        wait_until("iperf3 listens", lambda: listening(SRV.namespace, 5201), 15, server)
-        iperf(["-u", "-b", "1M"], 1)
-        return measure(seconds, None)
-    finally:
-        stop(server)
-        delete_topology()
+        lab.start_server(SRV.name, ["iperf3", "-s"], IPERF_PORT, "iperf3.log")
+        iperf(lab, ["-u", "-b", "1M"], 1)
+        return measure(lab, seconds, None)
 
 
 def compare(seconds: float) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 VENV_BIN = ROOT / ".venv" / "bin"
 PY = str(VENV_BIN / "python")
+SYSTEM_PY = os.environ.get("PYTHON", "/usr/bin/python3")  # the Makefile's PYTHON
 SUITE_TIMEOUT_S = 1800
 
 # "12 passed, 0 failed" / "tests: 12 passed, 1 failed, 2 skipped" (our C runners)
@@ -73,6 +74,21 @@ SUITES = [
         "ptf-swpath",
         [PY, "ptf-tests/run.py", "--target", "swpath"],
         "the same PTF scenarios through quicknat-swpath on af_packet (after make build)",
+        root=True,
+    ),
+    Suite(
+        "lab-e2e-swpath",
+        [PY, "tests/lab_e2e.py", "--lab", "swpath"],
+        "traceroute, iperf3 and UDP hole punching through swpath in the namespace lab",
+        requires=["traceroute", "iperf3"],
+        root=True,
+    ),
+    Suite(
+        "lab-e2e-bmv2",
+        # Debian's python3: the Mininet lab needs its Mininet package.
+        [SYSTEM_PY, "tests/lab_e2e.py", "--lab", "bmv2"],
+        "the same end-to-end tests through BMv2 and the controller in the Mininet lab",
+        requires=["simple_switch_grpc", "traceroute", "iperf3"],
         root=True,
     ),
     Suite(

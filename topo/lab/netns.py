@@ -10,7 +10,9 @@ the host's interfaces.
 
 from __future__ import annotations
 
+import functools
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass
 
 NAMESPACE = "qn-ptf"
@@ -44,20 +46,24 @@ def add_veth(namespace: str, name: str, peer_namespace: str, peer: str) -> None:
 
 
 def set_up_plain(namespace: str, dev: str, mtu: int = 1500, mac: str | None = None) -> None:
+    set_up_plain_in(functools.partial(in_namespace, namespace), dev, mtu, mac)
+
+
+def set_up_plain_in(
+    inside: Callable[..., list[str]], dev: str, mtu: int = 1500, mac: str | None = None
+) -> None:
     """Bring a veth end up with no IPv6 chatter (router solicitations, MLD) and
     no offloads: a kernel sender then puts every packet whole and checksummed on
-    the wire, which is what a data path reading raw frames (af_packet, PTF) needs."""
-    run(*in_namespace(namespace, "sysctl", "-q", "-w", f"net.ipv6.conf.{dev}.disable_ipv6=1"))
+    the wire, which is what a data path reading raw frames (af_packet, BMv2,
+    PTF) needs. `inside(*args)` is the argument list that runs args where `dev` is."""
+    run(*inside("sysctl", "-q", "-w", f"net.ipv6.conf.{dev}.disable_ipv6=1"))
     if mac is not None:
-        run("ip", "-n", namespace, "link", "set", dev, "address", mac)
-    run("ip", "-n", namespace, "link", "set", dev, "mtu", str(mtu), "up")
+        run(*inside("ip", "link", "set", dev, "address", mac))
+    run(*inside("ip", "link", "set", dev, "mtu", str(mtu), "up"))
     offloads = ["tx", "off", "rx", "off", "tso", "off", "gso", "off", "gro", "off"]
     # Best effort: without ethtool (or for a feature a kernel lacks) the rest still works.
     subprocess.run(
-        in_namespace(namespace, "ethtool", "-K", dev, *offloads),
-        capture_output=True,
-        timeout=30,
-        check=False,
+        inside("ethtool", "-K", dev, *offloads), capture_output=True, timeout=30, check=False
     )
 
 
@@ -87,15 +93,3 @@ class Topology:
 
     def delete(self) -> None:
         delete_namespace(self.namespace)
-
-
-def listening(namespace: str, port: int) -> bool:
-    """Whether a TCP socket listens on `port` in `namespace`."""
-    out = subprocess.run(
-        in_namespace(namespace, "ss", "-Hltn", f"sport = :{port}"),
-        capture_output=True,
-        text=True,
-        timeout=10,
-        check=False,
-    )
-    return bool(out.stdout.strip())

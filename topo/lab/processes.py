@@ -8,8 +8,9 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import FrameType
 
 
 def wait_for_tcp(host: str, port: int, timeout: float, proc: subprocess.Popen[bytes]) -> None:
@@ -89,3 +90,26 @@ def stop_pid_file(path: Path, timeout: float = 10.0) -> None:
         time.sleep(0.05)
     with contextlib.suppress(OSError):
         os.killpg(pid, signal.SIGKILL)
+
+
+@contextlib.contextmanager
+def signals_ignored() -> Iterator[None]:
+    """SIGINT and SIGTERM ignored for the duration (a clean-up that a second
+    Ctrl-C must not cut short), then as they were."""
+    previous = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def raise_on_signals() -> None:
+    """SIGINT and SIGTERM raise SystemExit, so that `finally` clean-ups run
+    when a lab or a test run is interrupted or timed out."""
+
+    def interrupted(signum: int, frame: FrameType | None) -> None:
+        raise SystemExit(128 + signum)
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, interrupted)

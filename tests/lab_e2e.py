@@ -1,0 +1,283 @@
+#!/usr/bin/env python3
+"""End-to-end tests with real clients in a lab: `tests/lab_e2e.py --lab swpath|bmv2`.
+
+The same tests on either lab (topo/lab/topology.py): `--lab swpath` builds the
+namespace lab with quicknat-swpath (topo/netns_lab.py), `--lab bmv2` the
+Mininet lab with BMv2 and the controller (topo/bmv2_lab.py; run it with
+Debian's python3, which has Mininet). One lab serves every test; it is torn
+down at the end, on failure and on SIGINT/SIGTERM. Every wait is bounded.
+
+- traceroute -n, UDP and ICMP (-I), from h1 to far: hop 1 is the NAT (its
+  inside address), hop 2 rtr beyond it, hop 3 far. Hop 1 needs the NAT to
+  originate ICMP time exceeded (RFC 1812 5.3.1); hops 2 and 3 need it to
+  translate the ICMP errors and replies back (RFC 5508).
+- iperf3 TCP and UDP from h1 to far: the transfer completes, bytes arrive,
+  UDP loses less than UDP_MAX_LOSS_PERCENT at a modest rate.
+- UDP hole punching (topo/holepunch.py): clients on h1 and h2 behind the NAT,
+  the rendezvous server on srv; each must get the other's message from the
+  other's public endpoint, which is hairpinning (RFC 4787 REQ-9), and the NAT's
+  sessions must hold those endpoints.
+
+The last line is `lab-e2e-LAB: N passed, M failed, K skipped` for `make test`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import json
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "topo"))
+
+from lab.nodes import IPERF_PORT, Nodes  # noqa: E402
+from lab.processes import raise_on_signals  # noqa: E402
+from lab.topology import FAR, H1, H2, RTR, SRV  # noqa: E402
+
+HOLEPUNCH = ROOT / "topo" / "holepunch.py"
+NAT_INSIDE = "10.0.0.1"  # in0's address in topo/lab.toml: h1's gateway
+POOL = ipaddress.ip_network("203.0.113.0/30")  # topo/lab.toml
+RENDEZVOUS_PORT = 3478
+PUNCH_PORT = 40000
+UDP_RATE = "20M"
+UDP_MAX_LOSS_PERCENT = 5.0
+IPERF_SECONDS = 2
+TRACEROUTE_TIMEOUT_S = 30
+
+Test = Callable[[Nodes], None]
+
+
+def traceroute_hops(lab: Nodes, *options: str) -> dict[int, list[str]]:
+    """Hop number -> the addresses that answered it ('*' for none); at most 5
+    hops, two probes each, 2 s for an answer."""
+    args = ["traceroute", "-n", *options, "-q", "2", "-w", "2", "-m", "5", FAR.ip]
+    out = lab.run(H1.name, *args, timeout=TRACEROUTE_TIMEOUT_S)
+    print(out.rstrip())
+    hops = {}
+    for line in out.splitlines()[1:]:
+        match = re.match(r"\s*(\d+)\s+(.*)", line)
+        if match is None:
+            continue
+        addresses = re.findall(r"\d+\.\d+\.\d+\.\d+", match[2])
+        assert "!" not in match[2], f"hop {match[1]} reports unreachable: {line.strip()}"
+        hops[int(match[1])] = sorted(set(addresses)) or ["*"]
+    return hops
+
+
+def check_hops(hops: dict[int, list[str]]) -> None:
+    expected = {
+        1: [NAT_INSIDE],  # the NAT's own time exceeded
+        2: [RTR.ip],  # rtr's, translated back by the NAT
+        3: [FAR.ip],  # the destination: port unreachable / echo reply
+    }
+    wrong = [
+        f"hop {hop}: {' '.join(hops.get(hop, ['none']))}, expected {' '.join(want)}"
+        for hop, want in expected.items()
+        if hops.get(hop) != want
+    ]
+    assert not wrong, "; ".join(wrong)
+    assert max(hops) == 3, f"the trace did not stop at far: {hops}"
+
+
+def test_traceroute_udp(lab: Nodes) -> None:
+    check_hops(traceroute_hops(lab))
+
+
+def test_traceroute_icmp(lab: Nodes) -> None:
+    check_hops(traceroute_hops(lab, "-I"))
+
+
+def iperf3(lab: Nodes, *args: str) -> dict[str, Any]:
+    command = ["iperf3", "-c", FAR.ip, "-J", "-t", str(IPERF_SECONDS), "--connect-timeout", "5000"]
+    proc = subprocess.run(
+        lab.command(H1.name, *command, *args),
+        capture_output=True,
+        text=True,
+        timeout=IPERF_SECONDS + 30,
+        check=False,
+    )
+    try:
+        result: dict[str, Any] = json.loads(proc.stdout)
+    except ValueError:
+        raise AssertionError(f"iperf3 printed no JSON: {proc.stdout}{proc.stderr}") from None
+    assert "error" not in result, f"iperf3: {result['error']}"
+    assert proc.returncode == 0, f"iperf3 exited with {proc.returncode}"
+    return result
+
+
+def test_iperf3_tcp(lab: Nodes) -> None:
+    end = iperf3(lab)["end"]
+    received = end["sum_received"]
+    print(
+        f"TCP: {received['bytes']} bytes received, {received['bits_per_second'] / 1e6:.1f} Mbit/s"
+    )
+    assert received["bytes"] > 0, f"nothing received: {received}"
+    assert end["sum_sent"]["bytes"] > 0
+
+
+def test_iperf3_udp(lab: Nodes) -> None:
+    total = iperf3(lab, "-u", "-b", UDP_RATE)["end"]["sum"]
+    received = total["packets"] - total["lost_packets"]
+    print(
+        f"UDP at {UDP_RATE}bit/s: {total['packets']} datagrams sent, {received} received, "
+        f"{total['lost_percent']:.2f} % lost"
+    )
+    assert total["packets"] > 0 and received > 0, f"nothing received: {total}"
+    assert total["lost_percent"] < UDP_MAX_LOSS_PERCENT, (
+        f"{total['lost_percent']:.2f} % lost at {UDP_RATE}bit/s (bound {UDP_MAX_LOSS_PERCENT} %)"
+    )
+
+
+def test_udp_hole_punching(lab: Nodes) -> None:
+    server = lab.start_server(
+        SRV.name,
+        [
+            sys.executable,
+            str(HOLEPUNCH),
+            "server",
+            "--bind",
+            SRV.ip,
+            "--port",
+            str(RENDEZVOUS_PORT),
+        ],
+        RENDEZVOUS_PORT,
+        "holepunch-server.log",
+        udp=True,
+    )
+    clients = {
+        node.name: subprocess.Popen(
+            lab.command(
+                node.name,
+                sys.executable,
+                str(HOLEPUNCH),
+                "client",
+                "--server",
+                f"{SRV.ip}:{RENDEZVOUS_PORT}",
+                "--name",
+                node.name,
+                "--port",
+                str(PUNCH_PORT),
+                "--timeout",
+                "15",
+            ),
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for node in (H1, H2)
+    }
+    results = {}
+    try:
+        for name, proc in clients.items():
+            out, _ = proc.communicate(timeout=30)
+            print(f"{name}: {out.strip()}")
+            results[name] = json.loads(out.splitlines()[-1]) if out.strip() else {}
+    finally:
+        for proc in clients.values():
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(10)
+        lab.stop_process(server)
+    for name, peer in (("h1", "h2"), ("h2", "h1")):
+        mine, theirs = results[name], results[peer]
+        assert "public" in mine, f"{name} got no answer from the rendezvous server: {mine}"
+        public = mine["public"]
+        address = ipaddress.ip_address(public.rsplit(":", 1)[0])
+        assert address in POOL, f"{name}'s endpoint as srv saw it, {public}, is not a pool one"
+        assert mine["peer_public"] == theirs["public"], (mine, theirs)
+        assert "received" in mine, f"{name} got nothing from {peer} at {mine['peer_public']}"
+        assert mine["received"] == f"PUNCH {peer}", mine
+        # Hairpinning: the peer's message comes from its external endpoint.
+        assert mine["received_from"] == theirs["public"], (
+            f"{name} got {peer}'s message from {mine['received_from']}, "
+            f"not from {peer}'s external endpoint {theirs['public']}"
+        )
+    sessions = json.loads(lab.quicknat("sessions", "--json"))
+    for s in sessions:
+        if s["internal"].endswith(f":{PUNCH_PORT}"):
+            print(f"session {s['internal']} -> {s['external']} with {s['remote']}")
+    for node, peer in ((H1, H2), (H2, H1)):
+        internal = f"{node.ip}:{PUNCH_PORT}"
+        public = results[node.name]["public"]
+        mine = [s for s in sessions if s["internal"] == internal]
+        # One mapping (REQ-1), with a session to srv and one to the peer's public endpoint.
+        assert {s["external"] for s in mine} == {public}, (
+            f"the NAT maps {internal} to {sorted({s['external'] for s in mine})}, srv saw {public}"
+        )
+        remotes = {s["remote"] for s in mine}
+        wanted = {f"{SRV.ip}:{RENDEZVOUS_PORT}", results[peer.name]["public"]}
+        assert wanted <= remotes, f"{internal}'s sessions are with {remotes}, not {wanted}"
+
+
+TESTS: dict[str, Test] = {
+    "traceroute_udp": test_traceroute_udp,
+    "traceroute_icmp": test_traceroute_icmp,
+    "iperf3_tcp": test_iperf3_tcp,
+    "iperf3_udp": test_iperf3_udp,
+    "udp_hole_punching": test_udp_hole_punching,
+}
+
+
+def run_tests(lab: Nodes, names: list[str]) -> tuple[int, int]:
+    lab.start_server(FAR.name, ["iperf3", "-s"], IPERF_PORT, "iperf3-far.log")
+    passed = failed = 0
+    for name in names:
+        print(f"\n=== {name}", flush=True)
+        start = time.monotonic()
+        try:
+            TESTS[name](lab)
+        except (AssertionError, RuntimeError, subprocess.SubprocessError, ValueError) as exc:
+            failed += 1
+            detail = str(exc) if isinstance(exc, AssertionError) else traceback.format_exc()
+            print(f"FAIL {name}: {detail}", flush=True)
+        else:
+            passed += 1
+            print(f"PASS {name} ({time.monotonic() - start:.1f} s)", flush=True)
+    return passed, failed
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--lab", choices=["swpath", "bmv2"], required=True)
+    parser.add_argument("tests", nargs="*", help=f"default: all of {', '.join(TESTS)}")
+    args = parser.parse_args()
+    names = args.tests or list(TESTS)
+    unknown = [name for name in names if name not in TESTS]
+    if unknown:
+        parser.error(f"unknown tests {unknown}; known: {', '.join(TESTS)}")
+    suite = f"lab-e2e-{args.lab}"
+    if args.lab == "swpath":
+        import netns_lab as lab_module
+
+        reason = lab_module.missing()
+    else:
+        import bmv2_lab as lab_module  # type: ignore[no-redef]
+
+        reason = "; ".join(lab_module.missing()) or None
+    if reason:
+        print(f"{suite}: skipped: {reason}")
+        print(f"{suite}: 0 passed, 0 failed, {len(names)} skipped")
+        return 0
+    workdir = Path(tempfile.mkdtemp(prefix=f"quicknat-{suite}-"))
+    raise_on_signals()
+    try:
+        with lab_module.running_lab(workdir) as lab:
+            passed, failed = run_tests(lab, names)
+    except (RuntimeError, subprocess.SubprocessError) as exc:
+        print(f"{suite}: the lab did not come up: {exc}; logs in {workdir}")
+        passed, failed = 0, len(names)
+    print(f"logs: {workdir}")
+    print(f"{suite}: {passed} passed, {failed} failed, 0 skipped")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
