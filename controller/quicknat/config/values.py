@@ -35,6 +35,12 @@ def integer(value: Any, low: int, high: int) -> int:
     return value
 
 
+def boolean(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise WrongType("must be true or false")
+    return value
+
+
 def port(value: Any) -> int:
     return integer(value, 0, 65535)
 
