@@ -373,12 +373,15 @@ class _Parser:
 
     def icmp(self) -> IcmpErrors:
         r = self._table("icmp", ("unreachable_on_exhaustion", "rate", "burst"))
-        chosen = {
-            "unreachable_on_exhaustion": r.get("unreachable_on_exhaustion", values.boolean),
-            "rate": r.get("rate", lambda v: values.integer(v, 1, 1_000_000)),
-            "burst": r.get("burst", lambda v: values.integer(v, 1, 1_000_000)),
-        }
-        return IcmpErrors(**{k: v for k, v in chosen.items() if v is not None})
+        default = IcmpErrors()
+        on = r.get("unreachable_on_exhaustion", values.boolean)
+        rate = r.get("rate", lambda v: values.integer(v, 1, 1_000_000))
+        burst = r.get("burst", lambda v: values.integer(v, 1, 1_000_000))
+        return IcmpErrors(
+            default.unreachable_on_exhaustion if on is None else on,
+            rate or default.rate,
+            burst or default.burst,
+        )
 
     def logging(self) -> Logging:
         r = self._table("logging", ("events", "file"))
