@@ -660,8 +660,7 @@ def test_time_exceeded_from_the_nat(tmp: Path) -> None:
 def test_icmp_errors_rate_limited(tmp: Path) -> None:
     """RFC 1812 sec. 4.3.2.8: a token bucket of `icmp rate/burst`."""
     probes = [
-        from_host("10.0.0.2", "8.8.8.8", ttl=1) / UDP(sport=5000, dport=33434 + i)
-        for i in range(5)
+        from_host("10.0.0.2", "8.8.8.8", ttl=1) / UDP(sport=5000, dport=33434 + i) for i in range(5)
     ]
     r = run(tmp, ONE_PORT + "icmp rate 1 burst 2\n", [probes, []])
     eq(len(r.outputs[0]), 2, "the burst")
