@@ -78,7 +78,9 @@ def _check(frame: bytes) -> tuple[int, int]:
     return ihl, min(total, MAX_ERROR - ERROR_HEADERS)
 
 
-def build(frame: bytes, kind: Kind, source: int, ident: int, mtu: int = 0) -> bytes:
+def build(
+    frame: bytes, kind: Kind, source: int, ident: int, mtu: int = 0, ttl: int = ERROR_TTL
+) -> bytes:
     """The Ethernet frame of the error about `frame` (as it arrived), from `source`.
     `mtu` is the next-hop MTU of FRAG_NEEDED. The Ethernet addresses are the
     arriving frame's swapped; the data path's routing sets the real ones.
@@ -95,7 +97,7 @@ def build(frame: bytes, kind: Kind, source: int, ident: int, mtu: int = 0) -> by
     header[1] = ERROR_TOS
     header[2:4] = (20 + len(icmp)).to_bytes(2, "big")
     header[4:6] = (ident & 0xFFFF).to_bytes(2, "big")
-    header[8] = ERROR_TTL
+    header[8] = ttl
     header[9] = ICMP
     header[12:16] = source.to_bytes(4, "big")
     header[16:20] = frame[ip + 12 : ip + 16]
@@ -157,4 +159,6 @@ class Originator:
             return None
         self.ident = (self.ident + 1) & 0xFFFF
         self.stats[f"icmp_gen.sent.{kind.name.lower()}"] += 1
-        return build(frame, kind, source, self.ident, mtu)
+        # The switch routes a ROUTE packet-out like a forwarded packet, TTL
+        # decremented once: it leaves with ERROR_TTL, as swpath's errors do.
+        return build(frame, kind, source, self.ident, mtu, ttl=ERROR_TTL + 1)

@@ -178,6 +178,7 @@ def test_originator_counts_and_limits() -> None:
     original = frame(udp())
     first = gen.error(original, 1, Kind.TIME_EXCEEDED, 0.0)
     assert first is not None and checked(first)[IP].src == NAT
+    assert checked(first)[IP].ttl == 65  # the switch's routing takes one
     assert gen.error(original, 2, Kind.TIME_EXCEEDED, 0.0) is None  # out0 has no address
     assert gen.error(frame(udp(), "ff:ff:ff:ff:ff:ff"), 1, Kind.TIME_EXCEEDED, 0.0) is None
     assert gen.error(original[:20], 1, Kind.TIME_EXCEEDED, 0.0) is None
