@@ -2,7 +2,7 @@
 same bytes in C, swpath/src/icmp_gen.c). No I/O: the controller passes frames and
 the time in and sends what comes out (packet-out, mode ROUTE).
 
-A router must report what it drops (RFC 1812 sec. 4.3.2, RFC 5508 sec. 3.2):
+A router must report what it drops (RFC 1812 sec. 4.3.2, RFC 5508):
 - time exceeded (11/0) for a packet that would leave with TTL 0 (sec. 5.3.1),
   which is what makes the NAT a hop in traceroute;
 - destination unreachable, administratively prohibited (3/13) for a new flow

@@ -47,8 +47,8 @@ class PoolExhaustionKeepsExistingFlows(QuickNatTest):
             external.append(out[UDP].sport)
         self.assertEqual(sorted(external), [5000, 5001])
         # A third is dropped and counted; nothing is evicted. The host gets
-        # destination unreachable, administratively prohibited (RFC 5508 sec.
-        # 3.2 "out of resources"), from the NAT's address on its link,
+        # destination unreachable, administratively prohibited (RFC 5508,
+        # "out of resources"), from the NAT's address on its link,
         # quoting the refused packet.
         refused = from_inside(
             "10.0.1.10", "198.51.100.10", udp(1003, 53), router_mac=ROUTER_IN2_MAC

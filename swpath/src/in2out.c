@@ -23,7 +23,7 @@ sp_in2out_miss(struct sp_worker *w, struct rte_mbuf *m, struct sp_pkt *p,
 		return;
 	}
 	if (rc != SP_NAT_OK) {
-		/* out of resources: RFC 5508 sec. 3.2 SHOULD send 3/13 */
+		/* out of resources: RFC 5508 says SHOULD send 3/13 */
 		if ((rc == SP_CNT_drop_pool_exhausted ||
 		     rc == SP_CNT_drop_quota_exceeded ||
 		     rc == SP_CNT_drop_session_limit) &&

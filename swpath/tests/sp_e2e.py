@@ -384,7 +384,7 @@ def test_pool_exhaustion_keeps_existing(tmp: Path) -> None:
     eq(out[0][UDP].sport, out[2][UDP].sport, "the mapping is kept (EIM)")
     eq(r.counters["drop_pool_exhausted"], 2)
     eq(r.dump["stats"]["mappings"], 2)
-    # RFC 5508 sec. 3.2: out of resources, destination unreachable code 13
+    # RFC 5508, out of resources:, destination unreachable code 13
     # back to the refused host, from the NAT's inside address.
     back = r.outputs[0]
     eq(len(back), 2, "an error per refused packet")

@@ -136,7 +136,7 @@ class IcmpErrors:
     unreachable_on_exhaustion: bool = True
     """Destination unreachable, code 13 (administratively prohibited), to an inside
     host whose new flow is refused for want of a port, or over its per-host quota
-    or session limit (RFC 5508 sec. 3.2, shared/NAT-BEHAVIOR.md)."""
+    or session limit (RFC 5508, shared/NAT-BEHAVIOR.md)."""
     rate: int = 100
     """Errors per second the NAT sends at most (token bucket, RFC 1812 sec. 4.3.2.8);
     swpath shares it among its workers."""

@@ -515,7 +515,7 @@ _ERROR_COPIES = {
     PuntReason.TIME_EXCEEDED: Kind.TIME_EXCEEDED,
     PuntReason.FRAG_NEEDED: Kind.FRAG_NEEDED,
 }
-# Refusals answered with destination unreachable code 13 (RFC 5508 sec. 3.2).
+# Refusals answered with destination unreachable code 13 (RFC 5508, out of resources).
 _OUT_OF_RESOURCES = frozenset(
     {Refusal.POOL_EXHAUSTED, Refusal.QUOTA_EXCEEDED, Refusal.SESSION_LIMIT}
 )
