@@ -67,8 +67,12 @@ enum bit<8> PuntReason_t {
     NEW_FLOW_DNAT = 2, // outside-zone miss, dnat_scope hit
     ARP           = 3, // ARP reply, for neighbour learning
     ICMP_ERROR    = 4, // ICMP error that may belong to a session (RFC 5508)
-    TCP_STATE     = 5  // copy of a translated TCP SYN, FIN or RST (RFC 7857
+    TCP_STATE     = 5, // copy of a translated TCP SYN, FIN or RST (RFC 7857
                        // sec. 2.2: the controller tracks state, sets timeouts)
+    TIME_EXCEEDED = 6, // copy of a packet dropped TTL_EXPIRED: the controller
+                       // sends ICMP time exceeded (RFC 1812 sec. 5.3.1)
+    FRAG_NEEDED   = 7  // copy of a DF packet dropped MTU_EXCEEDED: the
+                       // controller sends fragmentation needed (RFC 1191)
 }
 
 // Clone session (P4Runtime CloneSessionEntry, one replica to CPU_PORT) of the
@@ -95,7 +99,8 @@ enum bit<8> DropReason_t {
     PUNT_RATE_LIMITED     = 13, // punt_meter said red
     PUNT_LOOP             = 14, // an injected packet-out would be punted again
     BAD_PACKET_OUT        = 15, // packet_out with an unknown mode
-    NO_DECISION           = 16  // no stage forwarded or dropped it (a bug; never expected)
+    NO_DECISION           = 16, // no stage forwarded or dropped it (a bug; never expected)
+    MTU_EXCEEDED          = 17  // bigger than the egress port's MTU (egress_mtu); never fragmented
 }
 
 #endif // __DEFINE__

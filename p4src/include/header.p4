@@ -16,6 +16,7 @@ header packet_in_header_t {
     PortId_t     ingress_port; // logical ingress port (after packet-out injection)
     @padding bit<7> _pad0;
     PuntReason_t reason;
+    bit<16>      mtu;          // FRAG_NEEDED: the egress port's MTU; 0 otherwise
 }
 
 // Prepended by the controller to every packet-out.
@@ -153,10 +154,14 @@ struct local_metadata_t {
     // forward is (a punt becomes forward to CPU_PORT in PacketInIngress).
     bool          forward;
     PortId_t      egress_port;
+    // MTU of egress_port (egress_mtu table), for a FRAG_NEEDED copy.
+    @field_list(PUNT_FIELD_LIST)
+    bit<16>       egress_mtu;
     bool          packet_out_direct;
     PuntReason_t  punt_reason;
-    // Reason of a copy to the controller made while the packet itself is
-    // forwarded (TCP_STATE); NONE otherwise.
+    // Reason of a copy to the controller: made while the packet itself is
+    // forwarded (TCP_STATE), or of a packet dropped that the controller
+    // answers with an ICMP error (TIME_EXCEEDED, FRAG_NEEDED); NONE otherwise.
     @field_list(PUNT_FIELD_LIST)
     PuntReason_t  copy_reason;
     DropReason_t  drop_reason;

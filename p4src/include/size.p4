@@ -29,6 +29,9 @@
 
 #define ROUTING_V4_TABLE_SIZE 1024
 
+// One entry per front-panel port with an MTU.
+#define EGRESS_MTU_TABLE_SIZE 512
+
 // Indexed by PuntReason_t / DropReason_t (define.p4): must stay larger than
 // the largest enum value.
 #define PUNT_REASON_SLOTS 8

@@ -38,6 +38,12 @@ COUNTERS = {
     "unsolicited_refused": "inbound packets to a NAT address without mapping, refused",
     "pool_exhausted": "new flows refused for want of a free port",
     "fragment_dropped": "IPv4 fragments that needed NAT, dropped (no reassembly)",
+    "ttl_expired": "packets dropped because their TTL would reach 0",
+    "mtu_exceeded": "packets dropped because they are bigger than the egress MTU",
+    "icmp_time_exceeded_sent": "ICMP time exceeded the NAT sent (RFC 1812)",
+    "icmp_frag_needed_sent": "ICMP fragmentation needed the NAT sent (RFC 1191)",
+    "icmp_prohibited_sent": "ICMP unreachable code 13 the NAT sent (RFC 5508)",
+    "icmp_error_suppressed": "ICMP errors RFC 1812 sec. 4.3.2.7 kept the NAT from sending",
 }
 
 
@@ -120,6 +126,12 @@ class Bmv2Target(Target):
         "unsolicited_refused": "refused.unsolicited",
         "pool_exhausted": "refused.pool_exhausted",
         "fragment_dropped": "drop.ipv4_fragment",
+        "ttl_expired": "drop.ttl_expired",
+        "mtu_exceeded": "drop.mtu_exceeded",
+        "icmp_time_exceeded_sent": "icmp_gen.sent.time_exceeded",
+        "icmp_frag_needed_sent": "icmp_gen.sent.frag_needed",
+        "icmp_prohibited_sent": "icmp_gen.sent.prohibited",
+        "icmp_error_suppressed": "icmp_gen.suppressed",
     }
     # The sessions live in the switch's tables; a restarted controller reads them back.
     keeps_sessions_across_restart = True
@@ -236,6 +248,12 @@ class SwpathTarget(Target):
         "unsolicited_refused": "drop_unsolicited",
         "pool_exhausted": "drop_pool_exhausted",
         "fragment_dropped": "drop_fragment",
+        "ttl_expired": "drop_ttl",
+        "mtu_exceeded": "drop_mtu",
+        "icmp_time_exceeded_sent": "icmp_time_exceeded",
+        "icmp_frag_needed_sent": "icmp_frag_needed",
+        "icmp_prohibited_sent": "icmp_prohibited",
+        "icmp_error_suppressed": "icmp_error_suppressed",
     }
     # Sessions live in the process: a restart starts from empty tables.
     keeps_sessions_across_restart = False

@@ -12,6 +12,11 @@ ROUTER_IN_MAC, ROUTER_OUT_MAC, ROUTER_IN2_MAC = (
     "02:00:00:00:00:03",
 )
 GATEWAY_MAC = "02:00:00:00:02:fe"
+NAT_INSIDE, NAT_OUTSIDE, NAT_INSIDE2 = (
+    "10.0.0.1",
+    "198.51.100.253",
+    "10.0.1.1",
+)  # interface addresses
 HOST_MAC = {
     "10.0.0.10": "02:00:00:00:01:10",
     "10.0.0.20": "02:00:00:00:01:20",

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from base import INSIDE2, OUTSIDE, QuickNatTest
-from packets import ROUTER_IN2_MAC, from_inside, from_outside, udp
+from packets import HOST_MAC, NAT_INSIDE2, ROUTER_IN2_MAC, from_inside, from_outside, udp
 from ptf.testutils import group
-from scapy.layers.inet import IP, UDP
+from scapy.layers.inet import ICMP, IP, UDP
 
 
 @group("drops")
@@ -46,15 +46,24 @@ class PoolExhaustionKeepsExistingFlows(QuickNatTest):
             self.assertEqual(out[IP].src, "203.0.113.9")
             external.append(out[UDP].sport)
         self.assertEqual(sorted(external), [5000, 5001])
-        # A third is dropped and counted; nothing is evicted.
-        self.send(
-            INSIDE2,
-            from_inside("10.0.1.10", "198.51.100.10", udp(1003, 53), router_mac=ROUTER_IN2_MAC),
+        # A third is dropped and counted; nothing is evicted. The host gets
+        # destination unreachable, administratively prohibited (RFC 5508,
+        # "out of resources"), from the NAT's address on its link,
+        # quoting the refused packet.
+        refused = from_inside(
+            "10.0.1.10", "198.51.100.10", udp(1003, 53), router_mac=ROUTER_IN2_MAC
         )
+        self.send(INSIDE2, refused)
+        got = self.receive(INSIDE2)
+        self.assertEqual((got.src, got.dst), (ROUTER_IN2_MAC, HOST_MAC["10.0.1.10"]))
+        self.assertEqual((got[IP].src, got[IP].dst, got[IP].ttl), (NAT_INSIDE2, "10.0.1.10", 64))
+        self.assertEqual((got[ICMP].type, got[ICMP].code), (3, 13))
+        self.assertEqual(bytes(got[IP])[28 : got[IP].len], bytes(refused[IP]))
         self.expect_nothing()
         self.target.wait_until(
             "exhaustion counted", lambda: self.target.counter("pool_exhausted") == 1, 5
         )
+        self.assertEqual(self.target.counter("icmp_prohibited_sent"), 1)
         for sport, port in zip((1001, 1002), external, strict=True):
             self.send(
                 INSIDE2,

@@ -7,6 +7,8 @@ from base import INSIDE, OUTSIDE, QuickNatTest
 from packets import (
     GATEWAY_MAC,
     HOST_MAC,
+    NAT_INSIDE,
+    NAT_OUTSIDE,
     PAYLOAD,
     PUBLIC_POOL,
     REMOTE_MAC,
@@ -199,3 +201,115 @@ class UnsolicitedSynIsNotAnswered(QuickNatTest):
         self.send(OUTSIDE, from_outside(REMOTE, "203.0.113.1", tcp(5555, 22, "S")))
         self.expect_nothing()
         self.assertEqual(self.target.sessions(), [])
+
+
+class NatOriginatedError(QuickNatTest):
+    def setUp(self) -> None:
+        super().setUp()
+        if self.target.has_separate_switch:
+            # BMv2 keeps its clone sessions across pipeline pushes, and each
+            # controller start (--reset pushes the pipeline) adds a replica:
+            # a dropped packet would be copied, and answered, once per
+            # controller started before. These tests count errors, so they
+            # get a switch of their own.
+            self.target.stop_nat()
+            self.target.restart_switch()
+            self.target.start_nat(reset=True)
+
+    def check_error(self, got: Packet, source: str, sent: Packet, kind: tuple[int, int]) -> None:
+        """An error the NAT originated: from `source`, to the sender of `sent`,
+        TTL 64, quoting `sent` as it arrived (its first 548 bytes at most)."""
+        self.assertEqual((got[IP].src, got[IP].dst, got[IP].ttl), (source, sent[IP].src, 64))
+        self.assertEqual((got[ICMP].type, got[ICMP].code), kind)
+        quoted = bytes(got[IP])[28 : got[IP].len]
+        self.assertEqual(quoted, bytes(sent[IP])[:548])
+        self.assertLessEqual(got[IP].len, 576)
+
+    def counted(self, name: str, expected: int) -> None:
+        self.target.wait_until(
+            f"{name} == {expected}", lambda: self.target.counter(name) == expected, 5
+        )
+
+
+@group("rfc")
+class TimeExceededFromTheNatHop(NatOriginatedError):
+    """RFC 1812 sec. 5.3.1: a packet from inside that would leave with TTL 0
+    gets time exceeded from the NAT's inside address, quoting the packet as it
+    arrived (untranslated), both for a new flow (which gets no mapping) and for
+    one with a session; so traceroute from inside shows the NAT as a hop."""
+
+    def runTest(self) -> None:
+        expired = self.target.counter("ttl_expired")
+        sent = self.target.counter("icmp_time_exceeded_sent")
+        probe = from_inside("10.0.0.10", REMOTE, udp(40010, 33434), ttl=1)
+        self.send(INSIDE, probe)
+        got = self.receive(INSIDE)
+        self.assertEqual((got.src, got.dst), (ROUTER_IN_MAC, HOST_MAC["10.0.0.10"]))
+        self.check_error(got, NAT_INSIDE, probe, (11, 0))
+        self.assertEqual(self.target.sessions(), [])
+        # The same flow with a session: the error still quotes it untranslated.
+        self.send(INSIDE, from_inside("10.0.0.10", REMOTE, udp(40010, 33434)))
+        self.assertIn(self.receive(OUTSIDE)[IP].src, PUBLIC_POOL)
+        self.send(INSIDE, probe)
+        self.check_error(self.receive(INSIDE), NAT_INSIDE, probe, (11, 0))
+        # From outside to the session's mapping: from the outside address.
+        (session,) = self.target.sessions()
+        ext_addr, ext_port = session["external"].split(":")
+        inbound = from_outside(REMOTE, ext_addr, udp(33434, int(ext_port)), ttl=1)
+        self.send(OUTSIDE, inbound)
+        got = self.receive(OUTSIDE)
+        self.assertEqual(got.dst, GATEWAY_MAC)
+        self.check_error(got, NAT_OUTSIDE, inbound, (11, 0))
+        self.counted("ttl_expired", expired + 3)
+        self.counted("icmp_time_exceeded_sent", sent + 3)
+
+
+@group("rfc")
+class NoErrorAboutAnError(NatOriginatedError):
+    """RFC 1812 sec. 4.3.2.7: no error about an ICMP error (the other exclusions
+    are unit-tested: test_icmp_gen.py, test_sp_packet.c); it is still dropped
+    and counted."""
+
+    def runTest(self) -> None:
+        expired = self.target.counter("ttl_expired")
+        quoted = IP(src=REMOTE, dst="10.0.0.10") / UDP(sport=53, dport=40011)
+        self.send(
+            INSIDE, from_inside("10.0.0.10", REMOTE, ICMP(type=3, code=3) / bytes(quoted), ttl=1)
+        )
+        self.expect_nothing()
+        self.counted("ttl_expired", expired + 1)
+        self.counted("icmp_error_suppressed", 1)
+        self.assertEqual(self.target.counter("icmp_time_exceeded_sent"), 0)
+
+
+@group("rfc")
+class FragmentationNeededForDfOverTheMtu(NatOriginatedError):
+    """RFC 4787 REQ-13, RFC 1191: a DF packet bigger than the egress link's MTU
+    (out0: 1400) is dropped and its sender gets fragmentation needed carrying
+    that MTU, quoting the packet as it arrived; without DF it is dropped
+    (the NAT never fragments); a packet of exactly the MTU passes."""
+
+    def big(self, size: int, df: bool) -> Packet:
+        pkt = from_inside("10.0.0.10", REMOTE, udp(40012, 53))
+        pkt[IP].flags = "DF" if df else 0
+        pkt[UDP].remove_payload()
+        return Ether(bytes(pkt / (b"m" * (size - 28))))
+
+    def runTest(self) -> None:
+        # The flow's session first: on P4 the first packet of a flow is
+        # re-injected by the controller, and no error is made about an
+        # injected packet (p4src/README.md).
+        self.send(INSIDE, self.big(100, True))
+        self.receive(OUTSIDE)
+        dropped = self.target.counter("mtu_exceeded")
+        too_big = self.big(1450, True)
+        self.send(INSIDE, too_big)
+        got = self.receive(INSIDE)
+        self.check_error(got, NAT_INSIDE, too_big, (3, 4))
+        self.assertEqual(got[ICMP].nexthopmtu, 1400)
+        self.send(INSIDE, self.big(1450, False))
+        self.expect_nothing()
+        self.send(INSIDE, self.big(1400, True))
+        self.assertEqual(len(self.receive(OUTSIDE)[IP]), 1400)
+        self.counted("mtu_exceeded", dropped + 2)
+        self.counted("icmp_frag_needed_sent", 1)

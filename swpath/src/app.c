@@ -108,6 +108,10 @@ sp_runtime_build(void)
 	rt->ports_per_host = sp.ports_per_host;
 	rt->sessions_per_host = sp.sessions_per_host;
 	rt->reuse_ms = sp.port_reuse_ms;
+	/* each worker has its own bucket: the configured rate is their sum */
+	rt->icmp_rate = RTE_MAX(sp.icmp_rate / sp.n_workers, 1u);
+	rt->icmp_burst = RTE_MAX(sp.icmp_burst / sp.n_workers, 1u);
+	rt->icmp_on_exhaustion = sp.icmp_on_exhaustion;
 	rt->n_owned = n;
 	if (n > 0)
 		memcpy(rt->owned, l.r, n * sizeof(struct sp_range));

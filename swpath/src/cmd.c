@@ -301,9 +301,16 @@ parse_interface(const struct words *words, struct sp_cmd_interface *c,
 					    "interface %s: mac %s: must be a unicast aa:bb:cc:dd:ee:ff",
 					    c->name, v);
 			c->has_mac = true;
+		} else if (strcmp(k, "mtu") == 0) {
+			VALUE();
+			if (parse_uint(v, SP_MTU_MIN, SP_MTU_MAX, &n) < 0)
+				return sp_fail(err, errlen,
+					    "interface %s: mtu %s: must be %u..%u",
+					    c->name, v, SP_MTU_MIN, SP_MTU_MAX);
+			c->mtu = (uint16_t)n;
 		} else {
 			return sp_fail(err, errlen,
-				    "interface %s: unknown word '%s' (zone, port, address, mac)",
+				    "interface %s: unknown word '%s' (zone, port, address, mac, mtu)",
 				    c->name, k);
 		}
 	}
@@ -742,6 +749,48 @@ parse_logging(const struct words *words, struct sp_cmd_logging *c, char *err,
 	return 0;
 }
 
+static int
+parse_icmp(const struct words *words, struct sp_cmd_icmp *c, char *err,
+	   size_t errlen)
+{
+	const char *verb = "icmp";
+	const char *v;
+
+	for (unsigned i = 1; i < words->n; i++) {
+		const char *k = words->w[i];
+		uint64_t n;
+
+		if (strcmp(k, "unreachable_on_exhaustion") == 0) {
+			VALUE();
+			if (strcmp(v, "on") != 0 && strcmp(v, "off") != 0)
+				return sp_fail(err, errlen,
+					    "icmp: unreachable_on_exhaustion %s: must be on or off",
+					    v);
+			c->unreachable_on_exhaustion = v[1] == 'n';
+			c->set |= 1;
+		} else if (strcmp(k, "rate") == 0 || strcmp(k, "burst") == 0) {
+			VALUE();
+			if (parse_uint(v, 1, 1000000, &n) < 0)
+				return sp_fail(err, errlen,
+					    "icmp: %s %s: must be 1..1000000", k, v);
+			if (k[0] == 'r') {
+				c->rate = (uint32_t)n;
+				c->set |= 2;
+			} else {
+				c->burst = (uint32_t)n;
+				c->set |= 4;
+			}
+		} else {
+			return sp_fail(err, errlen,
+				    "icmp: unknown word '%s' (unreachable_on_exhaustion, rate, burst)",
+				    k);
+		}
+	}
+	if (c->set == 0)
+		return sp_fail(err, errlen, "icmp: nothing to set");
+	return 0;
+}
+
 int
 sp_cmd_parse(const char *line, struct sp_cmd *cmd, char *err, size_t errlen)
 {
@@ -811,6 +860,10 @@ sp_cmd_parse(const char *line, struct sp_cmd *cmd, char *err, size_t errlen)
 		cmd->verb = SP_CMD_LOGGING;
 		return parse_logging(&words, &cmd->u.logging, err, errlen);
 	}
+	if (strcmp(verb, "icmp") == 0) {
+		cmd->verb = SP_CMD_ICMP;
+		return parse_icmp(&words, &cmd->u.icmp, err, errlen);
+	}
 	if (strcmp(verb, "rules") == 0 && words.n == 1) {
 		cmd->verb = SP_CMD_RULES;
 		return 0;
@@ -831,6 +884,6 @@ sp_cmd_parse(const char *line, struct sp_cmd *cmd, char *err, size_t errlen)
 		return sp_fail(err, errlen, "sessions: expected 'sessions [limit N]'");
 	}
 	return sp_fail(err, errlen,
-		    "unknown command '%s' (interface, route, neighbor, pool, rule, timeouts, filtering, limits, logging, rules, sessions, stats)",
+		    "unknown command '%s' (interface, route, neighbor, pool, rule, timeouts, filtering, limits, icmp, logging, rules, sessions, stats)",
 		    verb);
 }

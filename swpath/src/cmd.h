@@ -13,6 +13,11 @@
 #include <stdint.h>
 
 #define SP_NAME_MAX 32
+/* Interface MTU (IPv4 packet, header included): the NAT's own ICMP errors
+ * take up to 576 bytes and must fit every link. */
+#define SP_MTU_MIN 576
+#define SP_MTU_MAX 9216
+#define SP_MTU_DEFAULT 1500
 #define SP_POOL_MAX_PREFIXES 64
 #define SP_PATH_MAX 256
 
@@ -68,6 +73,7 @@ enum sp_verb {
 	SP_CMD_FILTERING,
 	SP_CMD_LIMITS,
 	SP_CMD_LOGGING,
+	SP_CMD_ICMP,
 	SP_CMD_RULES,
 	SP_CMD_SESSIONS,
 	SP_CMD_STATS,
@@ -84,6 +90,7 @@ struct sp_cmd_interface {
 	bool has_addr;
 	bool has_mac;
 	uint16_t port;
+	uint16_t mtu;          /* 0: SP_MTU_DEFAULT */
 	struct sp_prefix addr; /* the router's address (addr) and link length */
 	uint8_t mac[6];
 };
@@ -150,6 +157,14 @@ struct sp_cmd_logging {
 	char file[SP_PATH_MAX];       /* with SP_EVENTS_FILE */
 };
 
+/* The ICMP errors the NAT originates (icmp_gen.h). */
+struct sp_cmd_icmp {
+	uint8_t set;    /* bit 0 unreachable_on_exhaustion, 1 rate, 2 burst */
+	bool unreachable_on_exhaustion;
+	uint32_t rate;  /* errors per second, all workers together */
+	uint32_t burst;
+};
+
 struct sp_cmd {
 	enum sp_verb verb;
 	union {
@@ -163,6 +178,7 @@ struct sp_cmd {
 		struct sp_cmd_filtering filtering;
 		struct sp_cmd_limits limits;
 		struct sp_cmd_logging logging;
+		struct sp_cmd_icmp icmp;
 		uint32_t limit; /* sessions [limit N]; 0 = all */
 	} u;
 };

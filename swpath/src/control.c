@@ -152,6 +152,7 @@ apply_interface(const struct sp_cmd_interface *c, char *err, size_t errlen)
 	snprintf(ifc->name, sizeof(ifc->name), "%s", c->name);
 	ifc->port = c->port;
 	ifc->zone = c->zone;
+	ifc->mtu = c->mtu != 0 ? c->mtu : SP_MTU_DEFAULT;
 	if (c->has_addr) {
 		ifc->has_addr = 1;
 		ifc->addr = c->addr.addr;
@@ -454,6 +455,15 @@ sp_apply(const struct sp_cmd *cmd, struct sp_buf *out, char *err,
 			return sp_fail(err, errlen, "logging: only at start-up");
 		return sp_events_configure(cmd->u.logging.events,
 					   cmd->u.logging.file, err, errlen);
+	case SP_CMD_ICMP:
+		if (cmd->u.icmp.set & 1)
+			sp.icmp_on_exhaustion =
+				cmd->u.icmp.unreachable_on_exhaustion;
+		if (cmd->u.icmp.set & 2)
+			sp.icmp_rate = cmd->u.icmp.rate;
+		if (cmd->u.icmp.set & 4)
+			sp.icmp_burst = cmd->u.icmp.burst;
+		return sp.running ? sp_runtime_publish() : 0;
 	case SP_CMD_RULES:
 		sp_format_rules(out);
 		return 0;

@@ -31,6 +31,11 @@
 	X(arp_requests, "ARP requests sent to resolve next hops") \
 	X(arp_learned, "ARP packets passed to the neighbour table") \
 	X(icmp_echo_replies, "ICMP echo replies sent for the router's addresses") \
+	X(icmp_time_exceeded, "ICMP time exceeded sent: a packet's TTL would reach zero (RFC 1812)") \
+	X(icmp_prohibited, "ICMP unreachable code 13 sent: a new flow refused for want of a port or over a per-host limit (RFC 5508)") \
+	X(icmp_frag_needed, "ICMP fragmentation needed sent: a DF packet over the egress MTU (RFC 1191)") \
+	X(icmp_error_suppressed, "ICMP errors not sent: about an ICMP error, a later fragment, a broadcast or multicast, a non-unicast source, or no interface address (RFC 1812 sec. 4.3.2.7)") \
+	X(icmp_error_rate_limited, "ICMP errors not sent: over the [icmp] rate (RFC 1812 sec. 4.3.2.8)") \
 	X(drop_l2_other, "dropped: IPv4 frame not sent to our MAC") \
 	X(drop_not_ipv4, "dropped: neither IPv4 nor ARP (VLAN, IPv6, ...)") \
 	X(drop_arp, "ARP frames consumed without a reply (replies, other targets, malformed)") \
@@ -40,6 +45,7 @@
 	X(drop_fragment, "dropped: IPv4 fragment (no reassembly)") \
 	X(drop_ip_options, "dropped: IPv4 source-route option") \
 	X(drop_ttl, "dropped: TTL would reach zero") \
+	X(drop_mtu, "dropped: larger than the egress interface's MTU (never fragmented)") \
 	X(drop_multiseg, "dropped: packet in several buffers") \
 	X(drop_local, "dropped: addressed to the router, not an echo request") \
 	X(drop_unsupported, "dropped: protocol or ICMP type NAT cannot translate") \

@@ -73,8 +73,12 @@ sp_process_burst(struct sp_worker *w, struct rte_mbuf **pkts, uint16_t n,
 				sp_local_input(w, m, p, iface);
 				continue;
 			}
+			/* RFC 1812 sec. 5.3.1: it would leave with TTL 0 */
 			if (unlikely(p->ip->time_to_live <= 1)) {
-				sp_drop(w, m, SP_CNT_drop_ttl);
+				SP_INC(w, drop_ttl);
+				sp_icmp_error_send(w, m, iface,
+						   SP_ICMP_TIME_EXCEEDED, 0, 0,
+						   rt);
 				continue;
 			}
 		}

@@ -9,6 +9,7 @@
 #define SP_FASTPATH_H
 
 #include "fwd.h"
+#include "icmp_gen.h"
 
 /* A burst received on interface iface; outside: process as outside zone. */
 void sp_process_burst(struct sp_worker *w, struct rte_mbuf **pkts, uint16_t n,
@@ -49,6 +50,32 @@ void sp_hairpin(struct sp_worker *w, struct rte_mbuf *m, struct sp_pkt *p,
 unsigned sp_owner_external(uint8_t proto, uint32_t addr, uint16_t port);
 
 /*
+ * RFC 4787 REQ-13, RFC 1191: a packet bigger than the MTU of the interface
+ * route ri leaves by is dropped, never fragmented; with DF set, and error,
+ * its sender gets fragmentation needed (m arrived on iface, unchanged).
+ * Returns 1 when m was consumed.
+ */
+static inline int
+sp_too_big(struct sp_worker *w, struct rte_mbuf *m, const struct sp_pkt *p,
+	   uint16_t ri, uint16_t iface, int error, const struct sp_runtime *rt)
+{
+	uint16_t mtu;
+
+	if (unlikely(ri == SP_ROUTE_NONE))
+		return 0;       /* sp_forward drops it: no route */
+	mtu = sp_route_mtu(ri);
+	if (likely(rte_be_to_cpu_16(p->ip->total_length) <= mtu))
+		return 0;
+	SP_INC(w, drop_mtu);
+	if (error && (p->ip->fragment_offset & RTE_BE16(RTE_IPV4_HDR_DF_FLAG)))
+		sp_icmp_error_send(w, m, iface, SP_ICMP_DEST_UNREACH,
+				   SP_ICMP_CODE_FRAG_NEEDED, mtu, rt);
+	else
+		rte_pktmbuf_free(m);
+	return 1;
+}
+
+/*
  * Applies session sidx's rewrite for direction dir, refreshes it and sends
  * the packet on. The TTL was checked (> 1) by the caller.
  */
@@ -58,9 +85,19 @@ sp_translate(struct sp_worker *w, struct rte_mbuf *m, struct sp_pkt *p,
 	     const struct sp_runtime *rt)
 {
 	struct sp_session *s = &w->nat.sessions[sidx];
+	int second_pass = *sp_meta(m) & SP_META_OUTSIDE;
+
+	/* The size is checked before any rewrite, so that the error quotes
+	 * the packet as it arrived. A hairpinned packet learns its egress on
+	 * its second pass, which drops it without an error (its quote would
+	 * be half translated). */
+	if (!(dir == SP_DIR_IN2OUT && (s->flags & SP_SESS_HAIRPIN)) &&
+	    sp_too_big(w, m, p, sp_session_route(s, dir), iface, !second_pass,
+		       rt))
+		return;
 
 	/* a hairpinned packet had its TTL decremented on the way in2out */
-	if (likely(!(*sp_meta(m) & SP_META_OUTSIDE)))
+	if (likely(!second_pass))
 		sp_ttl_decrement(p->ip);
 	if (dir == SP_DIR_IN2OUT)
 		sp_rewrite_src(p, s->ext_addr, s->ext_port);

@@ -121,6 +121,66 @@ sp_set_eth(struct rte_ether_hdr *eth, uint64_t mac, uint16_t iface)
 }
 
 /*
+ * Sends m, an IPv4 packet to dst, by route ri: next hop's MAC, Ethernet
+ * rewrite, TX. *neigh caches the neighbour index (SP_NEIGH_NONE: look it
+ * up). Returns 0, or -1 when m was dropped (neighbour unknown; resolving).
+ */
+static inline int
+sp_send(struct sp_worker *w, struct rte_mbuf *m, struct rte_ether_hdr *eth,
+	rte_be32_t dst, uint16_t ri, uint16_t *neigh)
+{
+	const struct sp_route *r = &sp.routes[ri];
+	uint16_t ni = *neigh;
+	uint64_t mac;
+
+	if (unlikely(ni == SP_NEIGH_NONE)) {
+		uint32_t nh = r->has_via ? r->via : rte_be_to_cpu_32(dst);
+
+		ni = sp_neigh_find(nh, r->iface);
+		if (ni == SP_NEIGH_NONE) {
+			sp_resolve(w, nh, r->iface);
+			sp_drop(w, m, SP_CNT_drop_no_neighbor);
+			return -1;
+		}
+		*neigh = ni;
+	}
+	mac = __atomic_load_n(&sp.neigh[ni].mac, __ATOMIC_RELAXED);
+	if (unlikely(!(mac & SP_NEIGH_VALID))) {
+		sp_resolve(w, sp.neigh[ni].addr, r->iface);
+		sp_drop(w, m, SP_CNT_drop_no_neighbor);
+		return -1;
+	}
+	sp_set_eth(eth, mac, r->iface);
+	sp_tx(w, r->iface, m);
+	return 0;
+}
+
+/*
+ * The route of session s's packets in direction dir, cached in the session:
+ * to the remote in2out, to the inside host (or DNAT server) out2in, their
+ * destinations once translated. SP_ROUTE_NONE when there is none.
+ */
+static inline uint16_t
+sp_session_route(struct sp_session *s, unsigned dir)
+{
+	uint16_t ri = s->route[dir];
+
+	if (unlikely(ri == SP_ROUTE_UNSET)) {
+		ri = sp_route_lookup(dir == SP_DIR_IN2OUT ? s->rem_addr :
+							    s->int_addr);
+		s->route[dir] = ri;
+	}
+	return ri;
+}
+
+/* The MTU of the interface route ri leaves by. */
+static inline uint16_t
+sp_route_mtu(uint16_t ri)
+{
+	return sp.ifaces[sp.routes[ri].iface].mtu;
+}
+
+/*
  * Sends a translated packet of session s in direction dir towards its
  * destination; the route and neighbour are cached in the session.
  */
@@ -128,42 +188,13 @@ static inline void
 sp_forward(struct sp_worker *w, struct rte_mbuf *m, struct sp_pkt *p,
 	   struct sp_session *s, unsigned dir)
 {
-	const struct sp_route *r;
-	uint16_t ri = s->route[dir];
-	uint16_t ni = s->neigh[dir];
-	uint64_t mac;
+	uint16_t ri = sp_session_route(s, dir);
 
-	if (unlikely(ri >= SP_ROUTE_UNSET)) {
-		if (ri == SP_ROUTE_UNSET) {
-			ri = sp_route_lookup(p->ip->dst_addr);
-			s->route[dir] = ri;
-		}
-		if (ri == SP_ROUTE_NONE) {
-			sp_drop(w, m, SP_CNT_drop_no_route);
-			return;
-		}
-	}
-	r = &sp.routes[ri];
-	if (unlikely(ni == SP_NEIGH_NONE)) {
-		uint32_t nh = r->has_via ? r->via :
-					   rte_be_to_cpu_32(p->ip->dst_addr);
-
-		ni = sp_neigh_find(nh, r->iface);
-		if (ni == SP_NEIGH_NONE) {
-			sp_resolve(w, nh, r->iface);
-			sp_drop(w, m, SP_CNT_drop_no_neighbor);
-			return;
-		}
-		s->neigh[dir] = ni;
-	}
-	mac = __atomic_load_n(&sp.neigh[ni].mac, __ATOMIC_RELAXED);
-	if (unlikely(!(mac & SP_NEIGH_VALID))) {
-		sp_resolve(w, sp.neigh[ni].addr, r->iface);
-		sp_drop(w, m, SP_CNT_drop_no_neighbor);
+	if (unlikely(ri == SP_ROUTE_NONE)) {
+		sp_drop(w, m, SP_CNT_drop_no_route);
 		return;
 	}
-	sp_set_eth(p->eth, mac, r->iface);
-	sp_tx(w, r->iface, m);
+	sp_send(w, m, p->eth, p->ip->dst_addr, ri, &s->neigh[dir]);
 }
 
 /* l2.c */

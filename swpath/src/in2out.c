@@ -11,6 +11,7 @@ sp_in2out_miss(struct sp_worker *w, struct rte_mbuf *m, struct sp_pkt *p,
 	       const struct sp_flow_key *key, const struct sp_runtime *rt)
 {
 	int check_owner = !(*sp_meta(m) & SP_META_HANDED);
+	uint16_t iface = (uint16_t)sp.port_iface[m->port];
 	unsigned owner = 0;
 	uint32_t sidx;
 	int rc;
@@ -22,11 +23,20 @@ sp_in2out_miss(struct sp_worker *w, struct rte_mbuf *m, struct sp_pkt *p,
 		return;
 	}
 	if (rc != SP_NAT_OK) {
+		/* out of resources: RFC 5508 says SHOULD send 3/13 */
+		if ((rc == SP_CNT_drop_pool_exhausted ||
+		     rc == SP_CNT_drop_quota_exceeded ||
+		     rc == SP_CNT_drop_session_limit) &&
+		    rt->icmp_on_exhaustion) {
+			w->cnt[rc]++;
+			sp_icmp_error_send(w, m, iface, SP_ICMP_DEST_UNREACH,
+					   SP_ICMP_CODE_PROHIBITED, 0, rt);
+			return;
+		}
 		sp_drop(w, m, (unsigned)rc);
 		return;
 	}
-	sp_translate(w, m, p, sidx, SP_DIR_IN2OUT,
-		     (uint16_t)sp.port_iface[m->port], rt);
+	sp_translate(w, m, p, sidx, SP_DIR_IN2OUT, iface, rt);
 }
 
 void
@@ -69,6 +79,8 @@ sp_in2out_icmp_error(struct sp_worker *w, struct rte_mbuf *m,
 	p->ip->src_addr = s->ext_addr;
 	sp_ttl_decrement(p->ip);
 	sp_icmp_recompute(p);
+	if (sp_too_big(w, m, p, sp_session_route(s, SP_DIR_IN2OUT), 0, 0, rt))
+		return;
 	SP_INC(w, icmp_error_in2out);
 	if (s->flags & SP_SESS_HAIRPIN) {
 		/* RFC 5508 sec. 6: an error about a hairpinned packet goes back

@@ -568,6 +568,9 @@ main(int argc, char **argv)
 		sp.timeout_s[t] = (const uint32_t[]){ 300, 7440, 240, 60 }[t];
 	for (unsigned p = 0; p < SP_PI_MAX; p++)
 		sp.filtering[p] = SP_FILTER_ADDR;
+	sp.icmp_on_exhaustion = true;
+	sp.icmp_rate = SP_ICMP_RATE_DEFAULT;
+	sp.icmp_burst = SP_ICMP_BURST_DEFAULT;
 
 	prog_path = argv[0];
 	eal_argc = eal_arguments(sep, argv, eal_argv);

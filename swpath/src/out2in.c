@@ -40,7 +40,6 @@ sp_out2in_icmp_error(struct sp_worker *w, struct rte_mbuf *m,
 	int64_t d;
 	int rc;
 
-	RTE_SET_USED(rt);
 	rc = sp_icmp_inner(p, &in);
 	if (rc < 0) {
 		sp_drop(w, m, (unsigned)-rc);
@@ -87,6 +86,8 @@ sp_out2in_icmp_error(struct sp_worker *w, struct rte_mbuf *m,
 	if (likely(!(*sp_meta(m) & SP_META_OUTSIDE)))
 		sp_ttl_decrement(p->ip);
 	sp_icmp_recompute(p);
+	if (sp_too_big(w, m, p, sp_session_route(s, SP_DIR_OUT2IN), 0, 0, rt))
+		return;
 	SP_INC(w, icmp_error_out2in);
 	sp_forward(w, m, p, s, SP_DIR_OUT2IN);
 }

@@ -196,6 +196,8 @@ sp_setup_workers(char *err, size_t errlen)
 		w->index = i;
 		w->lcore = lcore;
 		w->socket = socket;
+		/* the ICMP error bucket starts full (capped at first use) */
+		w->icmp_tokens = UINT64_MAX / 2;
 		if (sp_nat_init(&w->nat, i, sp.n_workers, sp.sessions_per_worker,
 				w->cnt, socket, now) < 0)
 			return sp_fail(err, errlen,

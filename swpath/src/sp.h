@@ -36,6 +36,9 @@
 #define SP_AGE_BUDGET 64
 #define SP_OWNED_MIN_PLEN 24
 #define SP_DEFAULT_CONTROL "/run/quicknat/swpath.sock"
+/* [icmp] defaults, as controller/quicknat/config/model.py IcmpErrors */
+#define SP_ICMP_RATE_DEFAULT 100
+#define SP_ICMP_BURST_DEFAULT 50
 
 struct qns;
 struct rte_hash;
@@ -56,6 +59,7 @@ struct sp_iface {
 	uint8_t zone;
 	uint8_t has_addr;
 	uint8_t plen;
+	uint16_t mtu;                   /* largest IPv4 packet sent */
 	uint32_t addr;                  /* host order */
 	rte_be32_t addr_be;
 	struct rte_ether_addr mac;
@@ -99,6 +103,10 @@ struct sp_runtime {
 	uint32_t ports_per_host;
 	uint32_t sessions_per_host;
 	uint32_t reuse_ms;
+	/* ICMP errors (icmp_gen.h): this worker's share of the rate */
+	uint32_t icmp_rate;             /* errors per second per worker */
+	uint32_t icmp_burst;            /* per worker */
+	uint8_t icmp_on_exhaustion;
 	uint32_t n_owned;
 	struct sp_range owned[];        /* sorted, disjoint */
 };
@@ -170,6 +178,9 @@ struct sp_worker {
 	uint32_t now;                           /* ms since start */
 	uint32_t resolve_addr;                  /* last SP_MSG_RESOLVE sent */
 	uint32_t resolve_time;
+	uint64_t icmp_tokens;                   /* ICMP error bucket, 1/1000 */
+	uint32_t icmp_refill;                   /* ms of its last refill */
+	uint16_t icmp_ident;                    /* IPv4 id of our errors */
 	struct sp_nat nat;
 	uint64_t cnt[SP_CNT_MAX] __rte_cache_aligned;
 	int done;
@@ -203,6 +214,9 @@ struct sp_app {
 	uint8_t filtering[SP_PI_MAX];
 	uint32_t ports_per_host;
 	uint32_t sessions_per_host;
+	bool icmp_on_exhaustion;
+	uint32_t icmp_rate;
+	uint32_t icmp_burst;
 
 	/* data path */
 	struct sp_rss rss;

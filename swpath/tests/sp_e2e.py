@@ -54,6 +54,7 @@ MAC_IN1 = "02:00:00:00:00:03"
 MAC_GW = "02:00:00:00:00:fe"
 MAC_H2 = "02:00:00:00:10:02"
 MAC_H3 = "02:00:00:00:10:03"
+MAC_H4 = "02:00:00:00:10:04"
 MAC_SRV = "02:00:00:00:20:05"
 REMOTE_MAC = MAC_GW
 
@@ -376,7 +377,7 @@ def test_unsolicited_inbound_dropped(tmp: Path) -> None:
 @case
 def test_pool_exhaustion_keeps_existing(tmp: Path) -> None:
     cmds = BASE + (
-        "neighbor 10.0.0.4 mac 02:00:00:00:10:04 dev in0\n"
+        f"neighbor 10.0.0.4 mac {MAC_H4} dev in0\n"
         "pool small ports 40000-40001 addresses 203.0.113.1\n"
         "rule add id 1 type snat prefix 10.0.0.0/24 protocol any pool small\n"
     )
@@ -392,6 +393,19 @@ def test_pool_exhaustion_keeps_existing(tmp: Path) -> None:
     eq(out[0][UDP].sport, out[2][UDP].sport, "the mapping is kept (EIM)")
     eq(r.counters["drop_pool_exhausted"], 2)
     eq(r.dump["stats"]["mappings"], 2)
+    # RFC 5508, out of resources:, destination unreachable code 13
+    # back to the refused host, from the NAT's inside address.
+    back = r.outputs[0]
+    eq(len(back), 2, "an error per refused packet")
+    for error, refused in zip(back, (first[2], again[2]), strict=True):
+        eq((error[IP].src, error[IP].dst, error[Ether].dst), ("10.0.0.1", "10.0.0.4", MAC_H4))
+        eq((error[ICMP].type, error[ICMP].code), (3, 13))
+        eq(bytes(error[ICMP].payload), bytes(refused[IP]))
+        assert_checksums(error)
+    eq(r.counters["icmp_prohibited"], 2)
+    r = run(tmp, cmds + "icmp unreachable_on_exhaustion off\n", [first + again, []])
+    eq((r.outputs[0], r.counters["icmp_prohibited"]), ([], 0), "turned off")
+    eq(r.counters["drop_pool_exhausted"], 2)
 
 
 @case
@@ -463,6 +477,7 @@ def test_malformed_counted(tmp: Path) -> None:
         "drop_malformed": 2,
         "drop_not_ipv4": 1,
         "drop_ttl": 1,
+        "icmp_time_exceeded": 1,
         "drop_unsupported": 1,
         "drop_l2_other": 1,
     }
@@ -606,6 +621,95 @@ def test_icmp_errors_translated(tmp: Path) -> None:
     assert_checksums(p)
     c = r.counters
     eq((c["icmp_error_out2in"], c["icmp_error_in2out"], c["drop_icmp_error"]), (2, 1, 1))
+
+
+@case
+def test_time_exceeded_from_the_nat(tmp: Path) -> None:
+    """RFC 1812 sec. 5.3.1: a packet that would leave with TTL 0 is answered with
+    time exceeded from the NAT's address on the arrival interface, quoting the
+    packet as it arrived; never about an ICMP error, a multicast or a source that
+    is not one host (sec. 4.3.2.7)."""
+    probe = from_host("10.0.0.2", "8.8.8.8", ttl=1) / UDP(sport=5000, dport=33434) / Raw(b"p")
+    quoted = IP(src="8.8.8.8", dst="10.0.0.2") / UDP(sport=53, dport=5000)
+    inside = [
+        probe,
+        from_host("10.0.0.2", "8.8.8.8", ttl=1) / ICMP(type=3, code=3) / bytes(quoted),
+        from_host("0.0.0.0", "8.8.8.8", ttl=1) / UDP(sport=68, dport=67),
+        from_host("10.0.0.2", "224.0.0.9", ttl=1) / UDP(sport=520, dport=520),
+        from_host("10.0.0.2", "8.8.8.8", ttl=2) / UDP(sport=5001, dport=33435),
+    ]
+    inbound = from_remote("8.8.8.8", "203.0.113.1", ttl=1) / UDP(sport=53, dport=40000)
+    r = run(tmp, ONE_PORT, [inside, [inbound]])
+    back = r.outputs[0]
+    eq(len(back), 1, "one time exceeded inside")
+    te = back[0]
+    eq((te[Ether].src, te[Ether].dst), (MAC_IN, MAC_H2))
+    eq((te[IP].src, te[IP].dst, te[IP].ttl, te[IP].tos), ("10.0.0.1", "10.0.0.2", 64, 0xC0))
+    eq((te[ICMP].type, te[ICMP].code), (11, 0))
+    eq(bytes(te[ICMP].payload), bytes(probe[IP]), "the whole probe as it arrived")
+    assert_checksums(te)
+    out = r.outputs[1]
+    eq(len(out), 2, "the TTL-2 packet, then the outside probe's error")
+    eq((out[0][IP].ttl, out[0][UDP].dport), (1, 33435))
+    te = out[1]
+    eq((te[Ether].src, te[Ether].dst), (MAC_OUT, MAC_GW))
+    eq((te[IP].src, te[IP].dst, te[ICMP].type), ("198.51.100.1", "8.8.8.8", 11))
+    eq(bytes(te[ICMP].payload), bytes(inbound[IP]))
+    assert_checksums(te)
+    c = r.counters
+    eq(
+        (c["drop_ttl"], c["icmp_time_exceeded"], c["icmp_error_suppressed"]),
+        (5, 2, 3),
+        "drop_ttl, icmp_time_exceeded, icmp_error_suppressed",
+    )
+    eq(r.dump["stats"]["sessions"], 1, "no session for the expired packets")
+
+
+@case
+def test_icmp_errors_rate_limited(tmp: Path) -> None:
+    """RFC 1812 sec. 4.3.2.8: a token bucket of `icmp rate/burst`."""
+    probes = [
+        from_host("10.0.0.2", "8.8.8.8", ttl=1) / UDP(sport=5000, dport=33434 + i) for i in range(5)
+    ]
+    r = run(tmp, ONE_PORT + "icmp rate 1 burst 2\n", [probes, []])
+    eq(len(r.outputs[0]), 2, "the burst")
+    eq((r.counters["icmp_time_exceeded"], r.counters["icmp_error_rate_limited"]), (2, 3))
+
+
+@case
+def test_fragmentation_needed(tmp: Path) -> None:
+    """RFC 4787 REQ-13, RFC 1191: a DF packet over the egress MTU gets
+    fragmentation needed with the MTU, quoting it as it arrived (before
+    translation), in both directions; without DF it is dropped (no
+    fragmentation); a packet of exactly the MTU passes."""
+    cmds = ONE_PORT.replace(f"mac {MAC_OUT}\n", f"mac {MAC_OUT} mtu 1280\n")
+
+    def outbound(size: int, df: bool) -> Packet:
+        pkt = from_host("10.0.0.2", "8.8.8.8") / UDP(sport=5000, dport=53) / Raw(b"a" * size)
+        pkt[IP].flags = "DF" if df else 0
+        return pkt
+
+    too_big = outbound(1300, True)
+    inside = [too_big, outbound(1300, False), outbound(1280 - 28, True), outbound(10, True)]
+    inbound = from_remote("8.8.8.8", "203.0.113.1") / UDP(sport=53, dport=40000) / Raw(b"b" * 1572)
+    inbound[IP].flags = "DF"
+    r = run(tmp, cmds, [inside, [inbound]])
+    back = r.outputs[0]
+    eq(len(back), 1, "one error inside")
+    fn = back[0]
+    eq((fn[IP].src, fn[IP].dst, fn[IP].len), ("10.0.0.1", "10.0.0.2", 576))
+    eq((fn[ICMP].type, fn[ICMP].code, fn[ICMP].nexthopmtu), (3, 4, 1280))
+    eq(bytes(fn)[14 + 28 :], bytes(too_big[IP])[:548], "quote cut to 576 bytes in all")
+    assert_checksums(fn)
+    out = r.outputs[1]
+    eq([len(p[IP]) for p in out[:2]], [1280, 38], "the packets that fit")
+    fn = out[2]
+    eq((fn[IP].src, fn[IP].dst, fn[Ether].dst), ("198.51.100.1", "8.8.8.8", MAC_GW))
+    eq((fn[ICMP].type, fn[ICMP].code, fn[ICMP].nexthopmtu), (3, 4, 1500))
+    eq(bytes(fn)[14 + 28 :], bytes(inbound[IP])[:548], "quoted untranslated")
+    assert_checksums(fn)
+    c = r.counters
+    eq((c["drop_mtu"], c["icmp_frag_needed"], c["in2out"]), (3, 2, 2))
 
 
 @case

@@ -78,6 +78,9 @@ sp_harness_init(const char *prog, const char *commands, unsigned n_workers,
 		sp.timeout_s[t] = (const uint32_t[]){ 300, 7440, 240, 60 }[t];
 	for (unsigned p = 0; p < SP_PI_MAX; p++)
 		sp.filtering[p] = SP_FILTER_ADDR;
+	sp.icmp_on_exhaustion = true;
+	sp.icmp_rate = SP_ICMP_RATE_DEFAULT;
+	sp.icmp_burst = SP_ICMP_BURST_DEFAULT;
 	sp.n_workers = n_workers;
 	sp.sessions_per_worker = sessions;
 	sp.port_reuse_ms = 120000;

@@ -58,6 +58,11 @@ test_interface(void **state)
 	parse_err("interface in0 zone inside port 512", "0..511");
 	parse_err("interface in0 zone inside port 1 mac 03:00:00:00:00:01", "unicast");
 	parse_err("interface in0 zone inside port 1 speed 10", "unknown word 'speed'");
+	assert_int_equal(c.u.iface.mtu, 0); /* SP_MTU_DEFAULT when applied */
+	c = parse_ok("interface out0 zone outside port 2 mtu 9000");
+	assert_int_equal(c.u.iface.mtu, 9000);
+	parse_err("interface out0 zone outside port 2 mtu 575", "mtu 575: must be 576..9216");
+	parse_err("interface out0 zone outside port 2 mtu 9217", "576..9216");
 }
 
 static void
@@ -185,6 +190,19 @@ test_settings(void **state)
 	assert_int_equal(c.u.limits.ports_per_host, 2048);
 	assert_int_equal(c.u.limits.sessions_per_host, 10000);
 	parse_err("limits ports_per_host 16777217", "0..16777216");
+	c = parse_ok("icmp unreachable_on_exhaustion off rate 20 burst 5");
+	assert_int_equal(c.verb, SP_CMD_ICMP);
+	assert_int_equal(c.u.icmp.set, 7);
+	assert_false(c.u.icmp.unreachable_on_exhaustion);
+	assert_int_equal(c.u.icmp.rate, 20);
+	assert_int_equal(c.u.icmp.burst, 5);
+	c = parse_ok("icmp unreachable_on_exhaustion on");
+	assert_int_equal(c.u.icmp.set, 1);
+	assert_true(c.u.icmp.unreachable_on_exhaustion);
+	parse_err("icmp unreachable_on_exhaustion yes", "must be on or off");
+	parse_err("icmp rate 0", "rate 0: must be 1..1000000");
+	parse_err("icmp", "nothing to set");
+	parse_err("icmp quench 1", "unknown word 'quench'");
 }
 
 static void

@@ -12,6 +12,7 @@
 #include <rte_ip.h>
 
 #include "icmp_error.h"
+#include "icmp_gen.h"
 #include "packet.h"
 
 #define BUF_SIZE 2048
@@ -460,6 +461,151 @@ test_icmp_error_truncated(void **state)
 	assert_int_equal(sp_icmp_inner(&p, &in), -SP_CNT_drop_unsupported);
 }
 
+/* A UDP frame of `payload` bytes in f, 128 bytes into the buffer (headroom). */
+static struct rte_mbuf *
+headroom_frame(struct frame *f, unsigned payload, uint8_t **orig)
+{
+	static uint8_t tmp[BUF_SIZE];
+	uint16_t len = build(tmp, IPPROTO_UDP, 0, payload, false);
+	struct rte_ether_hdr *eth = (void *)tmp;
+	struct rte_ipv4_hdr *ip = (void *)(eth + 1);
+	struct rte_mbuf *m;
+
+	eth->src_addr.addr_bytes[5] = 0x10;
+	eth->dst_addr.addr_bytes[5] = 0x01;
+	ip->src_addr = RTE_BE32(0x0a00000a); /* 10.0.0.10 */
+	ip->hdr_checksum = 0;
+	ip->hdr_checksum = rte_ipv4_cksum(ip);
+	m = frame_mbuf(f, len);
+	m->data_off = 128;
+	memcpy(f->buf + 128, tmp, len);
+	*orig = tmp;
+	return m;
+}
+
+/* icmp_gen.c: the error's bytes, its checksums and the quote (RFC 792, 1191,
+ * 1812 sec. 4.3.2.3: at most 576 bytes). */
+static void
+test_icmp_gen_build(void **state)
+{
+	static struct frame f;
+	uint8_t *orig;
+	struct rte_mbuf *m = headroom_frame(&f, 1400, &orig);
+	struct rte_ether_hdr *eth;
+	struct rte_ipv4_hdr *ip;
+	struct rte_icmp_hdr *icmp;
+
+	(void)state;
+	assert_true(sp_icmp_error_allowed(m));
+	assert_int_equal(sp_icmp_error_build(m, RTE_BE32(0x0a000001), 3, 4,
+					     1400, 7), 0);
+	assert_int_equal(rte_pktmbuf_data_len(m), 14 + 576);
+	eth = rte_pktmbuf_mtod(m, struct rte_ether_hdr *);
+	assert_int_equal(eth->dst_addr.addr_bytes[5], 0x10);
+	assert_int_equal(eth->src_addr.addr_bytes[5], 0x01);
+	assert_int_equal(eth->ether_type, RTE_BE16(RTE_ETHER_TYPE_IPV4));
+	ip = (void *)(eth + 1);
+	assert_int_equal(rte_raw_cksum(ip, 20), 0xffff);
+	assert_int_equal(ip->version_ihl, 0x45);
+	assert_int_equal(ip->type_of_service, 0xc0);
+	assert_int_equal(rte_be_to_cpu_16(ip->total_length), 576);
+	assert_int_equal(rte_be_to_cpu_16(ip->packet_id), 7);
+	assert_int_equal(ip->fragment_offset, 0);
+	assert_int_equal(ip->time_to_live, 64);
+	assert_int_equal(ip->next_proto_id, IPPROTO_ICMP);
+	assert_int_equal(ip->src_addr, RTE_BE32(0x0a000001));
+	assert_int_equal(ip->dst_addr, RTE_BE32(0x0a00000a));
+	icmp = (void *)(ip + 1);
+	assert_int_equal(rte_raw_cksum(icmp, 556), 0xffff);
+	assert_int_equal(icmp->icmp_type, 3);
+	assert_int_equal(icmp->icmp_code, 4);
+	assert_int_equal(icmp->icmp_ident, 0);
+	assert_int_equal(rte_be_to_cpu_16(icmp->icmp_seq_nb), 1400);
+	/* the packet as it arrived, cut to 548 bytes */
+	assert_memory_equal(icmp + 1, orig + 14, 548);
+
+	/* a small one is quoted whole, and frame padding is not */
+	m = headroom_frame(&f, 4, &orig);
+	m->data_len = (uint16_t)(m->data_len + 10);
+	m->pkt_len = m->data_len;
+	assert_int_equal(sp_icmp_error_build(m, RTE_BE32(0x0a000001), 11, 0,
+					     0, 8), 0);
+	assert_int_equal(rte_pktmbuf_data_len(m), 14 + 28 + 20 + 8 + 4);
+	icmp = rte_pktmbuf_mtod_offset(m, struct rte_icmp_hdr *, 34);
+	assert_int_equal(rte_raw_cksum(icmp, 8 + 32), 0xffff);
+	assert_int_equal(icmp->icmp_seq_nb, 0);
+	assert_memory_equal(icmp + 1, orig + 14, 32);
+
+	/* no headroom for the headers: refused, untouched */
+	m = headroom_frame(&f, 4, &orig);
+	m->data_off = 27;
+	memcpy(f.buf + 27, orig, m->data_len);
+	assert_int_equal(sp_icmp_error_build(m, RTE_BE32(0x0a000001), 11, 0,
+					     0, 8), -1);
+	assert_memory_equal(f.buf + 27, orig, m->data_len);
+}
+
+/* RFC 1812 sec. 4.3.2.7: the packets no error may answer. */
+static void
+test_icmp_gen_exclusions(void **state)
+{
+	static struct frame f;
+	uint8_t *orig;
+	struct rte_mbuf *m;
+	struct rte_ether_hdr *eth;
+	struct rte_ipv4_hdr *ip;
+	uint8_t *l4;
+
+	(void)state;
+#define FRESH() \
+	do { \
+		m = headroom_frame(&f, 20, &orig); \
+		eth = rte_pktmbuf_mtod(m, struct rte_ether_hdr *); \
+		ip = (void *)(eth + 1); \
+		l4 = (uint8_t *)(ip + 1); \
+	} while (0)
+	FRESH();
+	assert_true(sp_icmp_error_allowed(m));
+	eth->dst_addr.addr_bytes[0] = 0x01; /* multicast */
+	assert_false(sp_icmp_error_allowed(m));
+	FRESH();
+	memset(&eth->dst_addr, 0xff, 6);
+	assert_false(sp_icmp_error_allowed(m));
+	FRESH();
+	ip->dst_addr = RTE_BE32(0xe00000fb); /* 224.0.0.251 */
+	assert_false(sp_icmp_error_allowed(m));
+	FRESH();
+	ip->dst_addr = RTE_BE32(0xffffffff);
+	assert_false(sp_icmp_error_allowed(m));
+	FRESH();
+	ip->src_addr = 0;
+	assert_false(sp_icmp_error_allowed(m));
+	FRESH();
+	ip->src_addr = RTE_BE32(0x7f000001);
+	assert_false(sp_icmp_error_allowed(m));
+	FRESH();
+	ip->src_addr = RTE_BE32(0xe0010203);
+	assert_false(sp_icmp_error_allowed(m));
+	FRESH();
+	ip->src_addr = RTE_BE32(0xfa010203);
+	assert_false(sp_icmp_error_allowed(m));
+	FRESH();
+	ip->fragment_offset = RTE_BE16(3);
+	assert_false(sp_icmp_error_allowed(m));
+	FRESH();
+	ip->fragment_offset = RTE_BE16(RTE_IPV4_HDR_MF_FLAG); /* first */
+	assert_true(sp_icmp_error_allowed(m));
+	FRESH();
+	ip->next_proto_id = IPPROTO_ICMP;
+	for (unsigned type = 0; type < 20; type++) {
+		l4[0] = (uint8_t)type;
+		assert_int_equal(sp_icmp_error_allowed(m),
+				 !(type == 3 || type == 4 || type == 5 ||
+				   type == 11 || type == 12));
+	}
+#undef FRESH
+}
+
 int
 main(void)
 {
@@ -472,6 +618,8 @@ main(void)
 		cmocka_unit_test(test_parse_icmp),
 		cmocka_unit_test(test_icmp_error_rewrite),
 		cmocka_unit_test(test_icmp_error_truncated),
+		cmocka_unit_test(test_icmp_gen_build),
+		cmocka_unit_test(test_icmp_gen_exclusions),
 	};
 
 	return SP_RUN_TESTS(tests, NULL, NULL);

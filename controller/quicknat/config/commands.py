@@ -7,7 +7,7 @@ single parser and validator; the same lines are what its control socket takes.
 from __future__ import annotations
 
 from quicknat.addr import format_ipv4
-from quicknat.config.model import Config, EventLog, Logging, Pool
+from quicknat.config.model import DEFAULT_MTU, Config, EventLog, Logging, Pool
 from quicknat.config.values import display
 from quicknat.rules import DnatTo, Rule, SnatToAddress, SnatToPool
 
@@ -56,6 +56,8 @@ def config_commands(config: Config) -> list[str]:
             line += f" address {interface.address}"
         if interface.mac is not None:
             line += f" mac {interface.mac}"
+        if interface.mtu != DEFAULT_MTU:
+            line += f" mtu {interface.mtu}"
         lines.append(line)
     for route in config.routes:
         line = f"route {route.prefix} dev {route.interface}"
@@ -75,5 +77,8 @@ def config_commands(config: Config) -> list[str]:
     lines.append(
         f"limits ports_per_host {lim.ports_per_host} sessions_per_host {lim.sessions_per_host}"
     )
+    icmp = config.icmp
+    on = "on" if icmp.unreachable_on_exhaustion else "off"
+    lines.append(f"icmp unreachable_on_exhaustion {on} rate {icmp.rate} burst {icmp.burst}")
     lines.append(logging_command(config.logging))
     return lines

@@ -32,6 +32,12 @@ class Filtering(enum.Enum):
         return self.value
 
 
+#: [[interface]] mtu bounds: the NAT's own ICMP errors are up to 576 bytes
+#: (RFC 1812 sec. 4.3.2.3) and must fit any link; 9216 is the usual jumbo limit.
+MTU_MIN, MTU_MAX = 576, 9216
+DEFAULT_MTU = 1500  # Ethernet
+
+
 @dataclass(frozen=True, slots=True)
 class Interface:
     name: str
@@ -44,6 +50,10 @@ class Interface:
     """The router's own address on this link (answers ARP), with the link's prefix length."""
     mac: str | None = None
     """The router's MAC on this link (lower-case aa:bb:cc:dd:ee:ff)."""
+    mtu: int = DEFAULT_MTU
+    """Largest IPv4 packet (header included) sent on this link. Bigger ones are
+    dropped, never fragmented; with DF set the sender gets an ICMP
+    fragmentation-needed carrying this value (RFC 1191)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +138,21 @@ class Limits:
     """Sessions one internal address may have at once."""
 
 
+@dataclass(frozen=True, slots=True)
+class IcmpErrors:
+    """The ICMP errors the NAT itself originates (RFC 1812 sec. 4.3.2, RFC 5508)."""
+
+    unreachable_on_exhaustion: bool = True
+    """Destination unreachable, code 13 (administratively prohibited), to an inside
+    host whose new flow is refused for want of a port, or over its per-host quota
+    or session limit (RFC 5508, shared/NAT-BEHAVIOR.md)."""
+    rate: int = 100
+    """Errors per second the NAT sends at most (token bucket, RFC 1812 sec. 4.3.2.8);
+    swpath shares it among its workers."""
+    burst: int = 50
+    """Errors the bucket holds: how many may leave at once after a quiet spell."""
+
+
 class EventLog(enum.Enum):
     """Where mapping created / deleted events go (RFC 6888 REQ-12)."""
 
@@ -160,6 +185,7 @@ class Config:
     filtering: FilteringModes = field(default_factory=FilteringModes)
     limits: Limits = field(default_factory=Limits)
     logging: Logging = field(default_factory=Logging)
+    icmp: IcmpErrors = field(default_factory=IcmpErrors)
     warnings: tuple[str, ...] = ()
     """Accepted but questionable settings, e.g. timeouts below the RFC minimums."""
 

@@ -17,12 +17,16 @@ from typing import Any
 from quicknat.addr import Prefix
 from quicknat.config import values
 from quicknat.config.model import (
+    DEFAULT_MTU,
+    MTU_MAX,
+    MTU_MIN,
     TIMEOUT_MINIMUMS,
     WELL_KNOWN_PORT_MAX,
     Config,
     EventLog,
     Filtering,
     FilteringModes,
+    IcmpErrors,
     Interface,
     Limits,
     Logging,
@@ -45,7 +49,7 @@ from quicknat.rules import (
 )
 
 ARRAY_SECTIONS = ("interface", "route", "neighbor", "pool", "rule")
-TABLE_SECTIONS = ("timeouts", "filtering", "limits", "logging")
+TABLE_SECTIONS = ("timeouts", "filtering", "limits", "logging", "icmp")
 RULE_MATCH_FIELDS = ("id", "type", "prefix", "port", "protocol")
 RULE_FIELDS = (*RULE_MATCH_FIELDS, "pool", "to", "to_port")
 POOL_FIELDS = ("name", "addresses", "ports", "preserve_parity", "preserve_port")
@@ -130,6 +134,7 @@ class _Parser:
             filtering=self.filtering(),
             limits=self.limits(),
             logging=logging,
+            icmp=self.icmp(),
             warnings=tuple(self.p.warnings),
         )
 
@@ -175,13 +180,19 @@ class _Parser:
         entries = _entries(self.p, self.data, "interface")
         for index, entry in enumerate(entries, 1):
             r = TableReader(
-                self.p, f"interface {index}", entry, ("name", "zone", "port", "address", "mac")
+                self.p,
+                f"interface {index}",
+                entry,
+                ("name", "zone", "port", "address", "mac", "mtu"),
             )
             name = r.get("name", values.name, required=True)
             zone = r.get("zone", _enum(Zone), required=True)
             port = r.get("port", lambda v: values.integer(v, 0, 511))
             address = r.get("address", values.interface_address)
             mac = r.get("mac", values.mac)
+            mtu = r.get("mtu", lambda v: values.integer(v, MTU_MIN, MTU_MAX))
+            if r.has("mtu") and mtu is None:
+                continue
             if name is not None and any(i.name == name for i in result):
                 r.error(f"name {name}: already used by another interface")
                 continue
@@ -191,7 +202,7 @@ class _Parser:
                 continue
             if port is not None:
                 ports[port] = name
-            result.append(Interface(name, zone, port, address, mac))
+            result.append(Interface(name, zone, port, address, mac, mtu or DEFAULT_MTU))
         zones = {interface.zone for interface in result}
         if not self.p.errors and zones != {Zone.INSIDE, Zone.OUTSIDE}:
             self.p.error("interfaces", "need at least one inside and one outside interface")
@@ -371,6 +382,18 @@ class _Parser:
         r = self._table("limits", names)
         chosen = {name: r.get(name, lambda v: values.integer(v, 0, 1 << 24)) for name in names}
         return Limits(**{k: v for k, v in chosen.items() if v is not None})
+
+    def icmp(self) -> IcmpErrors:
+        r = self._table("icmp", ("unreachable_on_exhaustion", "rate", "burst"))
+        default = IcmpErrors()
+        on = r.get("unreachable_on_exhaustion", values.boolean)
+        rate = r.get("rate", lambda v: values.integer(v, 1, 1_000_000))
+        burst = r.get("burst", lambda v: values.integer(v, 1, 1_000_000))
+        return IcmpErrors(
+            default.unreachable_on_exhaustion if on is None else on,
+            rate or default.rate,
+            burst or default.burst,
+        )
 
     def logging(self) -> Logging:
         r = self._table("logging", ("events", "file"))

@@ -33,6 +33,8 @@ class PuntReason(enum.IntEnum):
     ARP = 3
     ICMP_ERROR = 4
     TCP_STATE = 5
+    TIME_EXCEEDED = 6
+    FRAG_NEEDED = 7
 
 
 class PacketOutMode(enum.IntEnum):
@@ -63,6 +65,7 @@ class DropReason(enum.IntEnum):
     PUNT_LOOP = 14
     BAD_PACKET_OUT = 15
     NO_DECISION = 16
+    MTU_EXCEEDED = 17
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +106,7 @@ def _mac(interface: Interface) -> int:
 
 def static_entries(p4info: P4Info, config: Config) -> list[p4r.TableEntry]:
     """Everything the configuration puts in the switch before any flow: zones,
-    ARP answers (own addresses, and proxy ARP for pool and DNAT addresses on the
+    MTUs, ARP answers (own addresses, and proxy ARP for pool and DNAT addresses on the
     outside), own addresses, routes, and the prefixes whose misses need NAT."""
     entries: list[p4r.TableEntry] = []
     by_name = {i.name: i for i in config.interfaces}
@@ -116,6 +119,11 @@ def static_entries(p4info: P4Info, config: Config) -> list[p4r.TableEntry]:
                 {"ingress_port": port},
                 "set_zone",
                 {"zone": ZONE_VALUE[interface.zone]},
+            )
+        )
+        entries.append(
+            table_entry(
+                p4info, "egress_mtu", {"egress_port": port}, "set_mtu", {"mtu": interface.mtu}
             )
         )
         if interface.address is not None:

@@ -33,9 +33,10 @@ from quicknat.controller.stats import Stats
 from quicknat.controller.status import serve_status
 from quicknat.events import EventLogger
 from quicknat.icmp_error import translate as translate_icmp_error
+from quicknat.icmp_gen import Kind, Originator
 from quicknat.nat import tcp_state
 from quicknat.nat.allocator import Endpoint
-from quicknat.nat.core import Nat, Refused
+from quicknat.nat.core import Nat, Refusal, Refused
 from quicknat.nat.session import FlowKey, Session
 from quicknat.p4rt.client import P4RuntimeClient, P4RuntimeError, UpdateError
 from quicknat.p4rt.entities import (
@@ -83,6 +84,7 @@ class Controller:
         self.p4info = pipeline.p4info
         self.nat = Nat(config, on_mapping=EventLogger(config.logging))
         self.stats = Stats()
+        self.icmp = Originator(config, self.stats)
         self.client = P4RuntimeClient(options.grpc_addr, options.device_id, options.election_id)
         self.zone_of_port = {i.port: i.zone for i in config.interfaces}
         self.static = program.static_entries(self.p4info, config)
@@ -184,7 +186,10 @@ class Controller:
         updates = []
         for reason in PuntReason:
             pps = rate if reason in (PuntReason.NEW_FLOW, PuntReason.NEW_FLOW_DNAT) else rate // 10
-            config = p4r.MeterConfig(cir=pps, cburst=pps, pir=pps, pburst=pps)
+            burst = pps
+            if reason in _ERROR_COPIES:  # no more than the errors icmp_gen may send
+                pps, burst = self.config.icmp.rate, self.config.icmp.burst
+            config = p4r.MeterConfig(cir=pps, cburst=burst, pir=pps, pburst=burst)
             entry = p4r.MeterEntry(
                 meter_id=meter_id, index=p4r.Index(index=int(reason)), config=config
             )
@@ -303,6 +308,10 @@ class Controller:
         if reason == PuntReason.ICMP_ERROR:
             self._on_icmp_error(packet.payload, zone, port)
             return
+        kind = _ERROR_COPIES.get(PuntReason(reason))
+        if kind is not None:
+            self._send_icmp_error(packet.payload, port, kind, meta.get("mtu", 0))
+            return
         try:
             key = parse_flow(packet.payload)
         except PacketError as exc:
@@ -316,6 +325,8 @@ class Controller:
             session = self.nat.new_flow(zone, key, self.now())
         except Refused as exc:
             self.stats[f"refused.{exc.reason.name.lower()}"] += 1
+            if exc.reason in _OUT_OF_RESOURCES and self.config.icmp.unreachable_on_exhaustion:
+                self._send_icmp_error(packet.payload, port, Kind.PROHIBITED)
             return
         if session.hairpin and session.partner is None and not self._open_hairpin(session):
             return
@@ -372,6 +383,13 @@ class Controller:
             return
         self.stats["icmp_error.translated"] += 1
         self._packet_out(translated, port, PacketOutMode.ROUTE)
+
+    def _send_icmp_error(self, frame: bytes, port: int, kind: Kind, mtu: int = 0) -> None:
+        """The NAT's own ICMP error about a packet that arrived on `port`
+        (icmp_gen.py decides, counts and rate-limits), routed by the switch."""
+        error = self.icmp.error(frame, port, kind, self.now(), mtu)
+        if error is not None:
+            self._packet_out(error, port, PacketOutMode.ROUTE)
 
     def _on_tcp_state(self, payload: bytes, key: FlowKey) -> None:
         """A copy of a SYN, FIN or RST that the switch translated."""
@@ -558,8 +576,23 @@ class Controller:
         return await serve_status(self.options.socket, self)
 
 
+# Copies of packets the switch dropped, to answer with the NAT's own ICMP error.
+_ERROR_COPIES = {
+    PuntReason.TIME_EXCEEDED: Kind.TIME_EXCEEDED,
+    PuntReason.FRAG_NEEDED: Kind.FRAG_NEEDED,
+}
+# Refusals answered with destination unreachable code 13 (RFC 5508, out of resources).
+_OUT_OF_RESOURCES = frozenset(
+    {Refusal.POOL_EXHAUSTED, Refusal.QUOTA_EXCEEDED, Refusal.SESSION_LIMIT}
+)
 _HANDLED = frozenset(
-    {PuntReason.NEW_FLOW, PuntReason.NEW_FLOW_DNAT, PuntReason.ICMP_ERROR, PuntReason.TCP_STATE}
+    {
+        PuntReason.NEW_FLOW,
+        PuntReason.NEW_FLOW_DNAT,
+        PuntReason.ICMP_ERROR,
+        PuntReason.TCP_STATE,
+        *_ERROR_COPIES,
+    }
 )
 
 

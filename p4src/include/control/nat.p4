@@ -13,6 +13,7 @@
 
 #include "../header.p4"
 #include "../checksum.p4"
+#include "error_copy.p4"
 
 control NatIngress(inout headers_t hdr,
                    inout local_metadata_t local_md) {
@@ -120,7 +121,8 @@ control NatIngress(inout headers_t hdr,
         if (hit && local_md.nat.pending) {
             // Untranslated, as a new flow would be (nat_scope.p4's rules).
             if (hdr.ipv4.ttl <= 1) {
-                local_md.drop_reason = DropReason_t.TTL_EXPIRED;
+                drop_with_icmp_error(local_md, DropReason_t.TTL_EXPIRED,
+                                     PuntReason_t.TIME_EXCEEDED);
             } else {
                 local_md.punt_reason = PuntReason_t.NEW_FLOW;
             }

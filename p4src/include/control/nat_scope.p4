@@ -15,22 +15,28 @@
 //   dnat_scope hit                                   -> needs NAT
 //   addressed to the router                          -> drop LOCAL_ADDRESS
 //   fragment                                         -> drop IPV4_FRAGMENT
+//   TTL <= 1                                         -> drop TTL_EXPIRED,
+//                                                       time exceeded
 //   otherwise                                        -> drop NO_MAPPING
 // "Needs NAT" then becomes:
+//   fragment                   -> drop IPV4_FRAGMENT (no reassembly)
+//   TTL <= 1                   -> drop TTL_EXPIRED and copy TIME_EXCEEDED
+//                                 (error_copy.p4): a packet routing would
+//                                 discard never creates a mapping, and the
+//                                 sender learns of it (traceroute)
 //   ICMP error                 -> punt ICMP_ERROR (the controller translates
 //                                 the embedded packet or drops it)
 //   TCP, UDP, ICMP echo        -> punt NEW_FLOW (inside) / NEW_FLOW_DNAT
-//                                 (outside); TTL <= 1 drops TTL_EXPIRED
-//                                 instead, so a packet routing would discard
-//                                 never creates a mapping
-//   fragment                   -> drop IPV4_FRAGMENT (no reassembly)
+//                                 (outside)
 //   any other protocol         -> drop UNSUPPORTED_L4
+// (swpath decides in the same order: fragments, then TTL, then the rest.)
 // Nothing that needs NAT is ever forwarded untranslated.
 
 #ifndef __NAT_SCOPE__
 #define __NAT_SCOPE__
 
 #include "../header.p4"
+#include "error_copy.p4"
 
 control NatScopeIngress(inout headers_t hdr,
                         inout local_metadata_t local_md) {
@@ -84,6 +90,9 @@ control NatScopeIngress(inout headers_t hdr,
                 local_md.drop_reason = DropReason_t.LOCAL_ADDRESS;
             } else if (local_md.is_fragment) {
                 local_md.drop_reason = DropReason_t.IPV4_FRAGMENT;
+            } else if (hdr.ipv4.ttl <= 1) {
+                drop_with_icmp_error(local_md, DropReason_t.TTL_EXPIRED,
+                                     PuntReason_t.TIME_EXCEEDED);
             } else {
                 local_md.drop_reason = DropReason_t.NO_MAPPING;
             }
@@ -100,16 +109,15 @@ control NatScopeIngress(inout headers_t hdr,
         }
 
         if (needs_nat) {
-            if (local_md.is_icmp_error) {
+            if (local_md.is_fragment) {
+                local_md.drop_reason = DropReason_t.IPV4_FRAGMENT;
+            } else if (hdr.ipv4.ttl <= 1) {
+                drop_with_icmp_error(local_md, DropReason_t.TTL_EXPIRED,
+                                     PuntReason_t.TIME_EXCEEDED);
+            } else if (local_md.is_icmp_error) {
                 local_md.punt_reason = PuntReason_t.ICMP_ERROR;
             } else if (local_md.l4_ports_valid) {
-                if (hdr.ipv4.ttl <= 1) {
-                    local_md.drop_reason = DropReason_t.TTL_EXPIRED;
-                } else {
-                    local_md.punt_reason = new_flow_reason;
-                }
-            } else if (local_md.is_fragment) {
-                local_md.drop_reason = DropReason_t.IPV4_FRAGMENT;
+                local_md.punt_reason = new_flow_reason;
             } else {
                 local_md.drop_reason = DropReason_t.UNSUPPORTED_L4;
             }

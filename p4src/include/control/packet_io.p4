@@ -71,11 +71,16 @@ control PacketInIngress(inout local_metadata_t local_md) {
                 }
             }
         } else if (local_md.copy_reason != PuntReason_t.NONE
-                && local_md.drop_reason == DropReason_t.NONE
-                && !local_md.injected) {
-            // The copy shares the reason's meter: under a flood of SYNs the
-            // controller loses state updates (the session keeps its current
-            // timeout), never forwarding.
+                && !local_md.injected
+                && (local_md.drop_reason == DropReason_t.NONE
+                    || local_md.copy_reason == PuntReason_t.TIME_EXCEEDED
+                    || local_md.copy_reason == PuntReason_t.FRAG_NEEDED)) {
+            // A copy of a forwarded packet (TCP_STATE), or of one dropped
+            // for an ICMP error (error_copy.p4). The copy shares the reason's
+            // meter: under a flood of SYNs the controller loses state updates
+            // (the session keeps its current timeout), never forwarding; and
+            // a red error copy only means no ICMP error (RFC 1812 sec.
+            // 4.3.2.8 rate limit).
             MeterColor_t color;
             EXECUTE_METER(punt_meter, (bit<8>)local_md.copy_reason, color);
             if (color != METER_COLOR_RED) {
@@ -94,9 +99,12 @@ control PacketInEgress(inout headers_t hdr,
             hdr.packet_in.setValid();
             hdr.packet_in.ingress_port = local_md.ingress_port;
             hdr.packet_in._pad0 = 0;
-            // A copy keeps only the PUNT_FIELD_LIST fields: copy_reason.
+            // A copy keeps only the PUNT_FIELD_LIST fields: ingress_port,
+            // copy_reason, egress_mtu.
             hdr.packet_in.reason = local_md.copy_reason != PuntReason_t.NONE
                 ? local_md.copy_reason : local_md.punt_reason;
+            hdr.packet_in.mtu = local_md.copy_reason == PuntReason_t.FRAG_NEEDED
+                ? local_md.egress_mtu : 0;
         }
     }
 }

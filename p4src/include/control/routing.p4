@@ -1,12 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // IPv4 routing after translation (the lookup uses the translated
-// destination): TTL check and decrement, next-hop port and MACs.
+// destination): TTL check and decrement, next-hop port and MACs, and the
+// egress port's MTU. A packet whose TTL would reach 0, or a DF packet bigger
+// than the MTU, is dropped and copied to the controller for the ICMP error
+// (error_copy.p4); a bigger packet without DF is dropped: the switch never
+// fragments.
 
 #ifndef __ROUTING__
 #define __ROUTING__
 
 #include "../header.p4"
+#include "error_copy.p4"
 
 control RoutingIngress(inout headers_t hdr,
                        inout local_metadata_t local_md) {
@@ -35,14 +40,48 @@ control RoutingIngress(inout headers_t hdr,
         size = ROUTING_V4_TABLE_SIZE;
     }
 
+    action set_mtu(bit<16> mtu) {
+        local_md.egress_mtu = mtu;
+    }
+
+    // egress_mtu: exact on the egress port routing_v4 chose -> set_mtu(mtu):
+    // the largest IPv4 packet (header included) that port sends, from the
+    // configuration's [[interface]] mtu.
+    // Miss: no limit.
+    table egress_mtu {
+        key = {
+            local_md.egress_port: exact @name("egress_port");
+        }
+        actions = {
+            set_mtu;
+            @defaultonly NoAction;
+        }
+        const default_action = NoAction();
+        size = EGRESS_MTU_TABLE_SIZE;
+    }
+
     apply {
-        // RFC 1812 sec. 5.3.1: a packet that would leave with TTL 0 is not
-        // forwarded.
         if (hdr.ipv4.ttl <= 1) {
-            local_md.drop_reason = DropReason_t.TTL_EXPIRED;
+            // RFC 1812 sec. 5.3.1: a packet that would leave with TTL 0 is
+            // not forwarded; its source gets time exceeded.
+            drop_with_icmp_error(local_md, DropReason_t.TTL_EXPIRED,
+                                 PuntReason_t.TIME_EXCEEDED);
         } else if (routing_v4.apply().hit) {
-            hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
-            local_md.ipv4_changed = true;
+            if (egress_mtu.apply().hit
+                    && hdr.ipv4.total_len > local_md.egress_mtu) {
+                // RFC 4787 REQ-13, RFC 1191: DF set -> fragmentation needed
+                // with the MTU; otherwise dropped (never fragmented).
+                if (hdr.ipv4.flag_dont_fragment == 1) {
+                    drop_with_icmp_error(local_md, DropReason_t.MTU_EXCEEDED,
+                                         PuntReason_t.FRAG_NEEDED);
+                } else {
+                    local_md.drop_reason = DropReason_t.MTU_EXCEEDED;
+                    local_md.forward = false;
+                }
+            } else {
+                hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
+                local_md.ipv4_changed = true;
+            }
         } else {
             local_md.drop_reason = DropReason_t.NO_ROUTE;
         }

@@ -1,0 +1,23 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// A packet the router drops and must answer with an ICMP error (RFC 1812
+// sec. 4.3.2): it is dropped and counted under `drop`, and a copy of it as it
+// arrived (an I2E clone, made by PacketInIngress, through punt_meter) goes to
+// the controller with packet-in reason `reason`; the controller builds the
+// error (controller/quicknat/icmp_gen.py) and sends it back with a ROUTE
+// packet-out. The clone is the packet before any rewrite, so the error quotes
+// what the sender sent, and a packet the controller injected is never copied.
+
+#ifndef __ERROR_COPY__
+#define __ERROR_COPY__
+
+#include "../header.p4"
+
+action drop_with_icmp_error(inout local_metadata_t local_md,
+                            DropReason_t drop, PuntReason_t reason) {
+    local_md.drop_reason = drop;
+    local_md.copy_reason = reason;
+    local_md.forward = false;
+}
+
+#endif // __ERROR_COPY__
