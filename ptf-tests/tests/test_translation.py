@@ -72,6 +72,22 @@ class UdpEndpointIndependentMapping(Outbound):
 
 
 @group("translation")
+class PairedPooling(Outbound):
+    """RFC 4787 REQ-2: every mapping of one internal address, whatever its
+    protocol, port or destination, uses the same external address."""
+
+    def runTest(self) -> None:
+        flows = [
+            (from_inside("10.0.0.10", "198.51.100.10", udp(5100, 53)), UDP),
+            (from_inside("10.0.0.10", "198.51.100.11", udp(5101, 123)), UDP),
+            (from_inside("10.0.0.10", "198.51.100.12", tcp(5102, 443)), TCP),
+            (from_inside("10.0.0.10", "198.51.100.13", echo(0x77)), ICMP),
+        ]
+        addresses = {self.translated(pkt, layer)[IP].src for pkt, layer in flows}
+        self.assertEqual(len(addresses), 1, addresses)
+
+
+@group("translation")
 class UdpZeroChecksumStaysZero(Outbound):
     def runTest(self) -> None:
         pkt = from_inside("10.0.0.10", "198.51.100.10", udp(5002, 53))
