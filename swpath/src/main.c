@@ -562,15 +562,7 @@ main(int argc, char **argv)
 	argv[sep] = argv[0];
 	parse_options(argc - sep, argv + sep, &o);
 	cmds = read_commands(o.commands, &n_cmds);
-	for (unsigned i = 0; i < RTE_MAX_ETHPORTS; i++)
-		sp.port_iface[i] = -1;
-	for (unsigned t = 0; t < SP_TO_MAX; t++)
-		sp.timeout_s[t] = (const uint32_t[]){ 300, 7440, 240, 60 }[t];
-	for (unsigned p = 0; p < SP_PI_MAX; p++)
-		sp.filtering[p] = SP_FILTER_ADDR;
-	sp.icmp_on_exhaustion = true;
-	sp.icmp_rate = SP_ICMP_RATE_DEFAULT;
-	sp.icmp_burst = SP_ICMP_BURST_DEFAULT;
+	sp_setup_defaults();
 
 	prog_path = argv[0];
 	eal_argc = eal_arguments(sep, argv, eal_argv);

@@ -34,6 +34,20 @@
 		       RTE_ETH_RSS_NONFRAG_IPV4_UDP | RTE_ETH_RSS_L3_SRC_ONLY | \
 		       RTE_ETH_RSS_L3_DST_ONLY | RTE_ETH_RSS_L4_DST_ONLY)
 
+void
+sp_setup_defaults(void)
+{
+	for (unsigned i = 0; i < RTE_MAX_ETHPORTS; i++)
+		sp.port_iface[i] = -1;
+	for (unsigned t = 0; t < SP_TO_MAX; t++)
+		sp.timeout_s[t] = (const uint32_t[]){ 300, 7440, 240, 60 }[t];
+	for (unsigned p = 0; p < SP_PI_MAX; p++)
+		sp.filtering[p] = SP_FILTER_ADDR;
+	sp.icmp_on_exhaustion = true;
+	sp.icmp_rate = SP_ICMP_RATE_DEFAULT;
+	sp.icmp_burst = SP_ICMP_BURST_DEFAULT;
+}
+
 int
 sp_setup_core(char *err, size_t errlen)
 {

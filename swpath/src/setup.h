@@ -9,6 +9,12 @@
 
 #include <stddef.h>
 
+/*
+ * Before any command: no port mapped to an interface, and the configuration
+ * defaults of shared/NAT-BEHAVIOR.md (timeouts, address-dependent filtering)
+ * and of [icmp], as the Python config model has them.
+ */
+void sp_setup_defaults(void);
 /* QNS, RCU, neighbour table, message ring, mbuf dynfield. */
 int sp_setup_core(char *err, size_t errlen);
 /* RSS in the NIC or in software (needs the interfaces); sp.rss. */

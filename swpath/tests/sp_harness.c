@@ -72,15 +72,7 @@ sp_harness_init(const char *prog, const char *commands, unsigned n_workers,
 	snprintf(lcores, sizeof(lcores), "--lcores=(0-%u)@(0-%ld)", n_workers,
 		 sysconf(_SC_NPROCESSORS_ONLN) - 1);
 	snprintf(prefix, sizeof(prefix), "sp-harness-%d", (int)getpid());
-	for (unsigned i = 0; i < RTE_MAX_ETHPORTS; i++)
-		sp.port_iface[i] = -1;
-	for (unsigned t = 0; t < SP_TO_MAX; t++)
-		sp.timeout_s[t] = (const uint32_t[]){ 300, 7440, 240, 60 }[t];
-	for (unsigned p = 0; p < SP_PI_MAX; p++)
-		sp.filtering[p] = SP_FILTER_ADDR;
-	sp.icmp_on_exhaustion = true;
-	sp.icmp_rate = SP_ICMP_RATE_DEFAULT;
-	sp.icmp_burst = SP_ICMP_BURST_DEFAULT;
+	sp_setup_defaults();
 	sp.n_workers = n_workers;
 	sp.sessions_per_worker = sessions;
 	sp.port_reuse_ms = 120000;
