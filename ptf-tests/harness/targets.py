@@ -25,6 +25,8 @@ from lab.swpath import swpath_command
 from quicknat.controller.program import DropReason, Pipeline
 from quicknat.controller.status import query
 
+from harness.configs import variant
+
 REPO = Path(__file__).resolve().parents[2]
 QUICKNAT = REPO / ".venv" / "bin" / "quicknat"
 
@@ -36,8 +38,13 @@ COUNTERS = {
     "sessions_expired": "sessions closed by their idle timeout",
     "unsolicited_no_mapping": "inbound packets to an address the NAT does not own, dropped",
     "unsolicited_refused": "inbound packets to a NAT address without mapping, refused",
+    "filtered": "inbound packets on a mapping that its filtering mode refused",
     "pool_exhausted": "new flows refused for want of a free port",
+    "quota_exceeded": "new flows refused: the host holds its ports_per_host",
+    "session_limit": "new flows refused: the host holds its sessions_per_host",
     "fragment_dropped": "IPv4 fragments that needed NAT, dropped (no reassembly)",
+    "source_route_dropped": "packets with a loose or strict source route option, dropped",
+    "malformed_dropped": "packets with malformed headers (e.g. an IPv4 option list), dropped",
     "ttl_expired": "packets dropped because their TTL would reach 0",
     "mtu_exceeded": "packets dropped because they are bigger than the egress MTU",
     "icmp_time_exceeded_sent": "ICMP time exceeded the NAT sent (RFC 1812)",
@@ -62,12 +69,13 @@ class Target:
     def restart_switch(self) -> None:
         raise NotImplementedError(f"{self.name} has no separate switch")
 
-    def __init__(self, params: dict[str, Any]) -> None:
+    def __init__(self, params: dict[str, Any], overlay: dict[str, Any] | None = None) -> None:
         missing = COUNTERS.keys() ^ self.counters.keys()
         assert not missing, f"{self.name}: counters not mapped or unknown: {sorted(missing)}"
         self.params = params
-        self.config = Path(params["config"])
         self.workdir = Path(params["workdir"])
+        # The shared configuration, or a scenario's variant of it (harness/configs.py).
+        self.config = variant(Path(params["config"]), overlay or {}, self.workdir)
         self.socket = self.workdir / f"{self.name}.sock"
         self.proc: subprocess.Popen[bytes] | None = None
 
@@ -124,8 +132,13 @@ class Bmv2Target(Target):
         "sessions_expired": "sessions_expired",
         "unsolicited_no_mapping": "drop.no_mapping",
         "unsolicited_refused": "refused.unsolicited",
+        "filtered": "refused.filtered",
         "pool_exhausted": "refused.pool_exhausted",
+        "quota_exceeded": "refused.quota_exceeded",
+        "session_limit": "refused.session_limit",
         "fragment_dropped": "drop.ipv4_fragment",
+        "source_route_dropped": "drop.ip_options",
+        "malformed_dropped": "drop.parser_error",
         "ttl_expired": "drop.ttl_expired",
         "mtu_exceeded": "drop.mtu_exceeded",
         "icmp_time_exceeded_sent": "icmp_gen.sent.time_exceeded",
@@ -150,8 +163,8 @@ class Bmv2Target(Target):
         pid_file.write_text(str(switch.pid))
         wait_for_tcp(host, int(port), 30, switch)
 
-    def __init__(self, params: dict[str, Any]) -> None:
-        super().__init__(params)
+    def __init__(self, params: dict[str, Any], overlay: dict[str, Any] | None = None) -> None:
+        super().__init__(params, overlay)
         self.grpc_addr = params["grpc_addr"]
         self.pipeline = Pipeline.load()
 
@@ -246,8 +259,13 @@ class SwpathTarget(Target):
         # One counter for every outside packet without mapping or DNAT rule.
         "unsolicited_no_mapping": "drop_unsolicited",
         "unsolicited_refused": "drop_unsolicited",
+        "filtered": "drop_filtered",
         "pool_exhausted": "drop_pool_exhausted",
+        "quota_exceeded": "drop_quota_exceeded",
+        "session_limit": "drop_session_limit",
         "fragment_dropped": "drop_fragment",
+        "source_route_dropped": "drop_ip_options",
+        "malformed_dropped": "drop_malformed",
         "ttl_expired": "drop_ttl",
         "mtu_exceeded": "drop_mtu",
         "icmp_time_exceeded_sent": "icmp_time_exceeded",
@@ -262,10 +280,10 @@ class SwpathTarget(Target):
     # (on a NIC PMD swpath sees, drops and counts the fragments).
     reassembles_fragments = True
 
-    def __init__(self, params: dict[str, Any]) -> None:
-        super().__init__(params)
-        self.commands = self.workdir / "ptf.cmds"
-        if not self.commands.exists():  # compiled once per run by the one config parser
+    def __init__(self, params: dict[str, Any], overlay: dict[str, Any] | None = None) -> None:
+        super().__init__(params, overlay)
+        self.commands = self.workdir / f"{self.config.stem}.cmds"
+        if not self.commands.exists():  # compiled once per run and config by the one parser
             compiled = subprocess.run(
                 [str(QUICKNAT), "swpath-commands", str(self.config)],
                 capture_output=True,

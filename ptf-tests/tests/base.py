@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
@@ -29,13 +29,21 @@ RECEIVE_TIMEOUT = 2.0
 
 class QuickNatTest(BaseTest):
     target: Target
+    # Settings this scenario needs on top of configs/ptf.toml (harness/configs.py).
+    CONFIG: ClassVar[dict[str, Any]] = {}
+
+    def config_overlay(self, workdir: Path) -> dict[str, Any]:
+        """The scenario's settings; a scenario whose settings name files in the
+        run's directory computes them here."""
+        return self.CONFIG
 
     def setUp(self) -> None:
         BaseTest.setUp(self)
         self.dataplane = ptf.dataplane_instance
         self.dataplane.flush()
         params: dict[str, Any] = testutils.test_params_get()
-        self.target = TARGETS[params["target"]](params)
+        overlay = self.config_overlay(Path(params["workdir"]))
+        self.target = TARGETS[params["target"]](params, overlay)
         self.target.start_nat(reset=True)
 
     def tearDown(self) -> None:
