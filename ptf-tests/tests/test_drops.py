@@ -1,11 +1,22 @@
-"""What must not pass: unsolicited inbound traffic, flows beyond the pool."""
+"""What must not pass: unsolicited inbound traffic, flows beyond the pool or
+beyond a host's limits (RFC 6888); what passes already keeps passing."""
 
 from __future__ import annotations
 
-from base import INSIDE2, OUTSIDE, QuickNatTest
-from packets import HOST_MAC, NAT_INSIDE2, ROUTER_IN2_MAC, from_inside, from_outside, udp
+from base import INSIDE, INSIDE2, OUTSIDE, QuickNatTest
+from packets import (
+    HOST_MAC,
+    NAT_INSIDE,
+    NAT_INSIDE2,
+    ROUTER_IN2_MAC,
+    ROUTER_IN_MAC,
+    from_inside,
+    from_outside,
+    udp,
+)
 from ptf.testutils import group
 from scapy.layers.inet import ICMP, IP, UDP
+from scapy.packet import Packet
 
 
 @group("drops")
@@ -30,8 +41,27 @@ class UnsolicitedInboundIsDropped(QuickNatTest):
         self.assertEqual(target.sessions(), [])
 
 
+class Refusals(QuickNatTest):
+    def expect_prohibited(self, port: int, refused: Packet, router_mac: str, nat: str) -> None:
+        """Destination unreachable, administratively prohibited (RFC 5508,
+        "out of resources"), from the NAT's address on the host's link,
+        quoting the refused packet; and nothing else."""
+        host = refused[IP].src
+        got = self.receive(port)
+        self.assertEqual((got.src, got.dst), (router_mac, HOST_MAC[host]))
+        self.assertEqual((got[IP].src, got[IP].dst, got[IP].ttl), (nat, host, 64))
+        self.assertEqual((got[ICMP].type, got[ICMP].code), (3, 13))
+        self.assertEqual(bytes(got[IP])[28 : got[IP].len], bytes(refused[IP]))
+        self.expect_nothing()
+
+    def counted(self, counter: str, expected: int) -> None:
+        self.target.wait_until(
+            f"{counter} counted", lambda: self.target.counter(counter) == expected, 5
+        )
+
+
 @group("drops")
-class PoolExhaustionKeepsExistingFlows(QuickNatTest):
+class PoolExhaustionKeepsExistingFlows(Refusals):
     def runTest(self) -> None:
         # The tiny pool has two ports: two internal endpoints get them.
         external = []
@@ -46,23 +76,13 @@ class PoolExhaustionKeepsExistingFlows(QuickNatTest):
             self.assertEqual(out[IP].src, "203.0.113.9")
             external.append(out[UDP].sport)
         self.assertEqual(sorted(external), [5000, 5001])
-        # A third is dropped and counted; nothing is evicted. The host gets
-        # destination unreachable, administratively prohibited (RFC 5508,
-        # "out of resources"), from the NAT's address on its link,
-        # quoting the refused packet.
+        # A third is dropped and counted, with code 13; nothing is evicted.
         refused = from_inside(
             "10.0.1.10", "198.51.100.10", udp(1003, 53), router_mac=ROUTER_IN2_MAC
         )
         self.send(INSIDE2, refused)
-        got = self.receive(INSIDE2)
-        self.assertEqual((got.src, got.dst), (ROUTER_IN2_MAC, HOST_MAC["10.0.1.10"]))
-        self.assertEqual((got[IP].src, got[IP].dst, got[IP].ttl), (NAT_INSIDE2, "10.0.1.10", 64))
-        self.assertEqual((got[ICMP].type, got[ICMP].code), (3, 13))
-        self.assertEqual(bytes(got[IP])[28 : got[IP].len], bytes(refused[IP]))
-        self.expect_nothing()
-        self.target.wait_until(
-            "exhaustion counted", lambda: self.target.counter("pool_exhausted") == 1, 5
-        )
+        self.expect_prohibited(INSIDE2, refused, ROUTER_IN2_MAC, NAT_INSIDE2)
+        self.counted("pool_exhausted", 1)
         self.assertEqual(self.target.counter("icmp_prohibited_sent"), 1)
         for sport, port in zip((1001, 1002), external, strict=True):
             self.send(
@@ -72,3 +92,53 @@ class PoolExhaustionKeepsExistingFlows(QuickNatTest):
                 ),
             )
             self.assertEqual(self.receive(OUTSIDE)[UDP].sport, port)
+
+
+LIMITS = {"limits": {"ports_per_host": 2, "sessions_per_host": 3}}
+
+
+class HostLimits(Refusals):
+    CONFIG = LIMITS
+
+    def out(self, src: str, dst: str, sport: int) -> int:
+        """A UDP packet from inside; the external port it leaves with."""
+        self.send(INSIDE, from_inside(src, dst, udp(sport, 53)))
+        got = self.receive(OUTSIDE)
+        self.assertEqual(got[IP].dst, dst)
+        return int(got[UDP].sport)
+
+
+@group("drops")
+class PortQuotaPerHost(HostLimits):
+    """RFC 6888 REQ-4 (`ports_per_host = 2`): a host's third internal port gets
+    no mapping (code 13, counted); its two mappings keep working, and another
+    host is not affected."""
+
+    def runTest(self) -> None:
+        ports = [self.out("10.0.0.10", "198.51.100.10", sport) for sport in (5300, 5301)]
+        refused = from_inside("10.0.0.10", "198.51.100.10", udp(5302, 53))
+        self.send(INSIDE, refused)
+        self.expect_prohibited(INSIDE, refused, ROUTER_IN_MAC, NAT_INSIDE)
+        self.counted("quota_exceeded", 1)
+        self.assertEqual([self.out("10.0.0.10", "198.51.100.10", p) for p in (5300, 5301)], ports)
+        self.out("10.0.0.20", "198.51.100.10", 5302)
+        self.assertEqual(len(self.target.sessions()), 3)
+        self.assertEqual(self.target.counter("pool_exhausted"), 0)
+
+
+@group("drops")
+class SessionLimitPerHost(HostLimits):
+    """RFC 6888 REQ-5 (`sessions_per_host = 3`): one mapping, three
+    destinations; a fourth destination is refused (code 13, counted) although
+    the mapping exists, and the three sessions keep working."""
+
+    def runTest(self) -> None:
+        remotes = ["198.51.100.10", "198.51.100.11", "198.51.100.12"]
+        ports = {self.out("10.0.0.10", remote, 5400) for remote in remotes}
+        self.assertEqual(len(ports), 1)  # endpoint-independent mapping
+        refused = from_inside("10.0.0.10", "198.51.100.13", udp(5400, 53))
+        self.send(INSIDE, refused)
+        self.expect_prohibited(INSIDE, refused, ROUTER_IN_MAC, NAT_INSIDE)
+        self.counted("session_limit", 1)
+        self.assertEqual({self.out("10.0.0.10", remote, 5400) for remote in remotes}, ports)
+        self.assertEqual(len(self.target.sessions()), 3)

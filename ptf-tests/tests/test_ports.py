@@ -1,15 +1,26 @@
-"""External port choice (RFC 4787 REQ-3, REQ-4): parity, the well-known port
-class, and port preservation, the same on both targets."""
+"""External port choice: random (RFC 6056), parity and the well-known port
+class (RFC 4787 REQ-3, REQ-4), port preservation, and released ports resting
+before reuse (RFC 6888 REQ-8), the same on both targets."""
 
 from __future__ import annotations
 
 from base import INSIDE, OUTSIDE, QuickNatTest
-from packets import KEPT_POOL, PUBLIC_POOL, from_inside, from_outside, tcp, to_inside, udp
+from packets import (
+    KEPT_POOL,
+    PUBLIC_POOL,
+    REST_POOL,
+    from_inside,
+    from_outside,
+    tcp,
+    to_inside,
+    udp,
+)
 from ptf.testutils import group
 from scapy.layers.inet import IP, TCP, UDP
 from scapy.packet import Packet
 
 REMOTE = "198.51.100.10"
+UDP_TIMEOUT = 4  # configs/ptf.toml
 
 
 class PortChoice(QuickNatTest):
@@ -57,3 +68,39 @@ class PortPreservedWhenFree(PortChoice):
         self.assertEqual(self.external("10.0.0.31", tcp(80, 80)), (KEPT_POOL, 80))
         self.send(OUTSIDE, from_outside(REMOTE, KEPT_POOL, udp(53, low)))
         self.expect(INSIDE, to_inside(REMOTE, "10.0.0.31", udp(53, 53)))
+
+
+@group("ports")
+class ExternalPortsAreRandom(PortChoice):
+    """RFC 6056 / RFC 7857 sec. 3: new mappings get unpredictable ports, not the
+    next one up: eight flows in a row land far apart in the 64k range (a
+    sequential allocator would put them within 16 ports)."""
+
+    def runTest(self) -> None:
+        ports = [self.external("10.0.0.10", udp(42000 + 2 * i, 53))[1] for i in range(8)]
+        self.assertEqual(len(set(ports)), 8, ports)
+        self.assertGreater(max(ports) - min(ports), 4096, ports)
+
+
+@group("ports")
+class FreedPortsRestBeforeReuse(PortChoice):
+    """RFC 6888 REQ-8: a port whose mapping is gone is not handed out again for
+    120 s while the pool has another free; when it has none, the rested ports
+    serve (a new flow is never refused for resting ports). Pool "rest" has
+    eight ports: seven flows take seven, and after they age out the next flow
+    must get the eighth."""
+
+    def runTest(self) -> None:
+        first = {self.external("10.0.0.40", udp(7001 + i, 53)) for i in range(7)}
+        self.assertEqual(len(first), 7, first)
+        self.assertEqual({address for address, _ in first}, {REST_POOL})
+        self.target.wait_until(
+            "the seven sessions expired", lambda: not self.target.sessions(), UDP_TIMEOUT + 15
+        )
+        rested = {port for _, port in first}
+        (never_used,) = set(range(6000, 6008)) - rested
+        self.assertEqual(self.external("10.0.0.40", udp(7101, 53)), (REST_POOL, never_used))
+        # Only resting ports are left: they are reused, one per new flow.
+        again = {self.external("10.0.0.40", udp(7102 + i, 53))[1] for i in range(7)}
+        self.assertEqual(again, rested)
+        self.assertEqual(self.target.counter("pool_exhausted"), 0)
