@@ -100,7 +100,8 @@ enum bit<8> DropReason_t {
     PUNT_LOOP             = 14, // an injected packet-out would be punted again
     BAD_PACKET_OUT        = 15, // packet_out with an unknown mode
     NO_DECISION           = 16, // no stage forwarded or dropped it (a bug; never expected)
-    MTU_EXCEEDED          = 17  // bigger than the egress port's MTU (egress_mtu); never fragmented
+    MTU_EXCEEDED          = 17, // bigger than the egress port's MTU (egress_mtu); never fragmented
+    IP_OPTIONS            = 18  // loose or strict source route option (RFC 7126 sec. 4.3)
 }
 
 #endif // __DEFINE__

@@ -145,6 +145,10 @@ struct local_metadata_t {
     l4_port_t     l4_sport;
     l4_port_t     l4_dport;
     bool          is_icmp_error;   // ICMP destination unreachable, time exceeded, parameter problem
+    // The parser's walk over IPv4 options: what is left of them, left-aligned,
+    // and how many bytes of them.
+    bit<320>      opt_scan;
+    bit<8>        opt_left;
     bool          is_fragment;     // MF set or a fragment offset: never translated
     bool          is_local;        // local_address hit
     nat_rewrite_t nat;

@@ -20,9 +20,23 @@ from packets import (
     udp,
 )
 from ptf.testutils import group
-from scapy.layers.inet import ICMP, IP, TCP, UDP, IPerror, UDPerror, fragment
+from scapy.layers.inet import (
+    ICMP,
+    IP,
+    TCP,
+    UDP,
+    IPerror,
+    IPOption_LSRR,
+    IPOption_NOP,
+    IPOption_Router_Alert,
+    IPOption_RR,
+    IPOption_SSRR,
+    UDPerror,
+    fragment,
+)
 from scapy.layers.l2 import Ether
 from scapy.packet import Packet
+from scapy.utils import checksum
 
 ROUTER = "192.0.2.254"  # a router beyond the NAT that reports errors
 REMOTE = "198.51.100.10"
@@ -45,30 +59,46 @@ class UdpSession(QuickNatTest):
         return out[IP].src, out[UDP].sport
 
 
+# The errors a router beyond the NAT sends about a translated packet, with the
+# field that must survive translation (RFC 792, RFC 1191).
+ERRORS_FROM_OUTSIDE = [
+    (ICMP(type=11, code=0), None),  # time exceeded in transit: traceroute
+    (ICMP(type=3, code=4, nexthopmtu=1280), "nexthopmtu"),  # path MTU discovery
+    (ICMP(type=12, code=0, ptr=8), "ptr"),  # parameter problem, pointing at the TTL
+    (ICMP(type=3, code=3), None),  # port unreachable: traceroute's last hop
+]
+
+
 @group("rfc")
 class IcmpErrorFromOutsideReachesTheInsideHost(UdpSession):
-    """RFC 5508 sec. 4 (traceroute, path MTU discovery): a time-exceeded about
-    our translated packet comes back with the outer destination, the quoted
-    source address and port translated back, and every checksum right."""
+    """RFC 5508 sec. 4 (traceroute, path MTU discovery): each kind of error
+    about our translated packet (time exceeded, fragmentation needed,
+    parameter problem, port unreachable) comes back with the outer destination,
+    the quoted source address and port translated back, its own fields intact
+    and every checksum right."""
 
     def runTest(self) -> None:
         ext_addr, ext_port = self.open_udp()
         sessions = self.target.sessions()
         quoted = IP(src=ext_addr, dst=REMOTE, ttl=1) / UDP(sport=ext_port, dport=33434)
-        error = (
-            Ether(src=REMOTE_MAC, dst=ROUTER_OUT_MAC)
-            / IP(src=ROUTER, dst=ext_addr, ttl=64)
-            / ICMP(type=11, code=0)
-            / bytes(quoted)
-        )
-        self.send(OUTSIDE, error)
-        got = self.receive(INSIDE)
-        self.assertEqual((got.src, got.dst), (ROUTER_IN_MAC, HOST_MAC["10.0.0.10"]))
-        self.assertEqual((got[IP].src, got[IP].dst, got[IP].ttl), (ROUTER, "10.0.0.10", 63))
-        self.assertEqual((got[ICMP].type, got[ICMP].code), (11, 0))
-        self.assertEqual((got[IPerror].src, got[IPerror].dst), ("10.0.0.10", REMOTE))
-        self.assertEqual((got[UDPerror].sport, got[UDPerror].dport), (40000, 33434))
-        self.assertTrue(quoted_ok(got))
+        for icmp, field in ERRORS_FROM_OUTSIDE:
+            error = (
+                Ether(src=REMOTE_MAC, dst=ROUTER_OUT_MAC)
+                / IP(src=ROUTER, dst=ext_addr, ttl=64)
+                / icmp.copy()
+                / bytes(quoted)
+            )
+            self.send(OUTSIDE, error)
+            got = self.receive(INSIDE)
+            what = icmp.summary()
+            self.assertEqual((got.src, got.dst), (ROUTER_IN_MAC, HOST_MAC["10.0.0.10"]), what)
+            self.assertEqual((got[IP].src, got[IP].dst, got[IP].ttl), (ROUTER, "10.0.0.10", 63))
+            self.assertEqual((got[ICMP].type, got[ICMP].code), (icmp.type, icmp.code), what)
+            if field:
+                self.assertEqual(getattr(got[ICMP], field), getattr(icmp, field), what)
+            self.assertEqual((got[IPerror].src, got[IPerror].dst), ("10.0.0.10", REMOTE), what)
+            self.assertEqual((got[UDPerror].sport, got[UDPerror].dport), (40000, 33434), what)
+            self.assertTrue(quoted_ok(got), what)
         # An error neither creates nor removes a session (RFC 5508 REQ-5).
         self.assertEqual(len(self.target.sessions()), len(sessions))
 
@@ -313,3 +343,73 @@ class FragmentationNeededForDfOverTheMtu(NatOriginatedError):
         self.assertEqual(len(self.receive(OUTSIDE)[IP]), 1400)
         self.counted("mtu_exceeded", dropped + 2)
         self.counted("icmp_frag_needed_sent", 1)
+
+
+@group("rfc")
+class Ipv4OptionsTravelUnchanged(UdpSession):
+    """REQ-14 / shared/NAT-BEHAVIOR.md "fragments and options": a packet with
+    IPv4 options (router alert, record route) is translated like any other in
+    both directions: the ports are found after the options, which travel byte
+    for byte, and the header checksum covers them."""
+
+    def runTest(self) -> None:
+        options = [IPOption_Router_Alert(), IPOption_RR(routers=["0.0.0.0"] * 2), IPOption_NOP()]
+        ext_addr, ext_port = self.open_udp(40005, 53)
+        pkt = from_inside("10.0.0.10", REMOTE, udp(40005, 53))
+        pkt[IP].options = options
+        pkt = Ether(bytes(pkt))
+        self.send(INSIDE, pkt)
+        out = self.receive(OUTSIDE)
+        self.assertEqual((out[IP].src, out[UDP].sport), (ext_addr, ext_port))
+        self.assertEqual(out[IP].ihl, pkt[IP].ihl)
+        self.assertEqual(bytes(out[IP])[20 : out[IP].ihl * 4], bytes(pkt[IP])[20 : pkt[IP].ihl * 4])
+        self.assertEqual(bytes(out[UDP].payload), PAYLOAD)
+        reply = from_outside(REMOTE, ext_addr, udp(53, ext_port))
+        reply[IP].options = options
+        reply = Ether(bytes(reply))
+        self.send(OUTSIDE, reply)
+        back = self.receive(INSIDE)
+        self.assertEqual((back[IP].dst, back[UDP].dport), ("10.0.0.10", 40005))
+        self.assertEqual(
+            bytes(back[IP])[20 : back[IP].ihl * 4], bytes(reply[IP])[20 : reply[IP].ihl * 4]
+        )
+        self.assertEqual(bytes(back[UDP].payload), PAYLOAD)
+
+
+@group("rfc")
+class SourceRoutesAndBadOptionListsAreDropped(UdpSession):
+    """RFC 7126 sec. 4.3/4.4, the documented rule on both targets: a loose or
+    strict source route would steer the packet past the NAT's rewrite, so it
+    is dropped and counted, like an option list that runs past the header;
+    neither opens a session."""
+
+    def runTest(self) -> None:
+        self.open_udp(40006, 53)
+        sessions = len(self.target.sessions())
+        for option in (IPOption_LSRR(routers=[REMOTE]), IPOption_SSRR(routers=[REMOTE])):
+            before = self.target.counter("source_route_dropped")
+            pkt = from_inside("10.0.0.10", REMOTE, udp(40007, 53))
+            pkt[IP].options = [option]
+            self.send(INSIDE, Ether(bytes(pkt)))
+            self.expect_nothing()
+            self.target.wait_until(
+                "source route counted",
+                lambda b=before: self.target.counter("source_route_dropped") == b + 1,
+                5,
+            )
+        # Router alert (4 bytes) whose length byte claims 48: past the header.
+        pkt = from_inside("10.0.0.10", REMOTE, udp(40006, 53))
+        pkt[IP].options = [IPOption_Router_Alert()]
+        raw = bytearray(bytes(pkt))
+        raw[14 + 20 + 1] = 48
+        raw[14 + 10 : 14 + 12] = b"\0\0"
+        raw[14 + 10 : 14 + 12] = checksum(bytes(raw[14 : 14 + 24])).to_bytes(2, "big")
+        before = self.target.counter("malformed_dropped")
+        self.send(INSIDE, Ether(bytes(raw)))
+        self.expect_nothing()
+        self.target.wait_until(
+            "bad option list counted",
+            lambda: self.target.counter("malformed_dropped") == before + 1,
+            5,
+        )
+        self.assertEqual(len(self.target.sessions()), sessions)

@@ -66,6 +66,7 @@ class DropReason(enum.IntEnum):
     BAD_PACKET_OUT = 15
     NO_DECISION = 16
     MTU_EXCEEDED = 17
+    IP_OPTIONS = 18
 
 
 @dataclass(frozen=True, slots=True)

@@ -48,7 +48,9 @@ control QuickNatIngress(inout headers_t hdr,
 
         if (!local_md.packet_out_direct
                 && local_md.drop_reason == DropReason_t.NONE) {
-            if (standard_md.parser_error != error.NoError) {
+            if (standard_md.parser_error == error.Ipv4SourceRoute) {
+                local_md.drop_reason = DropReason_t.IP_OPTIONS;
+            } else if (standard_md.parser_error != error.NoError) {
                 local_md.drop_reason = DropReason_t.PARSER_ERROR;
             } else if (standard_md.checksum_error == 1) {
                 local_md.drop_reason = DropReason_t.IPV4_CHECKSUM;
