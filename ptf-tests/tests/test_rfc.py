@@ -3,6 +3,8 @@ state and timeouts, fragments. The same scenarios run on both targets."""
 
 from __future__ import annotations
 
+import time
+
 from base import INSIDE, OUTSIDE, QuickNatTest
 from packets import (
     GATEWAY_MAC,
@@ -38,6 +40,7 @@ from scapy.layers.l2 import Ether
 from scapy.packet import Packet
 from scapy.utils import checksum
 
+UDP_TIMEOUT = 4  # configs/ptf.toml
 ROUTER = "192.0.2.254"  # a router beyond the NAT that reports errors
 REMOTE = "198.51.100.10"
 
@@ -203,6 +206,26 @@ class TcpStateSetsTheTimeout(QuickNatTest):
         self.send(INSIDE, from_inside("10.0.0.10", REMOTE, tcp(40003, 443, "R")))
         self.assertEqual(self.receive(OUTSIDE)[TCP].flags, "R")
         self.settles("reset", 240)
+
+
+@group("rfc")
+class TcpFinMakesTheSessionTransitory(TcpStateSetsTheTimeout):
+    """RFC 7857 sec. 2.2: a FIN in either direction ends the established
+    timeout; here the server closes first, then the host."""
+
+    def runTest(self) -> None:
+        self.send(INSIDE, from_inside("10.0.0.10", REMOTE, tcp(40008, 443, "S")))
+        out = self.receive(OUTSIDE)
+        external, port = out[IP].src, out[TCP].sport
+        self.send(OUTSIDE, from_outside(REMOTE, external, tcp(443, port, "SA")))
+        self.receive(INSIDE)
+        self.settles("established", 7440)
+        self.send(OUTSIDE, from_outside(REMOTE, external, tcp(443, port, "FA")))
+        self.assertEqual(self.receive(INSIDE)[TCP].flags, "FA")
+        self.settles("closing", 240)
+        self.send(INSIDE, from_inside("10.0.0.10", REMOTE, tcp(40008, 443, "FA")))
+        self.assertEqual(self.receive(OUTSIDE)[TCP].flags, "FA")
+        self.settles("closing", 240)
 
 
 @group("rfc")
@@ -413,3 +436,40 @@ class SourceRoutesAndBadOptionListsAreDropped(UdpSession):
             5,
         )
         self.assertEqual(len(self.target.sessions()), sessions)
+
+
+@group("rfc")
+class IcmpErrorsDoNotRefreshTheSession(UdpSession):
+    """RFC 5508 REQ-5 / RFC 7857 sec. 2.1: errors about a session, in either
+    direction, keep passing but do not keep it alive: with errors every
+    half second, the session still ages out after the UDP timeout."""
+
+    def runTest(self) -> None:
+        ext_addr, ext_port = self.open_udp(40009, 33434)
+        inbound = (
+            Ether(src=REMOTE_MAC, dst=ROUTER_OUT_MAC)
+            / IP(src=ROUTER, dst=ext_addr)
+            / ICMP(type=11, code=0)
+            / bytes(IP(src=ext_addr, dst=REMOTE, ttl=1) / UDP(sport=ext_port, dport=33434))
+        )
+        outbound = (
+            Ether(src=HOST_MAC["10.0.0.10"], dst=ROUTER_IN_MAC)
+            / IP(src="10.0.0.10", dst=REMOTE)
+            / ICMP(type=3, code=3)
+            / bytes(IP(src=REMOTE, dst="10.0.0.10") / UDP(sport=33434, dport=40009))
+        )
+        deadline = time.monotonic() + UDP_TIMEOUT + 15
+        translated = 0
+        while self.target.sessions():
+            self.assertLess(time.monotonic(), deadline, "the errors kept the session alive")
+            self.send(OUTSIDE, inbound)
+            self.send(INSIDE, outbound)
+            # Both pass while the session lives (the last pair may meet its end).
+            translated += self.arrived(INSIDE) and self.arrived(OUTSIDE)
+            time.sleep(0.5)
+        self.assertGreaterEqual(translated, UDP_TIMEOUT, "errors flowed for the whole timeout")
+        self.assertEqual(self.target.counter("sessions_expired"), 1)
+
+    def arrived(self, port: int) -> bool:
+        result = self.dataplane.poll(port_number=port, timeout=1.0)
+        return not isinstance(result, self.dataplane.PollFailure)
