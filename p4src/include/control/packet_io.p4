@@ -53,6 +53,8 @@ control PacketInIngress(inout local_metadata_t local_md) {
     DECLARE_COUNTER(punt_counter, PUNT_REASON_SLOTS);
 
     apply {
+        bool error_copy = local_md.copy_reason == PuntReason_t.TIME_EXCEEDED
+                          || local_md.copy_reason == PuntReason_t.FRAG_NEEDED;
         if (local_md.punt_reason != PuntReason_t.NONE
                 && local_md.drop_reason == DropReason_t.NONE) {
             if (local_md.injected) {
@@ -71,12 +73,17 @@ control PacketInIngress(inout local_metadata_t local_md) {
                 }
             }
         } else if (local_md.copy_reason != PuntReason_t.NONE
-                && !local_md.injected
-                && (local_md.drop_reason == DropReason_t.NONE
-                    || local_md.copy_reason == PuntReason_t.TIME_EXCEEDED
-                    || local_md.copy_reason == PuntReason_t.FRAG_NEEDED)) {
-            // A copy of a forwarded packet (TCP_STATE), or of one dropped
-            // for an ICMP error (error_copy.p4). The copy shares the reason's
+                && (error_copy ? !local_md.skip_nat
+                               : !local_md.injected
+                                 && local_md.drop_reason == DropReason_t.NONE)) {
+            // A copy of a forwarded packet (TCP_STATE; not of an injected
+            // one, whose state the controller took from its punt), or of one
+            // dropped for an ICMP error (error_copy.p4), injected ones
+            // included: the first packet of a new flow over the MTU gets its
+            // fragmentation needed too (the clone is re-parsed from the packet
+            // as the host sent it). Never of a ROUTE packet-out: those are the
+            // controller's translated ICMP errors (no error about an error,
+            // RFC 1812 sec. 4.3.2.7). The copy shares the reason's
             // meter: under a flood of SYNs the controller loses state updates
             // (the session keeps its current timeout), never forwarding; and
             // a red error copy only means no ICMP error (RFC 1812 sec.
