@@ -94,6 +94,34 @@ class PoolExhaustionKeepsExistingFlows(Refusals):
             self.assertEqual(self.receive(OUTSIDE)[UDP].sport, port)
 
 
+NO_UNREACHABLE = {"icmp": {"unreachable_on_exhaustion": False}}
+
+
+@group("drops")
+class ExhaustionWithoutUnreachable(Refusals):
+    """`[icmp] unreachable_on_exhaustion = false`: the refused flow is dropped
+    and counted, and the host hears nothing (the error is optional, RFC 5508)."""
+
+    CONFIG = NO_UNREACHABLE
+
+    def runTest(self) -> None:
+        for sport in (1001, 1002):
+            self.send(
+                INSIDE2,
+                from_inside(
+                    "10.0.1.10", "198.51.100.10", udp(sport, 53), router_mac=ROUTER_IN2_MAC
+                ),
+            )
+            self.assertEqual(self.receive(OUTSIDE)[IP].src, "203.0.113.9")
+        self.send(
+            INSIDE2,
+            from_inside("10.0.1.10", "198.51.100.10", udp(1003, 53), router_mac=ROUTER_IN2_MAC),
+        )
+        self.expect_nothing()
+        self.counted("pool_exhausted", 1)
+        self.assertEqual(self.target.counter("icmp_prohibited_sent"), 0)
+
+
 LIMITS = {"limits": {"ports_per_host": 2, "sessions_per_host": 3}}
 
 
