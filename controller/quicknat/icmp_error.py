@@ -28,6 +28,7 @@ from quicknat.packet import (
     UDP,
     PacketError,
     checksum,
+    checksum_adjust,
     ipv4_header_length,
 )
 
@@ -105,21 +106,6 @@ def _parse(frame: bytes | bytearray) -> _Quote:
     )
 
 
-def _fold(total: int) -> int:
-    while total >> 16:
-        total = (total & 0xFFFF) + (total >> 16)
-    return total
-
-
-def _adjust(cksum: int, old: int, new: int, width: int) -> int:
-    """RFC 1624 eqn. 3 for a field of `width` 16-bit words."""
-    total = ~cksum & 0xFFFF
-    for i in range(width):
-        shift = 16 * (width - 1 - i)
-        total += (~(old >> shift) & 0xFFFF) + ((new >> shift) & 0xFFFF)
-    return ~_fold(total) & 0xFFFF
-
-
 def _put(frame: bytearray, at: int, value: int, size: int) -> None:
     frame[at : at + size] = value.to_bytes(size, "big")
 
@@ -137,16 +123,20 @@ def _rewrite_quoted(frame: bytearray, q: _Quote, src: bool, address: int, port: 
     if q.protocol == UDP:
         at = q.inner_l4 + 6
         if _u16(frame, at):  # 0: no checksum, and it stays so (RFC 768)
-            value = _adjust(_adjust(_u16(frame, at), old_addr, address, 2), old_port, port, 1)
+            value = checksum_adjust(
+                checksum_adjust(_u16(frame, at), old_addr, address, 2), old_port, port, 1
+            )
             _put(frame, at, value or 0xFFFF, 2)
     elif q.protocol == TCP:
         at = q.inner_l4 + 16
         if q.end >= at + 2:  # quoted only when 18 or more bytes of TCP are
-            value = _adjust(_adjust(_u16(frame, at), old_addr, address, 2), old_port, port, 1)
+            value = checksum_adjust(
+                checksum_adjust(_u16(frame, at), old_addr, address, 2), old_port, port, 1
+            )
             _put(frame, at, value, 2)
     else:
         at = q.inner_l4 + 2  # the quoted echo's checksum covers no addresses
-        _put(frame, at, _adjust(_u16(frame, at), old_port, port, 1), 2)
+        _put(frame, at, checksum_adjust(_u16(frame, at), old_port, port, 1), 2)
 
 
 def _session_rewrite(

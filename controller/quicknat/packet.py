@@ -8,7 +8,7 @@ PacketError, which the controller counts as a malformed drop.
 
 from __future__ import annotations
 
-from quicknat.nat.session import FlowKey
+from quicknat.nat.session import FlowKey, Rewrite
 
 ETH_HEADER = 14
 ETHERTYPE_IPV4 = 0x0800
@@ -44,6 +44,45 @@ def checksum(data: bytes | bytearray) -> int:
     while total >> 16:
         total = (total & 0xFFFF) + (total >> 16)
     return ~total & 0xFFFF
+
+
+def checksum_adjust(cksum: int, old: int, new: int, width: int) -> int:
+    """RFC 1624 eqn. 3: `cksum` after a field of `width` 16-bit words changed
+    from `old` to `new`."""
+    total = ~cksum & 0xFFFF
+    for i in range(width):
+        shift = 16 * (width - 1 - i)
+        total += (~(old >> shift) & 0xFFFF) + ((new >> shift) & 0xFFFF)
+    while total >> 16:
+        total = (total & 0xFFFF) + (total >> 16)
+    return ~total & 0xFFFF
+
+
+def rewrite_tcp(frame: bytes, rewrite: Rewrite) -> bytes:
+    """A TCP segment parse_flow accepted, with the session's new source and/or
+    destination (address and port) and both checksums updated; the TTL is the
+    router's to decrement. For segments the switch must not translate itself
+    (an outbound RST, which would restart its entry's idle timer)."""
+    ip = ETH_HEADER
+    l4 = ip + ipv4_header_length(frame)
+    if frame[ip + 9] != TCP or len(frame) < l4 + 18:
+        raise PacketError("not a whole TCP header")
+    out = bytearray(frame)
+    ip_sum = int.from_bytes(out[ip + 10 : ip + 12], "big")
+    tcp_sum = int.from_bytes(out[l4 + 16 : l4 + 18], "big")
+    for endpoint, addr_at, port_at in ((rewrite.src, ip + 12, l4), (rewrite.dst, ip + 16, l4 + 2)):
+        if endpoint is None:
+            continue
+        old_addr = int.from_bytes(out[addr_at : addr_at + 4], "big")
+        old_port = int.from_bytes(out[port_at : port_at + 2], "big")
+        ip_sum = checksum_adjust(ip_sum, old_addr, endpoint.address, 2)
+        tcp_sum = checksum_adjust(tcp_sum, old_addr, endpoint.address, 2)
+        tcp_sum = checksum_adjust(tcp_sum, old_port, endpoint.port, 1)
+        out[addr_at : addr_at + 4] = endpoint.address.to_bytes(4, "big")
+        out[port_at : port_at + 2] = endpoint.port.to_bytes(2, "big")
+    out[ip + 10 : ip + 12] = ip_sum.to_bytes(2, "big")
+    out[l4 + 16 : l4 + 18] = tcp_sum.to_bytes(2, "big")
+    return bytes(out)
 
 
 def parse_flow(frame: bytes) -> FlowKey:

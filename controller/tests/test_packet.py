@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 from quicknat.addr import parse_ipv4 as ip
-from quicknat.nat.session import FlowKey
-from quicknat.packet import PacketError, parse_flow
+from quicknat.nat.allocator import Endpoint
+from quicknat.nat.session import FlowKey, Rewrite
+from quicknat.packet import PacketError, parse_flow, rewrite_tcp
 from scapy.layers.inet import ICMP, IP, TCP, UDP
 from scapy.layers.l2 import ARP, Ether
 
@@ -50,3 +51,33 @@ def test_other_protocols_have_no_ports() -> None:
 def test_malformed_packets_raise_packet_error(data: bytes, reason: str) -> None:
     with pytest.raises(PacketError, match=reason):
         parse_flow(data)
+
+
+@pytest.mark.parametrize(
+    "rewrite",
+    [
+        Rewrite(src=Endpoint(ip("203.0.113.1"), 61000)),  # an outbound RST
+        # a hairpinned one: the sender's external source, the peer's inside host
+        Rewrite(src=Endpoint(ip("203.0.113.1"), 61000), dst=Endpoint(ip("10.0.0.20"), 8080)),
+    ],
+)
+def test_rewrite_tcp_updates_both_checksums(rewrite: Rewrite) -> None:
+    original = Ether() / IP(src="10.0.0.10", dst="198.51.100.10", options=[b"\x01" * 4])
+    original = original / TCP(sport=40000, dport=443, flags="R", seq=7) / b"xxx"
+    got = Ether(rewrite_tcp(bytes(original), rewrite))
+    assert (ip(got[IP].src), got[TCP].sport) == (rewrite.src.address, rewrite.src.port)
+    if rewrite.dst is not None:
+        assert (ip(got[IP].dst), got[TCP].dport) == (rewrite.dst.address, rewrite.dst.port)
+    else:
+        assert (got[IP].dst, got[TCP].dport) == ("198.51.100.10", 443)
+    assert got[IP].ttl == original[IP].ttl  # the router decrements it
+    fresh = got.copy()
+    del fresh[IP].chksum, fresh[TCP].chksum
+    fresh = Ether(bytes(fresh))
+    assert (got[IP].chksum, got[TCP].chksum) == (fresh[IP].chksum, fresh[TCP].chksum)
+
+
+def test_rewrite_tcp_needs_a_whole_tcp_header() -> None:
+    short = bytes(Ether() / IP(dst="198.51.100.10") / TCP(flags="R"))[:-4]
+    with pytest.raises(PacketError):
+        rewrite_tcp(short, Rewrite(src=Endpoint(ip("203.0.113.1"), 1)))

@@ -71,8 +71,11 @@ enum bit<8> PuntReason_t {
                        // sec. 2.2: the controller tracks state, sets timeouts)
     TIME_EXCEEDED = 6, // copy of a packet dropped TTL_EXPIRED: the controller
                        // sends ICMP time exceeded (RFC 1812 sec. 5.3.1)
-    FRAG_NEEDED   = 7  // copy of a DF packet dropped MTU_EXCEEDED: the
+    FRAG_NEEDED   = 7, // copy of a DF packet dropped MTU_EXCEEDED: the
                        // controller sends fragmentation needed (RFC 1191)
+    TCP_RST       = 8  // an inside TCP RST, not looked up (a hit would
+                       // refresh its entry, RFC 7857 sec. 2.2): the
+                       // controller translates and routes it
 }
 
 // Clone session (P4Runtime CloneSessionEntry, one replica to CPU_PORT) of the

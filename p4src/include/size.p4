@@ -34,7 +34,7 @@
 
 // Indexed by PuntReason_t / DropReason_t (define.p4): must stay larger than
 // the largest enum value.
-#define PUNT_REASON_SLOTS 8
+#define PUNT_REASON_SLOTS 16
 #define DROP_REASON_SLOTS 32
 
 #endif // __SIZE__

@@ -64,6 +64,16 @@ class QuickNatTest(BaseTest):
         self.assertTrue(checksums_ok(pkt), f"bad checksum in {pkt.summary()}")
         return pkt
 
+    def arrived(self, port: int, timeout: float = 1.0) -> Packet | None:
+        """The next packet on a port, or None (for a packet that may or may not
+        come, e.g. one sent while its session ages out)."""
+        from scapy.layers.l2 import Ether
+
+        result = self.dataplane.poll(port_number=port, timeout=timeout)
+        if isinstance(result, self.dataplane.PollFailure):
+            return None
+        return Ether(result.packet)
+
     def expect(self, port: int, pkt: Packet) -> None:
         """Exactly this packet on this port (and nothing else checked)."""
         testutils.verify_packet(self, bytes(pkt), port, timeout=RECEIVE_TIMEOUT)

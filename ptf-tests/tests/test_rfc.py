@@ -228,6 +228,43 @@ class TcpFinMakesTheSessionTransitory(TcpStateSetsTheTimeout):
         self.settles("closing", 240)
 
 
+TRANSITORY = 3  # the variant's tcp_transitory, so that a reset session ages in the test
+SHORT_TRANSITORY = {"timeouts": {"tcp_transitory": TRANSITORY}}
+
+
+@group("rfc")
+class OutboundRstDoesNotRefresh(TcpStateSetsTheTimeout):
+    """RFC 7857 sec. 2.2: a RST from inside is translated and passes, turns the
+    session transitory, and does not keep it alive: with a RST every half
+    second, the session still ages out after the transitory timeout."""
+
+    CONFIG = SHORT_TRANSITORY
+
+    def runTest(self) -> None:
+        self.send(INSIDE, from_inside("10.0.0.10", REMOTE, tcp(40010, 443, "S")))
+        out = self.receive(OUTSIDE)
+        external, port = out[IP].src, out[TCP].sport
+        self.send(OUTSIDE, from_outside(REMOTE, external, tcp(443, port, "SA")))
+        self.receive(INSIDE)
+        self.settles("established", 7440)
+        rst = from_inside("10.0.0.10", REMOTE, tcp(40010, 443, "R"))
+        self.send(INSIDE, rst)
+        got = self.receive(OUTSIDE)
+        self.assertEqual((got[IP].src, got[TCP].sport, got[TCP].flags), (external, port, "R"))
+        self.assertEqual((got[IP].dst, got[TCP].dport, got[IP].ttl), (REMOTE, 443, 63))
+        self.assertEqual(bytes(got[TCP].payload), PAYLOAD)
+        self.settles("reset", TRANSITORY)
+        deadline = time.monotonic() + TRANSITORY + 15
+        passed = 0
+        while self.target.sessions():
+            self.assertLess(time.monotonic(), deadline, "the RSTs kept the session alive")
+            self.send(INSIDE, rst)
+            passed += self.arrived(OUTSIDE) is not None
+            time.sleep(0.5)
+        self.assertGreaterEqual(passed, 2)
+        self.assertEqual(self.target.counter("sessions_expired"), 1)
+
+
 @group("rfc")
 class TcpSimultaneousOpen(QuickNatTest):
     """RFC 5382 REQ-2: both sides send a SYN (no SYN-ACK first); the peer's SYN
@@ -464,11 +501,7 @@ class IcmpErrorsDoNotRefreshTheSession(UdpSession):
             self.send(OUTSIDE, inbound)
             self.send(INSIDE, outbound)
             # Both pass while the session lives (the last pair may meet its end).
-            translated += self.arrived(INSIDE) and self.arrived(OUTSIDE)
+            translated += bool(self.arrived(INSIDE) and self.arrived(OUTSIDE))
             time.sleep(0.5)
         self.assertGreaterEqual(translated, UDP_TIMEOUT, "errors flowed for the whole timeout")
         self.assertEqual(self.target.counter("sessions_expired"), 1)
-
-    def arrived(self, port: int) -> bool:
-        result = self.dataplane.poll(port_number=port, timeout=1.0)
-        return not isinstance(result, self.dataplane.PollFailure)

@@ -35,6 +35,7 @@ class PuntReason(enum.IntEnum):
     TCP_STATE = 5
     TIME_EXCEEDED = 6
     FRAG_NEEDED = 7
+    TCP_RST = 8
 
 
 class PacketOutMode(enum.IntEnum):

@@ -46,7 +46,7 @@ from quicknat.p4rt.entities import (
     read_packet_metadata,
     update,
 )
-from quicknat.packet import TCP, PacketError, parse_flow, tcp_flags
+from quicknat.packet import TCP, PacketError, parse_flow, rewrite_tcp, tcp_flags
 
 log = logging.getLogger(__name__)
 
@@ -321,6 +321,8 @@ class Controller:
         if reason == PuntReason.TCP_STATE:
             self._on_tcp_state(packet.payload, key)
             return
+        if reason == PuntReason.TCP_RST and self._route_rst(packet.payload, key, port):
+            return
         try:
             session = self.nat.new_flow(zone, key, self.now())
         except Refused as exc:
@@ -390,6 +392,28 @@ class Controller:
         error = self.icmp.error(frame, port, kind, self.now(), mtu)
         if error is not None:
             self._packet_out(error, port, PacketOutMode.ROUTE)
+
+    def _route_rst(self, payload: bytes, key: FlowKey, port: int) -> bool:
+        """An inside RST the switch did not look up, since a hit would restart
+        its entry's idle timer (RFC 7857 sec. 2.2: an outbound RST does not
+        refresh): tracked (the session turns transitory), translated with its
+        session's rewrite and routed by the switch. False when it has no
+        installed session with a rewrite: then it is handled as a new flow."""
+        session = self.nat.session_for(key)
+        if session is None or not session.installed or key != session.in2out:
+            return False
+        rewrite = session.in2out_rewrite
+        if rewrite is None:  # a hairpin half waiting for its peer
+            return False
+        try:
+            translated = rewrite_tcp(payload, rewrite)
+        except PacketError:
+            self.stats["packet_in.malformed"] += 1
+            return True
+        self._track_tcp(session, key, tcp_flags(payload))
+        self.stats["tcp_rst.routed"] += 1
+        self._packet_out(translated, port, PacketOutMode.ROUTE)
+        return True
 
     def _on_tcp_state(self, payload: bytes, key: FlowKey) -> None:
         """A copy of a SYN, FIN or RST that the switch translated."""
@@ -591,6 +615,7 @@ _HANDLED = frozenset(
         PuntReason.NEW_FLOW_DNAT,
         PuntReason.ICMP_ERROR,
         PuntReason.TCP_STATE,
+        PuntReason.TCP_RST,
         *_ERROR_COPIES,
     }
 )

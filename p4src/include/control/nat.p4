@@ -111,14 +111,34 @@ control NatIngress(inout headers_t hdr,
 
     apply {
         bool hit = false;
+        bool outbound_rst = false;
         if (local_md.l4_ports_valid) {
             if (local_md.zone == ZONE_INSIDE) {
-                hit = nat_in2out.apply().hit;
+                // RFC 7857 sec. 2.2: an outbound RST must not refresh the
+                // session, and any hit restarts an entry's idle timer
+                // (P4Runtime idle timeout). So an inside RST skips the table:
+                // the controller translates it and routes it (punt TCP_RST,
+                // packet-out ROUTE) and cuts the timeout to the transitory one.
+                // One it injected (the first packet of a flow) goes through.
+                if (hdr.tcp.isValid() && hdr.tcp.flags & TCP_FLAG_RST != 0
+                        && !local_md.injected) {
+                    outbound_rst = true;
+                } else {
+                    hit = nat_in2out.apply().hit;
+                }
             } else if (local_md.zone == ZONE_OUTSIDE) {
                 hit = nat_out2in.apply().hit;
             }
         }
-        if (hit && local_md.nat.pending) {
+        if (outbound_rst) {
+            if (hdr.ipv4.ttl <= 1) {
+                drop_with_icmp_error(local_md, DropReason_t.TTL_EXPIRED,
+                                     PuntReason_t.TIME_EXCEEDED);
+            } else {
+                local_md.punt_reason = PuntReason_t.TCP_RST;
+            }
+            local_md.nat.hit = true;
+        } else if (hit && local_md.nat.pending) {
             // Untranslated, as a new flow would be (nat_scope.p4's rules).
             if (hdr.ipv4.ttl <= 1) {
                 drop_with_icmp_error(local_md, DropReason_t.TTL_EXPIRED,
