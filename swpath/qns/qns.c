@@ -17,7 +17,6 @@
 #include "qns_id_index.h"
 #include "qns_subtable.h"
 
-#define QNS_KINDS 2
 #define QNS_PLENS (QNS_PLEN_MAX + 1)
 
 /* Capacity of the shared array that stands for every empty sub-table. */
@@ -198,7 +197,8 @@ qns_lookup_in_kind(const struct qns *q, struct qns_filter_view filter,
 		   uint16_t port)
 {
 	uint64_t todo =
-		atomic_load_explicit(&q->nonempty[kind], memory_order_relaxed);
+		atomic_load_explicit(&q->nonempty[kind], memory_order_relaxed) &
+		qns_filter_ranks(filter, kind, addr);
 	const uint64_t *salt = qns_rank_salt[kind];
 	const int ported = qns_packet_has_ports(proto);
 	const uint32_t packet_forms = ported ? QNS_FORMS_ALL : QNS_FORMS_NOPORT;
@@ -386,6 +386,7 @@ qns_filter_add_rule(struct qns_filter *filter, const struct qns_rule *rule)
 
 	qns_filter_add(filter, qns_hash_addr(qns_rule_table(rule), rule->prefix),
 		       qns_port_filter_pos(qns_key_port_part(key)));
+	qns_filter_add_block(filter, rule->kind, rule->prefix, rule->plen);
 }
 
 /* Fills a new filter from the live rules, swaps it in, retires the old one. */
