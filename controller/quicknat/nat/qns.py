@@ -189,47 +189,43 @@ class Qns:
         source), each as in lookup_kind. This is the per-new-flow hot path, so the
         two kinds are written out rather than calling lookup_kind twice: a Python
         call costs about as much as visiting a sub-table."""
-        ported = protocol in _PORTED
-        if ported:
-            exact = dport << 8
-            keys: tuple[int, ...] = (exact | protocol, exact, _WILD | protocol, _WILD)
-        else:
-            keys = (_WILD | protocol, _WILD)
+        if protocol in _PORTED:
+            k0, k1 = (dport << 8) | protocol, dport << 8
+        else:  # no port: the port forms cannot match, so probe the others twice
+            k0, k1 = _WILD | protocol, _WILD
+        k2, k3 = _WILD | protocol, _WILD
         tables = self._dnat
         for mask, table in tables.blocks.get(dst >> _BLOCK_SHIFT, tables.short):
             entries = table.get(dst & mask)
-            if entries is not None:
-                for key in keys:
-                    rule = entries.get(key)
-                    if rule is not None:
-                        return rule
-        if ported:
-            exact = sport << 8
-            keys = (exact | protocol, exact, _WILD | protocol, _WILD)
+            # A Rule is always true: the first found ends the chain.
+            if entries is not None and (
+                rule := entries.get(k0) or entries.get(k1) or entries.get(k2) or entries.get(k3)
+            ):
+                return rule
+        if protocol in _PORTED:
+            k0, k1 = (sport << 8) | protocol, sport << 8
         tables = self._snat
         for mask, table in tables.blocks.get(src >> _BLOCK_SHIFT, tables.short):
             entries = table.get(src & mask)
-            if entries is not None:
-                for key in keys:
-                    rule = entries.get(key)
-                    if rule is not None:
-                        return rule
+            if entries is not None and (
+                rule := entries.get(k0) or entries.get(k1) or entries.get(k2) or entries.get(k3)
+            ):
+                return rule
         return None
 
     def lookup_kind(self, kind: RuleKind, protocol: int, address: int, port: int) -> Rule | None:
         """Longest prefix first; exact port before wildcard; exact protocol before any.
         ``port`` is ignored unless the protocol is TCP or UDP."""
         if protocol in _PORTED:
-            exact = port << 8
-            keys: tuple[int, ...] = (exact | protocol, exact, _WILD | protocol, _WILD)
+            k0, k1 = (port << 8) | protocol, port << 8
         else:
-            keys = (_WILD | protocol, _WILD)
+            k0, k1 = _WILD | protocol, _WILD
+        k2, k3 = _WILD | protocol, _WILD
         tables = self._kinds[kind]
         for mask, table in tables.blocks.get(address >> _BLOCK_SHIFT, tables.short):
             entries = table.get(address & mask)
-            if entries is not None:
-                for key in keys:
-                    rule = entries.get(key)
-                    if rule is not None:
-                        return rule
+            if entries is not None and (
+                rule := entries.get(k0) or entries.get(k1) or entries.get(k2) or entries.get(k3)
+            ):
+                return rule
         return None
