@@ -16,13 +16,13 @@
  * The protocol is left out so that two tests cover the four probe forms.
  *
  * The filter also holds a block table per kind: the address space is cut
- * into 2^block_bits blocks (/8 to /16, more for bigger filters), and a
- * block's 32-bit word has bit 32 - plen set when a rule of that prefix
- * length lies inside the block (plen >= block_bits). A lookup ANDs its
- * block's word into the bitmap of non-empty sub-tables before it visits
- * any, so that of the long prefix lengths it visits only those with a rule
- * near the address; rules shorter than a block are always visited. Each
- * visit costs a hash and a filter load, so this cuts the lookup's main
+ * into 2^block_bits blocks (/8 for the smallest filter, up to /16 for the
+ * biggest), and a block's 32-bit word has bit 32 - plen set when a rule of
+ * that prefix length lies inside the block (plen >= block_bits). A lookup
+ * ANDs its block's word into the bitmap of non-empty sub-tables before it
+ * visits any, so that of the long prefix lengths it visits only those with
+ * a rule near the address; rules shorter than a block are always visited.
+ * Each visit costs a hash and a filter load, so this cuts the lookup's main
  * cost when rules are spread over many lengths and many addresses.
  *
  * Concurrency: one writer sets bits (before publishing the slot they stand

@@ -84,13 +84,6 @@ qns_key(uint32_t masked_addr, uint16_t port, uint8_t proto, int has_port)
 	       (uint64_t)proto << 8 | (uint64_t)(has_port != 0);
 }
 
-/* The (port, protocol, has-port) half of a key. */
-static inline uint32_t
-qns_key_low(uint64_t key)
-{
-	return (uint32_t)key;
-}
-
 /* The port part of a key's low half: what the filter looks at. */
 static inline uint32_t
 qns_key_port_part(uint64_t key)
@@ -145,7 +138,7 @@ qns_key_any_proto(uint64_t key)
 	return key & ~(uint64_t)0xff00;
 }
 
-/* The live rule stored under key (whose hash is given), or NULL. */
+/* The live rule stored under exactly key (whose hash is given), or NULL. */
 static inline const struct qns_rule *
 qns_slots_probe(const struct qns_slots *s, uint64_t key, uint64_t hash)
 {
