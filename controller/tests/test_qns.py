@@ -151,3 +151,48 @@ def test_random_rules_agree_with_linear_scan_through_adds_and_removes() -> None:
                 src, dst = dst, src
             expected = reference.lookup(proto, src, sport, dst, dport)
             assert qns.lookup(proto, src, sport, dst, dport) is expected
+
+
+def test_rules_around_block_boundaries_agree_with_linear_scan() -> None:
+    """Lookups visit /16../32 sub-tables per /16 block and shorter ones always:
+    rules just shorter than, as long as and longer than a block, over a few
+    neighbouring blocks, added and removed until every list has been rebuilt."""
+    rng = random.Random(1616)
+    qns, reference = Qns(), LinearScan()
+    live: list[int] = []
+    taken: set[object] = set()  # match keys
+
+    def near() -> int:  # 10.0.0.0/8 with bits 17..15 and the last octet varied
+        return parse_ipv4("10.0.0.0") | rng.getrandbits(3) << 15 | rng.getrandbits(8)
+
+    for rule_id in range(1, 4000):
+        if live and rng.random() < (0.3 if rule_id < 3000 else 0.9):
+            victim = live.pop(rng.randrange(len(live)))
+            removed = qns.remove(victim)
+            assert removed == reference.remove(victim)
+            taken.remove(removed.match_key)
+        else:
+            length = rng.choice([0, 8, 14, 15, 16, 17, 24, 32])
+            candidate = Rule(
+                rule_id,
+                rng.choice([SNAT, DNAT]),
+                Prefix(near() & mask_of(length), length),
+                rng.choice([None, 80]),
+                rng.choice([Protocol.TCP, Protocol.ANY]),
+            )
+            if candidate.match_key in taken:
+                continue
+            qns.add(candidate)
+            reference.add(candidate)
+            live.append(rule_id)
+            taken.add(candidate.match_key)
+        for _ in range(3):
+            proto, address, other, port = rng.choice([TCP, ICMP]), near(), near(), 80
+            assert qns.lookup(proto, address, port, other, port) is reference.lookup(
+                proto, address, port, other, port
+            )
+            for kind in (SNAT, DNAT):
+                assert qns.lookup_kind(kind, proto, address, port) is reference.lookup_kind(
+                    kind, proto, address, port
+                )
+    assert len(qns) == len(live)

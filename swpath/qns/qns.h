@@ -26,6 +26,9 @@ enum qns_kind {
 	QNS_DNAT = 1, /* matches the packet's destination address and port */
 };
 
+/* Number of rule kinds. */
+#define QNS_KINDS 2
+
 /* Rule protocol wildcard; real protocols use their IANA numbers (6, 17, 1). */
 #define QNS_PROTO_ANY 0
 

@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "qns.h"
 #include "qns_compiler.h"
 #include "qns_filter.h"
 
@@ -21,10 +22,39 @@
  */
 #define QNS_FILTER_WORDS_PER_KEY 2u
 
+/*
+ * Blocks per kind: a quarter of the filter's words, between a /8 and a /16
+ * block, so the block table costs at most half of the words' memory and a
+ * /16 table (512 KiB for both kinds) only from 131,072 words, about 65,000
+ * rules, up.
+ */
+#define QNS_FILTER_MIN_BLOCK_BITS 8u
+#define QNS_FILTER_MAX_BLOCK_BITS 16u
+
+static uint32_t
+qns_filter_block_bits(uint32_t words)
+{
+	uint32_t bits = (uint32_t)__builtin_ctz(words) - 2;
+
+	if (bits < QNS_FILTER_MIN_BLOCK_BITS)
+		return QNS_FILTER_MIN_BLOCK_BITS;
+	return bits > QNS_FILTER_MAX_BLOCK_BITS ? QNS_FILTER_MAX_BLOCK_BITS : bits;
+}
+
+/* The bytes of word[]; the block table follows them. */
+static size_t
+qns_filter_words_size(uint32_t words)
+{
+	return sizeof(struct qns_filter) + (size_t)words * sizeof(uint64_t);
+}
+
 size_t
 qns_filter_size(uint32_t words)
 {
-	return sizeof(struct qns_filter) + (size_t)words * sizeof(uint64_t);
+	/* A multiple of 64: the block table is at least 2 KiB. */
+	return qns_filter_words_size(words) +
+	       ((size_t)QNS_KINDS << qns_filter_block_bits(words)) *
+		       sizeof(uint32_t);
 }
 
 uint32_t
@@ -57,6 +87,8 @@ qns_filter_alloc(uint32_t words)
 		return NULL;
 	memset(f, 0, size);
 	f->mask = words - 1;
+	f->block_bits = qns_filter_block_bits(words);
+	f->block = (_Atomic uint32_t *)((char *)f + qns_filter_words_size(words));
 	return f;
 }
 
@@ -71,4 +103,21 @@ qns_filter_add(struct qns_filter *f, uint64_t addr_hash, unsigned int port_pos)
 			      atomic_load_explicit(word, memory_order_relaxed) | bit,
 			      memory_order_relaxed);
 	f->keys++;
+}
+
+void
+qns_filter_add_block(struct qns_filter *f, unsigned int kind, uint32_t prefix,
+		     unsigned int plen)
+{
+	_Atomic uint32_t *block;
+
+	if (plen < f->block_bits)
+		return; /* shorter than a block: its length is always visited */
+	block = &f->block[(uint64_t)kind << f->block_bits |
+			  prefix >> (32 - f->block_bits)];
+	atomic_store_explicit(
+		block,
+		atomic_load_explicit(block, memory_order_relaxed) |
+			1u << (QNS_PLEN_MAX - plen),
+		memory_order_relaxed);
 }

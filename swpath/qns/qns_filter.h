@@ -15,6 +15,16 @@
  * address's number to both positions is rotating the pair of bits by it.
  * The protocol is left out so that two tests cover the four probe forms.
  *
+ * The filter also holds a block table per kind: the address space is cut
+ * into 2^block_bits blocks (/8 for the smallest filter, up to /16 for the
+ * biggest), and a block's 32-bit word has bit 32 - plen set when a rule of
+ * that prefix length lies inside the block (plen >= block_bits). A lookup
+ * ANDs its block's word into the bitmap of non-empty sub-tables before it
+ * visits any, so that of the long prefix lengths it visits only those with
+ * a rule near the address; rules shorter than a block are always visited.
+ * Each visit costs a hash and a filter load, so this cuts the lookup's main
+ * cost when rules are spread over many lengths and many addresses.
+ *
  * Concurrency: one writer sets bits (before publishing the slot they stand
  * for) and never clears them; deleted rules leave bits behind, which only
  * cost a probe. Rebuilding (to grow, shrink or drop stale bits) fills a new
@@ -29,9 +39,13 @@
 #include <stdint.h>
 
 struct qns_filter {
-	uint32_t mask;      /* words - 1, words a power of two */
-	uint32_t keys;      /* keys added since this filter was built (writer) */
-	uint64_t reserved[7]; /* word[] starts on its own cache line */
+	uint32_t mask;       /* words - 1, words a power of two */
+	uint32_t keys;       /* keys added since this filter was built (writer) */
+	uint32_t block_bits; /* log2 of the blocks per kind */
+	uint32_t reserved32;
+	/* [kind << block_bits | block], after word[] in the same allocation */
+	_Atomic uint32_t *block;
+	uint64_t reserved[5]; /* word[] starts on its own cache line */
 	_Atomic uint64_t word[];
 };
 
@@ -75,13 +89,34 @@ qns_rotl64(uint64_t x, unsigned int n)
  */
 struct qns_filter_view {
 	const _Atomic uint64_t *word;
+	const _Atomic uint32_t *block;
 	uint32_t mask;
+	uint32_t block_bits;
 };
 
 static inline struct qns_filter_view
 qns_filter_view(const struct qns_filter *f)
 {
-	return (struct qns_filter_view){ f->word, f->mask };
+	return (struct qns_filter_view){ f->word, f->block, f->mask,
+					 f->block_bits };
+}
+
+/*
+ * The ranks (32 - plen) that may hold a rule of this kind matching addr:
+ * those the address's block has bits for, and all ranks of prefixes
+ * shorter than a block.
+ */
+static inline uint64_t
+qns_filter_ranks(struct qns_filter_view v, unsigned int kind, uint32_t addr)
+{
+	/* Ranks 0 .. 32 - block_bits are those of prefixes a block holds. */
+	uint64_t short_ranks = ~0ull << (33 - v.block_bits);
+	uint32_t block = atomic_load_explicit(
+		&v.block[(uint64_t)kind << v.block_bits |
+			 addr >> (32 - v.block_bits)],
+		memory_order_relaxed);
+
+	return block | short_ranks;
 }
 
 /* The word for a sub-table address hash. */
@@ -119,5 +154,9 @@ struct qns_filter *qns_filter_alloc(uint32_t words);
 /* Sets the bit of a key; only the writer calls this. */
 void qns_filter_add(struct qns_filter *f, uint64_t addr_hash,
 		    unsigned int port_pos);
+
+/* Sets the block table bit of a rule; only the writer calls this. */
+void qns_filter_add_block(struct qns_filter *f, unsigned int kind,
+			  uint32_t prefix, unsigned int plen);
 
 #endif /* QUICKNAT_QNS_FILTER_H */

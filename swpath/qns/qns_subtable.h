@@ -26,19 +26,6 @@
 #include "qns.h"
 #include "qns_compiler.h"
 
-/* The probe forms of docs/qns.md, numbered in lookup order. */
-enum qns_form {
-	QNS_FORM_PORT_PROTO = 0,   /* exact port, exact protocol */
-	QNS_FORM_PORT_ANY = 1,     /* exact port, protocol any */
-	QNS_FORM_NOPORT_PROTO = 2, /* wildcard port, exact protocol */
-	QNS_FORM_NOPORT_ANY = 3,   /* wildcard port, protocol any */
-	QNS_FORM_COUNT = 4,
-};
-
-/* Form masks: bit f stands for form f. */
-#define QNS_FORMS_ALL 0xfu
-#define QNS_FORMS_NOPORT (1u << QNS_FORM_NOPORT_PROTO | 1u << QNS_FORM_NOPORT_ANY)
-
 /* Smallest array allocated for a sub-table that holds rules. */
 #define QNS_SLOTS_MIN_CAPACITY 16u
 
@@ -97,13 +84,6 @@ qns_key(uint32_t masked_addr, uint16_t port, uint8_t proto, int has_port)
 	       (uint64_t)proto << 8 | (uint64_t)(has_port != 0);
 }
 
-/* The (port, protocol, has-port) half of a key. */
-static inline uint32_t
-qns_key_low(uint64_t key)
-{
-	return (uint32_t)key;
-}
-
 /* The port part of a key's low half: what the filter looks at. */
 static inline uint32_t
 qns_key_port_part(uint64_t key)
@@ -112,11 +92,13 @@ qns_key_port_part(uint64_t key)
 }
 
 /*
- * A key's hash is hash_addr(sub-table, masked address) ^ hash_low(low half):
- * a lookup hashes the address once per sub-table, for the filter and for
- * the probes alike, and the low halves once per probe form. Both are
- * multiplicative (Fibonacci) hashes read from the top bits, which depend on
- * every input bit.
+ * A key's hash is hash_addr(sub-table, masked address) ^ hash_low(port
+ * part): a lookup hashes the address once per sub-table, for the filter and
+ * for the probes alike, and its port part once. Both are multiplicative
+ * (Fibonacci) hashes read from the top bits, which depend on every input
+ * bit. The protocol is left out, so the keys that differ only in it (at
+ * most tcp, udp and any for a port) share a probe sequence, and one walk
+ * finds a packet's exact-protocol and any-protocol rule alike.
  */
 static inline uint64_t
 qns_hash_addr_salted(uint64_t table_salt, uint32_t masked_addr)
@@ -140,7 +122,7 @@ static inline uint64_t
 qns_key_hash(unsigned int table, uint64_t key)
 {
 	return qns_hash_addr(table, (uint32_t)(key >> 32)) ^
-	       qns_hash_low(qns_key_low(key));
+	       qns_hash_low(qns_key_port_part(key));
 }
 
 static inline uint32_t
@@ -149,7 +131,14 @@ qns_slots_capacity(const struct qns_slots *s)
 	return s->mask + 1;
 }
 
-/* Reader side: the live rule stored under key (whose hash is given), or NULL. */
+/* The key of the same address and port with protocol any. */
+static inline uint64_t
+qns_key_any_proto(uint64_t key)
+{
+	return key & ~(uint64_t)0xff00;
+}
+
+/* The live rule stored under exactly key (whose hash is given), or NULL. */
 static inline const struct qns_rule *
 qns_slots_probe(const struct qns_slots *s, uint64_t key, uint64_t hash)
 {
@@ -165,6 +154,38 @@ qns_slots_probe(const struct qns_slots *s, uint64_t key, uint64_t hash)
 			return NULL;
 		if (slot->key == key && likely(rule != QNS_TOMBSTONE))
 			return rule;
+		i = (i + 1) & s->mask;
+	}
+}
+
+/*
+ * Reader side: the live rule under key, else the one under its any-protocol
+ * twin, else NULL: the probe forms "exact protocol" then "protocol any" of
+ * one port part (docs/qns.md) in one walk, as they share a probe sequence.
+ */
+static inline const struct qns_rule *
+qns_slots_probe_protos(const struct qns_slots *s, uint64_t key, uint64_t hash)
+{
+	const uint64_t any = qns_key_any_proto(key);
+	const struct qns_rule *found = NULL;
+	uint32_t i = (uint32_t)(hash >> s->shift);
+
+	for (;;) {
+		const struct qns_slot *slot = &s->slot[i];
+		const struct qns_rule *rule =
+			atomic_load_explicit(&slot->rule, memory_order_acquire);
+		uint64_t here;
+
+		/* Load limit < 1: every probe sequence reaches an empty slot. */
+		if (rule == NULL)
+			return found;
+		here = slot->key;
+		if (likely(rule != QNS_TOMBSTONE)) {
+			if (here == key)
+				return rule;
+			if (here == any)
+				found = rule;
+		}
 		i = (i + 1) & s->mask;
 	}
 }

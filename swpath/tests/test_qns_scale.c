@@ -298,9 +298,67 @@ test_differential_bulk(void **state)
 	free(rules);
 }
 
+/*
+ * A rule at every prefix length of both kinds, nested around one address,
+ * beside growing numbers of unrelated rules: the filter's block table has
+ * blocks from /8 to /16 as it grows, so rules shorter than a block, as
+ * long as one and longer are all covered at each size. Deleting the winner
+ * must reveal the next shorter prefix every time.
+ */
+static void
+test_every_length_at_every_block_size(void **state)
+{
+	/* Past each point where the filter grows: blocks of /8, /9 ... /16. */
+	static const uint32_t padding[] = { 0, 600, 2500, 10000, 40000, 132000 };
+	const uint32_t addr = IP4(10, 77, 200, 131);
+	const uint32_t nested_id = 1000000;
+	unsigned int n, plen, kind;
+	uint32_t i;
+
+	(void)state;
+	for (n = 0; n < sizeof(padding) / sizeof(padding[0]); n++) {
+		struct qns *q = qns_create(NULL);
+
+		assert_non_null(q);
+		/* Elsewhere (11.0.0.0/8 and up), /32s with their own ports. */
+		for (i = 0; i < padding[n]; i++) {
+			struct qns_rule r = test_rule(
+				i + 1, i % 2 ? QNS_DNAT : QNS_SNAT,
+				(11 + i % 100) << 24 | (i * 2654435761u & 0xffffffu),
+				32, (int)(i % 60000), TCP);
+
+			assert_int_equal(qns_add(q, &r), 0);
+		}
+		for (kind = 0; kind < QNS_KINDS; kind++) {
+			for (plen = 0; plen <= 32; plen++) {
+				uint32_t mask = plen ? ~0u << (32 - plen) : 0;
+				struct qns_rule r = test_rule(
+					nested_id + kind * 100 + plen, kind,
+					addr & mask, plen, NOPORT, ANY);
+
+				assert_int_equal(qns_add(q, &r), 0);
+			}
+		}
+		for (plen = 33; plen-- > 0;) {
+			for (kind = 0; kind < QNS_KINDS; kind++) {
+				uint32_t id = nested_id + kind * 100 + plen;
+
+				assert_int_equal(test_id(qns_lookup_kind(
+							 q, kind, UDP, addr, 9)),
+						 id);
+				assert_int_equal(qns_del(q, id), 0);
+			}
+		}
+		assert_int_equal(test_id(qns_lookup_kind(q, QNS_SNAT, UDP, addr, 9)),
+				 0);
+		qns_free(q);
+	}
+}
+
 static const struct CMUnitTest qns_scale_tests[] = {
 	cmocka_unit_test(test_grow_to_100k_and_shrink),
 	cmocka_unit_test(test_tombstone_churn),
+	cmocka_unit_test(test_every_length_at_every_block_size),
 	cmocka_unit_test(test_differential_random),
 	cmocka_unit_test(test_differential_bulk),
 };

@@ -3,8 +3,12 @@
 One sub-table per (kind, prefix length). A sub-table maps the masked address to
 the rules at that address, keyed by an integer that packs (port or wildcard,
 protocol or any), so one probe is one dict lookup on a small int. Only non-empty
-sub-tables are visited (the paper's bitmap is the ``_order`` list here), longest
-prefix first.
+sub-tables are visited, longest prefix first; the paper's bitmap of non-empty
+sub-tables is refined by /16 blocks (as the C filter's block table does): a
+lookup visits the /16../32 sub-tables that have an address in the packet
+address's /16, then the non-empty ones shorter than /16. Each visit is a turn of
+an interpreted loop, the lookup's main cost, so skipping the sub-tables that
+cannot match pays even though each would only be a dict miss.
 
 The C implementation (swpath/qns/qns.c) has the same semantics; the vectors in
 tests/vectors/qns/ are run against both.
@@ -23,7 +27,13 @@ WILDCARD_PORT = 1 << 16
 _WILD = WILDCARD_PORT << 8
 _PORTED = (int(Protocol.TCP), int(Protocol.UDP))
 
+# Blocks are /16s: sub-tables of /16 and longer are listed per block.
+_BLOCK_SHIFT = 16
+_BLOCK_PLEN = MAX_PLEN - _BLOCK_SHIFT
+
 _SubTable = dict[int, dict[int, Rule]]
+# What a lookup visits, in order: (netmask, sub-table) pairs.
+_Visits = tuple[tuple[int, _SubTable], ...]
 
 
 class QnsError(Exception):
@@ -47,19 +57,86 @@ def _probe_key(rule: Rule) -> int:
     return (port << 8) | int(rule.protocol)
 
 
+class _KindTables:
+    """The sub-tables of one kind and the visit lists lookups read.
+
+    ``short`` lists the non-empty sub-tables shorter than a block, longest
+    first. ``blocks`` maps a block (address >> 16) that holds an address of a
+    /16../32 sub-table to the visit list for addresses in it: those sub-tables,
+    longest first, then ``short``; any other block's list is ``short``. Lists are
+    replaced, never edited in place, so a lookup holding one stays valid."""
+
+    __slots__ = ("blocks", "long", "short", "tables", "used")
+
+    def __init__(self) -> None:
+        # tables[plen]: masked address -> probe key -> rule
+        self.tables: list[_SubTable] = [{} for _ in range(MAX_PLEN + 1)]
+        self.short: _Visits = ()
+        self.blocks: dict[int, _Visits] = {}
+        # Per block, its /16../32 part of the visit list; per (block, length),
+        # keyed block << 6 | length, how many addresses of that sub-table lie in
+        # the block.
+        self.long: dict[int, _Visits] = {}
+        self.used: dict[int, int] = {}
+
+    def address_added(self, plen: int, address: int) -> None:
+        if plen < _BLOCK_PLEN:
+            if len(self.tables[plen]) == 1:
+                self._short_changed()
+            return
+        block = address >> _BLOCK_SHIFT
+        key = block << 6 | plen
+        count = self.used.get(key, 0)
+        self.used[key] = count + 1
+        if count == 0:
+            self._block_changed(block)
+
+    def address_removed(self, plen: int, address: int) -> None:
+        if plen < _BLOCK_PLEN:
+            if not self.tables[plen]:
+                self._short_changed()
+            return
+        block = address >> _BLOCK_SHIFT
+        key = block << 6 | plen
+        count = self.used.pop(key) - 1
+        if count:
+            self.used[key] = count
+        else:
+            self._block_changed(block)
+
+    def _block_changed(self, block: int) -> None:
+        tables, used = self.tables, self.used
+        long = tuple(
+            (mask_of(plen), tables[plen])
+            for plen in range(MAX_PLEN, _BLOCK_PLEN - 1, -1)
+            if block << 6 | plen in used
+        )
+        if long:
+            self.long[block] = long
+            self.blocks[block] = long + self.short
+        else:
+            del self.long[block], self.blocks[block]
+
+    def _short_changed(self) -> None:
+        tables = self.tables
+        self.short = short = tuple(
+            (mask_of(plen), tables[plen]) for plen in range(_BLOCK_PLEN - 1, -1, -1) if tables[plen]
+        )
+        # Rare (a short length gains its first or loses its last address), and
+        # then every block's list ends differently.
+        self.blocks = {block: long + short for block, long in self.long.items()}
+
+
 class Qns:
     """The rule table. Not thread-safe: the controller updates and reads it from
     one asyncio loop (the C library is the one with lock-free readers)."""
 
-    __slots__ = ("_by_id", "_order", "_tables")
+    __slots__ = ("_by_id", "_dnat", "_kinds", "_snat")
 
     def __init__(self) -> None:
-        # _tables[kind][plen]: masked address -> probe key -> rule
-        self._tables: dict[RuleKind, list[_SubTable]] = {
-            kind: [{} for _ in range(MAX_PLEN + 1)] for kind in RuleKind
-        }
-        # Non-empty sub-tables per kind, longest prefix first: (mask, sub-table).
-        self._order: dict[RuleKind, list[tuple[int, _SubTable]]] = {kind: [] for kind in RuleKind}
+        self._kinds: dict[RuleKind, _KindTables] = {kind: _KindTables() for kind in RuleKind}
+        self._dnat = self._kinds[RuleKind.DNAT]
+        self._snat = self._kinds[RuleKind.SNAT]
         self._by_id: dict[int, Rule] = {}
 
     def __len__(self) -> int:
@@ -79,79 +156,76 @@ class Qns:
             raise InvalidRule(f"rule {rule.id}: a port needs protocol tcp, udp or any")
         if rule.id in self._by_id:
             raise RuleExists(f"rule id {rule.id} already exists")
-        table = self._tables[rule.kind][rule.prefix.length]
-        entries = table.setdefault(rule.prefix.address, {})
+        kind = self._kinds[rule.kind]
+        plen, address = rule.prefix.length, rule.prefix.address
+        table = kind.tables[plen]
+        entries = table.get(address)
         key = _probe_key(rule)
-        existing = entries.get(key)
-        if existing is not None:
-            raise RuleExists(f"rule {rule.id}: same match as rule {existing.id}")
+        if entries is not None and key in entries:
+            raise RuleExists(f"rule {rule.id}: same match as rule {entries[key].id}")
+        if entries is None:
+            table[address] = entries = {}
+            kind.address_added(plen, address)
         entries[key] = rule
         self._by_id[rule.id] = rule
-        if len(table) == 1 and len(entries) == 1:
-            self._reorder(rule.kind)
 
     def remove(self, rule_id: int) -> Rule:
         """Remove a rule by id and return it; raises RuleNotFound."""
         rule = self._by_id.pop(rule_id, None)
         if rule is None:
             raise RuleNotFound(f"no rule with id {rule_id}")
-        table = self._tables[rule.kind][rule.prefix.length]
-        entries = table[rule.prefix.address]
+        kind = self._kinds[rule.kind]
+        plen, address = rule.prefix.length, rule.prefix.address
+        table = kind.tables[plen]
+        entries = table[address]
         del entries[_probe_key(rule)]
         if not entries:
-            del table[rule.prefix.address]
-            if not table:
-                self._reorder(rule.kind)
+            del table[address]
+            kind.address_removed(plen, address)
         return rule
-
-    def _reorder(self, kind: RuleKind) -> None:
-        tables = self._tables[kind]
-        # A new list, not an in-place edit: a lookup holding the old one stays valid.
-        self._order[kind] = [
-            (mask_of(plen), tables[plen]) for plen in range(MAX_PLEN, -1, -1) if tables[plen]
-        ]
 
     def lookup(self, protocol: int, src: int, sport: int, dst: int, dport: int) -> Rule | None:
         """The first matching rule: DNAT (on the destination) before SNAT (on the
         source), each as in lookup_kind. This is the per-new-flow hot path, so the
-        two kinds are written out rather than calling lookup_kind twice."""
+        two kinds are written out rather than calling lookup_kind twice: a Python
+        call costs about as much as visiting a sub-table."""
         if protocol in _PORTED:
-            exact = dport << 8
-            keys: tuple[int, ...] = (exact | protocol, exact, _WILD | protocol, _WILD)
-        else:
-            keys = (_WILD | protocol, _WILD)
-        for mask, table in self._order[RuleKind.DNAT]:
+            k0, k1 = (dport << 8) | protocol, dport << 8
+        else:  # no port: the port forms cannot match, so probe the others twice
+            k0, k1 = _WILD | protocol, _WILD
+        k2, k3 = _WILD | protocol, _WILD
+        tables = self._dnat
+        for mask, table in tables.blocks.get(dst >> _BLOCK_SHIFT, tables.short):
             entries = table.get(dst & mask)
-            if entries is not None:
-                for key in keys:
-                    rule = entries.get(key)
-                    if rule is not None:
-                        return rule
+            # A Rule is always true: the first found ends the chain.
+            if entries is not None and (
+                rule := entries.get(k0) or entries.get(k1) or entries.get(k2) or entries.get(k3)
+            ):
+                return rule
         if protocol in _PORTED:
-            exact = sport << 8
-            keys = (exact | protocol, exact, _WILD | protocol, _WILD)
-        for mask, table in self._order[RuleKind.SNAT]:
+            k0, k1 = (sport << 8) | protocol, sport << 8
+        tables = self._snat
+        for mask, table in tables.blocks.get(src >> _BLOCK_SHIFT, tables.short):
             entries = table.get(src & mask)
-            if entries is not None:
-                for key in keys:
-                    rule = entries.get(key)
-                    if rule is not None:
-                        return rule
+            if entries is not None and (
+                rule := entries.get(k0) or entries.get(k1) or entries.get(k2) or entries.get(k3)
+            ):
+                return rule
         return None
 
     def lookup_kind(self, kind: RuleKind, protocol: int, address: int, port: int) -> Rule | None:
         """Longest prefix first; exact port before wildcard; exact protocol before any.
         ``port`` is ignored unless the protocol is TCP or UDP."""
         if protocol in _PORTED:
-            exact = port << 8
-            keys: tuple[int, ...] = (exact | protocol, exact, _WILD | protocol, _WILD)
+            k0, k1 = (port << 8) | protocol, port << 8
         else:
-            keys = (_WILD | protocol, _WILD)
-        for mask, table in self._order[kind]:
+            k0, k1 = _WILD | protocol, _WILD
+        k2, k3 = _WILD | protocol, _WILD
+        tables = self._kinds[kind]
+        for mask, table in tables.blocks.get(address >> _BLOCK_SHIFT, tables.short):
             entries = table.get(address & mask)
-            if entries is not None:
-                for key in keys:
-                    rule = entries.get(key)
-                    if rule is not None:
-                        return rule
+            if entries is not None and (
+                rule := entries.get(k0) or entries.get(k1) or entries.get(k2) or entries.get(k3)
+            ):
+                return rule
         return None
