@@ -50,13 +50,33 @@ void sp_hairpin(struct sp_worker *w, struct rte_mbuf *m, struct sp_pkt *p,
 unsigned sp_owner_external(uint8_t proto, uint32_t addr, uint16_t port);
 
 /*
+ * A hairpinned packet on its second pass, as it arrived for its first: the
+ * sender's own source (stashed in the mbuf by sp_translate) and the TTL
+ * before the first pass decremented it. Its destination is still the
+ * public endpoint the sender used: the second pass has not rewritten it.
+ */
+static inline void
+sp_hairpin_unwind(struct rte_mbuf *m, struct sp_pkt *p)
+{
+	const struct sp_mbuf_meta *meta = sp_mbuf_meta(m);
+	uint16_t old, new;
+
+	sp_rewrite_src(p, meta->hp_src_addr, meta->hp_src_port);
+	memcpy(&old, &p->ip->time_to_live, sizeof(old));
+	p->ip->time_to_live++;
+	memcpy(&new, &p->ip->time_to_live, sizeof(new));
+	p->ip->hdr_checksum = sp_cksum_adjust16(p->ip->hdr_checksum, old, new);
+}
+
+/*
  * RFC 4787 REQ-13, RFC 1191: a packet bigger than the MTU of the interface
  * route ri leaves by is dropped, never fragmented; with DF set, and error,
- * its sender gets fragmentation needed (m arrived on iface, unchanged).
- * Returns 1 when m was consumed.
+ * its sender gets fragmentation needed quoting m as it arrived on iface
+ * (untranslated yet, or a hairpinned packet unwound). Returns 1 when m was
+ * consumed.
  */
 static inline int
-sp_too_big(struct sp_worker *w, struct rte_mbuf *m, const struct sp_pkt *p,
+sp_too_big(struct sp_worker *w, struct rte_mbuf *m, struct sp_pkt *p,
 	   uint16_t ri, uint16_t iface, int error, const struct sp_runtime *rt)
 {
 	uint16_t mtu;
@@ -67,11 +87,14 @@ sp_too_big(struct sp_worker *w, struct rte_mbuf *m, const struct sp_pkt *p,
 	if (likely(rte_be_to_cpu_16(p->ip->total_length) <= mtu))
 		return 0;
 	SP_INC(w, drop_mtu);
-	if (error && (p->ip->fragment_offset & RTE_BE16(RTE_IPV4_HDR_DF_FLAG)))
+	if (error && (p->ip->fragment_offset & RTE_BE16(RTE_IPV4_HDR_DF_FLAG))) {
+		if (*sp_meta(m) & SP_META_OUTSIDE)
+			sp_hairpin_unwind(m, p);
 		sp_icmp_error_send(w, m, iface, SP_ICMP_DEST_UNREACH,
 				   SP_ICMP_CODE_FRAG_NEEDED, mtu, rt);
-	else
+	} else {
 		rte_pktmbuf_free(m);
+	}
 	return 1;
 }
 
@@ -89,19 +112,26 @@ sp_translate(struct sp_worker *w, struct rte_mbuf *m, struct sp_pkt *p,
 
 	/* The size is checked before any rewrite, so that the error quotes
 	 * the packet as it arrived. A hairpinned packet learns its egress on
-	 * its second pass, which drops it without an error (its quote would
-	 * be half translated). */
+	 * its second pass (iface is still the one it arrived on): its first
+	 * pass keeps what it rewrites, so that the error can quote it whole. */
 	if (!(dir == SP_DIR_IN2OUT && (s->flags & SP_SESS_HAIRPIN)) &&
-	    sp_too_big(w, m, p, sp_session_route(s, dir), iface, !second_pass,
-		       rt))
+	    sp_too_big(w, m, p, sp_session_route(s, dir), iface, 1, rt))
 		return;
 
 	/* a hairpinned packet had its TTL decremented on the way in2out */
 	if (likely(!second_pass))
 		sp_ttl_decrement(p->ip);
-	if (dir == SP_DIR_IN2OUT)
+	if (dir == SP_DIR_IN2OUT) {
+		if (unlikely(s->flags & SP_SESS_HAIRPIN)) {
+			struct sp_mbuf_meta *meta = sp_mbuf_meta(m);
+
+			meta->hp_src_addr = p->ip->src_addr;
+			meta->hp_src_port = p->proto == IPPROTO_ICMP ?
+				((struct rte_icmp_hdr *)p->l4)->icmp_ident :
+				*(rte_be16_t *)p->l4;
+		}
 		sp_rewrite_src(p, s->ext_addr, s->ext_port);
-	else
+	} else
 		sp_rewrite_dst(p, s->int_addr, s->int_port);
 	/* RFC 7857 sec. 2.2: a RST does not refresh the session */
 	if (likely(!(p->tcp_flags & RTE_TCP_RST_FLAG)))

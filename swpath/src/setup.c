@@ -53,8 +53,8 @@ sp_setup_core(char *err, size_t errlen)
 {
 	static const struct rte_mbuf_dynfield meta_desc = {
 		.name = "quicknat_meta",
-		.size = sizeof(uint32_t),
-		.align = __alignof__(uint32_t),
+		.size = sizeof(struct sp_mbuf_meta),
+		.align = __alignof__(struct sp_mbuf_meta),
 	};
 	struct qns_params qp = { .reclaim = sp_rcu_defer };
 	struct rte_hash_parameters hp = {

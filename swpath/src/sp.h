@@ -234,14 +234,27 @@ struct sp_app {
 
 extern struct sp_app sp;
 
-/* mbuf dynfield flags. */
+/* The mbuf dynfield: flags, and what a hairpinned packet's first pass
+ * rewrote, so that its second pass can put it back as it arrived. */
+struct sp_mbuf_meta {
+	uint32_t flags;                 /* SP_META_* */
+	rte_be32_t hp_src_addr;         /* hairpin: the sender's own source */
+	rte_be16_t hp_src_port;         /* ... and port (ICMP: identifier) */
+};
+
 #define SP_META_HANDED 0x1              /* passed between workers once */
 #define SP_META_OUTSIDE 0x2             /* hairpin: process as from outside */
+
+static inline struct sp_mbuf_meta *
+sp_mbuf_meta(struct rte_mbuf *m)
+{
+	return RTE_MBUF_DYNFIELD(m, sp.meta_offset, struct sp_mbuf_meta *);
+}
 
 static inline uint32_t *
 sp_meta(struct rte_mbuf *m)
 {
-	return RTE_MBUF_DYNFIELD(m, sp.meta_offset, uint32_t *);
+	return &sp_mbuf_meta(m)->flags;
 }
 
 static inline uint32_t

@@ -752,6 +752,34 @@ def test_hairpinning(tmp: Path) -> None:
 
 
 @case
+def test_hairpinned_packet_over_the_mtu(tmp: Path) -> None:
+    """REQ-13 on the hairpin path: the packet learns its egress (the inside
+    link, MTU 1280 here) only on its second pass, already translated once;
+    the error still quotes it exactly as 10.0.0.3 sent it (source, TTL and
+    checksums put back) and goes to 10.0.0.3 from the NAT's inside address."""
+    cmds = ONE_PORT.replace(f"mac {MAC_IN}\n", f"mac {MAC_IN} mtu 1280\n")
+    cmds += "filtering udp endpoint-independent\n"
+    big = (
+        from_host("10.0.0.3", "203.0.113.1", mac=MAC_H3)
+        / UDP(sport=6000, dport=40000)
+        / Raw(b"h" * 1300)
+    )
+    big[IP].flags = "DF"
+    big = Ether(bytes(big))
+    inside = [from_host("10.0.0.2", "8.8.8.8") / UDP(sport=5000, dport=3478), big]
+    r = run(tmp, cmds, [inside, []])
+    back = r.outputs[0]
+    eq(len(back), 1, "the error only")
+    e = back[0]
+    eq((e[Ether].dst, e[IP].src, e[IP].dst), (MAC_H3, "10.0.0.1", "10.0.0.3"))
+    eq((e[ICMP].type, e[ICMP].code, e[ICMP].nexthopmtu), (3, 4, 1280))
+    eq(bytes(e)[14 + 28 :], bytes(big[IP])[:548], "the packet as it arrived, cut to 576 bytes")
+    assert_checksums(e)
+    c = r.counters
+    eq((c["hairpin"], c["drop_mtu"], c["icmp_frag_needed"]), (1, 1, 1))
+
+
+@case
 def test_sessions_age_out(tmp: Path) -> None:
     cmds = ONE_PORT + "timeouts udp 1 icmp 1 tcp_transitory 1\n"
     inside = [
