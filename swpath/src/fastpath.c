@@ -13,6 +13,13 @@ flush_flows(struct sp_worker *w, struct rte_mbuf **fm, struct sp_pkt *pk,
 	uint32_t found[SP_BURST];
 
 	sp_nat_lookup_bulk(&w->nat, keys, nk, found);
+	/* new flows are opened one by one: fetch their mappings' buckets
+	 * first, all of them (a burst of new flows is one burst of misses) */
+	for (unsigned stage = 0; stage < 2; stage++)
+		for (unsigned j = 0; j < nk; j++)
+			if (found[j] == SP_NONE)
+				sp_nat_prefetch_miss(&w->nat, &keys[j], outside,
+						     stage);
 	for (unsigned j = 0; j < nk; j++) {
 		if (found[j] != SP_NONE) {
 			sp_translate(w, fm[j], &pk[j], found[j] >> 1,

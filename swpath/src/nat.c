@@ -193,6 +193,27 @@ mapping_find(const struct sp_nat *nat, uint8_t side, uint8_t proto,
 	return NULL;
 }
 
+void
+sp_nat_prefetch_miss(const struct sp_nat *nat, const struct sp_flow_key *key,
+		     int outside, unsigned stage)
+{
+	const struct sp_hix *ix = outside ? &nat->map_ext : &nat->map_int;
+	uint32_t hash = outside ?
+		endpoint_hash(ix, key->proto, rte_be_to_cpu_32(key->dst),
+			      rte_be_to_cpu_16(key->dport)) :
+		endpoint_hash(ix, key->proto, rte_be_to_cpu_32(key->src),
+			      rte_be_to_cpu_16(key->sport));
+	uint32_t first;
+
+	if (stage == 0) {
+		sp_hix_prefetch(ix, hash);
+		return;
+	}
+	first = sp_hix_first(ix, hash);
+	if (first != SP_NONE)
+		rte_prefetch0(&nat->mappings[first]);
+}
+
 /* Whether a mapping has a session with a remote address (RFC 4787 REQ-8). */
 static int
 mapping_has_remote(const struct sp_nat *nat, uint32_t midx, uint32_t rem_addr)

@@ -187,6 +187,17 @@ int sp_nat_inbound(struct sp_nat *nat, const struct sp_runtime *rt,
 		   const struct sp_flow_key *key, uint32_t now, int check_owner,
 		   uint32_t *sidx, unsigned *owner);
 
+/*
+ * Fetches ahead what sp_nat_outbound (outside = 0) or sp_nat_inbound would
+ * read first for key's mapping: its bucket in stage 0, then the bucket's
+ * first mapping in stage 1. The fast path calls both stages over a burst's
+ * misses before it opens their sessions one by one, so the misses' cache
+ * and TLB misses overlap instead of queueing.
+ */
+void sp_nat_prefetch_miss(const struct sp_nat *nat,
+			  const struct sp_flow_key *key, int outside,
+			  unsigned stage);
+
 /* Forgets a session (its mapping goes with its last session). */
 void sp_nat_remove(struct sp_nat *nat, uint32_t sidx, uint32_t now);
 
