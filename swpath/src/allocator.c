@@ -6,20 +6,12 @@
 #include <string.h>
 
 #include <rte_common.h>
-#include <rte_hash.h>
-#include <rte_hash_crc.h>
 #include <rte_malloc.h>
 #include <rte_random.h>
 
 #include "allocator.h"
 
 #define SP_POOL_MAX_ADDRS (1u << 16)
-
-struct binding_key {
-	uint32_t int_addr;
-	uint16_t pool;
-	uint16_t pad;
-};
 
 static void
 pool_release_memory(struct sp_pool *pool)
@@ -245,25 +237,14 @@ int
 sp_alloc_ctx_init(struct sp_alloc_ctx *ctx, unsigned worker,
 		  uint32_t capacity, int socket)
 {
-	char name[RTE_HASH_NAMESIZE];
-	struct rte_hash_parameters hp = {
-		.name = name,
-		.entries = capacity,
-		.key_len = sizeof(struct binding_key),
-		.hash_func = rte_hash_crc,
-		.socket_id = socket,
-		.extra_flag = RTE_HASH_EXTRA_FLAGS_EXT_TABLE,
-	};
-
 	memset(ctx, 0, sizeof(*ctx));
-	snprintf(name, sizeof(name), "sp_bind_%u", worker);
 	ctx->worker = worker;
 	ctx->cap = capacity;
-	ctx->hash = rte_hash_create(&hp);
 	ctx->b = rte_zmalloc_socket("sp_bindings",
 				    (size_t)capacity * sizeof(*ctx->b),
 				    RTE_CACHE_LINE_SIZE, socket);
-	if (ctx->hash == NULL || ctx->b == NULL) {
+	if (ctx->b == NULL || sp_hix_init(&ctx->index, "sp_binding_ix", capacity,
+					  capacity, false, socket) < 0) {
 		sp_alloc_ctx_free(ctx);
 		return -ENOMEM;
 	}
@@ -276,24 +257,30 @@ sp_alloc_ctx_init(struct sp_alloc_ctx *ctx, unsigned worker,
 void
 sp_alloc_ctx_free(struct sp_alloc_ctx *ctx)
 {
-	rte_hash_free(ctx->hash);
+	sp_hix_free(&ctx->index);
 	rte_free(ctx->b);
-	ctx->hash = NULL;
 	ctx->b = NULL;
+}
+
+static uint32_t
+binding_hash(const struct sp_alloc_ctx *ctx, uint16_t pool, uint32_t int_addr)
+{
+	return sp_hix_hash(&ctx->index, int_addr, pool);
 }
 
 static struct sp_binding *
 binding_find(const struct sp_alloc_ctx *ctx, uint16_t pool, uint32_t int_addr,
-	     int32_t *pos)
+	     uint32_t hash, int32_t *pos)
 {
-	struct binding_key key = { .int_addr = int_addr, .pool = pool };
-	void *data;
-
 	*pos = -1;
-	if (rte_hash_lookup_data(ctx->hash, &key, &data) < 0)
-		return NULL;
-	*pos = (int32_t)(uintptr_t)data;
-	return &ctx->b[(uintptr_t)data];
+	for (uint32_t i = sp_hix_first(&ctx->index, hash); i != SP_HIX_NONE;
+	     i = sp_hix_next(&ctx->index, i)) {
+		if (ctx->b[i].int_addr == int_addr && ctx->b[i].pool == pool) {
+			*pos = (int32_t)i;
+			return &ctx->b[i];
+		}
+	}
+	return NULL;
 }
 
 uint32_t
@@ -301,7 +288,9 @@ sp_pool_ports_held(const struct sp_alloc_ctx *ctx, uint16_t pool,
 		   uint32_t int_addr)
 {
 	int32_t pos;
-	const struct sp_binding *b = binding_find(ctx, pool, int_addr, &pos);
+	const struct sp_binding *b =
+		binding_find(ctx, pool, int_addr,
+			     binding_hash(ctx, pool, int_addr), &pos);
 
 	return b == NULL ? 0 : b->held;
 }
@@ -442,13 +431,14 @@ int
 sp_pool_allocate(struct sp_pool *pool, struct sp_alloc_ctx *ctx,
 		 const struct sp_alloc_req *req, struct sp_alloc *out)
 {
+	uint32_t hash = binding_hash(ctx, pool->index, req->int_addr);
 	struct sp_binding *b;
 	struct sp_pool_space *s;
 	uint32_t addr_idx, slot;
 	int32_t pos;
 	int rc;
 
-	b = binding_find(ctx, pool->index, req->int_addr, &pos);
+	b = binding_find(ctx, pool->index, req->int_addr, hash, &pos);
 	if (req->quota != 0 && b != NULL && b->held >= req->quota)
 		return -EDQUOT;
 	addr_idx = b != NULL ? b->addr_idx :
@@ -458,15 +448,11 @@ sp_pool_allocate(struct sp_pool *pool, struct sp_alloc_ctx *ctx,
 	if (rc < 0)
 		return rc;
 	if (b == NULL) {
-		struct binding_key key = { .int_addr = req->int_addr,
-					   .pool = pool->index };
 		uint32_t i = ctx->free_head;
 
 		if (i == UINT32_MAX)
 			return -ENOMEM;
-		if (rte_hash_add_key_data(ctx->hash, &key,
-					  (void *)(uintptr_t)i) < 0)
-			return -ENOMEM;
+		sp_hix_insert(&ctx->index, i, hash);
 		ctx->free_head = ctx->b[i].next_free;
 		ctx->n++;
 		b = &ctx->b[i];
@@ -493,6 +479,7 @@ sp_pool_release(struct sp_pool *pool, struct sp_alloc_ctx *ctx, unsigned pi,
 {
 	struct sp_pool_space *s =
 		&pool->space[ctx->worker * pool->n_addrs + a->addr_idx];
+	uint32_t hash = binding_hash(ctx, pool->index, int_addr);
 	struct sp_binding *b;
 	int32_t pos;
 
@@ -503,14 +490,11 @@ sp_pool_release(struct sp_pool *pool, struct sp_alloc_ctx *ctx, unsigned pi,
 		now_ms = SP_PORT_USED - 1;
 	s->state[pi][a->slot] = now_ms;
 	(*used_count(s, pi, a->slot))--;
-	b = binding_find(ctx, pool->index, int_addr, &pos);
+	b = binding_find(ctx, pool->index, int_addr, hash, &pos);
 	if (b == NULL)
 		return;
 	if (--b->held == 0) {
-		struct binding_key key = { .int_addr = int_addr,
-					   .pool = pool->index };
-
-		rte_hash_del_key(ctx->hash, &key);
+		sp_hix_remove(&ctx->index, (uint32_t)pos, hash);
 		b->next_free = ctx->free_head;
 		ctx->free_head = (uint32_t)pos;
 		ctx->n--;

@@ -34,13 +34,12 @@
 #include <stdint.h>
 
 #include "cmd.h"
+#include "hash_index.h"
 #include "rss.h"
 
 #define SP_PORT_FREE 0u
 #define SP_PORT_USED UINT32_MAX
 #define SP_WELL_KNOWN_PORT_MAX 1023u
-
-struct rte_hash;
 
 /*
  * The ports of one pool address that one worker owns. Ascending, so the
@@ -88,7 +87,7 @@ struct sp_alloc_ctx {
 	uint32_t cap;
 	uint32_t free_head;
 	uint32_t n;
-	struct rte_hash *hash;
+	struct sp_hix index;            /* (internal address, pool) -> binding */
 	struct sp_binding *b;
 };
 

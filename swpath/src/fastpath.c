@@ -10,19 +10,20 @@ flush_flows(struct sp_worker *w, struct rte_mbuf **fm, struct sp_pkt *pk,
 	    struct sp_flow_key *keys, unsigned nk, uint16_t iface, int outside,
 	    const struct sp_runtime *rt)
 {
-	const void *kp[SP_BURST];
-	void *data[SP_BURST];
-	uint64_t hits = 0;
+	uint32_t found[SP_BURST];
 
-	for (unsigned j = 0; j < nk; j++)
-		kp[j] = &keys[j];
-	rte_hash_lookup_bulk_data(w->nat.flows, kp, nk, &hits, data);
+	sp_nat_lookup_bulk(&w->nat, keys, nk, found);
+	/* new flows are opened one by one: fetch their mappings' buckets
+	 * first, all of them (a burst of new flows is one burst of misses) */
+	for (unsigned stage = 0; stage < 2; stage++)
+		for (unsigned j = 0; j < nk; j++)
+			if (found[j] == SP_NONE)
+				sp_nat_prefetch_miss(&w->nat, &keys[j], outside,
+						     stage);
 	for (unsigned j = 0; j < nk; j++) {
-		if (hits & (1ull << j)) {
-			uintptr_t d = (uintptr_t)data[j];
-
-			sp_translate(w, fm[j], &pk[j], (uint32_t)(d >> 1),
-				     (unsigned)(d & 1), iface, rt);
+		if (found[j] != SP_NONE) {
+			sp_translate(w, fm[j], &pk[j], found[j] >> 1,
+				     found[j] & 1, iface, rt);
 		} else if (outside) {
 			sp_out2in_miss(w, fm[j], &pk[j], &keys[j], rt);
 		} else {

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The per-packet path. fastpath.c parses a burst, looks all flow keys up at
- * once (rte_hash_lookup_bulk_data) and translates the hits; misses go to
+ * once (sp_nat_lookup_bulk) and translates the hits; misses go to
  * in2out.c / out2in.c, which open sessions (nat.c) or hand the packet to the
  * worker that owns it.
  */

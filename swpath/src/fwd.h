@@ -136,11 +136,20 @@ sp_send(struct sp_worker *w, struct rte_mbuf *m, struct rte_ether_hdr *eth,
 	if (unlikely(ni == SP_NEIGH_NONE)) {
 		uint32_t nh = r->has_via ? r->via : rte_be_to_cpu_32(dst);
 
-		ni = sp_neigh_find(nh, r->iface);
+		/* a neighbour's index never changes (entries are never
+		 * deleted), so the gateway's can be kept */
+		if (r->has_via && w->via_route1 == ri + 1u)
+			ni = w->via_neigh;
+		else
+			ni = sp_neigh_find(nh, r->iface);
 		if (ni == SP_NEIGH_NONE) {
 			sp_resolve(w, nh, r->iface);
 			sp_drop(w, m, SP_CNT_drop_no_neighbor);
 			return -1;
+		}
+		if (r->has_via) {
+			w->via_route1 = (uint16_t)(ri + 1u);
+			w->via_neigh = ni;
 		}
 		*neigh = ni;
 	}

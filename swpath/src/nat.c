@@ -8,44 +8,40 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <rte_hash.h>
-#include <rte_hash_crc.h>
 #include <rte_malloc.h>
 
 #include "events.h"
 #include "qns.h"
 #include "sp.h"
 
-struct map_key {
-	uint32_t addr;                  /* host order */
-	uint16_t port;
-	uint8_t proto;
-	uint8_t side;                   /* 0: internal endpoint, 1: external */
-};
+/* -- keys of the indexes (hash_index.h) ------------------------------------ */
 
-struct remote_key {
-	uint32_t mapping;
-	uint32_t addr;                  /* host order */
-};
-
-static struct rte_hash *
-nat_hash(const char *what, unsigned worker, uint32_t entries,
-	 uint32_t key_len, int socket)
+/* A mapping's endpoint key: (proto, address, port), host order. */
+static inline uint32_t
+endpoint_hash(const struct sp_hix *ix, uint8_t proto, uint32_t addr,
+	      uint16_t port)
 {
-	char name[RTE_HASH_NAMESIZE];
-	struct rte_hash_parameters hp = {
-		.name = name,
-		.entries = entries,
-		.key_len = key_len,
-		.hash_func = rte_hash_crc,
-		.socket_id = socket,
-		/* the extendable table never refuses a key below capacity */
-		.extra_flag = RTE_HASH_EXTRA_FLAGS_EXT_TABLE,
-	};
-
-	snprintf(name, sizeof(name), "sp_%s_%u", what, worker);
-	return rte_hash_create(&hp);
+	return sp_hix_hash(ix, addr, (uint64_t)port | (uint64_t)proto << 16);
 }
+
+static inline uint32_t
+remote_hash(const struct sp_nat *nat, uint32_t mapping, uint32_t rem_addr)
+{
+	return sp_hix_hash(&nat->remotes, rem_addr, mapping);
+}
+
+static inline uint32_t
+host_hash(const struct sp_nat *nat, uint32_t addr)
+{
+	return sp_hix_hash(&nat->host_ix, addr, 0);
+}
+
+/* The free lists of a record array: record i links to i + 1. */
+#define LINK_FREE(array, n, field)                                        \
+	do {                                                              \
+		for (uint32_t i_ = 0; i_ < (n); i_++)                     \
+			(array)[i_].field = i_ + 1 < (n) ? i_ + 1 : SP_NONE; \
+	} while (0)
 
 int
 sp_nat_init(struct sp_nat *nat, unsigned worker, unsigned n_workers,
@@ -65,29 +61,40 @@ sp_nat_init(struct sp_nat *nat, unsigned worker, unsigned n_workers,
 					   (size_t)max_sessions *
 						   sizeof(struct sp_mapping),
 					   RTE_CACHE_LINE_SIZE, socket);
+	nat->hosts = rte_zmalloc_socket("sp_hosts",
+					(size_t)max_sessions *
+						sizeof(struct sp_host),
+					RTE_CACHE_LINE_SIZE, socket);
 	nat->wheel = rte_malloc_socket("sp_wheel",
 				       SP_WHEEL_SLOTS * sizeof(uint32_t),
 				       RTE_CACHE_LINE_SIZE, socket);
-	nat->flows = nat_hash("flows", worker, 2 * max_sessions,
-			      sizeof(struct sp_flow_key), socket);
-	nat->map_keys = nat_hash("maps", worker, 2 * max_sessions,
-				 sizeof(struct map_key), socket);
-	nat->remotes = nat_hash("remotes", worker, max_sessions,
-				sizeof(struct remote_key), socket);
-	nat->hosts = nat_hash("hosts", worker, max_sessions, sizeof(uint32_t),
-			      socket);
+	/*
+	 * Flows: twice as many buckets as keys, so a bucket holds half a key
+	 * on average and a hit rarely reads a second session. The others
+	 * are off the established path: one bucket per record.
+	 */
 	if (nat->sessions == NULL || nat->mappings == NULL ||
-	    nat->wheel == NULL || nat->flows == NULL || nat->map_keys == NULL ||
-	    nat->remotes == NULL || nat->hosts == NULL ||
+	    nat->hosts == NULL || nat->wheel == NULL ||
+	    sp_hix_init(&nat->flows, "sp_flows", 2 * max_sessions,
+			4 * max_sessions, false, socket) < 0 ||
+	    sp_hix_init(&nat->map_int, "sp_map_int", max_sessions,
+			max_sessions, false, socket) < 0 ||
+	    sp_hix_init(&nat->map_ext, "sp_map_ext", max_sessions,
+			max_sessions, false, socket) < 0 ||
+	    /* many sessions of one mapping may share a remote address */
+	    sp_hix_init(&nat->remotes, "sp_remotes", max_sessions,
+			max_sessions, true, socket) < 0 ||
+	    sp_hix_init(&nat->host_ix, "sp_host_ix", max_sessions,
+			max_sessions, false, socket) < 0 ||
 	    sp_alloc_ctx_init(&nat->alloc, worker, max_sessions, socket) < 0) {
 		sp_nat_free(nat);
 		return -ENOMEM;
 	}
-	for (uint32_t i = 0; i < max_sessions; i++) {
-		nat->sessions[i].next = i + 1 < max_sessions ? i + 1 : SP_NONE;
-		nat->mappings[i].next_free = i + 1 < max_sessions ? i + 1 :
-								    SP_NONE;
-	}
+	/* (these loops also fault the records' memory in now) */
+	LINK_FREE(nat->sessions, max_sessions, next);
+	LINK_FREE(nat->mappings, max_sessions, next_free);
+	LINK_FREE(nat->hosts, max_sessions, next_free);
+	nat->free_host = 0;
 	for (uint32_t i = 0; i < SP_WHEEL_SLOTS; i++)
 		nat->wheel[i] = SP_NONE;
 	nat->wheel_time = now_ms;
@@ -98,52 +105,128 @@ sp_nat_init(struct sp_nat *nat, unsigned worker, unsigned n_workers,
 void
 sp_nat_free(struct sp_nat *nat)
 {
-	rte_hash_free(nat->flows);
-	rte_hash_free(nat->map_keys);
-	rte_hash_free(nat->remotes);
-	rte_hash_free(nat->hosts);
-	if (nat->alloc.hash != NULL || nat->alloc.b != NULL)
-		sp_alloc_ctx_free(&nat->alloc);
+	sp_hix_free(&nat->flows);
+	sp_hix_free(&nat->map_int);
+	sp_hix_free(&nat->map_ext);
+	sp_hix_free(&nat->remotes);
+	sp_hix_free(&nat->host_ix);
+	sp_alloc_ctx_free(&nat->alloc);
 	rte_free(nat->sessions);
 	rte_free(nat->mappings);
+	rte_free(nat->hosts);
 	rte_free(nat->wheel);
 	memset(nat, 0, sizeof(*nat));
 }
 
-/* -- small tables ------------------------------------------------------------ */
+/* -- hosts, mappings, remotes ------------------------------------------------- */
+
+static struct sp_host *
+host_find(const struct sp_nat *nat, uint32_t addr, uint32_t hash)
+{
+	for (uint32_t h = sp_hix_first(&nat->host_ix, hash); h != SP_NONE;
+	     h = sp_hix_next(&nat->host_ix, h))
+		if (nat->hosts[h].addr == addr)
+			return &nat->hosts[h];
+	return NULL;
+}
 
 static uint32_t
-count_get(const struct rte_hash *h, const void *key)
+host_sessions(const struct sp_nat *nat, uint32_t addr)
 {
-	void *data;
+	const struct sp_host *h = host_find(nat, addr, host_hash(nat, addr));
 
-	if (rte_hash_lookup_data(h, key, &data) < 0)
-		return 0;
-	return (uint32_t)(uintptr_t)data;
+	return h == NULL ? 0 : h->sessions;
 }
 
-static int
-count_add(struct rte_hash *h, const void *key, int delta)
+/* One session more for addr: a host per session at most, so never full. */
+static void
+host_add_session(struct sp_nat *nat, uint32_t addr)
 {
-	uint32_t n = count_get(h, key) + (uint32_t)delta;
+	uint32_t hash = host_hash(nat, addr);
+	struct sp_host *h = host_find(nat, addr, hash);
 
-	if (n == 0)
-		return rte_hash_del_key(h, key) < 0 ? -1 : 0;
-	return rte_hash_add_key_data(h, key, (void *)(uintptr_t)n);
+	if (h == NULL) {
+		uint32_t i = nat->free_host;
+
+		h = &nat->hosts[i];
+		nat->free_host = h->next_free;
+		h->addr = addr;
+		h->sessions = 0;
+		sp_hix_insert(&nat->host_ix, i, hash);
+	}
+	h->sessions++;
 }
 
+static void
+host_remove_session(struct sp_nat *nat, uint32_t addr)
+{
+	uint32_t hash = host_hash(nat, addr);
+	struct sp_host *h = host_find(nat, addr, hash);
+	uint32_t i;
+
+	if (h == NULL || --h->sessions != 0)
+		return;
+	i = (uint32_t)(h - nat->hosts);
+	sp_hix_remove(&nat->host_ix, i, hash);
+	h->next_free = nat->free_host;
+	nat->free_host = i;
+}
+
+/* The mapping of an internal (side 0) or external (side 1) endpoint. */
 static struct sp_mapping *
 mapping_find(const struct sp_nat *nat, uint8_t side, uint8_t proto,
 	     uint32_t addr, uint16_t port, uint32_t *idx)
 {
-	struct map_key key = { .addr = addr, .port = port, .proto = proto,
-			       .side = side };
-	void *data;
+	const struct sp_hix *ix = side == 0 ? &nat->map_int : &nat->map_ext;
 
-	if (rte_hash_lookup_data(nat->map_keys, &key, &data) < 0)
-		return NULL;
-	*idx = (uint32_t)(uintptr_t)data;
-	return &nat->mappings[*idx];
+	for (uint32_t i = sp_hix_first(ix, endpoint_hash(ix, proto, addr, port));
+	     i != SP_NONE; i = sp_hix_next(ix, i)) {
+		const struct sp_mapping *m = &nat->mappings[i];
+
+		if (m->proto == proto &&
+		    (side == 0 ? m->int_addr == addr && m->int_port == port :
+				 m->ext.addr == addr && m->ext.port == port)) {
+			*idx = i;
+			return &nat->mappings[i];
+		}
+	}
+	return NULL;
+}
+
+void
+sp_nat_prefetch_miss(const struct sp_nat *nat, const struct sp_flow_key *key,
+		     int outside, unsigned stage)
+{
+	const struct sp_hix *ix = outside ? &nat->map_ext : &nat->map_int;
+	uint32_t hash = outside ?
+		endpoint_hash(ix, key->proto, rte_be_to_cpu_32(key->dst),
+			      rte_be_to_cpu_16(key->dport)) :
+		endpoint_hash(ix, key->proto, rte_be_to_cpu_32(key->src),
+			      rte_be_to_cpu_16(key->sport));
+	uint32_t first;
+
+	if (stage == 0) {
+		sp_hix_prefetch(ix, hash);
+		return;
+	}
+	first = sp_hix_first(ix, hash);
+	if (first != SP_NONE)
+		rte_prefetch0(&nat->mappings[first]);
+}
+
+/* Whether a mapping has a session with a remote address (RFC 4787 REQ-8). */
+static int
+mapping_has_remote(const struct sp_nat *nat, uint32_t midx, uint32_t rem_addr)
+{
+	rte_be32_t rem = rte_cpu_to_be_32(rem_addr);
+
+	for (uint32_t i = sp_hix_first(&nat->remotes,
+				       remote_hash(nat, midx, rem_addr));
+	     i != SP_NONE; i = sp_hix_next(&nat->remotes, i))
+		if (nat->sessions[i].mapping == midx &&
+		    nat->sessions[i].rem_addr == rem)
+			return 1;
+	return 0;
 }
 
 /* -- timer wheel ------------------------------------------------------------- */
@@ -241,23 +324,14 @@ seq_end(struct sp_session *s)
 	__atomic_store_n(&s->seq, s->seq + 1, __ATOMIC_RELEASE);
 }
 
-static void
-session_keys(const struct sp_session *s, struct sp_flow_key *in2out,
-	     struct sp_flow_key *out2in)
+/* The hash of a session's key in one direction. */
+static uint32_t
+session_hash(const struct sp_nat *nat, const struct sp_session *s,
+	     unsigned dir)
 {
-	int icmp = s->proto == IPPROTO_ICMP;
+	uint64_t w1, w0 = sp_session_key_words(s, dir, &w1);
 
-	memset(in2out, 0, sizeof(*in2out));
-	memset(out2in, 0, sizeof(*out2in));
-	in2out->proto = out2in->proto = s->proto;
-	in2out->src = s->int_addr;
-	in2out->dst = s->rem_addr;
-	in2out->sport = s->int_port;
-	in2out->dport = icmp ? s->int_port : s->rem_port;
-	out2in->src = s->rem_addr;
-	out2in->dst = s->ext_addr;
-	out2in->sport = icmp ? s->ext_port : s->rem_port;
-	out2in->dport = s->ext_port;
+	return sp_hix_hash(&nat->flows, w0, w1);
 }
 
 /*
@@ -271,7 +345,6 @@ session_open(struct sp_nat *nat, const struct sp_runtime *rt, uint8_t proto,
 	     uint32_t rem_addr, uint16_t rem_port, uint32_t mapping,
 	     uint32_t now, uint32_t *sidx)
 {
-	struct sp_flow_key k_in, k_out;
 	struct sp_session *s;
 	uint32_t idx = nat->free_session;
 
@@ -296,33 +369,23 @@ session_open(struct sp_nat *nat, const struct sp_runtime *rt, uint8_t proto,
 	s->rule_id = rule_id;
 	s->mapping = mapping;
 	s->id = nat->next_id++ * nat->n_workers + nat->worker + 1;
-	session_keys(s, &k_in, &k_out);
-	if (rte_hash_add_key_data(nat->flows, &k_in,
-				  (void *)(uintptr_t)(idx << 1 | SP_DIR_IN2OUT)) < 0)
-		goto full;
-	if (rte_hash_add_key_data(nat->flows, &k_out,
-				  (void *)(uintptr_t)(idx << 1 | SP_DIR_OUT2IN)) < 0) {
-		rte_hash_del_key(nat->flows, &k_in);
-		goto full;
-	}
 	nat->free_session = s->next;
+	sp_hix_insert(&nat->flows, idx << 1 | SP_DIR_IN2OUT,
+		      session_hash(nat, s, SP_DIR_IN2OUT));
+	sp_hix_insert(&nat->flows, idx << 1 | SP_DIR_OUT2IN,
+		      session_hash(nat, s, SP_DIR_OUT2IN));
 	if (mapping != SP_NONE) {
-		struct remote_key rk = { .mapping = mapping, .addr = rem_addr };
-
 		nat->mappings[mapping].sessions++;
-		count_add(nat->remotes, &rk, 1);
+		sp_hix_insert(&nat->remotes, idx,
+			      remote_hash(nat, mapping, rem_addr));
 	}
-	count_add(nat->hosts, &int_addr, 1);
+	host_add_session(nat, int_addr);
 	nat->n_sessions++;
 	nat->cnt[SP_CNT_sessions_created]++;
 	wheel_insert(nat, idx, now + sp_nat_timeout_ms(rt, s));
 	seq_end(s);
 	*sidx = idx;
 	return SP_NAT_OK;
-full:
-	s->proto = 0;
-	seq_end(s);
-	return SP_CNT_drop_table_full;
 }
 
 /*
@@ -347,15 +410,15 @@ static void
 mapping_free(struct sp_nat *nat, uint32_t midx, uint32_t now)
 {
 	struct sp_mapping *m = &nat->mappings[midx];
-	struct map_key ki = { .addr = m->int_addr, .port = m->int_port,
-			      .proto = m->proto, .side = 0 };
-	struct map_key ke = { .addr = m->ext.addr, .port = m->ext.port,
-			      .proto = m->proto, .side = 1 };
 	struct sp_pool *pool = __atomic_load_n(&sp.pools[m->ext.pool],
 					       __ATOMIC_ACQUIRE);
 
-	rte_hash_del_key(nat->map_keys, &ki);
-	rte_hash_del_key(nat->map_keys, &ke);
+	sp_hix_remove(&nat->map_int, midx,
+		      endpoint_hash(&nat->map_int, m->proto, m->int_addr,
+				    m->int_port));
+	sp_hix_remove(&nat->map_ext, midx,
+		      endpoint_hash(&nat->map_ext, m->proto, m->ext.addr,
+				    m->ext.port));
 	sp_pool_release(pool, &nat->alloc, m->pi, m->int_addr, &m->ext, now);
 	m->proto = 0;
 	m->next_free = nat->free_mapping;
@@ -368,20 +431,19 @@ void
 sp_nat_remove(struct sp_nat *nat, uint32_t sidx, uint32_t now)
 {
 	struct sp_session *s = &nat->sessions[sidx];
-	struct sp_flow_key k_in, k_out;
-	uint32_t int_addr = rte_be_to_cpu_32(s->int_addr);
 
 	seq_begin(s);
-	session_keys(s, &k_in, &k_out);
-	rte_hash_del_key(nat->flows, &k_in);
-	rte_hash_del_key(nat->flows, &k_out);
-	count_add(nat->hosts, &int_addr, -1);
+	sp_hix_remove(&nat->flows, sidx << 1 | SP_DIR_IN2OUT,
+		      session_hash(nat, s, SP_DIR_IN2OUT));
+	sp_hix_remove(&nat->flows, sidx << 1 | SP_DIR_OUT2IN,
+		      session_hash(nat, s, SP_DIR_OUT2IN));
+	host_remove_session(nat, rte_be_to_cpu_32(s->int_addr));
 	if (s->mapping != SP_NONE) {
 		struct sp_mapping *m = &nat->mappings[s->mapping];
-		struct remote_key rk = { .mapping = s->mapping,
-					 .addr = rte_be_to_cpu_32(s->rem_addr) };
 
-		count_add(nat->remotes, &rk, -1);
+		sp_hix_remove(&nat->remotes, sidx,
+			      remote_hash(nat, s->mapping,
+					  rte_be_to_cpu_32(s->rem_addr)));
 		if (--m->sessions == 0) {
 			mapping_event(nat, SP_EVENT_DELETED, m, now);
 			mapping_free(nat, s->mapping, now);
@@ -438,7 +500,7 @@ session_limit_reached(const struct sp_nat *nat, const struct sp_runtime *rt,
 		      uint32_t int_addr)
 {
 	return rt->sessions_per_host != 0 &&
-	       count_get(nat->hosts, &int_addr) >= rt->sessions_per_host;
+	       host_sessions(nat, int_addr) >= rt->sessions_per_host;
 }
 
 static int
@@ -467,9 +529,6 @@ mapping_new(struct sp_nat *nat, const struct sp_runtime *rt, uint64_t action,
 		.quota = rt->ports_per_host, .now_ms = now,
 		.reuse_ms = rt->reuse_ms,
 	};
-	struct map_key ki = { .addr = int_addr, .port = int_port,
-			      .proto = proto, .side = 0 };
-	struct map_key ke = { .proto = proto, .side = 1 };
 	uint32_t idx = nat->free_mapping;
 	int rc;
 
@@ -486,16 +545,6 @@ mapping_new(struct sp_nat *nat, const struct sp_runtime *rt, uint64_t action,
 		return SP_CNT_drop_pool_exhausted;
 	if (rc < 0)
 		return SP_CNT_drop_table_full;
-	ke.addr = a.addr;
-	ke.port = a.port;
-	if (rte_hash_add_key_data(nat->map_keys, &ki,
-				  (void *)(uintptr_t)idx) < 0)
-		goto full;
-	if (rte_hash_add_key_data(nat->map_keys, &ke,
-				  (void *)(uintptr_t)idx) < 0) {
-		rte_hash_del_key(nat->map_keys, &ki);
-		goto full;
-	}
 	m = &nat->mappings[idx];
 	nat->free_mapping = m->next_free;
 	m->int_addr = int_addr;
@@ -504,13 +553,14 @@ mapping_new(struct sp_nat *nat, const struct sp_runtime *rt, uint64_t action,
 	m->pi = (uint8_t)pi;
 	m->sessions = 0;
 	m->ext = a;
+	sp_hix_insert(&nat->map_int, idx,
+		      endpoint_hash(&nat->map_int, proto, int_addr, int_port));
+	sp_hix_insert(&nat->map_ext, idx,
+		      endpoint_hash(&nat->map_ext, proto, a.addr, a.port));
 	nat->n_mappings++;
 	nat->cnt[SP_CNT_mappings_created]++;
 	*midx = idx;
 	return SP_NAT_OK;
-full:
-	sp_pool_release(pool, &nat->alloc, pi, int_addr, &a, now);
-	return SP_CNT_drop_table_full;
 }
 
 int
@@ -624,13 +674,10 @@ sp_nat_inbound(struct sp_nat *nat, const struct sp_runtime *rt,
 	switch (rt->filtering[m->pi]) {
 	case SP_FILTER_EIM:
 		break;
-	case SP_FILTER_ADDR: {
-		struct remote_key rk = { .mapping = midx, .addr = src };
-
-		if (count_get(nat->remotes, &rk) == 0)
+	case SP_FILTER_ADDR:
+		if (!mapping_has_remote(nat, midx, src))
 			return SP_CNT_drop_filtered;
 		break;
-	}
 	default:
 		/* the one allowed 5-tuple already has its keys */
 		return SP_CNT_drop_filtered;

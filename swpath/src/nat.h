@@ -4,8 +4,9 @@
  * controller/quicknat/nat/core.py and session.py, per worker, no locks.
  *
  * A session is the paper's pair of connection records: two keys in the
- * worker's flow table (rte_hash), one per direction, both pointing at one
- * struct sp_session that holds the rewrite. SNAT and inbound sessions share
+ * worker's flow index (hash_index.h), one per direction, both pointing at
+ * one struct sp_session that holds the rewrite and is itself what the keys
+ * are compared with. SNAT and inbound sessions share
  * an endpoint-independent mapping (RFC 4787 REQ-1) that owns the external
  * port; the port is released when the mapping's last session expires.
  *
@@ -22,10 +23,13 @@
 #define SP_NAT_H
 
 #include <stdint.h>
+#include <string.h>
+#include <netinet/in.h>
 
 #include <rte_byteorder.h>
 
 #include "allocator.h"
+#include "hash_index.h"
 
 #define SP_NONE UINT32_MAX
 #define SP_ROUTE_NONE UINT16_MAX
@@ -108,6 +112,13 @@ struct sp_mapping {
 	struct sp_alloc ext;
 };
 
+/* An inside host's session count (sessions_per_host). */
+struct sp_host {
+	uint32_t addr;          /* host order */
+	uint32_t sessions;
+	uint32_t next_free;
+};
+
 struct sp_runtime;
 
 struct sp_nat {
@@ -121,12 +132,16 @@ struct sp_nat {
 	uint32_t next_id;
 	uint64_t *cnt;                  /* the worker's counters */
 	struct rte_ring *events;        /* the worker's event_ring, or NULL */
-	struct sp_session *sessions;
-	struct sp_mapping *mappings;
-	struct rte_hash *flows;         /* sp_flow_key -> session << 1 | dir */
-	struct rte_hash *map_keys;      /* (side, proto, addr, port) -> mapping */
-	struct rte_hash *remotes;       /* (mapping, remote addr) -> sessions */
-	struct rte_hash *hosts;         /* internal addr -> sessions */
+	uint32_t free_host;
+	struct sp_session *sessions;    /* [max_sessions] */
+	struct sp_mapping *mappings;    /* [max_sessions]: one per session at most */
+	struct sp_host *hosts;          /* [max_sessions]: one per session at most */
+	/* Indexes of those records by their keys (hash_index.h): */
+	struct sp_hix flows;            /* flow key -> session << 1 | dir */
+	struct sp_hix map_int;          /* (proto, internal endpoint) -> mapping */
+	struct sp_hix map_ext;          /* (proto, external endpoint) -> mapping */
+	struct sp_hix remotes;          /* (mapping, remote addr) -> its sessions */
+	struct sp_hix host_ix;          /* internal addr -> host */
 	struct sp_alloc_ctx alloc;
 	/* timer wheel */
 	uint32_t wheel_cursor;          /* slot being processed */
@@ -149,6 +164,16 @@ static inline int64_t
 sp_nat_lookup(const struct sp_nat *nat, const struct sp_flow_key *key);
 
 /*
+ * The same for n keys (at most 64) at once, the fast path's: hashes and
+ * bucket heads of the whole burst are fetched before the sessions.
+ * found[j] is session << 1 | dir, or SP_NONE.
+ */
+static inline void
+sp_nat_lookup_bulk(const struct sp_nat *nat, const struct sp_flow_key *keys,
+		   unsigned n, uint32_t *found);
+
+
+/*
  * A new flow seen on an inside port (key as in the packet). If check_owner
  * and the flow belongs to another worker, returns SP_NAT_HANDOFF with that
  * worker in *owner. On SP_NAT_OK, *sidx is the session.
@@ -161,6 +186,17 @@ int sp_nat_outbound(struct sp_nat *nat, const struct sp_runtime *rt,
 int sp_nat_inbound(struct sp_nat *nat, const struct sp_runtime *rt,
 		   const struct sp_flow_key *key, uint32_t now, int check_owner,
 		   uint32_t *sidx, unsigned *owner);
+
+/*
+ * Fetches ahead what sp_nat_outbound (outside = 0) or sp_nat_inbound would
+ * read first for key's mapping: its bucket in stage 0, then the bucket's
+ * first mapping in stage 1. The fast path calls both stages over a burst's
+ * misses before it opens their sessions one by one, so the misses' cache
+ * and TLB misses overlap instead of queueing.
+ */
+void sp_nat_prefetch_miss(const struct sp_nat *nat,
+			  const struct sp_flow_key *key, int outside,
+			  unsigned stage);
 
 /* Forgets a session (its mapping goes with its last session). */
 void sp_nat_remove(struct sp_nat *nat, uint32_t sidx, uint32_t now);
@@ -192,17 +228,99 @@ unsigned sp_nat_age(struct sp_nat *nat, const struct sp_runtime *rt,
 
 /* -- inline ---------------------------------------------------------------- */
 
-#include <rte_hash.h>
 #include <rte_tcp.h>
+
+/*
+ * A flow key as two words: (src, dst) and (sport, dport, proto), the
+ * padding left out. What the flow index hashes and compares.
+ */
+static inline uint64_t
+sp_flow_words(rte_be32_t src, rte_be32_t dst, rte_be16_t sport,
+	      rte_be16_t dport, uint8_t proto, uint64_t *w1)
+{
+	*w1 = (uint64_t)sport | (uint64_t)dport << 16 | (uint64_t)proto << 32;
+	return (uint64_t)src | (uint64_t)dst << 32;
+}
+
+static inline uint64_t
+sp_flow_key_words(const struct sp_flow_key *k, uint64_t *w1)
+{
+	return sp_flow_words(k->src, k->dst, k->sport, k->dport, k->proto, w1);
+}
+
+/*
+ * A session's key in one direction, as its packets carry it (in words).
+ * An ICMP echo key has the identifier as both ports.
+ */
+static inline uint64_t
+sp_session_key_words(const struct sp_session *s, unsigned dir, uint64_t *w1)
+{
+	int icmp = s->proto == IPPROTO_ICMP;
+
+	if (dir == SP_DIR_IN2OUT)
+		return sp_flow_words(s->int_addr, s->rem_addr, s->int_port,
+				     icmp ? s->int_port : s->rem_port,
+				     s->proto, w1);
+	return sp_flow_words(s->rem_addr, s->ext_addr,
+			     icmp ? s->ext_port : s->rem_port, s->ext_port,
+			     s->proto, w1);
+}
+
+static inline uint32_t
+sp_flow_hash(const struct sp_nat *nat, const struct sp_flow_key *k)
+{
+	uint64_t w1, w0 = sp_flow_key_words(k, &w1);
+
+	return sp_hix_hash(&nat->flows, w0, w1);
+}
+
+/* Whether entry e (session << 1 | dir) of the flow index is key. */
+static inline int
+sp_flow_matches(const struct sp_nat *nat, uint32_t e,
+		const struct sp_flow_key *key)
+{
+	uint64_t w1, k1, w0 = sp_session_key_words(&nat->sessions[e >> 1],
+						   e & 1, &w1);
+
+	return w0 == sp_flow_key_words(key, &k1) && w1 == k1;
+}
+
+static inline uint32_t
+sp_flow_find(const struct sp_nat *nat, const struct sp_flow_key *key,
+	     uint32_t e)
+{
+	while (e != SP_HIX_NONE && !sp_flow_matches(nat, e, key))
+		e = sp_hix_next(&nat->flows, e);
+	return e;
+}
 
 static inline int64_t
 sp_nat_lookup(const struct sp_nat *nat, const struct sp_flow_key *key)
 {
-	void *data;
+	uint32_t e = sp_flow_find(nat, key,
+				  sp_hix_first(&nat->flows,
+					       sp_flow_hash(nat, key)));
 
-	if (rte_hash_lookup_data(nat->flows, key, &data) < 0)
-		return -1;
-	return (int64_t)(uintptr_t)data;
+	return e == SP_HIX_NONE ? -1 : (int64_t)e;
+}
+
+static inline void
+sp_nat_lookup_bulk(const struct sp_nat *nat, const struct sp_flow_key *keys,
+		   unsigned n, uint32_t *found)
+{
+	uint32_t hash[64];
+
+	for (unsigned j = 0; j < n; j++) {
+		hash[j] = sp_flow_hash(nat, &keys[j]);
+		sp_hix_prefetch(&nat->flows, hash[j]);
+	}
+	for (unsigned j = 0; j < n; j++) {
+		found[j] = sp_hix_first(&nat->flows, hash[j]);
+		if (found[j] != SP_HIX_NONE)
+			rte_prefetch0(&nat->sessions[found[j] >> 1]);
+	}
+	for (unsigned j = 0; j < n; j++)
+		found[j] = sp_flow_find(nat, &keys[j], found[j]);
 }
 
 static inline void

@@ -181,6 +181,10 @@ struct sp_worker {
 	uint64_t icmp_tokens;                   /* ICMP error bucket, 1/1000 */
 	uint32_t icmp_refill;                   /* ms of its last refill */
 	uint16_t icmp_ident;                    /* IPv4 id of our errors */
+	/* the last gateway route's neighbour (a new session's first packet
+	 * would look it up again); route + 1, 0 for none */
+	uint16_t via_route1;
+	uint16_t via_neigh;
 	struct sp_nat nat;
 	uint64_t cnt[SP_CNT_MAX] __rte_cache_aligned;
 	int done;
