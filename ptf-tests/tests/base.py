@@ -44,7 +44,12 @@ class QuickNatTest(BaseTest):
         params: dict[str, Any] = testutils.test_params_get()
         overlay = self.config_overlay(Path(params["workdir"]))
         self.target = TARGETS[params["target"]](params, overlay)
-        self.target.start_nat(reset=True)
+        try:
+            self.target.start_nat(reset=True)
+        except BaseException:
+            # unittest skips tearDown when setUp fails: stop what did start.
+            self.target.stop_nat()
+            raise
 
     def tearDown(self) -> None:
         self.target.stop_nat()
