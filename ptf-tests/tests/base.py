@@ -17,7 +17,7 @@ sys.path.insert(0, str(HERE.parent.parent / "topo"))
 
 import ptf  # noqa: E402
 from harness.targets import TARGETS, Target  # noqa: E402
-from packets import checksums_ok  # noqa: E402
+from packets import checksums_ok, from_inside  # noqa: E402
 from ptf import testutils  # noqa: E402
 from ptf.base_tests import BaseTest  # noqa: E402
 from scapy.packet import Packet  # noqa: E402
@@ -68,6 +68,17 @@ class QuickNatTest(BaseTest):
         pkt = Ether(result.packet)
         self.assertTrue(checksums_ok(pkt), f"bad checksum in {pkt.summary()}")
         return pkt
+
+    def opened(self, src: str, dst: str, l4: Packet) -> tuple[str, int]:
+        """Sends a TCP or UDP packet from inside host src (INSIDE port) to dst;
+        the external address and port it leaves with (its destination kept)."""
+        from scapy.layers.inet import IP, TCP, UDP
+
+        self.send(INSIDE, from_inside(src, dst, l4))
+        out = self.receive(OUTSIDE)
+        layer = TCP if TCP in l4 else UDP
+        self.assertEqual((out[IP].dst, out[layer].dport), (dst, l4[layer].dport))
+        return str(out[IP].src), int(out[layer].sport)
 
     def arrived(self, port: int, timeout: float = 1.0) -> Packet | None:
         """The next packet on a port, or None (for a packet that may or may not

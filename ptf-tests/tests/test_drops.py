@@ -130,10 +130,7 @@ class HostLimits(Refusals):
 
     def out(self, src: str, dst: str, sport: int) -> int:
         """A UDP packet from inside; the external port it leaves with."""
-        self.send(INSIDE, from_inside(src, dst, udp(sport, 53)))
-        got = self.receive(OUTSIDE)
-        self.assertEqual(got[IP].dst, dst)
-        return int(got[UDP].sport)
+        return self.opened(src, dst, udp(sport, 53))[1]
 
 
 @group("drops")

@@ -9,7 +9,7 @@ from __future__ import annotations
 from base import INSIDE, OUTSIDE, QuickNatTest
 from packets import from_inside, from_outside, tcp, to_inside, udp
 from ptf.testutils import group
-from scapy.layers.inet import IP, TCP, UDP
+from scapy.layers.inet import UDP
 from scapy.packet import Packet
 
 R1, R2 = "198.51.100.10", "198.51.100.11"
@@ -18,10 +18,7 @@ R1, R2 = "198.51.100.10", "198.51.100.11"
 class Filtering(QuickNatTest):
     def mapping(self, l4: Packet) -> tuple[str, int]:
         """10.0.0.10 sends to R1; the external endpoint its mapping got."""
-        self.send(INSIDE, from_inside("10.0.0.10", R1, l4))
-        out = self.receive(OUTSIDE)
-        layer = TCP if TCP in l4 else UDP
-        return out[IP].src, out[layer].sport
+        return self.opened("10.0.0.10", R1, l4)
 
     def admitted(self, src: str, external: str, l4: Packet, expected: Packet) -> None:
         self.send(OUTSIDE, from_outside(src, external, l4))

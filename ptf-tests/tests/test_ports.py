@@ -9,14 +9,12 @@ from packets import (
     KEPT_POOL,
     PUBLIC_POOL,
     REST_POOL,
-    from_inside,
     from_outside,
     tcp,
     to_inside,
     udp,
 )
 from ptf.testutils import group
-from scapy.layers.inet import IP, TCP, UDP
 from scapy.packet import Packet
 
 REMOTE = "198.51.100.10"
@@ -26,11 +24,7 @@ UDP_TIMEOUT = 4  # configs/ptf.toml
 class PortChoice(QuickNatTest):
     def external(self, src: str, l4: Packet) -> tuple[str, int]:
         """Opens a flow from src; its external address and port."""
-        self.send(INSIDE, from_inside(src, REMOTE, l4))
-        out = self.receive(OUTSIDE)
-        layer = TCP if TCP in l4 else UDP
-        self.assertEqual(out[layer].dport, l4[layer].dport)
-        return out[IP].src, out[layer].sport
+        return self.opened(src, REMOTE, l4)
 
 
 @group("ports")

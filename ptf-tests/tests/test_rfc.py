@@ -56,10 +56,9 @@ def quoted_ok(pkt: Packet) -> bool:
 class UdpSession(QuickNatTest):
     def open_udp(self, sport: int = 40000, dport: int = 33434) -> tuple[str, int]:
         """An outbound UDP flow from 10.0.0.10; its external address and port."""
-        self.send(INSIDE, from_inside("10.0.0.10", REMOTE, udp(sport, dport)))
-        out = self.receive(OUTSIDE)
-        self.assertIn(out[IP].src, PUBLIC_POOL)
-        return out[IP].src, out[UDP].sport
+        address, port = self.opened("10.0.0.10", REMOTE, udp(sport, dport))
+        self.assertIn(address, PUBLIC_POOL)
+        return address, port
 
 
 # The errors a router beyond the NAT sends about a translated packet, with the
