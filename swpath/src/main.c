@@ -279,19 +279,35 @@ has_arg(int argc, char **argv, const char *const *names)
 }
 
 static bool
-hugepages_free(void)
+file_has_line(const char *path, const char *fmt, unsigned long *n)
 {
-	FILE *f = fopen("/proc/meminfo", "r");
-	char line[256];
-	unsigned long n = 0;
+	FILE *f = fopen(path, "r");
+	char line[512];
+	bool found = false;
 
 	if (f == NULL)
 		return false;
-	while (fgets(line, sizeof(line), f) != NULL)
-		if (sscanf(line, "HugePages_Free: %lu", &n) == 1)
-			break;
+	while (!found && fgets(line, sizeof(line), f) != NULL)
+		found = n != NULL ? sscanf(line, fmt, n) == 1 :
+				    strstr(line, fmt) != NULL;
 	fclose(f);
-	return n > 0;
+	return found;
+}
+
+/*
+ * Hugepages the EAL can take: some free, and either a hugetlbfs mounted or
+ * --in-memory (a memfd of hugepages, no mount needed). Reserved pages with
+ * no mount and a --file-prefix would stop the EAL ("Cannot get hugepage
+ * information"): then run without them.
+ */
+static bool
+hugepages_usable(bool in_memory)
+{
+	unsigned long n = 0;
+
+	return file_has_line("/proc/meminfo", "HugePages_Free: %lu", &n) &&
+	       n > 0 &&
+	       (in_memory || file_has_line("/proc/mounts", " hugetlbfs ", NULL));
 }
 
 static char *
@@ -332,7 +348,7 @@ eal_arguments(int argc, char **argv, char **out)
 		out[n++] = argv[i];
 	no_huge = has_arg(argc, argv, (const char *const[]){ "--no-huge", NULL });
 	if (!has_arg(argc, argv, mem)) {
-		no_huge = !hugepages_free();
+		no_huge = !hugepages_usable(!has_arg(argc, argv, shconf));
 		if (no_huge) {
 			out[n++] = "--no-huge";
 			out[n++] = "-m";
@@ -421,15 +437,39 @@ startup_log_end(void)
 	startup_log = NULL;
 }
 
+static char runtime_dir[PATH_MAX];
+
+/*
+ * The EAL makes /var/run/dpdk/PREFIX and leaves it behind, even when it
+ * holds nothing (--no-shconf, --in-memory); one per run would pile up.
+ * Registered before rte_eal_init(), so that it runs after the EAL's own exit
+ * handlers (telemetry unlinks its socket in one).
+ */
+static void
+remove_runtime_dir(void)
+{
+	if (runtime_dir[0] != '\0')
+		rmdir(runtime_dir);
+}
+
+static void
+eal_started(void)
+{
+	snprintf(runtime_dir, sizeof(runtime_dir), "%s",
+		 rte_eal_get_runtime_dir());
+}
+
 static void
 eal_init_quiet(int argc, char **argv)
 {
 	int saved_out, saved_err, rc;
 
+	atexit(remove_runtime_dir);
 	startup_log = tmpfile();
 	if (startup_log == NULL) {
 		if (rte_eal_init(argc, argv) < 0)
 			die("DPDK (EAL) did not start: %s", rte_strerror(rte_errno));
+		eal_started();
 		return;
 	}
 	/* every writer appends: the log stream, stdout and stderr */
@@ -461,6 +501,7 @@ eal_init_quiet(int argc, char **argv)
 			    line);
 		die("DPDK (EAL) did not start: %s", line);
 	}
+	eal_started();
 }
 
 /* A start-up failure after the EAL: ours, plus what DPDK said if apt. */
