@@ -17,6 +17,7 @@
 
 #include "control.h"
 #include "events.h"
+#include "memory.h"
 #include "qns.h"
 #include "setup.h"
 #include "sp.h"
@@ -148,11 +149,19 @@ sp_setup_mempool(char *err, size_t errlen)
 		     (sp.hw_rss || sp.n_workers == 1 ? 0 : sp.n_ifaces * SP_RING_SIZE) +
 		     1024;
 
+	size_t obj;
+
 	if (n < 8191)
 		n = 8191;
+	/* objects, the pool's ring of pointers, its header with the caches */
+	obj = rte_mempool_calc_obj_size(sizeof(struct rte_mbuf) +
+					RTE_MBUF_DEFAULT_BUF_SIZE, 0, NULL);
+	if (sp_memory_init((size_t)n * (obj + 16) + (4u << 20), sp.n_workers,
+			   sp.sessions_per_worker, err, errlen) < 0)
+		return -1;
 	sp.mbuf_pool = rte_pktmbuf_pool_create("sp_mbufs", n, 256, 0,
 					       RTE_MBUF_DEFAULT_BUF_SIZE,
-					       (int)rte_socket_id());
+					       sp_memory_socket((int)rte_socket_id()));
 	if (sp.mbuf_pool == NULL)
 		return sp_fail(err, errlen,
 			    "not enough memory for %u packet buffers (%u MB); give DPDK more memory (-m) or hugepages",
@@ -198,7 +207,7 @@ sp_setup_workers(char *err, size_t errlen)
 	}
 	RTE_LCORE_FOREACH_WORKER(lcore) {
 		struct sp_worker *w;
-		int socket = (int)rte_lcore_to_socket_id(lcore);
+		int socket = sp_memory_socket((int)rte_lcore_to_socket_id(lcore));
 
 		if (i == sp.n_workers)
 			break;
@@ -365,4 +374,6 @@ sp_teardown(void)
 		rte_ring_free(sp.tx_rings[f]);
 	rte_free(sp.rcu);
 	rte_mempool_free(sp.mbuf_pool);
+	sp.mbuf_pool = NULL;
+	sp_memory_fini();
 }

@@ -19,6 +19,8 @@ void sp_setup_defaults(void);
 int sp_setup_core(char *err, size_t errlen);
 /* RSS in the NIC or in software (needs the interfaces); sp.rss. */
 int sp_setup_dispatch(char *err, size_t errlen);
+/* The packet buffers, and without hugepages the heap they and the session
+ * tables come from (memory.h). */
 int sp_setup_mempool(char *err, size_t errlen);
 int sp_setup_workers(char *err, size_t errlen);
 int sp_setup_ports(char *err, size_t errlen);
