@@ -9,13 +9,16 @@
  * alloc/free and a 60-byte write per packet, the work of a NIC driver, but
  * no PCIe or descriptor rings.
  *
- *   bench_swpath new|established|memory SESSIONS SECONDS WORKERS
+ *   bench_swpath new|established|memory SESSIONS SECONDS WORKERS [hugepages]
  *
  * new: opens SESSIONS sessions, one first packet each (new sessions/s).
  * established: opens them, then cycles over all flows for SECONDS (Mpps).
- * memory: DPDK heap bytes one worker's tables take for SESSIONS sessions.
+ * memory: heap bytes one worker's tables take for SESSIONS sessions.
+ * hugepages: EAL on hugepages (reserved beforehand), as deployed; without
+ * it --no-huge, the default of a fresh machine.
  * Prints one JSON object.
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -183,11 +186,11 @@ assign_flows(uint32_t n)
 }
 
 static uint64_t
-heap_used(void)
+memory_used(int socket)
 {
 	struct rte_malloc_socket_stats s;
 
-	rte_malloc_get_socket_stats((int)rte_socket_id(), &s);
+	rte_malloc_get_socket_stats(socket, &s);
 	return s.heap_allocsz_bytes;
 }
 
@@ -198,18 +201,16 @@ main(int argc, char **argv)
 	uint32_t sessions = argc > 2 ? (uint32_t)atol(argv[2]) : 65536;
 	double seconds = argc > 3 ? atof(argv[3]) : 5;
 	unsigned workers = argc > 4 ? (unsigned)atoi(argv[4]) : 1;
+	bool hugepages = argc > 5 && strcmp(argv[5], "hugepages") == 0;
 	/* table size per worker: its share and some slack (RSS is uneven) */
 	uint32_t per_worker = sessions / workers + sessions / workers / 4 + 1024;
-	char mem[16];
 	double pps, new_pps;
 	uint64_t created = 0;
 
-	snprintf(mem, sizeof(mem), "%u",
-		 512 + (unsigned)((uint64_t)(per_worker * workers > sessions ?
-		 per_worker * workers : sessions) * 2400 >> 20));
 	if (sp_harness_init(argv[0], commands, workers,
-			    strcmp(mode, "memory") == 0 ? 1024 : per_worker,
-			    mem) < 0)
+			    strcmp(mode, "memory") == 0 ? sessions : per_worker,
+			    /* the tables are on a heap of their own (memory.h) */
+			    hugepages ? NULL : "512") < 0)
 		return 2;
 	if (strcmp(mode, "memory") == 0) {
 		struct sp_nat *nat = &sp.workers[0]->nat;
@@ -217,13 +218,14 @@ main(int argc, char **argv)
 
 		/* worker 0's tables again, sized for SESSIONS (same names) */
 		sp_nat_free(nat);
-		before = heap_used();
+		before = memory_used(sp.workers[0]->socket);
 		if (sp_nat_init(nat, 0, 1, sessions, sp.workers[0]->cnt,
-				SOCKET_ID_ANY, 0) != 0)
+				sp.workers[0]->socket, 0) != 0)
 			return 2;
-		after = heap_used();
-		printf("{\"mode\": \"memory\", \"sessions\": %u, \"bytes\": %llu, \"bytes_per_session_per_direction\": %.1f}\n",
-		       sessions, (unsigned long long)(after - before),
+		after = memory_used(sp.workers[0]->socket);
+		printf("{\"mode\": \"memory\", \"hugepages\": %s, \"sessions\": %u, \"bytes\": %llu, \"bytes_per_session_per_direction\": %.1f}\n",
+		       hugepages ? "true" : "false", sessions,
+		       (unsigned long long)(after - before),
 		       (double)(after - before) / sessions / 2);
 		sp_harness_fini();
 		return 0;
@@ -236,8 +238,9 @@ main(int argc, char **argv)
 	for (unsigned i = 0; i < workers; i++)
 		created += sp.workers[i]->cnt[SP_CNT_sessions_created];
 	pps = strcmp(mode, "established") == 0 ? run(seconds) : 0;
-	printf("{\"mode\": \"%s\", \"sessions\": %u, \"workers\": %u, \"created\": %llu, \"new_per_s\": %.0f, \"established_pps\": %.0f, \"in2out\": %llu, \"tx\": %llu}\n",
-	       mode, sessions, workers, (unsigned long long)created, new_pps,
+	printf("{\"mode\": \"%s\", \"hugepages\": %s, \"sessions\": %u, \"workers\": %u, \"created\": %llu, \"new_per_s\": %.0f, \"established_pps\": %.0f, \"in2out\": %llu, \"tx\": %llu}\n",
+	       mode, hugepages ? "true" : "false", sessions, workers,
+	       (unsigned long long)created, new_pps,
 	       pps, (unsigned long long)sp_counter_sum(SP_CNT_in2out),
 	       (unsigned long long)sp_counter_sum(SP_CNT_tx));
 	for (unsigned i = 0; i < workers; i++)

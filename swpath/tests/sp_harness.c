@@ -60,12 +60,15 @@ sp_harness_init(const char *prog, const char *commands, unsigned n_workers,
 		uint32_t sessions, const char *mem_mb)
 {
 	char lcores[64];
+	/* hugepages: --in-memory takes them from a memfd as it needs them */
 	char *argv[] = {
-		(char *)prog, "--no-huge", "-m", (char *)mem_mb, "--no-pci",
-		"--no-shconf", "--no-telemetry", lcores, "--log-level=*:error",
-		"--file-prefix", prefix, "--vdev", "net_null0",
-		"--vdev", "net_null1", NULL,
+		(char *)prog, "--no-pci", "--no-shconf", "--no-telemetry",
+		lcores, "--log-level=*:error", "--file-prefix", prefix,
+		"--vdev", "net_null0", "--vdev", "net_null1",
+		mem_mb != NULL ? "--no-huge" : "--in-memory",
+		mem_mb != NULL ? "-m" : NULL, (char *)mem_mb, NULL,
 	};
+	int argc = mem_mb != NULL ? 15 : 13;
 	char err[512];
 
 	/* all lcores float on all CPUs, as quicknat-swpath does by default */
@@ -76,7 +79,7 @@ sp_harness_init(const char *prog, const char *commands, unsigned n_workers,
 	sp.n_workers = n_workers;
 	sp.sessions_per_worker = sessions;
 	sp.port_reuse_ms = 120000;
-	if (rte_eal_init((int)(sizeof(argv) / sizeof(argv[0])) - 1, argv) < 0) {
+	if (rte_eal_init(argc, argv) < 0) {
 		fprintf(stderr, "harness: EAL: %s\n", rte_strerror(rte_errno));
 		return -1;
 	}

@@ -13,10 +13,11 @@
 #include "sp.h"
 
 /*
- * Starts the EAL (no hugepages, no shared config, one lcore per worker plus
- * the main one, all on the calling CPU set) with the extra arguments, then
- * the application from commands (lines of the swpath command language).
- * Returns 0, or -1 with a message on stderr.
+ * Starts the EAL (no shared config, one lcore per worker plus the main one,
+ * all on the calling CPU set; mem_mb MB of ordinary pages with --no-huge, or,
+ * when mem_mb is NULL, hugepages as a deployment runs, which must be
+ * reserved), then the application from commands (lines of the swpath
+ * command language). Returns 0, or -1 with a message on stderr.
  */
 int sp_harness_init(const char *prog, const char *commands,
 		    unsigned n_workers, uint32_t sessions, const char *mem_mb);
