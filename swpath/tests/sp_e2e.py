@@ -965,7 +965,9 @@ def test_golden_config_starts(tmp: Path) -> None:
     eq(sorted(got), sorted(want), "rules listed back as given")
 
 
-def startup_error(tmp: Path, commands: str, eal: tuple[str, ...] = ()) -> str:
+def startup_error(
+    tmp: Path, commands: str, eal: tuple[str, ...] = (), app: tuple[str, ...] = ()
+) -> str:
     (tmp / "c.txt").write_text(commands)
     vdevs = [
         "--vdev",
@@ -986,6 +988,7 @@ def startup_error(tmp: Path, commands: str, eal: tuple[str, ...] = ()) -> str:
             str(tmp / "c.txt"),
             "--control",
             "none",
+            *app,
         ],
         capture_output=True,
         text=True,
@@ -995,6 +998,13 @@ def startup_error(tmp: Path, commands: str, eal: tuple[str, ...] = ()) -> str:
     lines = proc.stderr.strip().splitlines()
     eq(len(lines), 1, f"one line: {proc.stderr!r}")
     return lines[0]
+
+
+def mem_available() -> int:
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemAvailable:"):
+            return int(line.split()[1]) * 1024
+    return 0
 
 
 @case
@@ -1009,6 +1019,19 @@ def test_startup_errors(tmp: Path) -> None:
     eq(line, "quicknat-swpath: DPDK (EAL) did not start: unrecognized option '--bogus'")
     line = startup_error(tmp, BASE, eal=("--no-huge", "-m", "8"))
     assert "memory" in line, line
+    # more sessions than the machine has memory for: refused, not OOM-killed
+    # (the heap of memory.h wants ~320 bytes per session)
+    workers, sessions = 16, 16_777_216
+    if workers * sessions * 320 > mem_available():
+        line = startup_error(
+            tmp,
+            BASE,
+            eal=("--no-huge", "-m", "512"),
+            app=("--lcores-workers", str(workers), "--sessions", str(sessions)),
+        )
+        assert line.startswith(
+            f"quicknat-swpath: not enough memory: {workers} workers x {sessions} sessions"
+        ), line
     # an SNAT 'to' address inside a pool would share its ports (RFC 4787 REQ-3)
     line = startup_error(
         tmp,
