@@ -536,13 +536,14 @@ test_icmp_gen_build(void **state)
 	assert_int_equal(icmp->icmp_seq_nb, 0);
 	assert_memory_equal(icmp + 1, orig + 14, 32);
 
-	/* no headroom for the headers: refused, untouched */
+	/* no headroom for the headers: refused, untouched (an even offset, as
+	 * a PMD's: Ethernet headers are 2-byte aligned) */
 	m = headroom_frame(&f, 4, &orig);
-	m->data_off = 27;
-	memcpy(f.buf + 27, orig, m->data_len);
+	m->data_off = 26;
+	memcpy(f.buf + 26, orig, m->data_len);
 	assert_int_equal(sp_icmp_error_build(m, RTE_BE32(0x0a000001), 11, 0,
 					     0, 8), -1);
-	assert_memory_equal(f.buf + 27, orig, m->data_len);
+	assert_memory_equal(f.buf + 26, orig, m->data_len);
 }
 
 /* RFC 1812 sec. 4.3.2.7: the packets no error may answer. */
