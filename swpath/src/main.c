@@ -86,7 +86,7 @@ usage(FILE *f)
 		"  --dump-on-exit FILE    write {\"stats\":..., \"sessions\":[...]} on exit\n"
 		"\n"
 		"Without EAL options the defaults are: --no-huge -m 512 --no-pci --no-shconf\n"
-		"(hugepages and --in-memory instead when hugepages are free),\n"
+		"(hugepages instead when some are free and mounted, or with --in-memory),\n"
 		"--lcores '(0-N)@(CPUS)' and --log-level '*:error'. See docs/swpath.md.\n");
 }
 
