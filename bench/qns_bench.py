@@ -11,11 +11,16 @@ probe tried, nothing matches). Prints a table, writes bench/results/qns.json
 Expected answers come from the Python QNS; the C benchmark checks its QNS and
 its linear scan against them before timing, so the three must agree.
 
+Each size gets 65,536 packets aimed at rules drawn uniformly at random, cycled:
+with a few thousand, the CPU's branch predictors learn the repeating sequence
+and a small rule set's lookups look twice as fast as they are.
+
 The VM's neighbours move a single timing by up to 2x within seconds, so every
 size is measured in each of `--rounds` rounds (all sizes in turn, round after
-round): figures are medians over the rounds, and the flatness and linear-scan
-ratios are taken within each round (sizes measured side by side) before their
-median is taken.
+round): figures are medians over the rounds, and the ratios are taken within
+each round before their median is taken. C's 100k-over-100 ratio comes from a
+side-by-side run (bench_qns given every rule set, timing them batch by batch in
+turn), which holds it to a few percent where separate runs vary by 2x.
 """
 
 from __future__ import annotations
@@ -46,7 +51,7 @@ RESULTS = ROOT / "bench" / "results"
 SIZES = [100, 1_000, 3_000, 5_000, 10_000, 100_000]
 LENGTHS = [8, 12, 16, 20, 24, 28, 30, 32]
 PORTS = [None, None, 53, 80, 443, 8080, 3074, 65535]
-PACKETS = 4096
+PACKETS = 65536
 SEED = 1
 TARGETS = {
     "c_qns_median_max_ns": 45.0,
@@ -164,6 +169,25 @@ def run_c(case: Case) -> dict[str, Any]:
     return result
 
 
+def run_c_side_by_side(cases: list[Case]) -> dict[int, dict[str, Any]]:
+    """C QNS over all the rule sets in one process, batch by batch in turn
+    (bench_qns with several files): per size its figures and its ratio to the
+    first size, taken batch by batch."""
+    proc = subprocess.run(
+        [str(C_BENCH), *(str(c.vector_path) for c in cases)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    if proc.returncode != 0:
+        raise SystemExit(f"bench_qns (side by side) failed:\n{proc.stderr}{proc.stdout}")
+    out = json.loads(proc.stdout)
+    return {
+        entry["rules"]: {"qns_ns": entry["qns_ns"], "ratio_to_first": ratio}
+        for entry, ratio in zip(out["side_by_side"], out["ratio_to_first"], strict=True)
+    }
+
+
 def measure_once(case: Case) -> dict[str, Any]:
     """One round's figures for one rule set."""
     linear_batch = max(1, min(200, 200_000 // case.rules))
@@ -196,21 +220,28 @@ def median_of_rounds(case: Case, rounds: list[dict[str, Any]]) -> dict[str, Any]
     c["qns_memory_per_rule"] = rounds[0]["c"]["qns_memory_per_rule"]
     c["qns_spread_ns"] = spread("c", "qns_ns")
     c["clock_ghz"] = statistics.median(r["c"]["clock_ghz"] for r in rounds)
+    if "c_side_by_side" in rounds[0]:
+        c["qns_side_by_side_ns"] = {
+            field: statistics.median(r["c_side_by_side"]["qns_ns"][field] for r in rounds)
+            for field in ("median", "p10", "p90")
+        }
     python = {key: med("python", key) for key in ("qns_ns", "linear_ns")}
     python["qns_spread_ns"] = spread("python", "qns_ns")
     return {"rules": case.rules, "packets": len(case.packets), "c": c, "python": python}
 
 
 def ratios(rounds: list[dict[int, dict[str, Any]]]) -> dict[str, list[float]]:
-    """Per round, the ratios the targets are about, from sizes timed side by side."""
+    """Per round, the ratios the targets are about. C's 100k-over-100 comes from
+    its side-by-side run (batch by batch in one process); Python's and the
+    linear scan's from timings seconds apart in the same round."""
     out: dict[str, list[float]] = {"c_flat": [], "python_flat": [], "c_linear_over_qns_10k": []}
     for by_size in rounds:
         if 100 in by_size and 100_000 in by_size:
-            for lang in ("c", "python"):
-                out[f"{lang}_flat"].append(
-                    by_size[100_000][lang]["qns_ns"]["median"]
-                    / by_size[100][lang]["qns_ns"]["median"]
-                )
+            out["c_flat"].append(by_size[100_000]["c_side_by_side"]["ratio_to_first"]["median"])
+            out["python_flat"].append(
+                by_size[100_000]["python"]["qns_ns"]["median"]
+                / by_size[100]["python"]["qns_ns"]["median"]
+            )
         if 10_000 in by_size:
             c = by_size[10_000]["c"]
             out["c_linear_over_qns_10k"].append(c["linear_ns"]["median"] / c["qns_ns"]["median"])
@@ -281,6 +312,12 @@ def print_table(
     for r in results:
         low, high = r["c"]["qns_spread_ns"]
         print(f"  {r['rules']:>8,} rules: {low:.1f}-{high:.1f} ns")
+    side = ", ".join(
+        f"{r['rules']:,}: {r['c']['qns_side_by_side_ns']['median']:.1f}"
+        for r in results
+        if "qns_side_by_side_ns" in r["c"]
+    )
+    print(f"C QNS side by side (ns): {side}")
     ghz = statistics.median(r["c"]["clock_ghz"] for r in results)
     cycles = ", ".join(f"{r['rules']:,}: {r['c']['qns_ns']['median'] * ghz:.0f}" for r in results)
     print(f"core clock (a chain of dependent adds): {ghz:.2f} GHz; C QNS in cycles: {cycles}")
@@ -346,7 +383,11 @@ def main() -> int:
     rounds: list[dict[int, dict[str, Any]]] = []
     for number in range(1, args.rounds + 1):
         print(f"round {number} of {args.rounds} ...", flush=True)
-        rounds.append({case.rules: measure_once(case) for case in cases})
+        by_size = {case.rules: measure_once(case) for case in cases}
+        # Sizes ascending, so that the ratios are to the smallest set.
+        for rules, figures in run_c_side_by_side(sorted(cases, key=lambda c: c.rules)).items():
+            by_size[rules]["c_side_by_side"] = figures
+        rounds.append(by_size)
     results = [median_of_rounds(c, [r[c.rules] for r in rounds]) for c in cases]
     worst = median_of_rounds(worst_case, [measure_once(worst_case)])
     per_round = ratios(rounds)

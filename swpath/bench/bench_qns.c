@@ -2,19 +2,31 @@
 /*
  * bench_qns FILE.json [--batch B] [--repeat R] [--linear-batch B2]
  *                     [--linear-repeat R2]
+ * bench_qns FILE.json FILE.json... [--batch B] [--repeat R]
  *
- * Times QNS against the linear-scan reference on one vector file (its rules
- * and the lookup steps before its first add or remove). Every lookup is first
- * checked against the file's expected id in both, so a benchmark never times
- * wrong answers. Each repeat times a batch of lookups cycling through the
- * file's packets; the per-repeat cost is elapsed / batch, and the median,
- * 10th and 90th percentiles over the repeats are reported. The linear scan
- * runs fewer lookups so that 100,000 rules take seconds, not hours.
- *
- * Prints one JSON object on stdout:
+ * With one file: times QNS against the linear-scan reference on the file's
+ * rules and the lookup steps before its first add or remove. Each repeat
+ * times a batch of lookups cycling through the file's packets; the
+ * per-repeat cost is elapsed / batch, and the median, 10th and 90th
+ * percentiles over the repeats are reported. The linear scan runs fewer
+ * lookups so that 100,000 rules take seconds, not hours. Prints:
  * {"rules": N, "packets": P, "qns_ns": {"median": x, "p10": y, "p90": z},
  *  "linear_ns": {...}, "qns_memory_bytes": M, "qns_memory_per_rule": m,
  *  "clock_ghz": g}
+ *
+ * With several files: QNS side by side, for ratios between rule sets that
+ * the VM's changing speed cannot skew. Each repeat times one batch of every
+ * file in turn; before its batch, the file's WARM_LOOKUPS lookups that
+ * precede the batch run untimed, so that the batch meets the caches as in a
+ * run of its own and not as the other files left them. Prints:
+ * {"side_by_side": [{"rules": N, "packets": P, "qns_ns": {...}}, ...],
+ *  "ratio_to_first": [{"rules": N, "median": x, "p10": y, "p90": z}, ...],
+ *  "clock_ghz": g}
+ * where a ratio is taken per repeat (this file's batch over the first
+ * file's) before its percentiles.
+ *
+ * Every lookup is first checked against the file's expected id, in QNS and
+ * in the linear scan, so a benchmark never times wrong answers.
  * Exit status: 0, 1 if a lookup gives a wrong answer or the rules are
  * refused, 2 for a usage or file error.
  */
@@ -36,8 +48,17 @@
 /* Rule comparisons per linear-scan batch at most, when its batch is not given. */
 #define LINEAR_BATCH_BUDGET (1ul << 24)
 
+#define MAX_FILES 16
+
+/*
+ * Side by side, the untimed lookups before a file's batch: enough to bring
+ * back its working set in the 2 MiB L2 (about six lines per lookup).
+ */
+#define WARM_LOOKUPS 8192u
+
 struct options {
-	const char *path;
+	const char *path[MAX_FILES];
+	size_t n_paths;
 	unsigned long batch;
 	unsigned long repeat;
 	unsigned long linear_batch; /* 0: from LINEAR_BATCH_BUDGET */
@@ -57,7 +78,9 @@ static void
 usage(void)
 {
 	fprintf(stderr, "usage: bench_qns FILE.json [--batch B] [--repeat R] "
-			"[--linear-batch B2] [--linear-repeat R2]\n");
+			"[--linear-batch B2] [--linear-repeat R2]\n"
+			"       bench_qns FILE.json FILE.json... [--batch B] "
+			"[--repeat R]\n");
 	exit(2);
 }
 
@@ -84,8 +107,9 @@ parse_options(int argc, char **argv, struct options *o)
 {
 	int i;
 
-	*o = (struct options){ NULL, DEFAULT_BATCH, DEFAULT_REPEAT, 0,
-			       DEFAULT_LINEAR_REPEAT };
+	*o = (struct options){ .batch = DEFAULT_BATCH,
+			       .repeat = DEFAULT_REPEAT,
+			       .linear_repeat = DEFAULT_LINEAR_REPEAT };
 	for (i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--batch") == 0)
 			o->batch = parse_count(argv[i], argv[i + 1]), i++;
@@ -95,12 +119,12 @@ parse_options(int argc, char **argv, struct options *o)
 			o->linear_batch = parse_count(argv[i], argv[i + 1]), i++;
 		else if (strcmp(argv[i], "--linear-repeat") == 0)
 			o->linear_repeat = parse_count(argv[i], argv[i + 1]), i++;
-		else if (argv[i][0] == '-' || o->path != NULL)
+		else if (argv[i][0] == '-' || o->n_paths == MAX_FILES)
 			usage();
 		else
-			o->path = argv[i];
+			o->path[o->n_paths++] = argv[i];
 	}
-	if (o->path == NULL)
+	if (o->n_paths == 0)
 		usage();
 }
 
@@ -196,25 +220,43 @@ summarise(double *v, size_t n)
  * The two timing loops are spelled out rather than sharing a function
  * pointer, so that the call in the loop is direct for both.
  */
+
+/* Looks up batch packets from *j on (cycling); returns the sum of the ids. */
+static uint64_t
+run_qns(const struct qns *q, const struct vector_packet *pkt, size_t n,
+	size_t *j, unsigned long batch)
+{
+	uint64_t acc = 0;
+	unsigned long i;
+
+	for (i = 0; i < batch; i++) {
+		acc += rule_id(qns_lookup_packet(q, &pkt[*j]));
+		if (++*j == n)
+			*j = 0;
+	}
+	return acc;
+}
+
+/* Nanoseconds per lookup of one timed batch. */
+static double
+time_qns_batch(const struct qns *q, const struct vector_packet *pkt, size_t n,
+	       size_t *j, unsigned long batch)
+{
+	double t0 = now_ns();
+
+	sink += run_qns(q, pkt, n, j, batch);
+	return (now_ns() - t0) / (double)batch;
+}
+
 static struct stats
 time_qns(const struct qns *q, const struct vector_packet *pkt, size_t n,
 	 unsigned long batch, unsigned long repeat, double *ns)
 {
 	size_t j = 0;
-	unsigned long r, i;
+	unsigned long r;
 
-	for (r = 0; r < repeat; r++) {
-		uint64_t acc = 0;
-		double t0 = now_ns();
-
-		for (i = 0; i < batch; i++) {
-			acc += rule_id(qns_lookup_packet(q, &pkt[j]));
-			if (++j == n)
-				j = 0;
-		}
-		ns[r] = (now_ns() - t0) / (double)batch;
-		sink += acc;
-	}
+	for (r = 0; r < repeat; r++)
+		ns[r] = time_qns_batch(q, pkt, n, &j, batch);
 	return summarise(ns, repeat);
 }
 
@@ -240,105 +282,191 @@ time_linear(const struct linear_scan *ls, const struct vector_packet *pkt,
 	return summarise(ns, repeat);
 }
 
-int
-main(int argc, char **argv)
-{
-	struct vector_packet *pkt;
+/* One vector file, loaded and checked, with its QNS and linear scan. */
+struct bench_case {
 	struct vector_file vf;
-	struct options o;
+	struct vector_packet *pkt; /* the lookups before the first change */
+	size_t n;
 	struct qns *q;
 	struct linear_scan *ls;
-	struct stats qs, lsn;
-	size_t i, n = 0, mem;
-	double ghz;
-	double *ns;
+};
+
+/* Returns 0, 1 (rules refused or a wrong answer) or 2 (file or memory). */
+static int
+case_load(const char *path, struct bench_case *c)
+{
 	char err[512];
+	size_t i;
 	long bad;
 	int rc;
 
-	parse_options(argc, argv, &o);
-	if (vector_file_load(o.path, &vf, err, sizeof(err)) != 0) {
+	memset(c, 0, sizeof(*c));
+	if (vector_file_load(path, &c->vf, err, sizeof(err)) != 0) {
 		fprintf(stderr, "bench_qns: %s\n", err);
 		return 2;
 	}
-	/* The lookups whose answers depend on the initial rules only. */
-	pkt = calloc(vf.n_steps + 1, sizeof(*pkt));
-	if (pkt == NULL)
+	c->pkt = calloc(c->vf.n_steps + 1, sizeof(*c->pkt));
+	c->q = qns_create(NULL);
+	c->ls = linear_scan_create();
+	if (c->pkt == NULL || c->q == NULL || c->ls == NULL)
 		return 2;
-	for (i = 0; i < vf.n_steps && vf.steps[i].type == VECTOR_LOOKUP; i++)
-		pkt[n++] = vf.steps[i].packet;
-	if (n == 0) {
+	for (i = 0; i < c->vf.n_steps && c->vf.steps[i].type == VECTOR_LOOKUP; i++)
+		c->pkt[c->n++] = c->vf.steps[i].packet;
+	if (c->n == 0) {
 		fprintf(stderr, "bench_qns: %s: no lookup before the first change\n",
-			o.path);
+			path);
 		return 2;
 	}
-	if (n < vf.n_steps)
+	if (c->n < c->vf.n_steps)
 		fprintf(stderr, "bench_qns: %s: using the %zu lookups before "
-			"steps[%zu], the first change\n", o.path, n, n);
-
-	q = qns_create(NULL);
-	ls = linear_scan_create();
-	if (q == NULL || ls == NULL)
-		return 2;
-	for (i = 0; i < vf.n_rules; i++) {
-		rc = qns_add(q, &vf.rules[i]);
+			"steps[%zu], the first change\n", path, c->n, c->n);
+	for (i = 0; i < c->vf.n_rules; i++) {
+		rc = qns_add(c->q, &c->vf.rules[i]);
 		if (rc != 0) {
 			fprintf(stderr, "bench_qns: %s: rules[%zu]: qns_add: %s\n",
-				o.path, i, strerror(-rc));
+				path, i, strerror(-rc));
 			return 1;
 		}
 	}
-	rc = linear_scan_add_bulk(ls, vf.rules, vf.n_rules, &bad);
+	rc = linear_scan_add_bulk(c->ls, c->vf.rules, c->vf.n_rules, &bad);
 	if (rc != 0) {
 		fprintf(stderr, "bench_qns: %s: rules[%ld]: linear_scan: %s\n",
-			o.path, bad, strerror(-rc));
+			path, bad, strerror(-rc));
 		return 1;
 	}
 
 	/* Check every answer (and warm the caches) before timing anything. */
-	for (i = 0; i < n; i++) {
-		uint64_t want = vf.steps[i].expect_id;
-		uint64_t got_q = rule_id(qns_lookup_packet(q, &pkt[i]));
-		uint64_t got_l = rule_id(linear_lookup_packet(ls, &pkt[i]));
+	for (i = 0; i < c->n; i++) {
+		uint64_t want = c->vf.steps[i].expect_id;
+		uint64_t got_q = rule_id(qns_lookup_packet(c->q, &c->pkt[i]));
+		uint64_t got_l = rule_id(linear_lookup_packet(c->ls, &c->pkt[i]));
 
 		if (got_q != want || got_l != want) {
 			fprintf(stderr, "bench_qns: %s: steps[%zu]: expected %llu, "
 				"qns gave %llu, linear_scan gave %llu (0: none)\n",
-				o.path, i, (unsigned long long)want,
+				path, i, (unsigned long long)want,
 				(unsigned long long)got_q,
 				(unsigned long long)got_l);
 			return 1;
 		}
 	}
+	return 0;
+}
 
-	if (o.linear_batch == 0) {
+static void
+case_free(struct bench_case *c)
+{
+	free(c->pkt);
+	linear_scan_free(c->ls);
+	qns_free(c->q);
+	vector_file_free(&c->vf);
+}
+
+static void
+print_stats(const char *name, struct stats s)
+{
+	printf("\"%s\": {\"median\": %.2f, \"p10\": %.2f, \"p90\": %.2f}", name,
+	       s.median, s.p10, s.p90);
+}
+
+static int
+bench_one(struct bench_case *c, const struct options *o)
+{
+	unsigned long linear_batch = o->linear_batch;
+	struct stats qs, lsn;
+	size_t mem;
+	double *ns;
+
+	if (linear_batch == 0) {
 		unsigned long fit = LINEAR_BATCH_BUDGET /
-				    (vf.n_rules > 0 ? vf.n_rules : 1);
+				    (c->vf.n_rules > 0 ? c->vf.n_rules : 1);
 
-		o.linear_batch = fit < 1 ? 1 : fit < o.batch ? fit : o.batch;
+		linear_batch = fit < 1 ? 1 : fit < o->batch ? fit : o->batch;
 	}
-	ns = calloc(o.repeat > o.linear_repeat ? o.repeat : o.linear_repeat,
+	ns = calloc(o->repeat > o->linear_repeat ? o->repeat : o->linear_repeat,
 		    sizeof(*ns));
 	if (ns == NULL)
 		return 2;
-	qs = time_qns(q, pkt, n, o.batch, o.repeat, ns);
-	lsn = time_linear(ls, pkt, n, o.linear_batch, o.linear_repeat, ns);
-	mem = qns_memory(q);
-	ghz = clock_ghz();
+	qs = time_qns(c->q, c->pkt, c->n, o->batch, o->repeat, ns);
+	lsn = time_linear(c->ls, c->pkt, c->n, linear_batch, o->linear_repeat,
+			  ns);
+	mem = qns_memory(c->q);
 
-	printf("{\"rules\": %zu, \"packets\": %zu, "
-	       "\"qns_ns\": {\"median\": %.2f, \"p10\": %.2f, \"p90\": %.2f}, "
-	       "\"linear_ns\": {\"median\": %.2f, \"p10\": %.2f, \"p90\": %.2f}, "
-	       "\"qns_memory_bytes\": %zu, \"qns_memory_per_rule\": %.1f, "
+	printf("{\"rules\": %zu, \"packets\": %zu, ", c->vf.n_rules, c->n);
+	print_stats("qns_ns", qs);
+	printf(", ");
+	print_stats("linear_ns", lsn);
+	printf(", \"qns_memory_bytes\": %zu, \"qns_memory_per_rule\": %.1f, "
 	       "\"clock_ghz\": %.2f}\n",
-	       vf.n_rules, n, qs.median, qs.p10, qs.p90, lsn.median, lsn.p10,
-	       lsn.p90, mem,
-	       vf.n_rules > 0 ? (double)mem / (double)vf.n_rules : 0.0, ghz);
-
+	       mem, c->vf.n_rules > 0 ? (double)mem / (double)c->vf.n_rules : 0.0,
+	       clock_ghz());
 	free(ns);
-	free(pkt);
-	linear_scan_free(ls);
-	qns_free(q);
-	vector_file_free(&vf);
 	return 0;
+}
+
+static int
+bench_side_by_side(struct bench_case *c, size_t files,
+		   const struct options *o)
+{
+	double *ns = calloc(files * o->repeat, sizeof(*ns));
+	double *ratio = calloc(o->repeat, sizeof(*ratio));
+	size_t j[MAX_FILES] = { 0 }, f;
+	unsigned long r;
+
+	if (ns == NULL || ratio == NULL)
+		return 2;
+	for (r = 0; r < o->repeat; r++) {
+		for (f = 0; f < files; f++) {
+			size_t warm = c[f].n < WARM_LOOKUPS ? c[f].n : WARM_LOOKUPS;
+			size_t from = (j[f] + c[f].n - warm) % c[f].n;
+
+			/* Untimed: the lookups just before the batch. */
+			sink += run_qns(c[f].q, c[f].pkt, c[f].n, &from, warm);
+			ns[f * o->repeat + r] = time_qns_batch(
+				c[f].q, c[f].pkt, c[f].n, &j[f], o->batch);
+		}
+	}
+	printf("{\"side_by_side\": [");
+	for (f = 0; f < files; f++) {
+		printf("%s{\"rules\": %zu, \"packets\": %zu, ", f ? ", " : "",
+		       c[f].vf.n_rules, c[f].n);
+		/* Summarised from a copy: the ratios need them in time order. */
+		memcpy(ratio, &ns[f * o->repeat], o->repeat * sizeof(*ratio));
+		print_stats("qns_ns", summarise(ratio, o->repeat));
+		printf("}");
+	}
+	printf("], \"ratio_to_first\": [");
+	for (f = 0; f < files; f++) {
+		struct stats s;
+
+		for (r = 0; r < o->repeat; r++)
+			ratio[r] = ns[f * o->repeat + r] / ns[r];
+		s = summarise(ratio, o->repeat);
+		printf("%s{\"rules\": %zu, \"median\": %.3f, \"p10\": %.3f, "
+		       "\"p90\": %.3f}", f ? ", " : "", c[f].vf.n_rules, s.median,
+		       s.p10, s.p90);
+	}
+	printf("], \"clock_ghz\": %.2f}\n", clock_ghz());
+	free(ratio);
+	free(ns);
+	return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct bench_case c[MAX_FILES];
+	struct options o;
+	size_t f, loaded;
+	int rc = 0;
+
+	parse_options(argc, argv, &o);
+	for (loaded = 0; loaded < o.n_paths && rc == 0; loaded++)
+		rc = case_load(o.path[loaded], &c[loaded]);
+	if (rc == 0)
+		rc = o.n_paths == 1 ? bench_one(&c[0], &o) :
+				      bench_side_by_side(c, o.n_paths, &o);
+	for (f = 0; f < loaded; f++)
+		case_free(&c[f]);
+	return rc;
 }
