@@ -174,7 +174,8 @@ def run_c_side_by_side(cases: list[Case]) -> dict[int, dict[str, Any]]:
     (bench_qns with several files): per size its figures and its ratio to the
     first size, taken batch by batch."""
     proc = subprocess.run(
-        [str(C_BENCH), *(str(c.vector_path) for c in cases)],
+        # Each batch follows a warm-up cycle of its packets: fewer repeats.
+        [str(C_BENCH), *(str(c.vector_path) for c in cases), "--repeat", "101"],
         capture_output=True,
         text=True,
         timeout=600,
