@@ -270,7 +270,7 @@ fail_empty:
 void
 qns_free(struct qns *q)
 {
-	unsigned int kind, plen, i;
+	unsigned int kind, plen;
 
 	if (q == NULL)
 		return;
@@ -283,8 +283,6 @@ qns_free(struct qns *q)
 				free(slots);
 		}
 	}
-	for (i = 0; i < qns_id_index_capacity(&q->index); i++)
-		free(q->index.slot[i]);
 	qns_id_index_fini(&q->index);
 	free(atomic_load_explicit(&q->filter, memory_order_relaxed));
 	free(q->empty);
@@ -311,8 +309,16 @@ qns_subtable_replace(struct qns *q, unsigned int kind, unsigned int plen,
 	struct qns_slots *old =
 		atomic_load_explicit(&st->slots, memory_order_relaxed);
 
-	if (fresh != q->empty)
+	if (fresh != q->empty) {
+		uint32_t i;
+
 		qns_slots_copy_live(fresh, old, qns_table_number(kind, plen));
+		/* The rules moved with their slots: so do their index entries. */
+		for (i = 0; i < qns_slots_capacity(fresh); i++)
+			if (fresh->slot[i].rule.id != 0)
+				qns_id_index_repoint(&q->index,
+						     &fresh->slot[i].rule);
+	}
 	atomic_store_explicit(&st->slots, fresh, memory_order_release);
 	stats->used = stats->live;
 	if (old != q->empty)
@@ -382,7 +388,7 @@ qns_add(struct qns *q, const struct qns_rule *rule)
 	struct qns_subtable_stats *stats;
 	struct qns_slots *slots, *fresh = NULL;
 	struct qns_filter *filter, *fresh_filter = NULL;
-	struct qns_rule *copy;
+	struct qns_rule *stored;
 	uint64_t key, hash;
 
 	if (unlikely(!qns_rule_is_valid(rule)))
@@ -398,17 +404,13 @@ qns_add(struct qns *q, const struct qns_rule *rule)
 		return -EEXIST;
 
 	/* Allocate everything first, so that -ENOMEM leaves QNS unchanged. */
-	copy = malloc(sizeof(*copy));
-	if (unlikely(copy == NULL))
-		return -ENOMEM;
-	*copy = *rule;
 	/* Tombstones count: the load limit keeps probe sequences short. */
 	if (slots == q->empty ||
 	    ((uint64_t)stats->used + 1) * QNS_SLOTS_MAX_LOAD_DEN >
 		    (uint64_t)qns_slots_capacity(slots) * QNS_SLOTS_MAX_LOAD_NUM) {
 		fresh = qns_slots_alloc(qns_slots_capacity_for(stats->live + 1));
 		if (unlikely(fresh == NULL))
-			goto fail_slots;
+			return -ENOMEM;
 	}
 	filter = atomic_load_explicit(&q->filter, memory_order_relaxed);
 	if (qns_filter_full(filter)) {
@@ -429,20 +431,18 @@ qns_add(struct qns *q, const struct qns_rule *rule)
 		filter = fresh_filter;
 	}
 	/* The filter bits first: a reader that finds the slot must pass. */
-	qns_filter_add_rule(filter, copy);
-	qns_slots_insert(slots, key, hash, copy);
+	qns_filter_add_rule(filter, rule);
+	stored = qns_slots_insert(slots, key, hash, rule);
 	stats->used++;
 	stats->live++;
 	qns_subtable_update_masks(q, rule->kind, rule->plen);
-	qns_id_index_insert(&q->index, copy);
+	qns_id_index_insert(&q->index, stored);
 	return 0;
 
 fail_index:
 	free(fresh_filter);
 fail_filter:
 	free(fresh);
-fail_slots:
-	free(copy);
 	return -ENOMEM;
 }
 
@@ -451,25 +451,26 @@ qns_del(struct qns *q, uint32_t id)
 {
 	struct qns_subtable_stats *stats;
 	struct qns_slots *slots;
-	struct qns_slot *slot;
 	struct qns_filter *filter;
 	struct qns_rule *rule;
+	unsigned int kind, plen;
 	uint32_t capacity;
-	uint64_t key;
 
 	rule = qns_id_index_remove(&q->index, id);
 	if (unlikely(rule == NULL))
 		return -ENOENT;
-	stats = &q->stats[rule->kind][rule->plen];
-	slots = atomic_load_explicit(&q->sub[rule->kind][rule->plen].slots,
+	/* The rule lives in its slot, which a rebuild below may retire. */
+	kind = rule->kind;
+	plen = rule->plen;
+	stats = &q->stats[kind][plen];
+	slots = atomic_load_explicit(&q->sub[kind][plen].slots,
 				     memory_order_relaxed);
-	key = qns_rule_key(rule);
-	slot = qns_slots_find_rule(slots, qns_key_hash(qns_rule_table(rule), key),
-				   rule);
-	/* The tombstone keeps the slot's key, so probes run on past it. */
-	atomic_store_explicit(&slot->rule, QNS_TOMBSTONE, memory_order_release);
+	/* The tombstone keeps its rule for readers that hold it, and its id
+	 * keeps the slot used, so probes run on past it. */
+	atomic_store_explicit(&qns_slot_of(rule)->key, QNS_KEY_TOMBSTONE,
+			      memory_order_release);
 	stats->live--;
-	qns_subtable_update_masks(q, rule->kind, rule->plen);
+	qns_subtable_update_masks(q, kind, plen);
 
 	/*
 	 * Give memory back: an emptied sub-table returns to the shared empty
@@ -478,14 +479,14 @@ qns_del(struct qns *q, uint32_t id)
 	 */
 	capacity = qns_slots_capacity(slots);
 	if (stats->live == 0) {
-		qns_subtable_replace(q, rule->kind, rule->plen, q->empty);
+		qns_subtable_replace(q, kind, plen, q->empty);
 	} else if (capacity > QNS_SLOTS_MIN_CAPACITY &&
 		   (uint64_t)stats->live * QNS_SLOTS_SHRINK_BELOW < capacity) {
 		struct qns_slots *fresh =
 			qns_slots_alloc(qns_slots_capacity_for(stats->live));
 
 		if (likely(fresh != NULL))
-			qns_subtable_replace(q, rule->kind, rule->plen, fresh);
+			qns_subtable_replace(q, kind, plen, fresh);
 	}
 	/* The filter keeps the rule's bits; a filter 4 times too big is rebuilt. */
 	filter = atomic_load_explicit(&q->filter, memory_order_relaxed);
@@ -496,7 +497,6 @@ qns_del(struct qns *q, uint32_t id)
 		if (likely(fresh != NULL))
 			qns_filter_replace(q, fresh);
 	}
-	qns_retire(q, rule);
 	return 0;
 }
 
@@ -519,8 +519,7 @@ qns_memory(const struct qns *q)
 		atomic_load_explicit(&q->filter, memory_order_relaxed);
 	size_t bytes = qns_struct_size() + qns_slots_size(QNS_EMPTY_CAPACITY) +
 		       qns_filter_size(qns_filter_words(filter)) +
-		       qns_id_index_memory(&q->index) +
-		       (size_t)q->index.count * sizeof(struct qns_rule);
+		       qns_id_index_memory(&q->index);
 	unsigned int kind, plen;
 
 	for (kind = 0; kind < QNS_KINDS; kind++) {

@@ -70,6 +70,16 @@ qns_id_index_insert(struct qns_id_index *ix, struct qns_rule *rule)
 	ix->count++;
 }
 
+void
+qns_id_index_repoint(struct qns_id_index *ix, struct qns_rule *rule)
+{
+	uint32_t i = qns_id_home(ix, rule->id);
+
+	while (ix->slot[i]->id != rule->id)
+		i = (i + 1) & ix->mask;
+	ix->slot[i] = rule;
+}
+
 int
 qns_id_index_reserve(struct qns_id_index *ix, uint32_t count)
 {

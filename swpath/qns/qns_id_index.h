@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The id -> rule index behind qns_del(), qns_get() and qns_foreach(). Only
- * the writer uses it, so it is a plain open-addressing table with linear
- * probing and backward-shift deletion (no tombstones, no atomics).
+ * The id -> rule index behind qns_del(), qns_get() and qns_foreach(): it
+ * points at the rules in their slots (the writer repoints it when a rebuild
+ * moves them) and owns nothing. Only the writer uses it, so it is a plain
+ * open-addressing table with linear probing and backward-shift deletion (no
+ * tombstones, no atomics).
  */
 #ifndef QUICKNAT_QNS_ID_INDEX_H
 #define QUICKNAT_QNS_ID_INDEX_H
@@ -22,7 +24,7 @@ struct qns_id_index {
 /* Returns 0 or -ENOMEM. */
 int qns_id_index_init(struct qns_id_index *ix);
 
-/* Frees the index, not the rules. */
+/* Frees the index. */
 void qns_id_index_fini(struct qns_id_index *ix);
 
 size_t qns_id_index_memory(const struct qns_id_index *ix);
@@ -34,6 +36,9 @@ int qns_id_index_reserve(struct qns_id_index *ix, uint32_t count);
 
 /* Inserts a rule whose id is absent; room must have been reserved. */
 void qns_id_index_insert(struct qns_id_index *ix, struct qns_rule *rule);
+
+/* Points the entry of rule->id, which must exist, at rule: the rule moved. */
+void qns_id_index_repoint(struct qns_id_index *ix, struct qns_rule *rule);
 
 /* Removes and returns the rule with this id, or NULL. */
 struct qns_rule *qns_id_index_remove(struct qns_id_index *ix, uint32_t id);

@@ -13,8 +13,6 @@
 /* Largest capacity whose mask still fits the 32-bit index. */
 #define QNS_SLOTS_MAX_CAPACITY (1u << 31)
 
-const struct qns_rule qns_tombstone;
-
 size_t
 qns_slots_size(uint32_t capacity)
 {
@@ -53,30 +51,37 @@ qns_slots_alloc(uint32_t capacity)
 
 	if (unlikely(capacity == 0))
 		return NULL;
-	/* Cache-line aligned, so no 16-byte slot straddles two lines. */
+	/* Cache-line aligned, so no 32-byte slot straddles two lines. */
 	s = aligned_alloc(QNS_CACHE_LINE, size);
 	if (unlikely(s == NULL))
 		return NULL;
-	memset(s, 0, size); /* all slots empty: NULL rule pointers */
+	memset(s, 0, size); /* all slots empty: rule id 0 */
 	s->mask = capacity - 1;
 	s->shift = (uint32_t)(64 - __builtin_ctz(capacity));
 	return s;
 }
 
-void
+struct qns_rule *
 qns_slots_insert(struct qns_slots *s, uint64_t key, uint64_t hash,
 		 const struct qns_rule *rule)
 {
 	uint32_t i = (uint32_t)(hash >> s->shift);
+	struct qns_slot *slot;
 
 	/*
-	 * Only empty slots are filled: reusing a tombstone would rewrite a key
-	 * that a reader holding the old rule pointer may be comparing.
+	 * Only empty slots are filled: reusing a tombstone would rewrite a rule
+	 * that a reader may still hold.
 	 */
-	while (atomic_load_explicit(&s->slot[i].rule, memory_order_relaxed) != NULL)
+	while (s->slot[i].rule.id != 0)
 		i = (i + 1) & s->mask;
-	s->slot[i].key = key;
-	atomic_store_explicit(&s->slot[i].rule, rule, memory_order_release);
+	slot = &s->slot[i];
+	/* Everything but the id, which readers load to see whether it is used. */
+	memcpy((char *)&slot->rule + sizeof(rule->id),
+	       (const char *)rule + sizeof(rule->id),
+	       sizeof(*rule) - sizeof(rule->id));
+	atomic_store_explicit(&slot->key, key, memory_order_relaxed);
+	__atomic_store_n(&slot->rule.id, rule->id, __ATOMIC_RELEASE);
+	return &slot->rule;
 }
 
 void
@@ -87,29 +92,12 @@ qns_slots_copy_live(struct qns_slots *dst, const struct qns_slots *src,
 	uint32_t i;
 
 	for (i = 0; i < capacity; i++) {
-		const struct qns_rule *rule = atomic_load_explicit(
-			&src->slot[i].rule, memory_order_relaxed);
-		uint64_t key = src->slot[i].key;
+		const struct qns_slot *slot = &src->slot[i];
+		uint64_t key =
+			atomic_load_explicit(&slot->key, memory_order_relaxed);
 
-		if (rule != NULL && rule != QNS_TOMBSTONE)
-			qns_slots_insert(dst, key, qns_key_hash(table, key), rule);
-	}
-}
-
-struct qns_slot *
-qns_slots_find_rule(struct qns_slots *s, uint64_t hash,
-		    const struct qns_rule *rule)
-{
-	uint32_t i = (uint32_t)(hash >> s->shift);
-
-	for (;;) {
-		const struct qns_rule *here = atomic_load_explicit(
-			&s->slot[i].rule, memory_order_relaxed);
-
-		if (here == NULL)
-			return NULL;
-		if (here == rule)
-			return &s->slot[i];
-		i = (i + 1) & s->mask;
+		if (slot->rule.id != 0 && key != QNS_KEY_TOMBSTONE)
+			qns_slots_insert(dst, key, qns_key_hash(table, key),
+					 &slot->rule);
 	}
 }

@@ -1,18 +1,23 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The slot arrays of the QNS sub-tables: open addressing with linear probing,
- * searched by lock-free readers while one writer changes them.
+ * searched by lock-free readers while one writer changes them. A slot holds
+ * its rule itself, so a lookup's last load is the slot it matches: there is
+ * no rule to fetch behind it.
  *
  * Publication protocol (docs/qns.md, "Run-time updates"):
- * - A slot is empty (rule NULL), full, or a tombstone (rule QNS_TOMBSTONE).
- * - The writer fills an empty slot by writing its key, then storing the rule
- *   pointer with release order; readers load the rule pointer with acquire
- *   order before they read the key, so they never see a key without its rule.
- * - A full slot changes only to a tombstone, and a tombstone never changes:
- *   a reader that loaded a rule pointer can therefore trust the key beside it.
+ * - A slot is empty (rule.id 0), full, or a tombstone (a non-zero id and key
+ *   QNS_KEY_TOMBSTONE, which no rule's key equals).
+ * - The writer fills an empty slot by writing the rule's other fields and the
+ *   key, then storing rule.id with release order; readers load rule.id with
+ *   acquire order before they read the key or the rule, so they never see a
+ *   key without its rule.
+ * - A full slot changes only to a tombstone (its key alone: the rule stays as
+ *   it was, for readers that already hold it), and a tombstone never changes.
  * - Growing, shrinking or purging tombstones builds a new array, which is
  *   published by one release store of the sub-table's array pointer; the old
- *   array is never written again and goes to the reclaim callback.
+ *   array is never written again and goes to the reclaim callback, with the
+ *   rules that readers may still hold.
  * - The capacity is read from the array itself, so a reader always probes
  *   within the array it loaded.
  */
@@ -39,24 +44,31 @@
  */
 #define QNS_SLOTS_SHRINK_BELOW 16u
 
-/* Marks a deleted slot; never dereferenced. */
-extern const struct qns_rule qns_tombstone;
-#define QNS_TOMBSTONE (&qns_tombstone)
+/* The key of a deleted slot: a real key's low byte is 0 or 1 (qns_key()). */
+#define QNS_KEY_TOMBSTONE UINT64_MAX
 
 struct qns_slot {
-	uint64_t key; /* written once, before rule publishes the slot */
-	_Atomic(const struct qns_rule *) rule; /* NULL, a rule or QNS_TOMBSTONE */
+	_Atomic uint64_t key;  /* written before rule.id publishes the slot */
+	struct qns_rule rule;  /* rule.id: 0 while empty, stored last */
 };
 
 struct qns_slots {
-	uint32_t mask;     /* capacity - 1, capacity a power of two */
-	uint32_t shift;    /* 64 - log2(capacity): top hash bits pick a slot */
-	uint64_t reserved; /* keeps slot[] 16-byte aligned: no slot spans lines */
+	uint32_t mask;        /* capacity - 1, capacity a power of two */
+	uint32_t shift;       /* 64 - log2(capacity): top hash bits pick a slot */
+	uint64_t reserved[3]; /* keeps slot[] 32-byte aligned: no slot spans lines */
 	struct qns_slot slot[];
 };
 
-_Static_assert(sizeof(struct qns_slot) == 16, "a slot is 16 bytes");
-_Static_assert(sizeof(struct qns_slots) == 16, "slot[] starts at 16 bytes");
+_Static_assert(sizeof(struct qns_slot) == 32, "two slots per cache line");
+_Static_assert(sizeof(struct qns_slots) == 32, "slot[] starts at 32 bytes");
+_Static_assert(offsetof(struct qns_rule, id) == 0, "id is published alone");
+
+/* Reader side: whether the slot holds a rule (or a tombstone). */
+static inline int
+qns_slot_used(const struct qns_slot *slot)
+{
+	return __atomic_load_n(&slot->rule.id, __ATOMIC_ACQUIRE) != 0;
+}
 
 /* The netmask of a prefix length, 0 for /0 (a 64-bit shift avoids UB at 32). */
 static inline uint32_t
@@ -146,14 +158,12 @@ qns_slots_probe(const struct qns_slots *s, uint64_t key, uint64_t hash)
 
 	for (;;) {
 		const struct qns_slot *slot = &s->slot[i];
-		const struct qns_rule *rule =
-			atomic_load_explicit(&slot->rule, memory_order_acquire);
 
 		/* Load limit < 1: every probe sequence reaches an empty slot. */
-		if (rule == NULL)
+		if (!qns_slot_used(slot))
 			return NULL;
-		if (slot->key == key && likely(rule != QNS_TOMBSTONE))
-			return rule;
+		if (atomic_load_explicit(&slot->key, memory_order_relaxed) == key)
+			return &slot->rule;
 		i = (i + 1) & s->mask;
 	}
 }
@@ -172,20 +182,16 @@ qns_slots_probe_protos(const struct qns_slots *s, uint64_t key, uint64_t hash)
 
 	for (;;) {
 		const struct qns_slot *slot = &s->slot[i];
-		const struct qns_rule *rule =
-			atomic_load_explicit(&slot->rule, memory_order_acquire);
 		uint64_t here;
 
 		/* Load limit < 1: every probe sequence reaches an empty slot. */
-		if (rule == NULL)
+		if (!qns_slot_used(slot))
 			return found;
-		here = slot->key;
-		if (likely(rule != QNS_TOMBSTONE)) {
-			if (here == key)
-				return rule;
-			if (here == any)
-				found = rule;
-		}
+		here = atomic_load_explicit(&slot->key, memory_order_relaxed);
+		if (here == key)
+			return &slot->rule;
+		if (here == any)
+			found = &slot->rule;
 		i = (i + 1) & s->mask;
 	}
 }
@@ -200,9 +206,12 @@ uint32_t qns_slots_capacity_for(uint32_t live);
 /* A zeroed (all empty) array, or NULL. Free it with free(). */
 struct qns_slots *qns_slots_alloc(uint32_t capacity);
 
-/* Publishes (key, rule) in the first empty slot of its probe sequence. */
-void qns_slots_insert(struct qns_slots *s, uint64_t key, uint64_t hash,
-		      const struct qns_rule *rule);
+/*
+ * Publishes a copy of *rule under key in the first empty slot of its probe
+ * sequence, and returns the copy.
+ */
+struct qns_rule *qns_slots_insert(struct qns_slots *s, uint64_t key,
+				  uint64_t hash, const struct qns_rule *rule);
 
 /*
  * Inserts every live entry of src, an array of sub-table number table, into
@@ -211,8 +220,11 @@ void qns_slots_insert(struct qns_slots *s, uint64_t key, uint64_t hash,
 void qns_slots_copy_live(struct qns_slots *dst, const struct qns_slots *src,
 			 unsigned int table);
 
-/* The slot holding rule, whose key has this hash, or NULL. */
-struct qns_slot *qns_slots_find_rule(struct qns_slots *s, uint64_t hash,
-				     const struct qns_rule *rule);
+/* The slot of a rule that qns_slots_insert() returned. */
+static inline struct qns_slot *
+qns_slot_of(struct qns_rule *rule)
+{
+	return (struct qns_slot *)((char *)rule - offsetof(struct qns_slot, rule));
+}
 
 #endif /* QUICKNAT_QNS_SUBTABLE_H */
