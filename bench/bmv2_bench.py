@@ -23,6 +23,7 @@ import random
 import shutil
 import socket
 import statistics
+import struct
 import subprocess
 import sys
 import tempfile
@@ -51,6 +52,7 @@ from quicknat.p4rt.entities import table_entry, update  # noqa: E402
 from quicknat.packet import checksum  # noqa: E402
 
 GRPC = "127.0.0.1:9560"
+SOL_PACKET, PACKET_STATISTICS = 263, 6  # linux/if_packet.h; not in Python's socket
 QUICKNAT = REPO / ".venv" / "bin" / "quicknat"
 NAMESPACE = "qn-bench"
 ROUTER_IN_MAC = bytes.fromhex("020000000001")
@@ -127,6 +129,12 @@ class Receiver(threading.Thread):
         self.last = 0.0
         self.running = True
 
+    def socket_drops(self) -> int:
+        """Packets the kernel dropped for this socket since the last call
+        (PACKET_STATISTICS; reading it resets it)."""
+        _, drops = struct.unpack("II", self.sock.getsockopt(SOL_PACKET, PACKET_STATISTICS, 8))
+        return int(drops)
+
     def run(self) -> None:
         while self.running:
             try:
@@ -185,6 +193,7 @@ def setup_rate(
     sock: Path, frames: list[bytes], tx: socket.socket, rx: Receiver, rate: float
 ) -> dict[str, Any]:
     before = controller_stats(sock)["counters"].get("sessions_installed", 0)
+    rx.socket_drops()  # from zero
     # Paced: BMv2 reads its ports through libpcap, and a line-rate burst from
     # the kernel overflows that buffer before the switch sees the packets, which
     # would measure pcap, not flow setup. `rate` is set above what is measured.
@@ -219,6 +228,7 @@ def setup_rate(
         "send_seconds": sent - start_time,
         "offered_per_s": rate,
         "first_packets_out": rx.count,
+        "receiver_socket_drops": rx.socket_drops(),
         "controller": stats["counters"],
         "controller_stream_dropped": stats["stream_queue_dropped"],
         "switch_drops_by_reason": drops,
