@@ -2,10 +2,23 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from pathlib import Path
 
 CPU_PORT = 255  # p4src/include/target.p4
+LOG_LEVELS = ("off", "error", "warn", "info", "debug", "trace")  # simple_switch -L
+
+
+def log_options() -> list[str]:
+    """BMv2's default level is trace, and it formats every message even with
+    no sink: a quarter of its CPU time per packet. So logging is off unless
+    QUICKNAT_BMV2_LOG names a level, and then it goes to the console (the
+    switch.log its starter writes)."""
+    level = os.environ.get("QUICKNAT_BMV2_LOG", "off")
+    if level not in LOG_LEVELS:
+        raise SystemExit(f"QUICKNAT_BMV2_LOG={level}: expected one of {', '.join(LOG_LEVELS)}")
+    return ["--log-level", level] if level == "off" else ["--log-console", "--log-level", level]
 
 
 def switch_command(ports: Mapping[int, str], grpc_addr: str, workdir: Path) -> list[str]:
@@ -19,6 +32,7 @@ def switch_command(ports: Mapping[int, str], grpc_addr: str, workdir: Path) -> l
         "1",
         *interfaces,
         "--no-p4",
+        *log_options(),
         "--notifications-addr",
         f"ipc://{workdir / 'bmv2-notifications.ipc'}",
         "--thrift-port",
