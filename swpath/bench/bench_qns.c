@@ -405,11 +405,12 @@ bench_side_by_side(struct bench_case *c, size_t files,
 		   const struct options *o)
 {
 	double *ns = calloc(files * o->repeat, sizeof(*ns));
-	double *ratio = calloc(o->repeat, sizeof(*ratio));
+	/* One file's repeats at a time: sorted copies, then ratios. */
+	double *scratch = calloc(o->repeat, sizeof(*scratch));
 	size_t j[MAX_FILES] = { 0 }, f;
 	unsigned long r;
 
-	if (ns == NULL || ratio == NULL)
+	if (ns == NULL || scratch == NULL)
 		return 2;
 	for (r = 0; r < o->repeat; r++) {
 		for (f = 0; f < files; f++) {
@@ -423,9 +424,9 @@ bench_side_by_side(struct bench_case *c, size_t files,
 	for (f = 0; f < files; f++) {
 		printf("%s{\"rules\": %zu, \"packets\": %zu, ", f ? ", " : "",
 		       c[f].vf.n_rules, c[f].n);
-		/* Summarised from a copy: the ratios need them in time order. */
-		memcpy(ratio, &ns[f * o->repeat], o->repeat * sizeof(*ratio));
-		print_stats("qns_ns", summarise(ratio, o->repeat));
+		/* Sorted in a copy: the ratios need ns[] in time order. */
+		memcpy(scratch, &ns[f * o->repeat], o->repeat * sizeof(*scratch));
+		print_stats("qns_ns", summarise(scratch, o->repeat));
 		printf("}");
 	}
 	printf("], \"ratio_to_first\": [");
@@ -433,14 +434,14 @@ bench_side_by_side(struct bench_case *c, size_t files,
 		struct stats s;
 
 		for (r = 0; r < o->repeat; r++)
-			ratio[r] = ns[f * o->repeat + r] / ns[r];
-		s = summarise(ratio, o->repeat);
+			scratch[r] = ns[f * o->repeat + r] / ns[r];
+		s = summarise(scratch, o->repeat);
 		printf("%s{\"rules\": %zu, \"median\": %.3f, \"p10\": %.3f, "
 		       "\"p90\": %.3f}", f ? ", " : "", c[f].vf.n_rules, s.median,
 		       s.p10, s.p90);
 	}
 	printf("], \"clock_ghz\": %.2f}\n", clock_ghz());
-	free(ratio);
+	free(scratch);
 	free(ns);
 	return 0;
 }
