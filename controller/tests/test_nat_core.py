@@ -324,6 +324,22 @@ def test_restored_hairpin_sessions_are_linked_again() -> None:
     assert c.in2out_rewrite == a.in2out_rewrite
 
 
+def test_sessions_lists_each_live_session_once() -> None:
+    n = nat('[filtering]\nudp = "endpoint-independent"\n')
+    made = [
+        n.new_flow(Zone.INSIDE, out("10.0.0.7", 5000 + i, "198.51.100.9", 53), 0) for i in range(4)
+    ]
+    made.append(n.new_flow(Zone.INSIDE, out("10.0.0.7", 9, "198.51.100.9", 9, ICMP), 0))
+    made.append(n.new_flow(Zone.OUTSIDE, out("198.51.100.9", 4000, "203.0.113.80", 80, TCP), 0))
+    to_h2 = n.new_flow(Zone.INSIDE, out("10.0.0.8", 4000, "203.0.113.1", made[0].external.port), 0)
+    made += [to_h2, n.open_hairpin(to_h2, 0)]
+    n.remove(made.pop(1), 1)
+    made.append(n.new_flow(Zone.INSIDE, out("10.0.0.9", 5001, "198.51.100.9", 53), 2))
+    listed = list(n.sessions())
+    assert len(listed) == len({id(s) for s in listed}) == n.session_count == len(made)
+    assert {id(s) for s in listed} == {id(s) for s in made}
+
+
 def test_each_pool_allocates_with_its_configured_port_policy() -> None:
     n = nat(
         '[[pool]]\nname = "sip"\naddresses = ["203.0.113.2"]\npreserve_port = true\n'

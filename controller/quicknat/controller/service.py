@@ -98,6 +98,7 @@ class Controller:
         self._rewriting: set[int] = set()  # their MODIFY is in flight
         self._writes: set[asyncio.Task[None]] = set()
         self._in_flight = 0  # install writes outstanding
+        self._installed = 0  # sessions with installed set (_set_installed), for stats
         self._draining = False
         self.connected = asyncio.Event()
         self._reset_pending = options.reset
@@ -155,7 +156,7 @@ class Controller:
             # first await, so nobody (`quicknat stats`) sees stale "installed".
             sessions = list(self.nat.sessions())
             for session in sessions:
-                session.installed = False
+                self._set_installed(session, False)
             await self.client.set_pipeline(
                 self.p4info.proto, self.pipeline.device_config, self.pipeline.cookie
             )
@@ -229,9 +230,9 @@ class Controller:
             if session is None or session.out2in not in out2in_keys:
                 stale.append(update(DELETE, entry))
                 if session is not None:
-                    self.nat.remove(session, now)
+                    self._remove(session)
                 continue
-            session.installed = True
+            self._set_installed(session, True)
             adopted.add(session.out2in)
         stale += [
             update(DELETE, e.table_entry) for e in out2in if self._key(e.table_entry) not in adopted
@@ -451,7 +452,7 @@ class Controller:
             expiring = list(self._expiring.values())
             self._expiring.clear()
             for s in expiring:
-                s.installed = False
+                self._set_installed(s, False)
             self._spawn(self._expire(expiring))
         if self._rewrite:
             rewrite = list(self._rewrite.values())
@@ -502,7 +503,7 @@ class Controller:
                 cleanup += self.nat_entries.deletes(session)
                 self._remove(session)
                 continue
-            session.installed = True
+            self._set_installed(session, True)
             self.stats["sessions_installed"] += 1
             if session.in2out_rewrite != written[index] and self.nat.contains(session):
                 # A hairpin partner came or went during the write: the entry is
@@ -543,9 +544,17 @@ class Controller:
                 self.stats["sessions_expired"] += 1
         self._flush()
 
+    def _set_installed(self, session: Session, installed: bool) -> None:
+        """Every change of Session.installed goes through here, so `quicknat
+        stats` counts installed sessions without walking them all."""
+        if session.installed != installed:
+            session.installed = installed
+            self._installed += 1 if installed else -1
+
     def _remove(self, session: Session) -> None:
         """Forget a session; a hairpin partner left behind goes back to
         hairpin_pending (it must not translate to a freed endpoint)."""
+        self._set_installed(session, False)
         partner = session.partner
         self.nat.remove(session, self.now())
         if partner is not None and partner.installed:
@@ -588,7 +597,7 @@ class Controller:
     def stats_dict(self) -> dict[str, object]:
         return {
             "sessions": self.nat.session_count,
-            "installed": sum(s.installed for s in self.nat.sessions()),
+            "installed": self._installed,
             "connected": self.connected.is_set(),
             "stream_queue_dropped": self.client.dropped,
             "counters": self.stats.as_dict(),
