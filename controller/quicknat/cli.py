@@ -63,6 +63,13 @@ def _swpath_commands(config: Config, args: argparse.Namespace) -> int:
 DEFAULT_SOCKET = "/run/quicknat/controller.sock"
 
 
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value}: must be at least 1")
+    return value
+
+
 def _controller(config: Config, args: argparse.Namespace) -> int:
     import asyncio
     import signal
@@ -81,6 +88,7 @@ def _controller(config: Config, args: argparse.Namespace) -> int:
         election_id=args.election_id,
         socket=Path(args.socket),
         punt_rate_pps=args.punt_rate,
+        writes_in_flight=args.writes_in_flight,
         reset=args.reset,
     )
     try:
@@ -161,6 +169,12 @@ def _parser() -> argparse.ArgumentParser:
         type=int,
         default=5000,
         help="new-flow packet-ins per second the switch lets through",
+    )
+    controller.add_argument(
+        "--writes-in-flight",
+        type=_positive,
+        default=4,
+        help="most install WriteRequests outstanding at once (beyond one: full batches only)",
     )
     controller.add_argument(
         "--reset",
