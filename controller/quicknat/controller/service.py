@@ -44,9 +44,9 @@ from quicknat.p4rt.entities import (
     action_params,
     exact_fields,
     packet_metadata,
-    read_packet_metadata,
     update,
 )
+from quicknat.p4rt.p4info import decode
 from quicknat.packet import TCP, PacketError, parse_flow, rewrite_tcp, tcp_flags
 
 log = logging.getLogger(__name__)
@@ -107,6 +107,12 @@ class Controller:
         self.nat_entries = program.NatEntries(self.p4info)
         self._in2out_id = self.p4info.table("nat_in2out").id
         self._out2in_id = self.p4info.table("nat_out2in").id
+        # Per-packet metadata, resolved once: packet-in field ids -> names, and
+        # the packet-out header for each (port, mode) the controller sends with.
+        self._packet_in_fields = {
+            f.id: f.name for f in self.p4info.packet_metadata("packet_in").values()
+        }
+        self._packet_out_headers: dict[tuple[int, PacketOutMode], list[p4r.PacketMetadata]] = {}
 
     def now(self) -> float:
         return asyncio.get_running_loop().time()
@@ -302,7 +308,10 @@ class Controller:
 
     def _on_packet_in(self, packet: p4r.PacketIn) -> None:
         self.stats["packet_in"] += 1
-        meta = read_packet_metadata(self.p4info, "packet_in", list(packet.metadata))
+        names = self._packet_in_fields
+        meta = {
+            names[m.metadata_id]: decode(m.value) for m in packet.metadata if m.metadata_id in names
+        }
         port, reason = meta.get("ingress_port", -1), meta.get("reason", 0)
         if reason not in _HANDLED:
             self.stats[f"packet_in.ignored.{_reason_name(reason)}"] += 1
@@ -581,9 +590,11 @@ class Controller:
         self._packet_out(payload, port, PacketOutMode.INJECT)
 
     def _packet_out(self, payload: bytes, port: int, mode: PacketOutMode) -> None:
-        metadata = packet_metadata(
-            self.p4info, "packet_out", {"egress_port": 0, "ingress_port": port, "mode": mode}
-        )
+        metadata = self._packet_out_headers.get((port, mode))
+        if metadata is None:
+            values = {"egress_port": 0, "ingress_port": port, "mode": mode}
+            metadata = packet_metadata(self.p4info, "packet_out", values)
+            self._packet_out_headers[(port, mode)] = metadata
         self.client.packet_out(payload, metadata)
         self.stats["packet_out"] += 1
 

@@ -73,10 +73,3 @@ def packet_metadata(
         p4r.PacketMetadata(metadata_id=fields[name].id, value=encode(value, fields[name].bitwidth))
         for name, value in values.items()
     ]
-
-
-def read_packet_metadata(
-    p4info: P4Info, header: str, metadata: list[p4r.PacketMetadata]
-) -> dict[str, int]:
-    by_id = {f.id: f.name for f in p4info.packet_metadata(header).values()}
-    return {by_id[m.metadata_id]: decode(m.value) for m in metadata if m.metadata_id in by_id}
