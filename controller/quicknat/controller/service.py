@@ -94,6 +94,7 @@ class Controller:
         self.pending: dict[int, list[tuple[bytes, int]]] = {}
         self._batch: list[Session] = []
         self._expiring: dict[int, Session] = {}
+        self._deleting: set[int] = set()  # sessions whose expiry DELETE is in flight
         # Installed sessions whose in2out entry must be written again: a TCP state
         # changed its timeout, or a hairpin session gained or lost its partner.
         self._rewrite: dict[int, Session] = {}
@@ -360,7 +361,15 @@ class Controller:
             self.stats["packet_in.install_in_flight"] += 1
             self.pending[session.id].append((packet.payload, port))
         else:
-            self.pending[session.id] = [(packet.payload, port)]
+            self._queue_install(session, (packet.payload, port))
+
+    def _queue_install(self, session: Session, first: tuple[bytes, int] | None = None) -> None:
+        """Install a session that is neither installed nor pending with the next
+        write; its first packet waits in `pending` until then. A session whose
+        idle timeout fired and whose DELETE is on its way is revived by this,
+        but only after that DELETE (_expire), which an INSERT must not overtake."""
+        self.pending[session.id] = [first] if first is not None else []
+        if session.id not in self._deleting:
             self._batch.append(session)
 
     def _open_hairpin(self, session: Session) -> bool:
@@ -373,16 +382,14 @@ class Controller:
         except Refused as exc:
             self.stats[f"refused.hairpin.{exc.reason.name.lower()}"] += 1
             if not session.installed and session.id not in self.pending:
-                self.pending[session.id] = []
-                self._batch.append(session)
+                self._queue_install(session)
             return False
         self.stats["hairpin.opened"] += 1
         for s in (session, partner):
             if s.installed:
                 self._rewrite[s.id] = s
             elif s.id not in self.pending:
-                self.pending[s.id] = []
-                self._batch.append(s)
+                self._queue_install(s)
             # else: its insert is in flight; _install sees the stale action
         return True
 
@@ -478,6 +485,7 @@ class Controller:
             self._expiring.clear()
             for s in expiring:
                 self._set_installed(s, False)
+                self._deleting.add(s.id)
             self._spawn(self._expire(expiring))
         if self._rewrite:
             rewrite = list(self._rewrite.values())
@@ -559,13 +567,26 @@ class Controller:
                 self._inject(payload, port)
 
     async def _expire(self, sessions: list[Session]) -> None:
-        updates = [u for s in sessions for u in self.nat_entries.deletes(s)]
-        errors = await self.client.write(updates)
+        """Delete expired sessions' entries, then forget the sessions, except
+        those a packet revived meanwhile (_queue_install left them in `pending`):
+        they are installed again, same mapping, now that the DELETE is done. A
+        session must not be forgotten while entries for it may be in the switch:
+        they would go on translating with a port that went back to the pool."""
+        try:
+            updates = [u for s in sessions for u in self.nat_entries.deletes(s)]
+            errors = await self.client.write(updates)
+        finally:
+            self._deleting.difference_update(s.id for s in sessions)
         unexpected = [e for e in errors if e.code != NOT_FOUND]
         if unexpected:
             self.stats["delete_failed"] += len(unexpected)
         for session in sessions:
-            if self.nat.contains(session):
+            if not self.nat.contains(session):
+                continue
+            if session.id in self.pending:
+                self.stats["sessions_revived"] += 1
+                self._batch.append(session)
+            else:
                 self._remove(session)
                 self.stats["sessions_expired"] += 1
         self._flush()

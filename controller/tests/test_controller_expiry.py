@@ -1,0 +1,167 @@
+"""An idle timeout racing a packet of the same flow, in the controller's miss
+loop. The switch is a stub here because the race needs a DELETE held in flight
+at will; expiry through a real switch is PTF's (test_lifecycle, test_rfc)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+from finsy.proto import p4r
+from quicknat.config import parse_config
+from quicknat.controller.program import Pipeline, PuntReason
+from quicknat.controller.service import Controller, ControllerOptions
+from quicknat.p4rt.entities import packet_metadata
+from scapy.layers.inet import IP, UDP
+from scapy.layers.l2 import Ether
+
+CONFIG = """
+[[interface]]
+name = "in0"
+zone = "inside"
+port = 1
+address = "10.0.0.1/24"
+mac = "02:00:00:00:00:01"
+[[interface]]
+name = "out0"
+zone = "outside"
+port = 2
+address = "198.51.100.1/24"
+mac = "02:00:00:00:00:02"
+[[pool]]
+name = "public"
+addresses = ["203.0.113.1"]
+ports = "2000-2000"
+[[rule]]
+type = "snat"
+prefix = "10.0.0.0/24"
+pool = "public"
+"""
+INSERT, DELETE = p4r.Update.INSERT, p4r.Update.DELETE
+
+
+class StubSwitch:
+    """Stands in for P4RuntimeClient: records writes and packet-outs; while
+    `hold` is set, a write waits for it to be cleared."""
+
+    def __init__(self) -> None:
+        self.messages: asyncio.Queue[p4r.StreamMessageResponse] = asyncio.Queue()
+        self.stream_closed = asyncio.Event()
+        self.dropped = 0
+        self.writes: list[list[p4r.Update]] = []
+        self.injected: list[bytes] = []
+        self.hold: asyncio.Event | None = None
+
+    async def write(self, updates: Sequence[p4r.Update]) -> list[object]:
+        self.writes.append(list(updates))
+        while self.hold is not None:
+            await self.hold.wait()
+        return []
+
+    def packet_out(self, payload: bytes, metadata: Sequence[p4r.PacketMetadata]) -> None:
+        self.injected.append(payload)
+
+
+def frame(src: str) -> bytes:
+    """A UDP packet from an inside host, as the switch punts it."""
+    return bytes(
+        Ether(src="02:00:00:00:01:10", dst="02:00:00:00:00:01")
+        / IP(src=src, dst="198.51.100.9")
+        / UDP(sport=5000, dport=53)
+    )
+
+
+class Run:
+    def __init__(self) -> None:
+        self.pipeline = Pipeline.load()
+        self.controller = Controller(parse_config(CONFIG), ControllerOptions(), self.pipeline)
+        self.switch = StubSwitch()
+        self.controller.client = self.switch  # type: ignore[assignment]
+        self.frame = frame("10.0.0.10")
+
+    def packet_in(self) -> None:
+        meta = packet_metadata(
+            self.pipeline.p4info,
+            "packet_in",
+            {"ingress_port": 1, "reason": PuntReason.NEW_FLOW, "mtu": 0},
+        )
+        packet = p4r.PacketIn(payload=self.frame, metadata=meta)
+        self.switch.messages.put_nowait(p4r.StreamMessageResponse(packet=packet))
+
+    def idle_timeout(self, entry: p4r.TableEntry) -> None:
+        note = p4r.IdleTimeoutNotification(table_entry=[entry])
+        self.switch.messages.put_nowait(p4r.StreamMessageResponse(idle_timeout_notification=note))
+
+    async def settle(self) -> None:
+        for _ in range(20):
+            await asyncio.sleep(0)
+
+    def counters(self) -> dict[str, int]:
+        return self.controller.stats.as_dict()
+
+
+def kinds(updates: list[p4r.Update]) -> list[int]:
+    return [u.type for u in updates]
+
+
+def test_packet_during_the_expiry_delete_revives_the_session_after_it() -> None:
+    async def scenario() -> None:
+        run = Run()
+        stop = asyncio.Event()
+        serving = asyncio.ensure_future(run.controller._serve(stop))
+        run.packet_in()
+        await run.settle()
+        (install,) = run.switch.writes
+        assert kinds(install) == [INSERT, INSERT] and len(run.switch.injected) == 1
+        (session,) = run.controller.nat.sessions()
+        external = session.external
+
+        run.switch.hold = asyncio.Event()
+        run.idle_timeout(install[0].entity.table_entry)  # the in2out entry aged
+        await run.settle()
+        assert kinds(run.switch.writes[-1]) == [DELETE, DELETE]
+        run.packet_in()  # the flow again, while the DELETE is out
+        await run.settle()
+        assert len(run.switch.writes) == 2, "an INSERT went out before the DELETE returned"
+
+        hold, run.switch.hold = run.switch.hold, None
+        hold.set()
+        await run.settle()
+        assert kinds(run.switch.writes[-1]) == [INSERT, INSERT]
+        assert len(run.switch.injected) == 2  # the reviving packet, translated
+        assert list(run.controller.nat.sessions()) == [session]
+        assert session.installed and session.external == external
+        assert run.counters().get("sessions_revived") == 1
+        assert run.counters().get("sessions_expired", 0) == 0
+        assert run.controller.stats_dict()["installed"] == 1
+        stop.set()
+        await serving
+
+    asyncio.run(scenario())
+
+
+def test_idle_session_is_forgotten_and_its_port_reused() -> None:
+    async def scenario() -> None:
+        run = Run()
+        stop = asyncio.Event()
+        serving = asyncio.ensure_future(run.controller._serve(stop))
+        run.packet_in()
+        await run.settle()
+        (install,) = run.switch.writes
+        run.idle_timeout(install[0].entity.table_entry)
+        await run.settle()
+        assert kinds(run.switch.writes[-1]) == [DELETE, DELETE]
+        assert list(run.controller.nat.sessions()) == []
+        assert run.counters().get("sessions_expired") == 1
+        assert run.controller.stats_dict()["installed"] == 0
+        # The pool has one port: a new flow can have it only if it came back.
+        run.frame = frame("10.0.0.11")
+        run.packet_in()
+        await run.settle()
+        assert kinds(run.switch.writes[-1]) == [INSERT, INSERT]
+        (session,) = run.controller.nat.sessions()
+        assert session.external.port == 2000
+        stop.set()
+        await serving
+
+    asyncio.run(scenario())
