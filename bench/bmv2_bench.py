@@ -21,6 +21,7 @@ import contextlib
 import json
 import os
 import random
+import resource
 import shutil
 import socket
 import statistics
@@ -49,7 +50,7 @@ from quicknat.controller.status import query  # noqa: E402
 from quicknat.nat.core import Nat  # noqa: E402
 from quicknat.nat.session import FlowKey  # noqa: E402
 from quicknat.p4rt.client import P4RuntimeClient  # noqa: E402
-from quicknat.p4rt.entities import table_entry, update  # noqa: E402
+from quicknat.p4rt.entities import packet_metadata, table_entry, update  # noqa: E402
 from quicknat.packet import checksum  # noqa: E402
 
 GRPC = "127.0.0.1:9560"
@@ -180,6 +181,62 @@ def raw_write_rate(pipeline: Pipeline, entries: int, batch: int) -> float:
         elapsed = time.perf_counter() - start_time
         await client.close()
         return entries / elapsed
+
+    return asyncio.run(run())
+
+
+def client_costs(pipeline: Pipeline, count: int) -> dict[str, float]:
+    """CPU this process spends per P4Runtime message with our client (grpc.aio):
+    a packet-out on the stream (sent out of port 2 directly), and a Write of one
+    entry. The controller pays the first per flow, twice with the packet-in,
+    and the second per batch."""
+    from quicknat.controller.program import PacketOutMode
+
+    def cpu() -> float:
+        usage = resource.getrusage(resource.RUSAGE_SELF)  # every thread, grpc's too
+        return usage.ru_utime + usage.ru_stime
+
+    async def run() -> dict[str, float]:
+        client = P4RuntimeClient(GRPC, 1, election_id=10)
+        await client.connect()
+        p4info = pipeline.p4info
+        values = {"egress_port": 2, "ingress_port": 0, "mode": PacketOutMode.DIRECT}
+        metadata = packet_metadata(p4info, "packet_out", values)
+        frame = flows(1, 20000)[0]
+        before = cpu()
+        for index in range(count):
+            client.packet_out(frame, metadata)
+            if index % 64 == 63:
+                await asyncio.sleep(0)  # let the stream writer run
+        while client.requests_queued():
+            await asyncio.sleep(0.001)
+        packet_out = (cpu() - before) / count
+        writes = [
+            update(
+                1,
+                table_entry(
+                    p4info,
+                    "nat_out2in",
+                    {
+                        "ipv4_src": 0xC6336401,
+                        "ipv4_dst": 0xCB007101,
+                        "ip_proto": 17,
+                        "l4_sport": 53,
+                        "l4_dport": 2000 + i,
+                    },
+                    "rewrite_dst",
+                    {"addr": 0x0A000001, "port": 1000},
+                ),
+            )
+            for i in range(count // 10)
+        ]
+        before = cpu()
+        for one in writes:
+            errors = await client.write([one])
+            assert not errors, errors[:3]
+        write = (cpu() - before) / len(writes)
+        await client.close()
+        return {"packet_out_us": round(1e6 * packet_out, 1), "write_one_us": round(1e6 * write, 1)}
 
     return asyncio.run(run())
 
@@ -353,6 +410,12 @@ def inside(args: argparse.Namespace) -> dict[str, Any]:
         wait_for_tcp("127.0.0.1", int(GRPC.rsplit(":", 1)[1]), 30, switch)
         raw = raw_write_rate(pipeline, args.raw_entries, 500)
         print(f"raw P4Runtime writes: {raw:,.0f} entries/s", flush=True)
+        costs = client_costs(pipeline, 10000)
+        print(
+            f"our client's CPU per message: packet-out {costs['packet_out_us']:.0f} us, "
+            f"Write of one entry {costs['write_one_us']:.0f} us",
+            flush=True,
+        )
         config_path = workdir / "bench.toml"
         config_path.write_text(CONFIG)
         sock = workdir / "controller.sock"
@@ -411,7 +474,7 @@ def inside(args: argparse.Namespace) -> dict[str, Any]:
         lat = latency(flows(args.latency_flows, 30000), tx, rx)
         print(f"first-packet latency: p50 {lat['p50_ms']:.2f} ms, p99 {lat['p99_ms']:.2f} ms")
         rx.running = False
-        return {"raw_entries_per_s": raw, "setup": burst, "latency": lat}
+        return {"raw_entries_per_s": raw, "client_cpu": costs, "setup": burst, "latency": lat}
     finally:
         stop(controller)
         stop(switch)

@@ -214,6 +214,10 @@ class P4RuntimeClient:
             raise P4RuntimeError(f"Read: {exc.details()}") from None
         return result
 
+    def requests_queued(self) -> int:
+        """Stream messages (packet-outs) queued and not yet handed to gRPC."""
+        return self._requests.qsize()
+
     def packet_out(self, payload: bytes, metadata: Sequence[p4r.PacketMetadata]) -> None:
         """Queue a packet-out on the stream (ordered with other stream requests)."""
         packet = p4r.PacketOut(payload=payload, metadata=metadata)
