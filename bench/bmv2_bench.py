@@ -45,7 +45,7 @@ from lab.netns import Topology, in_namespace  # noqa: E402
 from lab.processes import start, stop, wait_for_tcp  # noqa: E402
 from quicknat.config import parse_config  # noqa: E402
 from quicknat.config.model import Zone  # noqa: E402
-from quicknat.controller.program import Pipeline  # noqa: E402
+from quicknat.controller.program import PacketOutMode, Pipeline  # noqa: E402
 from quicknat.controller.status import query  # noqa: E402
 from quicknat.nat.core import Nat  # noqa: E402
 from quicknat.nat.session import FlowKey  # noqa: E402
@@ -190,7 +190,6 @@ def client_costs(pipeline: Pipeline, count: int) -> dict[str, float]:
     a packet-out on the stream (sent out of port 2 directly), and a Write of one
     entry. The controller pays the first per flow, twice with the packet-in,
     and the second per batch."""
-    from quicknat.controller.program import PacketOutMode
 
     def cpu() -> float:
         usage = resource.getrusage(resource.RUSAGE_SELF)  # every thread, grpc's too
