@@ -118,8 +118,8 @@ class Nat:
     def sessions(self) -> Iterator[Session]:
         """Every session once. Each is indexed under both of its flow keys, so
         it is yielded when first met and forgotten when met again; the two are
-        inserted together, so `open_pairs` stays tiny (no FlowKey is built:
-        `quicknat stats` walks this, and 100,000 sessions took 0.37 s that way)."""
+        inserted together, so `open_pairs` stays tiny. No FlowKey is built:
+        building two per session took 0.37 s for 100,000 sessions."""
         open_pairs: set[int] = set()
         for session in self._by_key.values():
             ident = id(session)
