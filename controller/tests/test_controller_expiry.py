@@ -77,6 +77,8 @@ class Run:
         self.controller = Controller(parse_config(CONFIG), ControllerOptions(), self.pipeline)
         self.switch = StubSwitch()
         self.controller.client = self.switch  # type: ignore[assignment]
+        self.stop = asyncio.Event()
+        self.serving: asyncio.Future[None] | None = None
         self.frame = frame("10.0.0.10")
 
     def packet_in(self) -> None:
@@ -99,6 +101,20 @@ class Run:
     def counters(self) -> dict[str, int]:
         return self.controller.stats.as_dict()
 
+    async def first_flow(self) -> list[p4r.Update]:
+        """Start the miss loop and let one flow in; its install write."""
+        self.serving = asyncio.ensure_future(self.controller._serve(self.stop))
+        self.packet_in()
+        await self.settle()
+        (install,) = self.switch.writes
+        assert kinds(install) == [INSERT, INSERT] and len(self.switch.injected) == 1
+        return install
+
+    async def close(self) -> None:
+        assert self.serving is not None
+        self.stop.set()
+        await self.serving
+
 
 def kinds(updates: list[p4r.Update]) -> list[int]:
     return [u.type for u in updates]
@@ -107,12 +123,7 @@ def kinds(updates: list[p4r.Update]) -> list[int]:
 def test_packet_during_the_expiry_delete_revives_the_session_after_it() -> None:
     async def scenario() -> None:
         run = Run()
-        stop = asyncio.Event()
-        serving = asyncio.ensure_future(run.controller._serve(stop))
-        run.packet_in()
-        await run.settle()
-        (install,) = run.switch.writes
-        assert kinds(install) == [INSERT, INSERT] and len(run.switch.injected) == 1
+        install = await run.first_flow()
         (session,) = run.controller.nat.sessions()
         external = session.external
 
@@ -134,8 +145,7 @@ def test_packet_during_the_expiry_delete_revives_the_session_after_it() -> None:
         assert run.counters().get("sessions_revived") == 1
         assert run.counters().get("sessions_expired", 0) == 0
         assert run.controller.stats_dict()["installed"] == 1
-        stop.set()
-        await serving
+        await run.close()
 
     asyncio.run(scenario())
 
@@ -143,11 +153,7 @@ def test_packet_during_the_expiry_delete_revives_the_session_after_it() -> None:
 def test_idle_session_is_forgotten_and_its_port_reused() -> None:
     async def scenario() -> None:
         run = Run()
-        stop = asyncio.Event()
-        serving = asyncio.ensure_future(run.controller._serve(stop))
-        run.packet_in()
-        await run.settle()
-        (install,) = run.switch.writes
+        install = await run.first_flow()
         run.idle_timeout(install[0].entity.table_entry)
         await run.settle()
         assert kinds(run.switch.writes[-1]) == [DELETE, DELETE]
@@ -161,7 +167,6 @@ def test_idle_session_is_forgotten_and_its_port_reused() -> None:
         assert kinds(run.switch.writes[-1]) == [INSERT, INSERT]
         (session,) = run.controller.nat.sessions()
         assert session.external.port == 2000
-        stop.set()
-        await serving
+        await run.close()
 
     asyncio.run(scenario())
