@@ -30,6 +30,7 @@ _PORTED = (int(Protocol.TCP), int(Protocol.UDP))
 # Blocks are /16s: sub-tables of /16 and longer are listed per block.
 _BLOCK_SHIFT = 16
 _BLOCK_PLEN = MAX_PLEN - _BLOCK_SHIFT
+_BLOCKS = 1 << (MAX_PLEN - _BLOCK_SHIFT)
 
 _SubTable = dict[int, dict[int, Rule]]
 # What a lookup visits, in order: (netmask, sub-table) pairs.
@@ -52,27 +53,38 @@ class InvalidRule(QnsError):
     pass
 
 
+# One int object per probe key in use, shared by all the rules that have it: a
+# dict hit compares the stored key with the lookup's, and a shared key is in
+# the cache where one per rule would be a cache miss per lookup at 100,000 rules.
+_PROBE_KEYS: dict[int, int] = {}
+
+
 def _probe_key(rule: Rule) -> int:
     port = WILDCARD_PORT if rule.port is None else rule.port
-    return (port << 8) | int(rule.protocol)
+    key = (port << 8) | int(rule.protocol)
+    return _PROBE_KEYS.setdefault(key, key)
 
 
 class _KindTables:
     """The sub-tables of one kind and the visit lists lookups read.
 
     ``short`` lists the non-empty sub-tables shorter than a block, longest
-    first. ``blocks`` maps a block (address >> 16) that holds an address of a
-    /16../32 sub-table to the visit list for addresses in it: those sub-tables,
-    longest first, then ``short``; any other block's list is ``short``. Lists are
-    replaced, never edited in place, so a lookup holding one stays valid."""
+    first. ``blocks[address >> 16]`` is the visit list for addresses in that
+    block: the /16../32 sub-tables with an address in the block, longest first,
+    then ``short``; a block with none has ``short`` itself. ``blocks`` is a list
+    indexed by block, not a dict: at 100,000 rules a lookup's cost is its cache
+    misses, and a list item is one where a dict hit is three (index, entry,
+    key). The visit lists are tuples of one shared (netmask, sub-table) pair per
+    length, replaced, never edited, so a lookup holding one stays valid."""
 
-    __slots__ = ("blocks", "long", "short", "tables", "used")
+    __slots__ = ("blocks", "long", "pairs", "short", "tables", "used")
 
     def __init__(self) -> None:
         # tables[plen]: masked address -> probe key -> rule
         self.tables: list[_SubTable] = [{} for _ in range(MAX_PLEN + 1)]
+        self.pairs = [(mask_of(plen), self.tables[plen]) for plen in range(MAX_PLEN + 1)]
         self.short: _Visits = ()
-        self.blocks: dict[int, _Visits] = {}
+        self.blocks: list[_Visits] = [self.short] * _BLOCKS
         # Per block, its /16../32 part of the visit list; per (block, length),
         # keyed block << 6 | length, how many addresses of that sub-table lie in
         # the block.
@@ -105,26 +117,27 @@ class _KindTables:
             self._block_changed(block)
 
     def _block_changed(self, block: int) -> None:
-        tables, used = self.tables, self.used
-        long = tuple(
-            (mask_of(plen), tables[plen])
-            for plen in range(MAX_PLEN, _BLOCK_PLEN - 1, -1)
-            if block << 6 | plen in used
-        )
+        pairs, used = self.pairs, self.used
+        lengths = range(MAX_PLEN, _BLOCK_PLEN - 1, -1)
+        long = tuple(pairs[plen] for plen in lengths if block << 6 | plen in used)
         if long:
             self.long[block] = long
             self.blocks[block] = long + self.short
         else:
-            del self.long[block], self.blocks[block]
+            del self.long[block]
+            self.blocks[block] = self.short
 
     def _short_changed(self) -> None:
-        tables = self.tables
+        tables, pairs = self.tables, self.pairs
         self.short = short = tuple(
-            (mask_of(plen), tables[plen]) for plen in range(_BLOCK_PLEN - 1, -1, -1) if tables[plen]
+            pairs[plen] for plen in range(_BLOCK_PLEN - 1, -1, -1) if tables[plen]
         )
         # Rare (a short length gains its first or loses its last address), and
         # then every block's list ends differently.
-        self.blocks = {block: long + short for block, long in self.long.items()}
+        blocks = [short] * _BLOCKS
+        for block, long in self.long.items():
+            blocks[block] = long + short
+        self.blocks = blocks
 
 
 class Qns:
@@ -195,7 +208,7 @@ class Qns:
             k0, k1 = _WILD | protocol, _WILD
         k2, k3 = _WILD | protocol, _WILD
         tables = self._dnat
-        for mask, table in tables.blocks.get(dst >> _BLOCK_SHIFT, tables.short):
+        for mask, table in tables.blocks[dst >> _BLOCK_SHIFT]:
             entries = table.get(dst & mask)
             # A Rule is always true: the first found ends the chain.
             if entries is not None and (
@@ -205,7 +218,7 @@ class Qns:
         if protocol in _PORTED:
             k0, k1 = (sport << 8) | protocol, sport << 8
         tables = self._snat
-        for mask, table in tables.blocks.get(src >> _BLOCK_SHIFT, tables.short):
+        for mask, table in tables.blocks[src >> _BLOCK_SHIFT]:
             entries = table.get(src & mask)
             if entries is not None and (
                 rule := entries.get(k0) or entries.get(k1) or entries.get(k2) or entries.get(k3)
@@ -222,7 +235,7 @@ class Qns:
             k0, k1 = _WILD | protocol, _WILD
         k2, k3 = _WILD | protocol, _WILD
         tables = self._kinds[kind]
-        for mask, table in tables.blocks.get(address >> _BLOCK_SHIFT, tables.short):
+        for mask, table in tables.blocks[address >> _BLOCK_SHIFT]:
             entries = table.get(address & mask)
             if entries is not None and (
                 rule := entries.get(k0) or entries.get(k1) or entries.get(k2) or entries.get(k3)
