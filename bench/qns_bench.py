@@ -126,6 +126,37 @@ def time_python(
     return summarize(per_lookup)
 
 
+def time_python_side_by_side(
+    cases: list[Case], batch: int = 1000, repeat: int = 31
+) -> dict[int, dict[str, Any]]:
+    """Python QNS over all the rule sets batch by batch in turn, as C's
+    side-by-side run: per size its figures and its ratio to the first size,
+    taken batch by batch. Timings of one size seconds apart from another's
+    gave a 100k-over-100 ratio anywhere from 1.1 to 3.5 on this VM."""
+    lookups = [case.qns.lookup for case in cases]
+    tuples = [
+        [(p.protocol, p.src, p.sport, p.dst, p.dport) for p in case.packets] for case in cases
+    ]
+    per_lookup: list[list[float]] = [[] for _ in cases]
+    for r in range(repeat):
+        for i, lookup in enumerate(lookups):
+            n = len(tuples[i])
+            chunk = [tuples[i][(r * batch + k) % n] for k in range(batch)]
+            start = time.perf_counter_ns()
+            for protocol, src, sport, dst, dport in chunk:
+                lookup(protocol, src, sport, dst, dport)
+            per_lookup[i].append((time.perf_counter_ns() - start) / batch)
+    return {
+        case.rules: {
+            "qns_ns": summarize(times),
+            "ratio_to_first": summarize(
+                [t / first for t, first in zip(times, per_lookup[0], strict=True)]
+            ),
+        }
+        for case, times in zip(cases, per_lookup, strict=True)
+    }
+
+
 def summarize(samples: list[float]) -> dict[str, float]:
     ordered = sorted(samples)
     pick = lambda q: ordered[min(len(ordered) - 1, int(q * len(ordered)))]  # noqa: E731
@@ -221,6 +252,7 @@ def median_of_rounds(case: Case, rounds: list[dict[str, Any]]) -> dict[str, Any]
     c["qns_memory_per_rule"] = rounds[0]["c"]["qns_memory_per_rule"]
     c["qns_spread_ns"] = spread("c", "qns_ns")
     c["clock_ghz"] = statistics.median(r["c"]["clock_ghz"] for r in rounds)
+    c["load_ns"] = statistics.median(r["c"]["load_ns"] for r in rounds)
     if "c_side_by_side" in rounds[0]:
         c["qns_side_by_side_ns"] = {
             field: statistics.median(r["c_side_by_side"]["qns_ns"][field] for r in rounds)
@@ -228,20 +260,24 @@ def median_of_rounds(case: Case, rounds: list[dict[str, Any]]) -> dict[str, Any]
         }
     python = {key: med("python", key) for key in ("qns_ns", "linear_ns")}
     python["qns_spread_ns"] = spread("python", "qns_ns")
+    if "python_side_by_side" in rounds[0]:
+        python["qns_side_by_side_ns"] = {
+            field: statistics.median(r["python_side_by_side"]["qns_ns"][field] for r in rounds)
+            for field in ("median", "p10", "p90")
+        }
     return {"rules": case.rules, "packets": len(case.packets), "c": c, "python": python}
 
 
 def ratios(rounds: list[dict[int, dict[str, Any]]]) -> dict[str, list[float]]:
-    """Per round, the ratios the targets are about. C's 100k-over-100 comes from
-    its side-by-side run (batch by batch in one process); Python's and the
-    linear scan's from timings seconds apart in the same round."""
+    """Per round, the ratios the targets are about. The 100k-over-100 ratios
+    come from the side-by-side runs (batch by batch in turn, in one process);
+    the linear scan's from timings seconds apart in the same round."""
     out: dict[str, list[float]] = {"c_flat": [], "python_flat": [], "c_linear_over_qns_10k": []}
     for by_size in rounds:
         if 100 in by_size and 100_000 in by_size:
             out["c_flat"].append(by_size[100_000]["c_side_by_side"]["ratio_to_first"]["median"])
             out["python_flat"].append(
-                by_size[100_000]["python"]["qns_ns"]["median"]
-                / by_size[100]["python"]["qns_ns"]["median"]
+                by_size[100_000]["python_side_by_side"]["ratio_to_first"]["median"]
             )
         if 10_000 in by_size:
             c = by_size[10_000]["c"]
@@ -319,6 +355,14 @@ def print_table(
         if "qns_side_by_side_ns" in r["c"]
     )
     print(f"C QNS side by side (ns): {side}")
+    side = ", ".join(
+        f"{r['rules']:,}: {r['python']['qns_side_by_side_ns']['median']:.0f}"
+        for r in results
+        if "qns_side_by_side_ns" in r["python"]
+    )
+    print(f"Python QNS side by side (ns): {side}")
+    loads = ", ".join(f"{r['rules']:,}: {r['c']['load_ns']:.1f}" for r in results)
+    print(f"one dependent load to a random line of a buffer the size of the C tables (ns): {loads}")
     ghz = statistics.median(r["c"]["clock_ghz"] for r in results)
     cycles = ", ".join(f"{r['rules']:,}: {r['c']['qns_ns']['median'] * ghz:.0f}" for r in results)
     print(f"core clock (a chain of dependent adds): {ghz:.2f} GHz; C QNS in cycles: {cycles}")
@@ -386,8 +430,11 @@ def main() -> int:
         print(f"round {number} of {args.rounds} ...", flush=True)
         by_size = {case.rules: measure_once(case) for case in cases}
         # Sizes ascending, so that the ratios are to the smallest set.
-        for rules, figures in run_c_side_by_side(sorted(cases, key=lambda c: c.rules)).items():
+        ascending = sorted(cases, key=lambda c: c.rules)
+        for rules, figures in run_c_side_by_side(ascending).items():
             by_size[rules]["c_side_by_side"] = figures
+        for rules, figures in time_python_side_by_side(ascending).items():
+            by_size[rules]["python_side_by_side"] = figures
         rounds.append(by_size)
     results = [median_of_rounds(c, [r[c.rules] for r in rounds]) for c in cases]
     worst = median_of_rounds(worst_case, [measure_once(worst_case)])
@@ -396,7 +443,7 @@ def main() -> int:
     print_table(results, worst, per_round, met)
     RESULTS.mkdir(parents=True, exist_ok=True)
     report = {
-        "schema": "quicknat-bench-qns/2",
+        "schema": "quicknat-bench-qns/3",
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "command": "make bench-qns",
         "machine": machine(),

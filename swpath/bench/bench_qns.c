@@ -12,7 +12,10 @@
  * lookups so that 100,000 rules take seconds, not hours. Prints:
  * {"rules": N, "packets": P, "qns_ns": {"median": x, "p10": y, "p90": z},
  *  "linear_ns": {...}, "qns_memory_bytes": M, "qns_memory_per_rule": m,
- *  "clock_ghz": g}
+ *  "load_ns": l, "clock_ghz": g}
+ * where load_ns is what one load costs that depends on the one before and
+ * goes to a random cache line of a buffer of M bytes: what a lookup pays
+ * for each line of the tables it must wait for, on this machine.
  *
  * With several files: QNS side by side, for ratios between rule sets that
  * the VM's changing speed cannot skew. Each repeat times one batch of every
@@ -194,6 +197,48 @@ clock_ghz(void)
 	}
 	sink += x;
 	return (double)adds / (now_ns() - t0);
+}
+
+/*
+ * Nanoseconds per load of a chain of dependent loads, each to a random
+ * cache line of a buffer of the given size (the lines in one random cycle,
+ * by Sattolo's algorithm): the latency of whichever level of the memory
+ * hierarchy a buffer of that size lives in, TLB misses included. Returns
+ * a negative number when the buffer cannot be allocated.
+ */
+static double
+load_ns(size_t bytes)
+{
+	const size_t words_per_line = 64 / sizeof(uint64_t);
+	const uint64_t steps = 4000000ull;
+	size_t lines = bytes / 64 > 2 ? bytes / 64 : 2, i;
+	uint64_t *buf = aligned_alloc(64, lines * 64);
+	uint64_t rng = 0x9e3779b97f4a7c15ull, at = 0, k;
+	double t0;
+
+	if (buf == NULL)
+		return -1.0;
+	for (i = 0; i < lines; i++)
+		buf[i * words_per_line] = i;
+	for (i = lines - 1; i > 0; i--) {
+		size_t j;
+		uint64_t t;
+
+		rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+		j = (size_t)(rng % i); /* j < i: one cycle through all lines */
+		t = buf[i * words_per_line];
+		buf[i * words_per_line] = buf[j * words_per_line];
+		buf[j * words_per_line] = t;
+	}
+	for (k = 0; k < lines; k++) /* untimed: the pages are touched */
+		at = buf[at * words_per_line];
+	t0 = now_ns();
+	for (k = 0; k < steps; k++)
+		at = buf[at * words_per_line];
+	t0 = (now_ns() - t0) / (double)steps;
+	sink += at;
+	free(buf);
+	return t0;
 }
 
 static int
@@ -406,9 +451,9 @@ bench_one(struct bench_case *c, const struct options *o)
 	printf(", ");
 	print_stats("linear_ns", lsn);
 	printf(", \"qns_memory_bytes\": %zu, \"qns_memory_per_rule\": %.1f, "
-	       "\"clock_ghz\": %.2f}\n",
+	       "\"load_ns\": %.2f, \"clock_ghz\": %.2f}\n",
 	       mem, c->vf.n_rules > 0 ? (double)mem / (double)c->vf.n_rules : 0.0,
-	       clock_ghz());
+	       load_ns(mem), clock_ghz());
 	free(ns);
 	return 0;
 }
