@@ -12,7 +12,7 @@ from quicknat.config import parse_config
 from quicknat.controller.program import Pipeline, PuntReason
 from quicknat.controller.service import Controller, ControllerOptions
 from quicknat.p4rt.entities import packet_metadata
-from scapy.layers.inet import IP, UDP
+from scapy.layers.inet import IP, TCP, UDP
 from scapy.layers.l2 import Ether
 
 CONFIG = """
@@ -62,12 +62,12 @@ class StubSwitch:
         self.injected.append(payload)
 
 
-def frame(src: str) -> bytes:
-    """A UDP packet from an inside host, as the switch punts it."""
+def frame(src: str, l4: UDP | TCP | None = None) -> bytes:
+    """A packet from an inside host (UDP unless l4 says), as the switch punts it."""
     return bytes(
         Ether(src="02:00:00:00:01:10", dst="02:00:00:00:00:01")
         / IP(src=src, dst="198.51.100.9")
-        / UDP(sport=5000, dport=53)
+        / (l4 if l4 is not None else UDP(sport=5000, dport=53))
     )
 
 
@@ -81,13 +81,13 @@ class Run:
         self.serving: asyncio.Future[None] | None = None
         self.frame = frame("10.0.0.10")
 
-    def packet_in(self) -> None:
+    def packet_in(self, reason: PuntReason = PuntReason.NEW_FLOW, payload: bytes = b"") -> None:
         meta = packet_metadata(
             self.pipeline.p4info,
             "packet_in",
-            {"ingress_port": 1, "reason": PuntReason.NEW_FLOW, "mtu": 0},
+            {"ingress_port": 1, "reason": reason, "mtu": 0},
         )
-        packet = p4r.PacketIn(payload=self.frame, metadata=meta)
+        packet = p4r.PacketIn(payload=payload or self.frame, metadata=meta)
         self.switch.messages.put_nowait(p4r.StreamMessageResponse(packet=packet))
 
     def idle_timeout(self, entry: p4r.TableEntry) -> None:
@@ -145,6 +145,45 @@ def test_packet_during_the_expiry_delete_revives_the_session_after_it() -> None:
         assert run.counters().get("sessions_revived") == 1
         assert run.counters().get("sessions_expired", 0) == 0
         assert run.controller.stats_dict()["installed"] == 1
+        await run.close()
+
+    asyncio.run(scenario())
+
+
+def test_rst_during_the_expiry_delete_is_routed_and_does_not_revive() -> None:
+    """RFC 7857 sec. 2.2: a RST does not refresh. One that meets its session's
+    DELETE in flight is translated and sent as any RST of a session, and the
+    session still goes; a RST after that opens no session."""
+
+    async def scenario() -> None:
+        run = Run()
+        run.frame = frame("10.0.0.10", TCP(sport=40000, dport=443, flags="S"))
+        install = await run.first_flow()
+        (session,) = run.controller.nat.sessions()
+        rst = frame("10.0.0.10", TCP(sport=40000, dport=443, flags="R"))
+
+        run.switch.hold = asyncio.Event()
+        run.idle_timeout(install[0].entity.table_entry)
+        await run.settle()
+        run.packet_in(PuntReason.TCP_RST, rst)  # while the DELETE is out
+        await run.settle()
+        assert len(run.switch.injected) == 2
+        out = Ether(run.switch.injected[-1])
+        assert (out[IP].src, out[TCP].sport) == ("203.0.113.1", session.external.port)
+        assert out[TCP].flags == "R"
+
+        hold, run.switch.hold = run.switch.hold, None
+        hold.set()
+        await run.settle()
+        assert len(run.switch.writes) == 2, "the RST revived the session"
+        assert list(run.controller.nat.sessions()) == []
+        assert run.counters().get("sessions_expired") == 1
+        assert run.counters().get("sessions_revived", 0) == 0
+
+        run.packet_in(PuntReason.TCP_RST, rst)  # no session now: none opens
+        await run.settle()
+        assert list(run.controller.nat.sessions()) == [] and len(run.switch.writes) == 2
+        assert run.counters().get("refused.rst_no_session") == 1
         await run.close()
 
     asyncio.run(scenario())

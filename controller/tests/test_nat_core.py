@@ -120,6 +120,35 @@ def test_unsolicited_inbound_never_creates_a_mapping() -> None:
     assert n.session_count == 0
 
 
+RST, ACK, SYN = 0x04, 0x10, 0x02
+
+
+def test_a_tcp_rst_finds_its_session_but_opens_none() -> None:
+    n = nat('[filtering]\ntcp = "endpoint-independent"\n')
+    key = out("10.0.0.7", 40000, "198.51.100.9", 443, TCP)
+    for flags in (RST, RST | ACK):
+        with pytest.raises(Refused) as info:
+            n.new_flow(Zone.INSIDE, key, 0, flags)
+        assert info.value.reason is Refusal.RST_NO_SESSION
+    # at a DNAT rule, where any other first packet opens a session
+    with pytest.raises(Refused) as info:
+        n.new_flow(Zone.OUTSIDE, out("198.51.100.9", 40000, "203.0.113.80", 80, TCP), 0, RST)
+    assert info.value.reason is Refusal.RST_NO_SESSION
+    assert n.session_count == 0 and n.mapping_for(TCP, Endpoint(ip("10.0.0.7"), 40000)) is None
+    # through a mapping the filtering would let the remote in by
+    s = n.new_flow(Zone.INSIDE, key, 0, SYN)
+    other = FlowKey(TCP, ip("192.0.2.1"), s.external.address, 999, s.external.port)
+    with pytest.raises(Refused) as info:
+        n.new_flow(Zone.OUTSIDE, other, 1, RST)
+    assert info.value.reason is Refusal.RST_NO_SESSION and n.session_count == 1
+    # a RST of a session gets that session, from either side
+    assert n.new_flow(Zone.INSIDE, key, 2, RST) is s
+    assert n.new_flow(Zone.OUTSIDE, s.out2in, 2, RST | ACK) is s
+    # the flags mean nothing for other protocols
+    udp = n.new_flow(Zone.INSIDE, out("10.0.0.7", 5000, "198.51.100.9", 53), 3, RST)
+    assert udp.origin is Origin.SNAT and n.session_count == 2
+
+
 def test_dnat_port_forwarding_and_one_to_one() -> None:
     n = nat()
     s = n.new_flow(Zone.OUTSIDE, out("198.51.100.9", 40000, "203.0.113.80", 80, TCP), 0)

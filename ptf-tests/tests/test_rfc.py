@@ -255,9 +255,9 @@ class OutboundRstDoesNotRefresh(TcpStateSetsTheTimeout):
         self.settles("reset", TRANSITORY)
         (session,) = self.target.sessions()
         expired = self.target.counter("sessions_expired")
-        # A RST that crosses the expiry opens a session of its own (a new flow
-        # from inside), which ages out after TRANSITORY too: so follow the
-        # original by id, and account for every session seen.
+        dropped = self.target.counter("rst_no_session")
+        # Every session listed on the way: a RST that crosses the expiry finds
+        # no session and must not open one (RstOpensNoSession).
         seen: set[int] = set()
 
         def listed() -> set[int]:
@@ -273,8 +273,63 @@ class OutboundRstDoesNotRefresh(TcpStateSetsTheTimeout):
             passed += self.arrived(OUTSIDE) is not None
             time.sleep(0.5)
         self.assertGreaterEqual(passed, 2)
-        self.target.wait_until("every session aged out", lambda: not listed(), TRANSITORY + 15)
-        self.assertEqual(self.target.counter("sessions_expired") - expired, len(seen))
+        self.assertEqual(seen, {session["id"]})
+        self.assertEqual(self.target.counter("sessions_expired") - expired, 1)
+        # The next RST meets no session: dropped, counted, and still no session.
+        self.send(INSIDE, rst)
+        self.expect_nothing()
+        self.target.wait_until(
+            "the RST counted",
+            lambda: self.target.counter("rst_no_session") > dropped,
+            5,
+        )
+        self.assertEqual(self.target.sessions(), [])
+
+
+EIF_TCP = {"filtering": {"tcp": "endpoint-independent"}}
+
+
+@group("rfc")
+class RstOpensNoSession(QuickNatTest):
+    """A TCP RST finds its session but never opens one: not from inside (it
+    would take a port for the transitory timeout, for a RST no peer can
+    match), not at a DNAT rule and not through a mapping whose filtering lets
+    the sender in (a spoofed RST flood would fill the host's session slots;
+    RFC 6888). Each is dropped and counted; a SYN of the same flows passes."""
+
+    CONFIG = EIF_TCP
+
+    def runTest(self) -> None:
+        dropped = self.target.counter("rst_no_session")
+        self.send(INSIDE, from_inside("10.0.0.10", REMOTE, tcp(40020, 443, "R")))
+        self.expect_nothing()
+        self.send(INSIDE, from_inside("10.0.0.10", REMOTE, tcp(40020, 443, "RA")))
+        self.expect_nothing()
+        self.send(OUTSIDE, from_outside(REMOTE, "203.0.113.80", tcp(40021, 80, "R")))
+        self.expect_nothing()
+        self.counted("rst_no_session", dropped + 3)
+        self.assertEqual(self.target.sessions(), [])
+        # A mapping that lets any remote in (endpoint-independent filtering)
+        self.send(INSIDE, from_inside("10.0.0.10", REMOTE, tcp(40022, 443, "S")))
+        out = self.receive(OUTSIDE)
+        external, port = out[IP].src, out[TCP].sport
+        self.send(OUTSIDE, from_outside("198.51.100.77", external, tcp(999, port, "R")))
+        self.expect_nothing()
+        self.counted("rst_no_session", dropped + 4)
+        self.assertEqual(len(self.target.sessions()), 1)
+        # The same packets as SYNs open their sessions.
+        self.send(OUTSIDE, from_outside("198.51.100.77", external, tcp(999, port, "S")))
+        got = self.receive(INSIDE)
+        self.assertEqual((got[IP].dst, got[TCP].dport), ("10.0.0.10", 40022))
+        self.send(OUTSIDE, from_outside(REMOTE, "203.0.113.80", tcp(40021, 80, "S")))
+        got = self.receive(INSIDE)
+        self.assertEqual((got[IP].dst, got[TCP].dport), ("10.0.0.20", 8080))
+        self.assertEqual(len(self.target.sessions()), 3)
+
+    def counted(self, counter: str, expected: int) -> None:
+        self.target.wait_until(
+            f"{counter} counted", lambda: self.target.counter(counter) == expected, 5
+        )
 
 
 @group("rfc")

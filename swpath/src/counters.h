@@ -53,6 +53,7 @@
 	X(drop_no_rule, "dropped: new inside flow and no SNAT rule") \
 	X(drop_unsolicited, "dropped: outside packet without mapping or DNAT rule") \
 	X(drop_filtered, "dropped: refused by the mapping's filtering mode") \
+	X(drop_rst_no_session, "dropped: TCP RST of no session (opens none)") \
 	X(drop_pool_exhausted, "dropped: new flow and no free port") \
 	X(drop_quota_exceeded, "dropped: new flow over the per-host port quota") \
 	X(drop_session_limit, "dropped: new flow over the per-host session limit") \

@@ -16,8 +16,8 @@ sp_in2out_miss(struct sp_worker *w, struct rte_mbuf *m, struct sp_pkt *p,
 	uint32_t sidx;
 	int rc;
 
-	rc = sp_nat_outbound(&w->nat, rt, key, w->now, check_owner, &sidx,
-			     &owner);
+	rc = sp_nat_outbound(&w->nat, rt, key, p->tcp_flags, w->now, check_owner,
+			     &sidx, &owner);
 	if (rc == SP_NAT_HANDOFF) {
 		sp_handoff(w, m, owner, 0);
 		return;

@@ -563,10 +563,24 @@ mapping_new(struct sp_nat *nat, const struct sp_runtime *rt, uint64_t action,
 	return SP_NAT_OK;
 }
 
+/*
+ * A RST ends a connection; with no session there is none to end here, and
+ * a session opened for it would hold a port (inside) or a slot of a host's
+ * session limit (outside: a spoofed RST flood at a port forward) for the
+ * transitory timeout, for a packet no peer can use (RFC 6888's resource
+ * exhaustion; Linux conntrack calls such a RST invalid). Checked once the
+ * flow is on its owner worker and has no session there.
+ */
+static inline int
+opens_session(const struct sp_flow_key *key, uint8_t tcp_flags)
+{
+	return key->proto != IPPROTO_TCP || !(tcp_flags & RTE_TCP_RST_FLAG);
+}
+
 int
 sp_nat_outbound(struct sp_nat *nat, const struct sp_runtime *rt,
-		const struct sp_flow_key *key, uint32_t now, int check_owner,
-		uint32_t *sidx, unsigned *owner)
+		const struct sp_flow_key *key, uint8_t tcp_flags, uint32_t now,
+		int check_owner, uint32_t *sidx, unsigned *owner)
 {
 	uint32_t src = rte_be_to_cpu_32(key->src);
 	uint16_t sport = rte_be_to_cpu_16(key->sport);
@@ -587,6 +601,8 @@ sp_nat_outbound(struct sp_nat *nat, const struct sp_runtime *rt,
 	}
 	if (existing(nat, key, sidx))
 		return SP_NAT_OK;
+	if (!opens_session(key, tcp_flags))
+		return SP_CNT_drop_rst_no_session;
 	rule = qns_lookup_kind(sp.qns, QNS_SNAT, key->proto, src, sport);
 	if (rule == NULL)
 		return SP_CNT_drop_no_rule;
@@ -622,8 +638,8 @@ sp_nat_outbound(struct sp_nat *nat, const struct sp_runtime *rt,
 
 int
 sp_nat_inbound(struct sp_nat *nat, const struct sp_runtime *rt,
-	       const struct sp_flow_key *key, uint32_t now, int check_owner,
-	       uint32_t *sidx, unsigned *owner)
+	       const struct sp_flow_key *key, uint8_t tcp_flags, uint32_t now,
+	       int check_owner, uint32_t *sidx, unsigned *owner)
 {
 	uint32_t dst = rte_be_to_cpu_32(key->dst);
 	uint16_t dport = rte_be_to_cpu_16(key->dport);
@@ -654,6 +670,8 @@ sp_nat_inbound(struct sp_nat *nat, const struct sp_runtime *rt,
 				return SP_NAT_HANDOFF;
 			}
 		}
+		if (!opens_session(key, tcp_flags))
+			return SP_CNT_drop_rst_no_session;
 		if (session_limit_reached(nat, rt, int_addr))
 			return SP_CNT_drop_session_limit;
 		return session_open(nat, rt, key->proto, SP_ORIGIN_DNAT,
@@ -668,6 +686,8 @@ sp_nat_inbound(struct sp_nat *nat, const struct sp_runtime *rt,
 			return SP_NAT_HANDOFF;
 		}
 	}
+	if (!opens_session(key, tcp_flags))
+		return SP_CNT_drop_rst_no_session;
 	m = mapping_find(nat, 1, key->proto, dst, dport, &midx);
 	if (m == NULL)
 		return SP_CNT_drop_unsolicited;

@@ -174,18 +174,22 @@ sp_nat_lookup_bulk(const struct sp_nat *nat, const struct sp_flow_key *keys,
 
 
 /*
- * A new flow seen on an inside port (key as in the packet). If check_owner
- * and the flow belongs to another worker, returns SP_NAT_HANDOFF with that
- * worker in *owner. On SP_NAT_OK, *sidx is the session.
+ * A new flow seen on an inside port (key as in the packet, tcp_flags its TCP
+ * flags or 0). If check_owner and the flow belongs to another worker,
+ * returns SP_NAT_HANDOFF with that worker in *owner. On SP_NAT_OK, *sidx is
+ * the session. A TCP RST finds its session but never opens one
+ * (SP_CNT_drop_rst_no_session).
  */
 int sp_nat_outbound(struct sp_nat *nat, const struct sp_runtime *rt,
-		    const struct sp_flow_key *key, uint32_t now, int check_owner,
-		    uint32_t *sidx, unsigned *owner);
+		    const struct sp_flow_key *key, uint8_t tcp_flags,
+		    uint32_t now, int check_owner, uint32_t *sidx,
+		    unsigned *owner);
 
 /* The same for a packet seen on an outside port (DNAT, mapping + filter). */
 int sp_nat_inbound(struct sp_nat *nat, const struct sp_runtime *rt,
-		   const struct sp_flow_key *key, uint32_t now, int check_owner,
-		   uint32_t *sidx, unsigned *owner);
+		   const struct sp_flow_key *key, uint8_t tcp_flags,
+		   uint32_t now, int check_owner, uint32_t *sidx,
+		   unsigned *owner);
 
 /*
  * Fetches ahead what sp_nat_outbound (outside = 0) or sp_nat_inbound would

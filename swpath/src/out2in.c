@@ -16,8 +16,8 @@ sp_out2in_miss(struct sp_worker *w, struct rte_mbuf *m, struct sp_pkt *p,
 	uint32_t sidx;
 	int rc;
 
-	rc = sp_nat_inbound(&w->nat, rt, key, w->now, check_owner, &sidx,
-			    &owner);
+	rc = sp_nat_inbound(&w->nat, rt, key, p->tcp_flags, w->now, check_owner,
+			    &sidx, &owner);
 	if (rc == SP_NAT_HANDOFF) {
 		sp_handoff(w, m, owner, 0);
 		return;

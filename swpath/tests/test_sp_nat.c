@@ -134,7 +134,7 @@ out_ok(uint8_t proto, uint32_t src, uint16_t sport, uint32_t dst,
 	uint32_t sidx;
 	unsigned owner;
 
-	assert_int_equal(sp_nat_outbound(&nat, rt, &k, now, 1, &sidx, &owner),
+	assert_int_equal(sp_nat_outbound(&nat, rt, &k, 0, now, 1, &sidx, &owner),
 			 SP_NAT_OK);
 	return &nat.sessions[sidx];
 }
@@ -146,7 +146,7 @@ in_rc(uint8_t proto, uint32_t src, uint16_t sport, uint32_t dst,
 	struct sp_flow_key k = key(proto, src, sport, dst, dport);
 	uint32_t sidx;
 	unsigned owner;
-	int rc = sp_nat_inbound(&nat, rt, &k, now, 1, &sidx, &owner);
+	int rc = sp_nat_inbound(&nat, rt, &k, 0, now, 1, &sidx, &owner);
 
 	if (rc == SP_NAT_OK && s != NULL)
 		*s = &nat.sessions[sidx];
@@ -227,7 +227,7 @@ test_no_rule(void **state)
 	unsigned owner;
 
 	(void)state;
-	assert_int_equal(sp_nat_outbound(&nat, rt, &k, T0, 1, &sidx, &owner),
+	assert_int_equal(sp_nat_outbound(&nat, rt, &k, 0, T0, 1, &sidx, &owner),
 			 SP_CNT_drop_no_rule);
 	assert_int_equal(nat.n_sessions, 0);
 }
@@ -244,6 +244,65 @@ test_unsolicited_never_maps(void **state)
 			 SP_CNT_drop_unsolicited);
 	assert_int_equal(nat.n_sessions, 0);
 	assert_int_equal(nat.n_mappings, 0);
+}
+
+/*
+ * A TCP RST finds the session it belongs to but opens none: not from inside
+ * (no mapping, no port), not at a DNAT rule, not through an open mapping.
+ */
+static void
+test_rst_opens_no_session(void **state)
+{
+	struct sp_flow_key k = key(IPPROTO_TCP, 0x0a000002, 40000, 0x01010101, 80);
+	struct sp_session *s, *t = NULL;
+	uint32_t sidx, ext;
+	unsigned owner;
+	uint16_t port;
+
+	(void)state;
+	rt->filtering[SP_PI_TCP] = SP_FILTER_EIM;
+	assert_int_equal(sp_nat_outbound(&nat, rt, &k, RTE_TCP_RST_FLAG, T0, 1,
+					 &sidx, &owner),
+			 SP_CNT_drop_rst_no_session);
+	assert_int_equal(sp_nat_outbound(&nat, rt, &k,
+					 RTE_TCP_RST_FLAG | RTE_TCP_ACK_FLAG,
+					 T0, 1, &sidx, &owner),
+			 SP_CNT_drop_rst_no_session);
+	assert_int_equal(nat.n_sessions, 0);
+	assert_int_equal(nat.n_mappings, 0);
+	/* at a DNAT rule */
+	k = key(IPPROTO_TCP, 0x05060708, 33333, 0xcb00710b, 443);
+	assert_int_equal(sp_nat_inbound(&nat, rt, &k, RTE_TCP_RST_FLAG, T0, 1,
+					&sidx, &owner),
+			 SP_CNT_drop_rst_no_session);
+	assert_int_equal(nat.n_sessions, 0);
+	/* through a mapping that would let the remote in */
+	s = out_ok(IPPROTO_TCP, 0x0a000002, 40000, 0x01010101, 80, T0);
+	ext = rte_be_to_cpu_32(s->ext_addr);
+	port = rte_be_to_cpu_16(s->ext_port);
+	k = key(IPPROTO_TCP, 0x09090909, 1234, ext, port);
+	assert_int_equal(sp_nat_inbound(&nat, rt, &k, RTE_TCP_RST_FLAG, T0, 1,
+					&sidx, &owner),
+			 SP_CNT_drop_rst_no_session);
+	assert_int_equal(nat.n_sessions, 1);
+	/* the same packet without RST is let in; a RST of a session finds it */
+	assert_int_equal(in_rc(IPPROTO_TCP, 0x09090909, 1234, ext, port, T0, &t),
+			 SP_NAT_OK);
+	assert_int_equal(sp_nat_inbound(&nat, rt, &k, RTE_TCP_RST_FLAG, T0, 1,
+					&sidx, &owner),
+			 SP_NAT_OK);
+	assert_ptr_equal(&nat.sessions[sidx], t);
+	k = key(IPPROTO_TCP, 0x0a000002, 40000, 0x01010101, 80);
+	assert_int_equal(sp_nat_outbound(&nat, rt, &k, RTE_TCP_RST_FLAG, T0, 1,
+					 &sidx, &owner),
+			 SP_NAT_OK);
+	assert_ptr_equal(&nat.sessions[sidx], s);
+	/* UDP has no flags: the same bits mean nothing there */
+	k = key(IPPROTO_UDP, 0x0a000002, 5000, 0x08080808, 53);
+	assert_int_equal(sp_nat_outbound(&nat, rt, &k, RTE_TCP_RST_FLAG, T0, 1,
+					 &sidx, &owner),
+			 SP_NAT_OK);
+	assert_int_equal(nat.n_sessions, 3);
 }
 
 static void
@@ -331,7 +390,7 @@ test_session_limit(void **state)
 	rt->sessions_per_host = 2;
 	out_ok(IPPROTO_UDP, 0x0a000002, 1, 0x08080808, 53, T0);
 	out_ok(IPPROTO_UDP, 0x0a000002, 2, 0x08080808, 53, T0);
-	assert_int_equal(sp_nat_outbound(&nat, rt, &k, T0, 1, &sidx, &owner),
+	assert_int_equal(sp_nat_outbound(&nat, rt, &k, 0, T0, 1, &sidx, &owner),
 			 SP_CNT_drop_session_limit);
 	/* other hosts are not affected */
 	out_ok(IPPROTO_UDP, 0x0a000003, 1, 0x08080808, 53, T0);
@@ -350,7 +409,7 @@ test_exhaustion_keeps_existing(void **state)
 	a = out_ok(IPPROTO_UDP, 0x0a090001, 1, 0x08080808, 53, T0);
 	b = out_ok(IPPROTO_UDP, 0x0a090002, 2, 0x08080808, 53, T0);
 	assert_int_not_equal(a->ext_port, b->ext_port);
-	assert_int_equal(sp_nat_outbound(&nat, rt, &k, T0, 1, &sidx, &owner),
+	assert_int_equal(sp_nat_outbound(&nat, rt, &k, 0, T0, 1, &sidx, &owner),
 			 SP_CNT_drop_pool_exhausted);
 	/* existing mappings keep working and take new remotes */
 	c = out_ok(IPPROTO_UDP, 0x0a090001, 1, 0x04040404, 53, T0);
@@ -370,7 +429,7 @@ test_quota(void **state)
 	(void)state;
 	rt->ports_per_host = 1;
 	out_ok(IPPROTO_UDP, 0x0a000002, 1, 0x08080808, 53, T0);
-	assert_int_equal(sp_nat_outbound(&nat, rt, &k, T0, 1, &sidx, &owner),
+	assert_int_equal(sp_nat_outbound(&nat, rt, &k, 0, T0, 1, &sidx, &owner),
 			 SP_CNT_drop_quota_exceeded);
 	out_ok(IPPROTO_UDP, 0x0a000002, 1, 0x04040404, 53, T0);
 }
@@ -511,7 +570,7 @@ test_table_full(void **state)
 	(void)state;
 	for (uint16_t i = 0; i < 1024; i++)
 		out_ok(IPPROTO_UDP, 0x0a000002, 1, 0x08080808, (uint16_t)(i + 1), T0);
-	assert_int_equal(sp_nat_outbound(&nat, rt, &k, T0, 1, &sidx, &owner),
+	assert_int_equal(sp_nat_outbound(&nat, rt, &k, 0, T0, 1, &sidx, &owner),
 			 SP_CNT_drop_table_full);
 	/* nothing leaked: the would-be mapping was released */
 	assert_int_equal(nat.n_mappings, 1);
@@ -600,7 +659,7 @@ test_no_event_without_session(void **state)
 		out_ok(IPPROTO_UDP, 0x0a000002, 1, 0x08080808, (uint16_t)(i + 1), T0);
 	assert_int_equal(take_events(ring, ev, 4), 1);
 	/* a mapping is made, then the session table refuses its session */
-	assert_int_equal(sp_nat_outbound(&nat, rt, &k, T0, 1, &sidx, &owner),
+	assert_int_equal(sp_nat_outbound(&nat, rt, &k, 0, T0, 1, &sidx, &owner),
 			 SP_CNT_drop_table_full);
 	assert_int_equal(take_events(ring, ev, 4), 0);
 }
@@ -636,25 +695,25 @@ test_owner_checks(void **state)
 	for (host = 0x0a000002; sp_owner_inside(&sp.rss, host) != 1; host++)
 		;
 	k = key(IPPROTO_UDP, host, 1, 0x08080808, 53);
-	assert_int_equal(sp_nat_outbound(&nat, rt, &k, T0, 1, &sidx, &owner),
+	assert_int_equal(sp_nat_outbound(&nat, rt, &k, 0, T0, 1, &sidx, &owner),
 			 SP_NAT_HANDOFF);
 	assert_int_equal(owner, 1);
 	/* handed packets are processed where they land (no ping-pong) */
-	assert_int_equal(sp_nat_outbound(&nat, rt, &k, T0, 0, &sidx, &owner),
+	assert_int_equal(sp_nat_outbound(&nat, rt, &k, 0, T0, 0, &sidx, &owner),
 			 SP_NAT_OK);
 	/* DNAT: the session goes with the server 10.0.0.5 */
 	w = sp_owner_inside(&sp.rss, 0x0a000005);
 	assert_int_equal(sp_nat_init(&other, 1 - w, 2, 64, counters,
 				     SOCKET_ID_ANY, T0), 0);
 	k = key(IPPROTO_TCP, 0x05060708, 33333, 0xcb00710b, 443);
-	assert_int_equal(sp_nat_inbound(&other, rt, &k, T0, 1, &sidx, &owner),
+	assert_int_equal(sp_nat_inbound(&other, rt, &k, 0, T0, 1, &sidx, &owner),
 			 SP_NAT_HANDOFF);
 	assert_int_equal(owner, w);
 	/* unknown external endpoint: its RSS owner */
 	k = key(IPPROTO_UDP, 0x08080808, 53, 0xcb007101, 40000);
 	w = sp_owner_outside(&sp.rss, 0xcb007101, 40000);
 	other.worker = 1 - w;
-	assert_int_equal(sp_nat_inbound(&other, rt, &k, T0, 1, &sidx, &owner),
+	assert_int_equal(sp_nat_inbound(&other, rt, &k, 0, T0, 1, &sidx, &owner),
 			 SP_NAT_HANDOFF);
 	assert_int_equal(owner, w);
 	sp_nat_free(&other);
@@ -854,6 +913,7 @@ main(void)
 		T(test_icmp_keys),
 		T(test_no_rule),
 		T(test_unsolicited_never_maps),
+		T(test_rst_opens_no_session),
 		T(test_filtering),
 		T(test_dnat),
 		T(test_session_limit),

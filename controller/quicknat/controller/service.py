@@ -339,8 +339,9 @@ class Controller:
             return
         if reason == PuntReason.TCP_RST and self._route_rst(packet.payload, key, port):
             return
+        flags = tcp_flags(packet.payload) if key.protocol == TCP else 0
         try:
-            session = self.nat.new_flow(zone, key, self.now())
+            session = self.nat.new_flow(zone, key, self.now(), flags)
         except Refused as exc:
             self.stats[f"refused.{exc.reason.name.lower()}"] += 1
             if exc.reason in _OUT_OF_RESOURCES and self.config.icmp.unreachable_on_exhaustion:
@@ -349,7 +350,7 @@ class Controller:
         if session.hairpin and session.partner is None and not self._open_hairpin(session):
             return
         if key.protocol == TCP:
-            self._track_tcp(session, key, tcp_flags(packet.payload))
+            self._track_tcp(session, key, flags)
         if session.installed and (session.id in self._rewrite or session.id in self._rewriting):
             # Its entry is being rewritten (a hairpin that just opened): after that.
             self.pending.setdefault(session.id, []).append((packet.payload, port))
@@ -419,10 +420,15 @@ class Controller:
         """An inside RST the switch did not look up, since a hit would restart
         its entry's idle timer (RFC 7857 sec. 2.2: an outbound RST does not
         refresh): tracked (the session turns transitory), translated with its
-        session's rewrite and routed by the switch. False when it has no
-        installed session with a rewrite: then it is handled as a new flow."""
+        session's rewrite and routed by the switch. That holds for a session
+        whose idle timeout fired and whose DELETE is on its way too: any other
+        packet would revive it (_queue_install), a RST must not. False when it
+        has no session with a rewrite: then it is handled as a new flow (which
+        opens none for a RST, Nat.new_flow)."""
         session = self.nat.session_for(key)
-        if session is None or not session.installed or key != session.in2out:
+        if session is None or key != session.in2out:
+            return False
+        if not session.installed and session.id not in self._deleting:
             return False
         rewrite = session.in2out_rewrite
         if rewrite is None:  # a hairpin half waiting for its peer

@@ -30,6 +30,7 @@ class Refusal(enum.Enum):
     QUOTA_EXCEEDED = "per-host port quota exceeded"
     SESSION_LIMIT = "per-host session limit reached"
     UNSUPPORTED = "protocol cannot be translated"
+    RST_NO_SESSION = "TCP RST of no session (opens none)"
 
 
 class Refused(Exception):
@@ -145,15 +146,23 @@ class Nat:
 
     # -- new flows -------------------------------------------------------------
 
-    def new_flow(self, zone: Zone, packet: FlowKey, now: float) -> Session:
+    def new_flow(self, zone: Zone, packet: FlowKey, now: float, tcp_flags: int = 0) -> Session:
         """A session for the first packet of a flow, or Refused. A packet of a flow
         that already has a session gets that session back (a retransmitted first
-        packet, or a packet-in that raced its install)."""
+        packet, or a packet-in that raced its install). `tcp_flags` are the TCP
+        header's flags (0 for other protocols): a RST opens no session. It ends a
+        connection, and with no session there is none here to end; a session
+        opened for it would hold a port (inside) or a slot of a host's session
+        limit (outside: a spoofed RST flood at a port forward) for the transitory
+        timeout, for a packet no peer can use (RFC 6888's resource exhaustion;
+        Linux conntrack calls such a RST invalid). swpath does the same."""
         existing = self._by_key.get(_flow_key(packet))
         if existing is not None:
             return existing
         if packet.protocol not in TRANSLATABLE:
             raise Refused(Refusal.UNSUPPORTED)
+        if packet.protocol == Protocol.TCP and tcp_flags & tcp_state.FLAG_RST:
+            raise Refused(Refusal.RST_NO_SESSION)
         if zone is Zone.INSIDE:
             return self._outbound(packet, now)
         return self._inbound(packet, now)
