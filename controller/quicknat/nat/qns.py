@@ -74,10 +74,12 @@ class _KindTables:
     then ``short``; a block with none has ``short`` itself. ``blocks`` is a list
     indexed by block, not a dict: at 100,000 rules a lookup's cost is its cache
     misses, and a list item is one where a dict hit is three (index, entry,
-    key). The visit lists are tuples of one shared (netmask, sub-table) pair per
-    length, replaced, never edited, so a lookup holding one stays valid."""
+    key). For the same reason the visit lists are shared: one tuple per set of
+    long lengths (``visits``), of one (netmask, sub-table) pair per length, so
+    the few there are stay in the cache where one per block would be a miss.
+    They are replaced, never edited, so a lookup holding one stays valid."""
 
-    __slots__ = ("blocks", "long", "pairs", "short", "tables", "used")
+    __slots__ = ("blocks", "long", "pairs", "short", "tables", "used", "visits")
 
     def __init__(self) -> None:
         # tables[plen]: masked address -> probe key -> rule
@@ -85,11 +87,13 @@ class _KindTables:
         self.pairs = [(mask_of(plen), self.tables[plen]) for plen in range(MAX_PLEN + 1)]
         self.short: _Visits = ()
         self.blocks: list[_Visits] = [self.short] * _BLOCKS
-        # Per block, its /16../32 part of the visit list; per (block, length),
-        # keyed block << 6 | length, how many addresses of that sub-table lie in
-        # the block.
-        self.long: dict[int, _Visits] = {}
+        # Per block, the /16../32 lengths with an address in it, longest first;
+        # per (block, length), keyed block << 6 | length, how many addresses of
+        # that sub-table lie in the block.
+        self.long: dict[int, tuple[int, ...]] = {}
         self.used: dict[int, int] = {}
+        # Per set of long lengths, the visit list of the blocks that have it.
+        self.visits: dict[tuple[int, ...], _Visits] = {}
 
     def address_added(self, plen: int, address: int) -> None:
         if plen < _BLOCK_PLEN:
@@ -117,15 +121,23 @@ class _KindTables:
             self._block_changed(block)
 
     def _block_changed(self, block: int) -> None:
-        pairs, used = self.pairs, self.used
+        used = self.used
         lengths = range(MAX_PLEN, _BLOCK_PLEN - 1, -1)
-        long = tuple(pairs[plen] for plen in lengths if block << 6 | plen in used)
+        long = tuple(plen for plen in lengths if block << 6 | plen in used)
         if long:
             self.long[block] = long
-            self.blocks[block] = long + self.short
+            self.blocks[block] = self._visit(long)
         else:
             del self.long[block]
             self.blocks[block] = self.short
+
+    def _visit(self, long: tuple[int, ...]) -> _Visits:
+        """The shared visit list for blocks with these long lengths."""
+        visit = self.visits.get(long)
+        if visit is None:
+            pairs = self.pairs
+            visit = self.visits[long] = tuple(pairs[plen] for plen in long) + self.short
+        return visit
 
     def _short_changed(self) -> None:
         tables, pairs = self.tables, self.pairs
@@ -134,9 +146,10 @@ class _KindTables:
         )
         # Rare (a short length gains its first or loses its last address), and
         # then every block's list ends differently.
+        self.visits = {}
         blocks = [short] * _BLOCKS
         for block, long in self.long.items():
-            blocks[block] = long + short
+            blocks[block] = self._visit(long)
         self.blocks = blocks
 
 
