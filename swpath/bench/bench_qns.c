@@ -164,6 +164,15 @@ now_ns(void)
 	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
 }
 
+/* One add of the chain; the empty asm keeps the compiler from folding them. */
+static inline uint64_t
+chain_add(uint64_t x, uint64_t i)
+{
+	x += i;
+	__asm__ volatile("" : "+r"(x));
+	return x;
+}
+
 /*
  * The core's clock as this process sees it: a chain of dependent additions
  * runs one per cycle on any x86 or Arm core of the last decade, so the chain's
@@ -174,15 +183,6 @@ now_ns(void)
  * the loop decided the figure (the same code read 2.9 GHz in one build and
  * 1.4 in the next, its branch crossing a 32-byte boundary).
  */
-/* One add of the chain; the empty asm keeps the compiler from folding them. */
-static inline uint64_t
-chain_add(uint64_t x, uint64_t i)
-{
-	x += i;
-	__asm__ volatile("" : "+r"(x));
-	return x;
-}
-
 static double
 clock_ghz(void)
 {
