@@ -323,6 +323,18 @@ def test_hairpin_with_endpoint_independent_filtering_opens_at_once() -> None:
     assert inbound.remote == to_h2.external and inbound.hairpin
 
 
+def test_a_hairpinned_rst_opens_no_second_half() -> None:
+    """As swpath's second pass, where the RST enters from outside and meets no
+    session: a RST of the first half does not open the second."""
+    n = nat()
+    a = n.new_flow(Zone.INSIDE, out("10.0.0.7", 5000, "203.0.113.80", 80, TCP), 0, SYN)
+    with pytest.raises(Refused) as refused:
+        n.open_hairpin(a, 0, RST)
+    assert refused.value.reason is Refusal.RST_NO_SESSION and a.partner is None
+    server = n.open_hairpin(a, 1, SYN)
+    assert server.origin is Origin.DNAT and n.open_hairpin(a, 2, RST) is server
+
+
 def test_hairpin_to_nothing_is_unsolicited() -> None:
     n = nat()
     s = n.new_flow(Zone.INSIDE, out("10.0.0.7", 4000, "203.0.113.1", 2005), 0)

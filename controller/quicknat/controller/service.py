@@ -347,7 +347,7 @@ class Controller:
             if exc.reason in _OUT_OF_RESOURCES and self.config.icmp.unreachable_on_exhaustion:
                 self._send_icmp_error(packet.payload, port, Kind.PROHIBITED)
             return
-        if session.hairpin and session.partner is None and not self._open_hairpin(session):
+        if session.hairpin and session.partner is None and not self._open_hairpin(session, flags):
             return
         if key.protocol == TCP:
             self._track_tcp(session, key, flags)
@@ -373,13 +373,13 @@ class Controller:
         if session.id not in self._deleting:
             self._batch.append(session)
 
-    def _open_hairpin(self, session: Session) -> bool:
+    def _open_hairpin(self, session: Session, tcp_flags: int = 0) -> bool:
         """The second half of a hairpinned flow (Nat.open_hairpin). On success both
         sessions' in2out entries get each other's inside host as destination; on a
         refusal the packet is dropped and the session is installed with
         hairpin_pending, so its next packets come back here and it ages."""
         try:
-            partner = self.nat.open_hairpin(session, self.now())
+            partner = self.nat.open_hairpin(session, self.now(), tcp_flags)
         except Refused as exc:
             self.stats[f"refused.hairpin.{exc.reason.name.lower()}"] += 1
             if not session.installed and session.id not in self.pending:

@@ -62,6 +62,12 @@ def _pool_name(target: object) -> str:
     return _address_pool(target.address)
 
 
+def _check_opens(packet: FlowKey, tcp_flags: int) -> None:
+    """Refuses a packet that must not open a session: a TCP RST (Nat.new_flow)."""
+    if packet.protocol == Protocol.TCP and tcp_flags & tcp_state.FLAG_RST:
+        raise Refused(Refusal.RST_NO_SESSION)
+
+
 def _endpoint_key(protocol: int, endpoint: Endpoint) -> int:
     return (protocol << 48) | (endpoint.address << 16) | endpoint.port
 
@@ -161,8 +167,7 @@ class Nat:
             return existing
         if packet.protocol not in TRANSLATABLE:
             raise Refused(Refusal.UNSUPPORTED)
-        if packet.protocol == Protocol.TCP and tcp_flags & tcp_state.FLAG_RST:
-            raise Refused(Refusal.RST_NO_SESSION)
+        _check_opens(packet, tcp_flags)
         if zone is Zone.INSIDE:
             return self._outbound(packet, now)
         return self._inbound(packet, now)
@@ -197,20 +202,22 @@ class Nat:
         self._external[_endpoint_key(mapping.protocol, mapping.external)] = mapping
         return mapping
 
-    def open_hairpin(self, session: Session, now: float) -> Session:
+    def open_hairpin(self, session: Session, now: float, tcp_flags: int = 0) -> Session:
         """The second half of hairpinning (RFC 4787 REQ-9, RFC 5382 REQ-8): the
         packet that `session` (an inside host's session to one of our public
         endpoints) sends out comes back in as if from outside, and enters by the
         session that owns its key, or opens one as any inbound packet would
         (DNAT rule, or the peer's mapping and its filtering). The two are linked,
         so each translates straight to the other's inside host; swpath does the
-        same in two passes (sp_hairpin). Raises Refused as _inbound does; the
-        hairpin session stays, unlinked, so a later packet can try again."""
+        same in two passes (sp_hairpin). Raises Refused as _inbound does (and
+        for a RST, as new_flow does); the hairpin session stays, unlinked, so a
+        later packet can try again."""
         if session.partner is not None:
             return session.partner
         key = session.hairpin_key
         partner = self._by_key.get(_flow_key(key))
         if partner is None:
+            _check_opens(key, tcp_flags)
             partner = self._inbound(key, now)
         elif partner.out2in != key:
             raise Refused(Refusal.UNSOLICITED)  # a public address as an inside source
