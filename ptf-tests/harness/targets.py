@@ -52,6 +52,19 @@ COUNTERS = {
     "icmp_frag_needed_sent": "ICMP fragmentation needed the NAT sent (RFC 1191)",
     "icmp_prohibited_sent": "ICMP unreachable code 13 the NAT sent (RFC 5508)",
     "icmp_error_suppressed": "ICMP errors RFC 1812 sec. 4.3.2.7 kept the NAT from sending",
+    # The input contract (docs/nat-behavior.md, IN-*): what hostile or broken
+    # input is dropped under. A target that counts two of these as one maps
+    # both names to that counter.
+    "truncated_dropped": "packets shorter than their headers say, dropped",
+    "bad_checksum": "packets with a bad IPv4 header checksum, dropped",
+    "bad_tcp_flags": "TCP segments with a flag combination no peer sends, dropped",
+    "port_zero": "TCP or UDP packets with port 0, dropped",
+    "martian": "packets with a martian or NAT-owned source, or a martian destination, dropped",
+    "not_unicast": "packets to a multicast or limited broadcast destination, dropped",
+    "no_rule": "inside packets whose source no SNAT rule matches, dropped",
+    "not_ipv4": "frames neither IPv4 nor ARP (VLAN, IPv6, LLDP, ...), dropped",
+    "unsupported": "packets that need NAT but have no mappable ports (GRE, ICMP timestamp, ...)",
+    "icmp_error_dropped": "ICMP errors that quote a packet of no session, dropped",
 }
 
 
@@ -147,6 +160,16 @@ class Bmv2Target(Target):
         "icmp_frag_needed_sent": "icmp_gen.sent.frag_needed",
         "icmp_prohibited_sent": "icmp_gen.sent.prohibited",
         "icmp_error_suppressed": "icmp_gen.suppressed",
+        "truncated_dropped": "drop.parser_error",
+        "bad_checksum": "drop.ipv4_checksum",
+        "bad_tcp_flags": "drop.bad_tcp_flags",
+        "port_zero": "drop.port_zero",
+        "martian": "drop.martian",
+        "not_unicast": "drop.not_unicast",
+        "no_rule": "drop.no_rule",
+        "not_ipv4": "drop.unsupported_ethertype",
+        "unsupported": "drop.unsupported_l4",
+        "icmp_error_dropped": "icmp_error.no_session",
     }
     # The sessions live in the switch's tables; a restarted controller reads them back.
     keeps_sessions_across_restart = True
@@ -275,6 +298,16 @@ class SwpathTarget(Target):
         "icmp_frag_needed_sent": "icmp_frag_needed",
         "icmp_prohibited_sent": "icmp_prohibited",
         "icmp_error_suppressed": "icmp_error_suppressed",
+        "truncated_dropped": "drop_truncated",
+        "bad_checksum": "drop_bad_checksum",
+        "bad_tcp_flags": "drop_bad_tcp_flags",
+        "port_zero": "drop_port_zero",
+        "martian": "drop_martian",
+        "not_unicast": "drop_not_unicast",
+        "no_rule": "drop_no_rule",
+        "not_ipv4": "drop_not_ipv4",
+        "unsupported": "drop_unsupported",
+        "icmp_error_dropped": "drop_icmp_error",
     }
     # Sessions live in the process: a restart starts from empty tables.
     keeps_sessions_across_restart = False

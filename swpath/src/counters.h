@@ -41,6 +41,10 @@
 	X(drop_arp, "ARP frames consumed without a reply (replies, other targets, malformed)") \
 	X(drop_truncated, "dropped: shorter than its headers say") \
 	X(drop_malformed, "dropped: bad version, header length or option") \
+	X(drop_bad_tcp_flags, "dropped: TCP flag combination no peer sends (SYN+FIN, SYN+RST, none, FIN without ACK, ...)") \
+	X(drop_port_zero, "dropped: TCP or UDP port 0") \
+	X(drop_martian, "dropped: martian source or destination (0/8, 127/8, class E; multicast or broadcast source) or a NAT-owned source from a link (RFC 1812 sec. 5.3.7)") \
+	X(drop_not_unicast, "dropped: multicast or limited broadcast destination (NAT is defined for unicast)") \
 	X(drop_bad_checksum, "dropped: bad IPv4 header checksum") \
 	X(drop_fragment, "dropped: IPv4 fragment (no reassembly)") \
 	X(drop_ip_options, "dropped: IPv4 source-route option") \

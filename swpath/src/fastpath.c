@@ -4,6 +4,32 @@
 #include "fastpath.h"
 #include "qns.h"
 
+/*
+ * IN-IP-5/6 (docs/nat-behavior.md): addresses no router forwards (RFC 1812
+ * sec. 5.3.7, RFC 6890) and NAT-owned addresses as the source of a packet
+ * from a link (a spoofed external endpoint could reach a hairpinned session
+ * or claim a mapping's address). Returns 0 or the counter to drop it under.
+ */
+static inline unsigned
+sp_address_check(const struct rte_ipv4_hdr *ip, const struct sp_runtime *rt)
+{
+	uint32_t src = rte_be_to_cpu_32(ip->src_addr);
+	uint32_t dst = rte_be_to_cpu_32(ip->dst_addr);
+	uint8_t s8 = (uint8_t)(src >> 24), d8 = (uint8_t)(dst >> 24);
+
+	if (unlikely((d8 & 0xf0) == 0xe0 || dst == UINT32_MAX))
+		return SP_CNT_drop_not_unicast;
+	/* source: 0/8, 127/8, multicast, class E and limited broadcast */
+	if (unlikely(s8 == 0 || s8 == 127 || s8 >= 224))
+		return SP_CNT_drop_martian;
+	/* destination: 0/8, 127/8, class E */
+	if (unlikely(d8 == 0 || d8 == 127 || d8 >= 240))
+		return SP_CNT_drop_martian;
+	if (unlikely(rt->n_owned != 0 && sp_rt_owned(rt, src)))
+		return SP_CNT_drop_martian;
+	return 0;
+}
+
 /* Looks up the flow packets gathered so far and translates them. */
 static void
 flush_flows(struct sp_worker *w, struct rte_mbuf **fm, struct sp_pkt *pk,
@@ -64,10 +90,18 @@ sp_process_burst(struct sp_worker *w, struct rte_mbuf **pkts, uint16_t n,
 			sp_arp_input(w, m, iface, rt);
 			continue;
 		}
+		/* from a link (a hairpinned packet re-enters with our source) */
 		if (!(meta & SP_META_OUTSIDE)) {
+			unsigned bad;
+
 			if (unlikely(!rte_is_same_ether_addr(&p->eth->dst_addr,
 							     mac))) {
 				sp_drop(w, m, SP_CNT_drop_l2_other);
+				continue;
+			}
+			bad = sp_address_check(p->ip, rt);
+			if (unlikely(bad != 0)) {
+				sp_drop(w, m, bad);
 				continue;
 			}
 			if (unlikely(sp_is_local(p->ip->dst_addr))) {

@@ -12,10 +12,17 @@
  * - no fragments: any packet with MF set or a fragment offset is dropped
  *   (swpath does not reassemble; a first fragment alone is useless and a
  *   later one has no ports, so none is ever forwarded untranslated);
- * - TCP with its 20-byte header, UDP with its 8-byte header and a length that
- *   fits, ICMP with 8 bytes; ICMP echo request/reply are flows (identifier as
- *   both ports), destination unreachable, source quench, time exceeded and
- *   parameter problem are errors translated through their embedded header.
+ * - TCP with a data offset of 5 words or more that fits the segment, a flag
+ *   combination a TCP peer sends (sp_tcp_flags_valid) and no port 0; UDP
+ *   with its 8-byte header, a length that fits and no port 0; ICMP with 8
+ *   bytes; ICMP echo request/reply are flows (identifier as both ports),
+ *   destination unreachable, source quench, time exceeded and parameter
+ *   problem are errors translated through their embedded header.
+ *
+ * Addresses (martians, non-unicast destinations, our own addresses as a
+ * source) are checked by sp_address_check, which needs the runtime's owned
+ * ranges. The whole contract, with the counter of each drop, is the input
+ * contract of docs/nat-behavior.md (IN-*).
  *
  * Checksums are updated incrementally (RFC 1624 eqn. 3) on the raw 16-bit
  * words as they sit in memory, which is byte-order independent. A UDP
@@ -120,6 +127,25 @@ sp_cksum_adjust_addr_port(uint16_t cksum, uint32_t old_addr,
 
 /* -- parsing ------------------------------------------------------------- */
 
+/*
+ * TCP flag combinations a TCP peer sends, after ECE, CWR and PSH are masked
+ * out (the set Linux conntrack calls valid, nf_conntrack_proto_tcp.c):
+ * SYN, SYN+URG, SYN+ACK, RST, RST+ACK, FIN+ACK, FIN+ACK+URG, ACK, ACK+URG.
+ * Anything else (SYN+FIN, SYN+RST, no flag at all, FIN without ACK: scans
+ * and evasion) is dropped (IN-TCP-2) before it can open or touch a session.
+ */
+#define SP_TCP_FLAGS_CHECKED 0x37u /* FIN SYN RST ACK URG */
+#define SP_TCP_FLAGS_VALID                                                  \
+	((1ull << 0x02) | (1ull << 0x22) | (1ull << 0x12) | (1ull << 0x04) | \
+	 (1ull << 0x14) | (1ull << 0x11) | (1ull << 0x31) | (1ull << 0x10) | \
+	 (1ull << 0x30))
+
+static inline int
+sp_tcp_flags_valid(uint8_t flags)
+{
+	return (SP_TCP_FLAGS_VALID >> (flags & SP_TCP_FLAGS_CHECKED)) & 1;
+}
+
 /* Options: drop source routes and malformed lists (RFC 7126 sec. 4.3/4.4). */
 static inline int
 sp_check_options(const uint8_t *opt, unsigned len)
@@ -206,9 +232,18 @@ sp_parse(struct rte_mbuf *m, struct sp_pkt *p, struct sp_flow_key *key)
 	switch (p->proto) {
 	case IPPROTO_TCP: {
 		const struct rte_tcp_hdr *tcp = (const void *)p->l4;
+		unsigned doff;
 
 		if (unlikely(p->l4_len < sizeof(struct rte_tcp_hdr)))
 			return -SP_CNT_drop_truncated;
+		/* IN-TCP-1: the header is 5..15 words and inside the segment */
+		doff = (tcp->data_off >> 4) * 4u;
+		if (unlikely(doff < sizeof(struct rte_tcp_hdr) || doff > p->l4_len))
+			return -SP_CNT_drop_malformed;
+		if (unlikely(!sp_tcp_flags_valid(tcp->tcp_flags)))
+			return -SP_CNT_drop_bad_tcp_flags;
+		if (unlikely(tcp->src_port == 0 || tcp->dst_port == 0))
+			return -SP_CNT_drop_port_zero;
 		p->tcp_flags = tcp->tcp_flags;
 		key->sport = tcp->src_port;
 		key->dport = tcp->dst_port;
@@ -223,6 +258,8 @@ sp_parse(struct rte_mbuf *m, struct sp_pkt *p, struct sp_flow_key *key)
 				     sizeof(struct rte_udp_hdr) ||
 			     rte_be_to_cpu_16(udp->dgram_len) > p->l4_len))
 			return -SP_CNT_drop_malformed;
+		if (unlikely(udp->src_port == 0 || udp->dst_port == 0))
+			return -SP_CNT_drop_port_zero;
 		key->sport = udp->src_port;
 		key->dport = udp->dst_port;
 		break;

@@ -24,6 +24,18 @@ struct frame {
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 
+/* A random port other than 0, which the parser refuses (IN-L4-1). */
+static rte_be16_t
+rand_port(void)
+{
+	rte_be16_t port;
+
+	do
+		port = (rte_be16_t)sp_test_rand(&rng);
+	while (port == 0);
+	return port;
+}
+
 static struct rte_mbuf *
 frame_mbuf(struct frame *f, uint16_t len)
 {
@@ -61,8 +73,8 @@ build(uint8_t *buf, uint8_t proto, unsigned ihl_extra, unsigned payload,
 		struct rte_tcp_hdr *tcp = (void *)l4;
 
 		l4_len = sizeof(*tcp) + payload;
-		tcp->src_port = (rte_be16_t)sp_test_rand(&rng);
-		tcp->dst_port = (rte_be16_t)sp_test_rand(&rng);
+		tcp->src_port = rand_port();
+		tcp->dst_port = rand_port();
 		tcp->data_off = 5 << 4;
 		tcp->tcp_flags = RTE_TCP_ACK_FLAG;
 		break;
@@ -71,8 +83,8 @@ build(uint8_t *buf, uint8_t proto, unsigned ihl_extra, unsigned payload,
 		struct rte_udp_hdr *udp = (void *)l4;
 
 		l4_len = sizeof(*udp) + payload;
-		udp->src_port = (rte_be16_t)sp_test_rand(&rng);
-		udp->dst_port = (rte_be16_t)sp_test_rand(&rng);
+		udp->src_port = rand_port();
+		udp->dst_port = rand_port();
 		udp->dgram_len = rte_cpu_to_be_16((uint16_t)l4_len);
 		break;
 	}
@@ -147,7 +159,7 @@ test_incremental_vs_full(void **state)
 		struct sp_pkt p = { 0 };
 		uint8_t ttl;
 		rte_be32_t addr = (rte_be32_t)sp_test_rand(&rng);
-		rte_be16_t port = (rte_be16_t)sp_test_rand(&rng);
+		rte_be16_t port = rand_port();
 
 		assert_int_equal(sp_parse(m, &p, &key), SP_PKT_FLOW);
 		assert_checksums(&p, udp_zero);
@@ -289,6 +301,65 @@ test_parse_drops(void **state)
 
 		assert_int_equal(sp_parse(&f.m, &p, &key), -SP_CNT_drop_multiseg);
 	}
+}
+
+/* IN-TCP-1, IN-TCP-2, IN-L4-1: data offset, flag combinations, port 0. */
+static void
+test_parse_tcp_udp_fields(void **state)
+{
+	/* after ECE, CWR and PSH are masked: what a TCP peer sends */
+	static const uint8_t valid[] = { 0x02, 0x22, 0x12, 0x04, 0x14,
+					 0x11, 0x31, 0x10, 0x30 };
+	struct frame f;
+	struct rte_ipv4_hdr *ip = (void *)(f.buf + sizeof(struct rte_ether_hdr));
+	struct rte_tcp_hdr *tcp = (void *)(ip + 1);
+	struct rte_udp_hdr *udp = (void *)(ip + 1);
+	unsigned n_valid = 0;
+	uint16_t len;
+
+	(void)state;
+	len = build(f.buf, IPPROTO_TCP, 0, 12, false);
+	assert_int_equal(parse_frame(&f, len), SP_PKT_FLOW);
+	/* data offset below 5 words, or past the 32-byte segment */
+	for (unsigned doff = 0; doff < 16; doff++) {
+		tcp->data_off = (uint8_t)(doff << 4);
+		assert_int_equal(parse_frame(&f, len),
+				 doff >= 5 && doff <= 8 ? SP_PKT_FLOW :
+							  -SP_CNT_drop_malformed);
+	}
+	tcp->data_off = 5 << 4;
+	/* every one of the 256 flag bytes: valid ones pass with any of
+	 * PSH, ECE and CWR, and exactly those */
+	for (unsigned flags = 0; flags < 256; flags++) {
+		bool ok = false;
+
+		for (unsigned i = 0; i < RTE_DIM(valid); i++)
+			ok |= (flags & 0x37u) == valid[i];
+		n_valid += ok;
+		tcp->tcp_flags = (uint8_t)flags;
+		assert_int_equal(parse_frame(&f, len),
+				 ok ? SP_PKT_FLOW : -SP_CNT_drop_bad_tcp_flags);
+	}
+	assert_int_equal(n_valid, RTE_DIM(valid) * 8);
+	tcp->tcp_flags = 0x03; /* SYN+FIN */
+	assert_int_equal(parse_frame(&f, len), -SP_CNT_drop_bad_tcp_flags);
+	tcp->tcp_flags = RTE_TCP_SYN_FLAG;
+	tcp->src_port = 0;
+	assert_int_equal(parse_frame(&f, len), -SP_CNT_drop_port_zero);
+	tcp->src_port = RTE_BE16(1);
+	tcp->dst_port = 0;
+	assert_int_equal(parse_frame(&f, len), -SP_CNT_drop_port_zero);
+	len = build(f.buf, IPPROTO_UDP, 0, 4, false);
+	udp->dst_port = 0;
+	assert_int_equal(parse_frame(&f, len), -SP_CNT_drop_port_zero);
+	udp->dst_port = RTE_BE16(53);
+	/* UDP length below its own header */
+	for (uint16_t l = 0; l < 8; l++) {
+		udp->dgram_len = rte_cpu_to_be_16(l);
+		assert_int_equal(parse_frame(&f, len), -SP_CNT_drop_malformed);
+	}
+	udp->dgram_len = RTE_BE16(12);
+	assert_int_equal(parse_frame(&f, len), SP_PKT_FLOW);
 }
 
 static void
@@ -474,6 +545,7 @@ headroom_frame(struct frame *f, unsigned payload, uint8_t **orig)
 	eth->src_addr.addr_bytes[5] = 0x10;
 	eth->dst_addr.addr_bytes[5] = 0x01;
 	ip->src_addr = RTE_BE32(0x0a00000a); /* 10.0.0.10 */
+	ip->dst_addr = RTE_BE32(0xc633640a); /* 198.51.100.10, not multicast */
 	ip->hdr_checksum = 0;
 	ip->hdr_checksum = rte_ipv4_cksum(ip);
 	m = frame_mbuf(f, len);
@@ -615,6 +687,7 @@ main(void)
 		cmocka_unit_test(test_incremental_vs_full),
 		cmocka_unit_test(test_udp_checksum_never_becomes_zero),
 		cmocka_unit_test(test_parse_drops),
+		cmocka_unit_test(test_parse_tcp_udp_fields),
 		cmocka_unit_test(test_parse_options),
 		cmocka_unit_test(test_parse_icmp),
 		cmocka_unit_test(test_icmp_error_rewrite),
