@@ -2,7 +2,9 @@
 
 One line per event: time (UTC), protocol, internal and external address:port.
 No destination is recorded (RFC 6888: logging must not keep destinations by
-default), and a mapping is logged once however many sessions it carries.
+default), and a mapping is logged once however many sessions it carries. A
+host refused at a per-host limit is one "quota exceeded" line per episode
+(RFC 8158's quota-exceeded event), with the limit and its value.
 swpath writes the same lines (swpath/src/events.c); its tests build the
 expected text with event_text.
 """
@@ -29,6 +31,11 @@ def event_text(event: str, protocol: int, internal: Endpoint, external: Endpoint
         f"{format_ipv4(internal.address)}:{internal.port} "
         f"{format_ipv4(external.address)}:{external.port}"
     )
+
+
+def quota_text(limit: str, internal_address: int, value: int) -> str:
+    """What a quota line says after its time (swpath: events.c)."""
+    return f"quota exceeded {limit} {format_ipv4(internal_address)} {value}"
 
 
 def event_line(event: str, mapping: Mapping, wall_time: float) -> str:
@@ -60,3 +67,9 @@ class EventLogger:
     def __call__(self, event: str, mapping: Mapping, now: float) -> None:
         if self.logger is not None:
             self.logger.info(event_line(event, mapping, time.time()))
+
+    def quota(self, limit: str, internal_address: int, value: int, now: float) -> None:
+        """Nat.on_quota: a host reached `limit`."""
+        if self.logger is not None:
+            stamp = time.strftime(TIME_FORMAT, time.gmtime())
+            self.logger.info(f"{stamp} {quota_text(limit, internal_address, value)}")

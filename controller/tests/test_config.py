@@ -33,7 +33,8 @@ def test_defaults_follow_nat_behavior_doc() -> None:
     assert (config.timeouts.udp, config.timeouts.tcp_established) == (300, 7440)
     assert (config.timeouts.tcp_transitory, config.timeouts.icmp) == (240, 60)
     assert config.filtering.udp is Filtering.ADDRESS_DEPENDENT
-    assert config.limits.ports_per_host == 0
+    # one host holds at most 1/16 of a 65,536-session table (RFC 6888 REQ-4/5)
+    assert (config.limits.ports_per_host, config.limits.sessions_per_host) == (4096, 4096)
     assert config.pools[0].port_min == 1024 and config.pools[0].address_count == 8
     assert config.rules[0].target == SnatToPool("public")
 

@@ -274,6 +274,42 @@ def test_mapping_events_created_and_deleted_once_per_mapping() -> None:
     assert events == [("created", a.internal, a.external), ("deleted", a.internal, a.external)]
 
 
+def test_quota_event_once_per_episode() -> None:
+    """RFC 6888 REQ-4/5 (swpath: test_sp_nat.c::test_quota_events_once_per_episode):
+    one event when a host is first refused at a limit, none for the refusals
+    after it, and a new one once a session of the host has closed."""
+    events: list[tuple[str, int, int]] = []
+    n = Nat(
+        parse_config(BASE + "[limits]\nsessions_per_host = 2\nports_per_host = 3\n"),
+        rng=random.Random(1),
+        on_quota=lambda limit, host, value, now: events.append((limit, host, value)),
+    )
+    host = ip("10.0.0.7")
+    first = n.new_flow(Zone.INSIDE, out("10.0.0.7", 1, "8.8.8.8", 53), 0)
+    n.new_flow(Zone.INSIDE, out("10.0.0.7", 2, "8.8.8.8", 53), 0)
+    for sport in range(3, 50):
+        with pytest.raises(Refused):
+            n.new_flow(Zone.INSIDE, out("10.0.0.7", sport, "8.8.8.8", 53), 0)
+    assert events == [("sessions_per_host", host, 2)]
+    n.remove(first, 1)
+    n.new_flow(Zone.INSIDE, out("10.0.0.7", 3, "8.8.8.8", 53), 1)
+    with pytest.raises(Refused):
+        n.new_flow(Zone.INSIDE, out("10.0.0.7", 4, "8.8.8.8", 53), 1)
+    assert events == [("sessions_per_host", host, 2)] * 2
+    # the port quota is its own event
+    m = Nat(
+        parse_config(BASE + "[limits]\nports_per_host = 1\n"),
+        rng=random.Random(1),
+        on_quota=lambda limit, host, value, now: events.append((limit, host, value)),
+    )
+    m.new_flow(Zone.INSIDE, out("10.0.0.7", 1, "8.8.8.8", 53), 0)
+    for sport in (2, 3):
+        with pytest.raises(Refused) as info:
+            m.new_flow(Zone.INSIDE, out("10.0.0.7", sport, "8.8.8.8", 53), 0)
+        assert info.value.reason is Refusal.QUOTA_EXCEEDED
+    assert events[2:] == [("ports_per_host", host, 1)]
+
+
 # -- hairpinning (RFC 4787 REQ-9, RFC 5382 REQ-8, RFC 5508 sec. 6) -----------------
 
 

@@ -3,11 +3,15 @@ beyond a host's limits (RFC 6888); what passes already keeps passing."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 from base import INSIDE, INSIDE2, OUTSIDE, QuickNatTest
 from packets import (
     HOST_MAC,
     NAT_INSIDE,
     NAT_INSIDE2,
+    PUBLIC_POOL,
     ROUTER_IN2_MAC,
     ROUTER_IN_MAC,
     from_inside,
@@ -167,3 +171,50 @@ class SessionLimitPerHost(HostLimits):
         self.counted("session_limit", 1)
         self.assertEqual({self.out("10.0.0.10", remote, 5400) for remote in remotes}, ports)
         self.assertEqual(len(self.target.sessions()), 3)
+
+
+@group("drops")
+class OneHostFloodLeavesOthersTheirFlows(Refusals):
+    """Safe defaults (RFC 6888 REQ-4/5): with no `[limits]` in the
+    configuration, one host opening more flows than 1/16 of a 65,536-session
+    table (4,096) is refused at that share, the refusal is one "quota
+    exceeded" event however many flows it refused, and another host still
+    opens flows."""
+
+    FLOOD = 4200
+
+    def config_overlay(self, workdir: Path) -> dict[str, Any]:
+        self.log = workdir / "events.log"
+        self.log.unlink(missing_ok=True)
+        return {"logging": {"events": "file", "file": str(self.log)}}
+
+    def flood(self) -> None:
+        for sport in range(20000, 20000 + self.FLOOD):
+            self.send(INSIDE, from_inside("10.0.0.10", "198.51.100.10", udp(sport, 53)))
+
+    def runTest(self) -> None:
+        limit = 4096
+
+        def held() -> int:
+            return sum(s["internal"].startswith("10.0.0.10:") for s in self.target.sessions())
+
+        # A switch's ingress may lose packets of a burst: send again what did
+        # not arrive (the flows already open are hits and open nothing).
+        for _ in range(3):
+            self.flood()
+            self.dataplane.flush()
+            try:
+                self.target.wait_until("the host at its limit", lambda: held() == limit, 20)
+                break
+            except AssertionError:
+                continue
+        self.assertEqual(held(), limit)
+        self.assertGreaterEqual(self.target.counter("session_limit"), self.FLOOD - limit)
+        self.assertEqual(self.target.counter("quota_exceeded"), 0)
+        self.dataplane.flush()
+        # another host is not affected
+        external, _ = self.opened("10.0.0.20", "198.51.100.10", udp(7000, 53))
+        self.assertIn(external, PUBLIC_POOL)
+        line = "quota exceeded sessions_per_host 10.0.0.10 4096"
+        self.target.wait_until("the quota event", lambda: line in self.log.read_text(), 5)
+        self.assertEqual(self.log.read_text().count("quota exceeded"), 1)

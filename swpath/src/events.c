@@ -31,6 +31,12 @@ sp_event_format(const struct sp_event *ev, time_t when, char *buf, size_t len)
 
 	gmtime_r(&when, &tm);
 	strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	if (ev->type == SP_EVENT_QUOTA_PORTS ||
+	    ev->type == SP_EVENT_QUOTA_SESSIONS)
+		return snprintf(buf, len, "%s quota exceeded %s %s %u", stamp,
+				ev->type == SP_EVENT_QUOTA_PORTS ?
+					"ports_per_host" : "sessions_per_host",
+				sp_ip_str(ev->int_addr, in), ev->ext_addr);
 	return snprintf(buf, len, "%s mapping %s %s %s:%u %s:%u", stamp,
 			ev->type == SP_EVENT_CREATED ? "created" : "deleted",
 			sp_proto_name(ev->proto), sp_ip_str(ev->int_addr, in),

@@ -14,6 +14,10 @@
  *   2026-01-31T12:00:00Z mapping created udp 10.0.0.7:5000 203.0.113.1:2001
  * One mapping is one created and one deleted line, however many sessions it
  * carried (nat.c emits them where core.py calls on_mapping).
+ *
+ * A host that reaches its per-host limit is one line, the first time a new
+ * flow is refused for it since the host last closed a session:
+ *   2026-01-31T12:00:00Z quota exceeded sessions_per_host 10.0.0.7 4096
  */
 #ifndef SP_EVENTS_H
 #define SP_EVENTS_H
@@ -37,6 +41,10 @@
 enum sp_event_type {
 	SP_EVENT_CREATED = 0,
 	SP_EVENT_DELETED = 1,
+	/* A host reached its limit (RFC 6888 REQ-4/5; RFC 8158's "quota
+	 * exceeded" event): int_addr is the host, ext_addr the limit. */
+	SP_EVENT_QUOTA_PORTS = 2,
+	SP_EVENT_QUOTA_SESSIONS = 3,
 };
 
 struct sp_event {

@@ -123,7 +123,7 @@ parse_options(int argc, char **argv, struct options *o)
 
 	o->control = SP_DEFAULT_CONTROL;
 	sp.n_workers = 1;
-	sp.sessions_per_worker = 65536;
+	sp.sessions_per_worker = SP_SESSIONS_DEFAULT;
 	sp.port_reuse_ms = 120000;
 	optind = 1;
 	opterr = 0;

@@ -152,6 +152,7 @@ host_add_session(struct sp_nat *nat, uint32_t addr)
 		nat->free_host = h->next_free;
 		h->addr = addr;
 		h->sessions = 0;
+		h->limits_logged = 0;
 		sp_hix_insert(&nat->host_ix, i, hash);
 	}
 	h->sessions++;
@@ -164,7 +165,10 @@ host_remove_session(struct sp_nat *nat, uint32_t addr)
 	struct sp_host *h = host_find(nat, addr, hash);
 	uint32_t i;
 
-	if (h == NULL || --h->sessions != 0)
+	if (h == NULL)
+		return;
+	h->limits_logged = 0;   /* below its limits again: log the next episode */
+	if (--h->sessions != 0)
 		return;
 	i = (uint32_t)(h - nat->hosts);
 	sp_hix_remove(&nat->host_ix, i, hash);
@@ -495,12 +499,39 @@ sp_nat_age(struct sp_nat *nat, const struct sp_runtime *rt, uint32_t now,
 
 /* -- new flows ------------------------------------------------------------- */
 
-static int
-session_limit_reached(const struct sp_nat *nat, const struct sp_runtime *rt,
-		      uint32_t int_addr)
+/*
+ * A new flow of int_addr refused at a per-host limit (RFC 6888 REQ-4/5): one
+ * quota event per episode (events.h), whatever the refused packets' rate.
+ */
+static void
+limit_event(struct sp_nat *nat, uint8_t type, uint32_t int_addr,
+	    uint32_t limit, uint32_t now)
 {
-	return rt->sessions_per_host != 0 &&
-	       host_sessions(nat, int_addr) >= rt->sessions_per_host;
+	struct sp_host *h = host_find(nat, int_addr, host_hash(nat, int_addr));
+	struct sp_event ev = {
+		.time_ms = now, .int_addr = int_addr, .ext_addr = limit,
+		.type = type,
+	};
+
+	if (h != NULL) {
+		if (h->limits_logged & (1u << type))
+			return;
+		h->limits_logged |= 1u << type;
+	}
+	if (nat->events != NULL)
+		sp_event_push(nat->events, &ev, &nat->cnt[SP_CNT_events_dropped]);
+}
+
+static int
+session_limit_reached(struct sp_nat *nat, const struct sp_runtime *rt,
+		      uint32_t int_addr, uint32_t now)
+{
+	if (rt->sessions_per_host == 0 ||
+	    host_sessions(nat, int_addr) < rt->sessions_per_host)
+		return 0;
+	limit_event(nat, SP_EVENT_QUOTA_SESSIONS, int_addr,
+		    rt->sessions_per_host, now);
+	return 1;
 }
 
 static int
@@ -539,8 +570,11 @@ mapping_new(struct sp_nat *nat, const struct sp_runtime *rt, uint64_t action,
 	if (pool == NULL)
 		return SP_CNT_drop_no_rule;
 	rc = sp_pool_allocate(pool, &nat->alloc, &req, &a);
-	if (rc == -EDQUOT)
+	if (rc == -EDQUOT) {
+		limit_event(nat, SP_EVENT_QUOTA_PORTS, int_addr,
+			    rt->ports_per_host, now);
 		return SP_CNT_drop_quota_exceeded;
+	}
 	if (rc == -ENOSPC)
 		return SP_CNT_drop_pool_exhausted;
 	if (rc < 0)
@@ -608,7 +642,7 @@ sp_nat_outbound(struct sp_nat *nat, const struct sp_runtime *rt,
 		return SP_CNT_drop_no_rule;
 	action = rule->user;
 	rule_id = rule->id;
-	if (session_limit_reached(nat, rt, src))
+	if (session_limit_reached(nat, rt, src, now))
 		return SP_CNT_drop_session_limit;
 	m = mapping_find(nat, 0, key->proto, src, sport, &midx);
 	fresh = m == NULL;
@@ -672,7 +706,7 @@ sp_nat_inbound(struct sp_nat *nat, const struct sp_runtime *rt,
 		}
 		if (!opens_session(key, tcp_flags))
 			return SP_CNT_drop_rst_no_session;
-		if (session_limit_reached(nat, rt, int_addr))
+		if (session_limit_reached(nat, rt, int_addr, now))
 			return SP_CNT_drop_session_limit;
 		return session_open(nat, rt, key->proto, SP_ORIGIN_DNAT,
 				    rule_id, int_addr, int_port, dst, dport,
@@ -702,7 +736,7 @@ sp_nat_inbound(struct sp_nat *nat, const struct sp_runtime *rt,
 		/* the one allowed 5-tuple already has its keys */
 		return SP_CNT_drop_filtered;
 	}
-	if (session_limit_reached(nat, rt, m->int_addr))
+	if (session_limit_reached(nat, rt, m->int_addr, now))
 		return SP_CNT_drop_session_limit;
 	return session_open(nat, rt, key->proto, SP_ORIGIN_INBOUND, 0,
 			    m->int_addr, m->int_port, m->ext.addr, m->ext.port,

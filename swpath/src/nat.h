@@ -117,6 +117,9 @@ struct sp_host {
 	uint32_t addr;          /* host order */
 	uint32_t sessions;
 	uint32_t next_free;
+	/* quota events logged since the host last closed a session: one line
+	 * per episode at a limit, not one per refused packet (events.h) */
+	uint32_t limits_logged; /* 1 << SP_EVENT_QUOTA_* */
 };
 
 struct sp_runtime;

@@ -47,6 +47,10 @@ sp_setup_defaults(void)
 	sp.icmp_on_exhaustion = true;
 	sp.icmp_rate = SP_ICMP_RATE_DEFAULT;
 	sp.icmp_burst = SP_ICMP_BURST_DEFAULT;
+	/* RFC 6888 REQ-4/5: one host cannot take more than 1/16 of a default
+	 * worker table (controller/quicknat/config/model.py, Limits) */
+	sp.ports_per_host = SP_HOST_LIMIT_DEFAULT;
+	sp.sessions_per_host = SP_HOST_LIMIT_DEFAULT;
 }
 
 int

@@ -39,6 +39,11 @@
 /* [icmp] defaults, as controller/quicknat/config/model.py IcmpErrors */
 #define SP_ICMP_RATE_DEFAULT 100
 #define SP_ICMP_BURST_DEFAULT 50
+/* Sessions of a worker's table, and the per-host limits (ports and
+ * sessions) by default: 1/16 of that table, so one host's flood leaves
+ * 15/16 to the rest (RFC 6888 REQ-4/5; model.py DEFAULT_HOST_LIMIT). */
+#define SP_SESSIONS_DEFAULT 65536
+#define SP_HOST_LIMIT_DEFAULT 4096
 
 struct qns;
 struct rte_hash;

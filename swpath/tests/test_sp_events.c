@@ -141,6 +141,15 @@ test_line_is_the_controllers(void **state)
 	ev.proto = 1;
 	sp_event_format(&ev, WHEN, line, sizeof(line));
 	assert_string_equal(line, "2023-11-14T22:13:20Z mapping deleted icmp 10.0.0.7:5000 203.0.113.1:2001");
+	/* a host at its limit: the controller's quota_text */
+	ev.type = SP_EVENT_QUOTA_SESSIONS;
+	ev.ext_addr = 4096;
+	sp_event_format(&ev, WHEN, line, sizeof(line));
+	assert_string_equal(line, "2023-11-14T22:13:20Z quota exceeded sessions_per_host 10.0.0.7 4096");
+	ev.type = SP_EVENT_QUOTA_PORTS;
+	sp_event_format(&ev, WHEN, line, sizeof(line));
+	assert_string_equal(line, "2023-11-14T22:13:20Z quota exceeded ports_per_host 10.0.0.7 4096");
+	ev.type = SP_EVENT_DELETED;
 	/* the longest line fits */
 	ev.int_addr = ev.ext_addr = UINT32_MAX;
 	ev.int_port = ev.ext_port = UINT16_MAX;

@@ -645,6 +645,59 @@ test_mapping_events(void **state)
 	assert_int_equal(counters[SP_CNT_events_dropped], 0);
 }
 
+/*
+ * RFC 6888 REQ-4/5 as core.py's on_quota (test_nat_core.py::
+ * test_quota_event_once_per_episode): a host refused at a limit is one
+ * record, however many flows are refused, until one of its sessions closes.
+ */
+static void
+test_quota_events_once_per_episode(void **state)
+{
+	struct rte_ring *ring = event_ring();
+	struct sp_flow_key k;
+	struct sp_event ev[8];
+	uint32_t sidx;
+	unsigned owner;
+
+	(void)state;
+	rt->timeout_ms[SP_TO_UDP] = 1000;
+	rt->sessions_per_host = 2;
+	out_ok(IPPROTO_UDP, 0x0a000002, 1, 0x08080808, 53, T0);
+	out_ok(IPPROTO_UDP, 0x0a000002, 2, 0x08080808, 53, T0 + 600);
+	assert_int_equal(take_events(ring, ev, 8), 2); /* two mappings */
+	for (uint16_t p = 3; p < 100; p++) {
+		k = key(IPPROTO_UDP, 0x0a000002, p, 0x08080808, 53);
+		assert_int_equal(sp_nat_outbound(&nat, rt, &k, 0, T0 + 700, 1,
+						 &sidx, &owner),
+				 SP_CNT_drop_session_limit);
+	}
+	assert_int_equal(take_events(ring, ev, 8), 1);
+	assert_int_equal(ev[0].type, SP_EVENT_QUOTA_SESSIONS);
+	assert_int_equal(ev[0].int_addr, 0x0a000002);
+	assert_int_equal(ev[0].ext_addr, 2);
+	assert_int_equal(ev[0].time_ms, T0 + 700);
+	/* the first session closes: the next refusal is a new episode */
+	assert_int_equal(sp_nat_age(&nat, rt, T0 + 1300, 1000), 1);
+	assert_int_equal(take_events(ring, ev, 8), 1); /* its mapping deleted */
+	out_ok(IPPROTO_UDP, 0x0a000002, 3, 0x08080808, 53, T0 + 1300);
+	assert_int_equal(sp_nat_outbound(&nat, rt, &k, 0, T0 + 1400, 1, &sidx,
+					 &owner), SP_CNT_drop_session_limit);
+	assert_int_equal(take_events(ring, ev, 8), 2);
+	assert_int_equal(ev[0].type, SP_EVENT_CREATED);
+	assert_int_equal(ev[1].type, SP_EVENT_QUOTA_SESSIONS);
+	/* the port quota is its own event */
+	rt->sessions_per_host = 0;
+	rt->ports_per_host = 2;
+	for (unsigned i = 0; i < 3; i++)
+		assert_int_equal(sp_nat_outbound(&nat, rt, &k, 0, T0 + 1500, 1,
+						 &sidx, &owner),
+				 SP_CNT_drop_quota_exceeded);
+	assert_int_equal(take_events(ring, ev, 8), 1);
+	assert_int_equal(ev[0].type, SP_EVENT_QUOTA_PORTS);
+	assert_int_equal(ev[0].ext_addr, 2);
+	assert_int_equal(counters[SP_CNT_events_dropped], 0);
+}
+
 static void
 test_no_event_without_session(void **state)
 {
@@ -926,6 +979,7 @@ main(void)
 		T(test_shortened_timeout_applies),
 		T(test_table_full),
 		T(test_mapping_events),
+		T(test_quota_events_once_per_episode),
 		T(test_no_event_without_session),
 		T(test_hairpin_flag),
 		T(test_owner_checks),

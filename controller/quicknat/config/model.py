@@ -128,13 +128,19 @@ class FilteringModes:
     icmp: Filtering = Filtering.ADDRESS_DEPENDENT
 
 
+#: Per-host limits by default: 1/16 of a 65,536-session table (the P4 program's
+#: nat_in2out / nat_out2in, a swpath worker's default), so that one host's flood
+#: leaves 15/16 of it to the others (RFC 6888 REQ-4/5). swpath: sp.h.
+DEFAULT_HOST_LIMIT = 4096
+
+
 @dataclass(frozen=True, slots=True)
 class Limits:
     """RFC 6888 REQ-4/5: per-subscriber (internal address) quotas; 0 = no limit."""
 
-    ports_per_host: int = 0
+    ports_per_host: int = DEFAULT_HOST_LIMIT
     """External ports one internal address may hold at once."""
-    sessions_per_host: int = 0
+    sessions_per_host: int = DEFAULT_HOST_LIMIT
     """Sessions one internal address may have at once."""
 
 

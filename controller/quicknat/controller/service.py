@@ -84,7 +84,8 @@ class Controller:
         self.options = options
         self.pipeline = pipeline
         self.p4info = pipeline.p4info
-        self.nat = Nat(config, on_mapping=EventLogger(config.logging))
+        events = EventLogger(config.logging)
+        self.nat = Nat(config, on_mapping=events, on_quota=events.quota)
         self.stats = Stats()
         self.icmp = Originator(config, self.stats)
         self.client = P4RuntimeClient(options.grpc_addr, options.device_id, options.election_id)

@@ -14,7 +14,13 @@ from collections.abc import Callable, Iterator
 from quicknat.addr import Prefix, format_ipv4
 from quicknat.config.model import Config, Filtering, Pool, Zone
 from quicknat.nat import tcp_state
-from quicknat.nat.allocator import AllocationError, Endpoint, PoolAllocator, PortPolicy
+from quicknat.nat.allocator import (
+    AllocationError,
+    AllocationFailure,
+    Endpoint,
+    PoolAllocator,
+    PortPolicy,
+)
 from quicknat.nat.qns import Qns
 from quicknat.nat.session import FlowKey, Mapping, Origin, Session
 from quicknat.rules import DnatTo, Protocol, Rule, RuleKind, SnatToAddress, SnatToPool
@@ -41,6 +47,10 @@ class Refused(Exception):
 
 MappingEvent = Callable[[str, Mapping, float], None]
 """(event "created" or "deleted", the mapping, now)"""
+
+QuotaEvent = Callable[[str, int, int, float], None]
+"""(the limit, "ports_per_host" or "sessions_per_host"; the internal address;
+the limit's value; now): a host's new flow was refused at that limit."""
 
 TRANSLATABLE = frozenset({Protocol.TCP, Protocol.UDP, Protocol.ICMP})
 
@@ -91,10 +101,16 @@ class Nat:
         config: Config,
         rng: random.Random | None = None,
         on_mapping: MappingEvent | None = None,
+        on_quota: QuotaEvent | None = None,
     ) -> None:
         self.config = config
         # Told of every mapping created and deleted (RFC 6888 REQ-12 logging).
         self.on_mapping = on_mapping
+        # Told once per episode of a host at a per-host limit: the first
+        # refusal since the host last closed a session (swpath: nat.c
+        # limit_event), so a flood is one line, not one per packet.
+        self.on_quota = on_quota
+        self._quota_logged: set[tuple[int, str]] = set()
         rng = rng or random.Random()
         self.qns = Qns()
         for rule in config.rules:
@@ -176,7 +192,7 @@ class Nat:
         rule = self.qns.lookup_kind(RuleKind.SNAT, packet.protocol, packet.src, packet.sport)
         if rule is None:
             raise Refused(Refusal.NO_RULE)
-        self._check_session_limit(packet.src)
+        self._check_session_limit(packet.src, now)
         internal = Endpoint(packet.src, packet.sport)
         mapping = self._mappings.get(_endpoint_key(packet.protocol, internal))
         if mapping is None:
@@ -191,6 +207,8 @@ class Nat:
         try:
             external = self.allocators[pool].allocate(protocol, internal, now)
         except AllocationError as exc:
+            if exc.reason is AllocationFailure.QUOTA_EXCEEDED:
+                self._quota_event("ports_per_host", internal.address, now)
             raise Refused(Refusal[exc.reason.name]) from None
         mapping = self._add_mapping(Mapping(protocol, internal, external, pool))
         if self.on_mapping is not None:
@@ -236,7 +254,7 @@ class Nat:
             raise Refused(Refusal.UNSOLICITED)
         if not self._filter_allows(mapping, remote):
             raise Refused(Refusal.FILTERED)
-        self._check_session_limit(mapping.internal.address)
+        self._check_session_limit(mapping.internal.address, now)
         return self._open(0, Origin.INBOUND, mapping, remote, now)
 
     def _filter_allows(self, mapping: Mapping, remote: Endpoint) -> bool:
@@ -266,7 +284,7 @@ class Nat:
         address = target.prefix.address | (host_bits if target.prefix.length < 32 else 0)
         port = target.port if target.port is not None else packet.dport
         internal = Endpoint(address, port)
-        self._check_session_limit(address)
+        self._check_session_limit(address, now)
         session = Session(
             self._next_id,
             rule.id,
@@ -281,10 +299,20 @@ class Nat:
         )
         return self._register(session)
 
-    def _check_session_limit(self, internal_address: int) -> None:
+    def _check_session_limit(self, internal_address: int, now: float) -> None:
         limit = self.config.limits.sessions_per_host
         if limit and self._sessions_of.get(internal_address, 0) >= limit:
+            self._quota_event("sessions_per_host", internal_address, now)
             raise Refused(Refusal.SESSION_LIMIT)
+
+    def _quota_event(self, limit: str, internal_address: int, now: float) -> None:
+        key = (internal_address, limit)
+        if key in self._quota_logged:
+            return
+        self._quota_logged.add(key)
+        if self.on_quota is not None:
+            value = getattr(self.config.limits, limit)
+            self.on_quota(limit, internal_address, value, now)
 
     def _open(
         self, rule_id: int, origin: Origin, mapping: Mapping, remote: Endpoint, now: float
@@ -385,6 +413,9 @@ class Nat:
         self._by_key.pop(_flow_key(session.out2in), None)
         self.session_count -= 1
         host = session.internal.address
+        if self._quota_logged:  # below its limits again: the next episode is logged
+            self._quota_logged.discard((host, "ports_per_host"))
+            self._quota_logged.discard((host, "sessions_per_host"))
         left = self._sessions_of[host] - 1
         if left:
             self._sessions_of[host] = left
