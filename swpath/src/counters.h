@@ -46,7 +46,11 @@
 	X(drop_martian, "dropped: martian source or destination (0/8, 127/8, class E; multicast or broadcast source) or a NAT-owned source from a link (RFC 1812 sec. 5.3.7)") \
 	X(drop_not_unicast, "dropped: multicast or limited broadcast destination (NAT is defined for unicast)") \
 	X(drop_bad_checksum, "dropped: bad IPv4 header checksum") \
-	X(drop_fragment, "dropped: IPv4 fragment (no reassembly)") \
+	X(frag_translated, "IPv4 fragments after the first translated with their datagram's ports (virtual reassembly, RFC 4787 REQ-14)") \
+	X(frag_held, "fragments held until their datagram's first fragment came") \
+	X(drop_frag_timeout, "held fragments dropped: their first fragment did not come in time") \
+	X(drop_frag_limit, "fragments dropped: over the reassembly limits (per datagram, per source, per worker)") \
+	X(drop_fragment, "dropped: a fragment NAT cannot translate (of an ICMP error or a hairpinned flow, of a refused datagram, or a tiny or overlapping TCP header)") \
 	X(drop_ip_options, "dropped: IPv4 source-route option") \
 	X(drop_ttl, "dropped: TTL would reach zero") \
 	X(drop_mtu, "dropped: larger than the egress interface's MTU (never fragmented)") \

@@ -2,6 +2,7 @@
 #include <rte_prefetch.h>
 
 #include "fastpath.h"
+#include "frag.h"
 #include "qns.h"
 
 /*
@@ -55,6 +56,137 @@ flush_flows(struct sp_worker *w, struct rte_mbuf **fm, struct sp_pkt *pk,
 		} else {
 			sp_in2out_miss(w, fm[j], &pk[j], &keys[j], rt);
 		}
+	}
+}
+
+/*
+ * A later fragment (frag.h): its datagram's ports from the first fragment
+ * (this worker's table, or the mbuf when another worker handed it over),
+ * then the session they name, whose address rewrite it gets: no L4 header
+ * to rewrite, and the first fragment's checksum update covers the whole
+ * datagram (RFC 1624 on the pseudo-header).
+ */
+static void
+later_fragment(struct sp_worker *w, struct rte_mbuf *m, struct sp_pkt *p,
+	       struct sp_flow_key *key, uint16_t iface, int outside,
+	       const struct sp_runtime *rt)
+{
+	struct sp_mbuf_meta *meta = sp_mbuf_meta(m);
+	unsigned want = outside ? SP_DIR_OUT2IN : SP_DIR_IN2OUT;
+	struct sp_session *s;
+	int64_t d;
+
+	if (meta->flags & SP_META_FRAG) {
+		key->sport = meta->frag_sport;
+		key->dport = meta->frag_dport;
+	} else {
+		struct sp_frag_key fk = {
+			.src = key->src, .dst = key->dst,
+			.id = p->ip->packet_id, .proto = key->proto,
+		};
+		int rc = sp_frag_later(w->frag, &fk, m, w->now, &key->sport,
+				       &key->dport, w->cnt);
+
+		if (rc == SP_FRAG_HELD)
+			return;
+		if (rc < 0) {
+			sp_drop(w, m, (unsigned)-rc);
+			return;
+		}
+	}
+	d = sp_nat_lookup(&w->nat, key);
+	if (d < 0) {
+		/* the session lives where the first fragment was handed */
+		if (sp.n_workers > 1 && !(meta->flags & SP_META_HANDED)) {
+			unsigned owner = outside ?
+				sp_owner_external(key->proto,
+						  rte_be_to_cpu_32(key->dst),
+						  rte_be_to_cpu_16(key->dport)) :
+				sp_owner_inside(&sp.rss,
+						rte_be_to_cpu_32(key->src));
+
+			if (owner != w->index) {
+				meta->frag_sport = key->sport;
+				meta->frag_dport = key->dport;
+				sp_handoff(w, m, owner, SP_META_FRAG);
+				return;
+			}
+		}
+		sp_drop(w, m, SP_CNT_drop_fragment);
+		return;
+	}
+	s = &w->nat.sessions[d >> 1];
+	if ((unsigned)(d & 1) != want || (s->flags & SP_SESS_HAIRPIN)) {
+		sp_drop(w, m, SP_CNT_drop_fragment);
+		return;
+	}
+	/* no error about a later fragment (RFC 1812 sec. 4.3.2.7) */
+	if (sp_too_big(w, m, p, sp_session_route(s, want), iface, 0, rt))
+		return;
+	sp_ttl_decrement(p->ip);
+	if (want == SP_DIR_IN2OUT) {
+		p->ip->hdr_checksum = sp_cksum_adjust32(p->ip->hdr_checksum,
+							p->ip->src_addr,
+							s->ext_addr);
+		p->ip->src_addr = s->ext_addr;
+		SP_INC(w, in2out);
+	} else {
+		p->ip->hdr_checksum = sp_cksum_adjust32(p->ip->hdr_checksum,
+							p->ip->dst_addr,
+							s->int_addr);
+		p->ip->dst_addr = s->int_addr;
+		SP_INC(w, out2in);
+	}
+	s->last_seen = w->now;
+	SP_INC(w, frag_translated);
+	sp_forward(w, m, p, s, want);
+}
+
+/*
+ * IN-IP-8, RFC 4787 REQ-14: a fragment, after the flows gathered before it.
+ * A first fragment is translated as any packet of its flow; then the
+ * fragments of its datagram that came before it, in their order.
+ */
+static void
+fragment_input(struct sp_worker *w, struct rte_mbuf *m, struct sp_pkt *p,
+	       struct sp_flow_key *key, uint16_t iface, int outside,
+	       const struct sp_runtime *rt)
+{
+	struct rte_mbuf *held[SP_FRAG_HOLD];
+	unsigned n = 0;
+
+	/* a hairpinned fragment's second pass would need its ports again */
+	if (unlikely(*sp_meta(m) & SP_META_OUTSIDE)) {
+		sp_drop(w, m, SP_CNT_drop_fragment);
+		return;
+	}
+	if (p->frag == SP_FRAG_LATER) {
+		later_fragment(w, m, p, key, iface, outside, rt);
+		return;
+	}
+	/* the worker that saw the first keeps the datagram's ports (the
+	 * worker it may hand the first to sees no later fragment) */
+	if (!(*sp_meta(m) & SP_META_HANDED)) {
+		struct sp_frag_key fk = {
+			.src = key->src, .dst = key->dst,
+			.id = p->ip->packet_id, .proto = key->proto,
+		};
+
+		n = sp_frag_first(w->frag, &fk, key->sport, key->dport, w->now,
+				  held, w->cnt);
+	}
+	flush_flows(w, &m, p, key, 1, iface, outside, rt);
+	for (unsigned i = 0; i < n; i++) {
+		struct sp_pkt hp;
+		struct sp_flow_key hk;
+
+		if (sp_parse(held[i], &hp, &hk) != SP_PKT_FRAGMENT) {
+			sp_drop(w, held[i], SP_CNT_drop_fragment);
+			continue;
+		}
+		later_fragment(w, held[i], &hp, &hk,
+			       (uint16_t)sp.port_iface[held[i]->port], outside,
+			       rt);
 	}
 }
 
@@ -116,6 +248,22 @@ sp_process_burst(struct sp_worker *w, struct rte_mbuf **pkts, uint16_t n,
 						   rt);
 				continue;
 			}
+		}
+		if (unlikely(p->frag != SP_FRAG_NONE)) {
+			/* in order: after the flows gathered before it */
+			if (nk > 0) {
+				struct sp_pkt frag = *p;
+				struct sp_flow_key fkey = keys[nk];
+
+				flush_flows(w, fm, pk, keys, nk, iface, outside,
+					    rt);
+				nk = 0;
+				pk[0] = frag;
+				keys[0] = fkey;
+				p = &pk[0];
+			}
+			fragment_input(w, m, p, &keys[0], iface, outside, rt);
+			continue;
 		}
 		if (likely(rc == SP_PKT_FLOW)) {
 			fm[nk++] = m;

@@ -9,9 +9,10 @@
  * - IPv4 options are carried unchanged (the L4 header is found through the
  *   IHL), except loose/strict source route (131, 137): dropped, as RFC 7126
  *   advises; malformed options are dropped;
- * - no fragments: any packet with MF set or a fragment offset is dropped
- *   (swpath does not reassemble; a first fragment alone is useless and a
- *   later one has no ports, so none is ever forwarded untranslated);
+ * - fragments: a first fragment (MF set, offset 0) is parsed as a flow
+ *   packet whose L4 header must be whole (RFC 1858); a later fragment is
+ *   SP_PKT_FRAGMENT, translated with its datagram's ports (frag.h), except a
+ *   TCP fragment at offset 8 bytes, which would overwrite the flags;
  * - TCP with a data offset of 5 words or more that fits the segment, a flag
  *   combination a TCP peer sends (sp_tcp_flags_valid) and no port 0; UDP
  *   with its 8-byte header, a length that fits and no port 0; ICMP with 8
@@ -50,7 +51,13 @@ enum sp_class {
 	SP_PKT_ICMP_ERROR = 1,  /* ICMP error: translated via its payload */
 	SP_PKT_OTHER = 2,       /* another IP protocol or ICMP type */
 	SP_PKT_ARP = 3,
+	SP_PKT_FRAGMENT = 4,    /* a later fragment: no L4 header (frag.h) */
 };
+
+/* sp_pkt.frag */
+#define SP_FRAG_NONE 0
+#define SP_FRAG_FIRST 1         /* MF set, offset 0: a flow with its ports */
+#define SP_FRAG_LATER 2         /* offset not 0: ports from the first */
 
 struct sp_pkt {
 	struct rte_ether_hdr *eth;
@@ -59,6 +66,7 @@ struct sp_pkt {
 	uint16_t l4_len;        /* bytes after the IP header, per total length */
 	uint8_t proto;
 	uint8_t tcp_flags;
+	uint8_t frag;           /* SP_FRAG_* */
 };
 
 #define SP_ICMP_ECHO_REPLY 0
@@ -216,9 +224,6 @@ sp_parse(struct rte_mbuf *m, struct sp_pkt *p, struct sp_flow_key *key)
 			     rte_raw_cksum(ip, ihl) != 0xffff))
 			return -SP_CNT_drop_bad_checksum;
 	}
-	frag = rte_be_to_cpu_16(ip->fragment_offset);
-	if (unlikely(frag & (RTE_IPV4_HDR_MF_FLAG | RTE_IPV4_HDR_OFFSET_MASK)))
-		return -SP_CNT_drop_fragment;
 	if (unlikely(ihl > 20)) {
 		int rc = sp_check_options((const uint8_t *)(ip + 1), ihl - 20);
 
@@ -229,6 +234,28 @@ sp_parse(struct rte_mbuf *m, struct sp_pkt *p, struct sp_flow_key *key)
 	p->l4 = (uint8_t *)ip + ihl;
 	p->l4_len = (uint16_t)(total - ihl);
 	p->tcp_flags = 0;
+	p->frag = SP_FRAG_NONE;
+	frag = rte_be_to_cpu_16(ip->fragment_offset);
+	if (unlikely(frag & (RTE_IPV4_HDR_MF_FLAG | RTE_IPV4_HDR_OFFSET_MASK))) {
+		if (!(frag & RTE_IPV4_HDR_OFFSET_MASK)) {
+			p->frag = SP_FRAG_FIRST;
+		} else {
+			/* RFC 1858 sec. 3.2: offset 1 (8 bytes) rewrites TCP's flags */
+			if (p->proto == IPPROTO_TCP &&
+			    (frag & RTE_IPV4_HDR_OFFSET_MASK) == 1)
+				return -SP_CNT_drop_fragment;
+			if (p->proto != IPPROTO_TCP && p->proto != IPPROTO_UDP &&
+			    p->proto != IPPROTO_ICMP)
+				return SP_PKT_OTHER;
+			p->frag = SP_FRAG_LATER;
+			key->src = ip->src_addr;
+			key->dst = ip->dst_addr;
+			key->proto = p->proto;
+			key->sport = key->dport = 0;
+			key->pad[0] = key->pad[1] = key->pad[2] = 0;
+			return SP_PKT_FRAGMENT;
+		}
+	}
 	switch (p->proto) {
 	case IPPROTO_TCP: {
 		const struct rte_tcp_hdr *tcp = (const void *)p->l4;
@@ -254,9 +281,11 @@ sp_parse(struct rte_mbuf *m, struct sp_pkt *p, struct sp_flow_key *key)
 
 		if (unlikely(p->l4_len < sizeof(struct rte_udp_hdr)))
 			return -SP_CNT_drop_truncated;
+		/* a first fragment's UDP length covers the whole datagram */
 		if (unlikely(rte_be_to_cpu_16(udp->dgram_len) <
 				     sizeof(struct rte_udp_hdr) ||
-			     rte_be_to_cpu_16(udp->dgram_len) > p->l4_len))
+			     (rte_be_to_cpu_16(udp->dgram_len) > p->l4_len &&
+			      p->frag == SP_FRAG_NONE)))
 			return -SP_CNT_drop_malformed;
 		if (unlikely(udp->src_port == 0 || udp->dst_port == 0))
 			return -SP_CNT_drop_port_zero;
@@ -275,8 +304,11 @@ sp_parse(struct rte_mbuf *m, struct sp_pkt *p, struct sp_flow_key *key)
 			key->dport = icmp->icmp_ident;
 			break;
 		}
-		return sp_icmp_is_error(icmp->icmp_type) ? SP_PKT_ICMP_ERROR :
-							    SP_PKT_OTHER;
+		if (!sp_icmp_is_error(icmp->icmp_type))
+			return SP_PKT_OTHER;
+		/* an error quotes at most 576 bytes: never fragmented */
+		return p->frag == SP_FRAG_NONE ? SP_PKT_ICMP_ERROR :
+						 -SP_CNT_drop_fragment;
 	}
 	default:
 		return SP_PKT_OTHER;

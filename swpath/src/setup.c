@@ -17,6 +17,7 @@
 
 #include "control.h"
 #include "events.h"
+#include "frag.h"
 #include "memory.h"
 #include "qns.h"
 #include "setup.h"
@@ -230,6 +231,11 @@ sp_setup_workers(char *err, size_t errlen)
 			return sp_fail(err, errlen,
 				    "not enough memory for %u sessions on each of %u workers; lower --sessions or give DPDK more memory (-m)",
 				    sp.sessions_per_worker, sp.n_workers);
+		w->frag = rte_zmalloc_socket("sp_frag", sizeof(*w->frag),
+					     RTE_CACHE_LINE_SIZE, socket);
+		if (w->frag == NULL)
+			return sp_fail(err, errlen,
+				    "out of memory for worker %u's fragments", i);
 		snprintf(name, sizeof(name), "sp_in_%u", i);
 		w->in_ring = rte_ring_create(name, SP_RING_SIZE, socket,
 					     RING_F_SC_DEQ);
@@ -355,6 +361,9 @@ sp_teardown(void)
 		if (w == NULL)
 			continue;
 		sp_nat_free(&w->nat);
+		if (w->frag != NULL)
+			sp_frag_flush(w->frag, w->cnt);
+		rte_free(w->frag);
 		for (unsigned f = 0; f < SP_MAX_IFACES; f++)
 			rte_free(w->tx[f].buf);
 		rte_ring_free(w->in_ring);

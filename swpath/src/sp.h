@@ -46,6 +46,7 @@
 #define SP_HOST_LIMIT_DEFAULT 4096
 
 struct qns;
+struct sp_frag;
 struct rte_hash;
 struct rte_lpm;
 struct rte_ring;
@@ -191,6 +192,7 @@ struct sp_worker {
 	uint16_t via_route1;
 	uint16_t via_neigh;
 	struct sp_nat nat;
+	struct sp_frag *frag;                   /* virtual reassembly (frag.h) */
 	uint64_t cnt[SP_CNT_MAX] __rte_cache_aligned;
 	int done;
 } __rte_cache_aligned;
@@ -249,10 +251,13 @@ struct sp_mbuf_meta {
 	uint32_t flags;                 /* SP_META_* */
 	rte_be32_t hp_src_addr;         /* hairpin: the sender's own source */
 	rte_be16_t hp_src_port;         /* ... and port (ICMP: identifier) */
+	rte_be16_t frag_sport;          /* SP_META_FRAG: the datagram's ports, */
+	rte_be16_t frag_dport;          /* from the worker that saw its first */
 };
 
 #define SP_META_HANDED 0x1              /* passed between workers once */
 #define SP_META_OUTSIDE 0x2             /* hairpin: process as from outside */
+#define SP_META_FRAG 0x4                /* a later fragment with its ports */
 
 static inline struct sp_mbuf_meta *
 sp_mbuf_meta(struct rte_mbuf *m)

@@ -11,6 +11,7 @@
 #include <rte_rcu_qsbr.h>
 
 #include "fastpath.h"
+#include "frag.h"
 #include "worker.h"
 
 /* Worker 0 with software RSS: transmit what the others queued. */
@@ -104,6 +105,7 @@ sp_worker_main(void *arg)
 			prev_tsc = cur;
 		}
 		sp_nat_age(&w->nat, rt, w->now, SP_AGE_BUDGET);
+		sp_frag_age(w->frag, w->now, SP_FRAG_AGE_BUDGET, w->cnt);
 	}
 	sp_tx_flush_all(w);
 	__atomic_store_n(&w->done, 1, __ATOMIC_RELEASE);

@@ -267,13 +267,29 @@ test_parse_drops(void **state)
 	ip->hdr_checksum ^= 0x0101;
 	assert_int_equal(parse_frame(&f, len), -SP_CNT_drop_bad_checksum);
 	fix_ip_cksum(&f);
-	/* fragments: first (MF) and later (offset) */
+	/* fragments: the first (MF) is a flow packet, whose UDP length may
+	 * cover more than it holds; a later one (offset) has no L4 header */
 	ip->fragment_offset = RTE_BE16(RTE_IPV4_HDR_MF_FLAG);
+	((struct rte_udp_hdr *)(ip + 1))->dgram_len = RTE_BE16(1000);
 	fix_ip_cksum(&f);
-	assert_int_equal(parse_frame(&f, len), -SP_CNT_drop_fragment);
+	assert_int_equal(parse_frame(&f, len), SP_PKT_FLOW);
+	((struct rte_udp_hdr *)(ip + 1))->dgram_len = RTE_BE16(18);
 	ip->fragment_offset = RTE_BE16(100);
 	fix_ip_cksum(&f);
+	assert_int_equal(parse_frame(&f, len), SP_PKT_FRAGMENT);
+	/* RFC 1858: a TCP fragment at offset 8 bytes would rewrite the flags */
+	ip->next_proto_id = IPPROTO_TCP;
+	ip->fragment_offset = RTE_BE16(1);
+	fix_ip_cksum(&f);
 	assert_int_equal(parse_frame(&f, len), -SP_CNT_drop_fragment);
+	ip->fragment_offset = RTE_BE16(2);
+	fix_ip_cksum(&f);
+	assert_int_equal(parse_frame(&f, len), SP_PKT_FRAGMENT);
+	/* a later fragment of a protocol NAT cannot map */
+	ip->next_proto_id = 47;
+	fix_ip_cksum(&f);
+	assert_int_equal(parse_frame(&f, len), SP_PKT_OTHER);
+	ip->next_proto_id = IPPROTO_UDP;
 	ip->fragment_offset = RTE_BE16(RTE_IPV4_HDR_DF_FLAG);
 	fix_ip_cksum(&f);
 	assert_int_equal(parse_frame(&f, len), SP_PKT_FLOW);
