@@ -88,6 +88,15 @@ bench-swpath: $(VENV)/.installed build
 	$(MAKE) -C swpath/bench -f Makefile.swpath
 	$(VPY) bench/swpath_bench.py
 
-# libFuzzer over swpath's packet path for FUZZ_TIME seconds (default 300).
-fuzz:
+# libFuzzer over swpath's packet path for FUZZ_TIME seconds (default 300), then
+# the PTF packet fuzzer (ptf-tests/tests/test_fuzz.py) with FUZZ_PACKETS
+# packets (default 50000) from FUZZ_SEED through swpath and, where
+# simple_switch_grpc is installed, BMv2 (as root).
+FUZZ_PACKETS ?= 50000
+FUZZ_SEED ?= $(shell date +%s)
+fuzz: $(VENV)/.installed build
 	$(MAKE) -C swpath/fuzz run $(if $(FUZZ_TIME),FUZZ_TIME=$(FUZZ_TIME))
+	$(VPY) ptf-tests/run.py --target swpath --fuzz-packets $(FUZZ_PACKETS) --fuzz-seed $(FUZZ_SEED) fuzz
+	if command -v simple_switch_grpc >/dev/null; then \
+	  $(VPY) ptf-tests/run.py --target bmv2 --fuzz-packets $(FUZZ_PACKETS) --fuzz-seed $(FUZZ_SEED) fuzz; \
+	else echo "fuzz: simple_switch_grpc not on PATH: BMv2 not fuzzed"; fi

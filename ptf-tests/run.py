@@ -74,6 +74,8 @@ def inside(args: argparse.Namespace) -> int:
                 f"grpc_addr='127.0.0.1:{GRPC_PORT}'",
                 f"config='{HERE / 'configs' / 'ptf.toml'}'",
                 f"workdir='{workdir}'",
+                f"fuzz_packets={args.fuzz_packets}",
+                f"fuzz_seed={args.fuzz_seed}",
             ]
         )
         interfaces = [arg for i in range(topo.ports) for arg in ("-i", f"{i}@{topo.ptf_end(i)}")]
@@ -112,6 +114,10 @@ def main() -> int:
     parser.add_argument("--target", choices=["bmv2", "swpath"], required=True)
     parser.add_argument("--workdir", help="logs go here (default: a new temporary directory)")
     parser.add_argument("--inside", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--fuzz-packets", type=int, default=2000, help="packets the fuzz scenario sends"
+    )
+    parser.add_argument("--fuzz-seed", type=int, default=1, help="the fuzz scenario's seed")
     parser.add_argument("tests", nargs="*", help="PTF test names or groups")
     args = parser.parse_args()
     if args.inside:
@@ -133,6 +139,10 @@ def main() -> int:
             args.target,
             "--workdir",
             str(workdir),
+            "--fuzz-packets",
+            str(args.fuzz_packets),
+            "--fuzz-seed",
+            str(args.fuzz_seed),
             *args.tests,
         ]
         code = subprocess.run(

@@ -8,6 +8,8 @@ PacketError, which the controller counts as a malformed drop.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from quicknat.nat.session import FlowKey, Rewrite
 
 ETH_HEADER = 14
@@ -58,31 +60,91 @@ def checksum_adjust(cksum: int, old: int, new: int, width: int) -> int:
     return ~total & 0xFFFF
 
 
-def rewrite_tcp(frame: bytes, rewrite: Rewrite) -> bytes:
-    """A TCP segment parse_flow accepted, with the session's new source and/or
-    destination (address and port) and both checksums updated; the TTL is the
-    router's to decrement. For segments the switch must not translate itself
-    (an outbound RST, which would restart its entry's idle timer)."""
+def rewrite_flow(frame: bytes, rewrite: Rewrite) -> bytes:
+    """A TCP, UDP or ICMP echo packet parse_flow accepted (or the first fragment
+    of one), with the session's new source and/or destination (address and port,
+    or echo identifier) and the checksums updated incrementally (RFC 1624): the
+    IPv4 header's, and the L4 one, which for TCP and UDP covers the addresses
+    through the pseudo-header and, in a first fragment, the whole datagram. A UDP
+    checksum of 0 (none) stays 0. The TTL is the router's to decrement. For
+    packets the switch must not or cannot translate itself: an outbound RST
+    (a hit would restart its entry's idle timer), a first fragment."""
     ip = ETH_HEADER
     l4 = ip + ipv4_header_length(frame)
-    if frame[ip + 9] != TCP or len(frame) < l4 + 18:
-        raise PacketError("not a whole TCP header")
+    protocol = frame[ip + 9]
+    sum_at = {TCP: l4 + 16, UDP: l4 + 6, ICMP: l4 + 2}.get(protocol)
+    if sum_at is None or len(frame) < sum_at + 2 or (protocol == ICMP and len(frame) < l4 + 8):
+        raise PacketError("not a whole TCP, UDP or ICMP header")
     out = bytearray(frame)
     ip_sum = int.from_bytes(out[ip + 10 : ip + 12], "big")
-    tcp_sum = int.from_bytes(out[l4 + 16 : l4 + 18], "big")
-    for endpoint, addr_at, port_at in ((rewrite.src, ip + 12, l4), (rewrite.dst, ip + 16, l4 + 2)):
+    l4_sum = int.from_bytes(out[sum_at : sum_at + 2], "big")
+    keep_zero = protocol == UDP and l4_sum == 0
+    ports = (l4 + 4, l4 + 4) if protocol == ICMP else (l4, l4 + 2)
+    for endpoint, addr_at, port_at in (
+        (rewrite.src, ip + 12, ports[0]),
+        (rewrite.dst, ip + 16, ports[1]),
+    ):
         if endpoint is None:
             continue
         old_addr = int.from_bytes(out[addr_at : addr_at + 4], "big")
         old_port = int.from_bytes(out[port_at : port_at + 2], "big")
         ip_sum = checksum_adjust(ip_sum, old_addr, endpoint.address, 2)
-        tcp_sum = checksum_adjust(tcp_sum, old_addr, endpoint.address, 2)
-        tcp_sum = checksum_adjust(tcp_sum, old_port, endpoint.port, 1)
+        if protocol != ICMP:  # ICMP has no pseudo-header
+            l4_sum = checksum_adjust(l4_sum, old_addr, endpoint.address, 2)
+        l4_sum = checksum_adjust(l4_sum, old_port, endpoint.port, 1)
         out[addr_at : addr_at + 4] = endpoint.address.to_bytes(4, "big")
         out[port_at : port_at + 2] = endpoint.port.to_bytes(2, "big")
+    if keep_zero:
+        l4_sum = 0
+    elif protocol == UDP and l4_sum == 0:
+        l4_sum = 0xFFFF  # a computed 0 is sent as all ones (RFC 768)
     out[ip + 10 : ip + 12] = ip_sum.to_bytes(2, "big")
-    out[l4 + 16 : l4 + 18] = tcp_sum.to_bytes(2, "big")
+    out[sum_at : sum_at + 2] = l4_sum.to_bytes(2, "big")
     return bytes(out)
+
+
+def rewrite_addresses(frame: bytes, rewrite: Rewrite) -> bytes:
+    """A later fragment of a datagram whose first got `rewrite`: its addresses
+    only (it has no L4 header; the first fragment's L4 checksum update covers
+    the whole datagram)."""
+    ip = ETH_HEADER
+    ipv4_header_length(frame)
+    out = bytearray(frame)
+    ip_sum = int.from_bytes(out[ip + 10 : ip + 12], "big")
+    for endpoint, addr_at in ((rewrite.src, ip + 12), (rewrite.dst, ip + 16)):
+        if endpoint is None:
+            continue
+        old_addr = int.from_bytes(out[addr_at : addr_at + 4], "big")
+        ip_sum = checksum_adjust(ip_sum, old_addr, endpoint.address, 2)
+        out[addr_at : addr_at + 4] = endpoint.address.to_bytes(4, "big")
+    out[ip + 10 : ip + 12] = ip_sum.to_bytes(2, "big")
+    return bytes(out)
+
+
+class Fragment(NamedTuple):
+    """Where an IPv4 fragment belongs: its datagram, and whether it is the first."""
+
+    src: int
+    dst: int
+    protocol: int
+    ident: int
+    first: bool
+
+
+def fragment_of(frame: bytes) -> Fragment | None:
+    """The fragment a frame is, or None for a whole datagram."""
+    ip = ETH_HEADER
+    ipv4_header_length(frame)
+    flags_offset = int.from_bytes(frame[ip + 6 : ip + 8], "big")
+    if not flags_offset & 0x3FFF:  # neither MF nor an offset
+        return None
+    return Fragment(
+        int.from_bytes(frame[ip + 12 : ip + 16], "big"),
+        int.from_bytes(frame[ip + 16 : ip + 20], "big"),
+        frame[ip + 9],
+        int.from_bytes(frame[ip + 4 : ip + 6], "big"),
+        not flags_offset & 0x1FFF,
+    )
 
 
 def parse_flow(frame: bytes) -> FlowKey:

@@ -6,8 +6,15 @@ import pytest
 from quicknat.addr import parse_ipv4 as ip
 from quicknat.nat.allocator import Endpoint
 from quicknat.nat.session import FlowKey, Rewrite
-from quicknat.packet import PacketError, parse_flow, rewrite_tcp
-from scapy.layers.inet import ICMP, IP, TCP, UDP
+from quicknat.packet import (
+    Fragment,
+    PacketError,
+    fragment_of,
+    parse_flow,
+    rewrite_addresses,
+    rewrite_flow,
+)
+from scapy.layers.inet import ICMP, IP, TCP, UDP, fragment
 from scapy.layers.l2 import ARP, Ether
 
 
@@ -61,10 +68,10 @@ def test_malformed_packets_raise_packet_error(data: bytes, reason: str) -> None:
         Rewrite(src=Endpoint(ip("203.0.113.1"), 61000), dst=Endpoint(ip("10.0.0.20"), 8080)),
     ],
 )
-def test_rewrite_tcp_updates_both_checksums(rewrite: Rewrite) -> None:
+def test_rewrite_flow_updates_both_checksums(rewrite: Rewrite) -> None:
     original = Ether() / IP(src="10.0.0.10", dst="198.51.100.10", options=[b"\x01" * 4])
     original = original / TCP(sport=40000, dport=443, flags="R", seq=7) / b"xxx"
-    got = Ether(rewrite_tcp(bytes(original), rewrite))
+    got = Ether(rewrite_flow(bytes(original), rewrite))
     assert (ip(got[IP].src), got[TCP].sport) == (rewrite.src.address, rewrite.src.port)
     if rewrite.dst is not None:
         assert (ip(got[IP].dst), got[TCP].dport) == (rewrite.dst.address, rewrite.dst.port)
@@ -77,7 +84,61 @@ def test_rewrite_tcp_updates_both_checksums(rewrite: Rewrite) -> None:
     assert (got[IP].chksum, got[TCP].chksum) == (fresh[IP].chksum, fresh[TCP].chksum)
 
 
-def test_rewrite_tcp_needs_a_whole_tcp_header() -> None:
+def test_rewrite_flow_needs_a_whole_tcp_header() -> None:
     short = bytes(Ether() / IP(dst="198.51.100.10") / TCP(flags="R"))[:-4]
     with pytest.raises(PacketError):
-        rewrite_tcp(short, Rewrite(src=Endpoint(ip("203.0.113.1"), 1)))
+        rewrite_flow(short, Rewrite(src=Endpoint(ip("203.0.113.1"), 1)))
+
+
+def _checksums_ok(frame: bytes) -> bool:
+    got = Ether(frame)
+    fresh = got.copy()
+    del fresh[IP].chksum
+    for layer in (TCP, UDP, ICMP):
+        if layer in fresh and not (layer is UDP and got[UDP].chksum == 0):
+            del fresh[layer].chksum
+    fresh = Ether(bytes(fresh))
+    return all(
+        got[layer].chksum == fresh[layer].chksum
+        for layer in (IP, TCP, UDP, ICMP)
+        if layer in got and not (layer is UDP and got[UDP].chksum == 0)
+    )
+
+
+def test_rewrite_flow_udp_and_echo() -> None:
+    out = Rewrite(src=Endpoint(ip("203.0.113.1"), 61000))
+    udp = Ether() / IP(src="10.0.0.10", dst="198.51.100.10") / UDP(sport=5000, dport=53) / b"q"
+    got = Ether(rewrite_flow(bytes(udp), out))
+    assert (got[IP].src, got[UDP].sport) == ("203.0.113.1", 61000)
+    assert _checksums_ok(bytes(got))
+    none = udp.copy()
+    none[UDP].chksum = 0
+    assert Ether(rewrite_flow(bytes(none), out))[UDP].chksum == 0  # none stays none
+    echo = Ether() / IP(src="10.0.0.10", dst="198.51.100.10") / ICMP(type=8, id=77, seq=1) / b"p"
+    got = Ether(rewrite_flow(bytes(echo), out))
+    assert (got[IP].src, got[ICMP].id) == ("203.0.113.1", 61000)
+    assert _checksums_ok(bytes(got))
+
+
+def test_fragments_rewritten_reassemble_into_the_translated_datagram() -> None:
+    """The first fragment gets the L4 rewrite, the later ones their addresses:
+    the datagram they make is the one rewrite_flow makes of the whole."""
+    out = Rewrite(src=Endpoint(ip("203.0.113.1"), 61000))
+    whole = Ether() / IP(src="10.0.0.10", dst="198.51.100.10", id=9) / UDP(sport=5000, dport=53)
+    whole = Ether(bytes(whole / (bytes(range(256)) * 4)))
+    pieces = [Ether(bytes(p)) for p in fragment(whole, fragsize=256)]
+    assert len(pieces) == 5
+    first = fragment_of(bytes(pieces[0]))
+    assert first == Fragment(ip("10.0.0.10"), ip("198.51.100.10"), 17, 9, True)
+    assert fragment_of(bytes(pieces[2])) == first._replace(first=False)
+    assert fragment_of(bytes(whole)) is None
+    translated = [Ether(rewrite_flow(bytes(pieces[0]), out))]
+    translated += [Ether(rewrite_addresses(bytes(p), out)) for p in pieces[1:]]
+    for p in translated:
+        fresh = p.copy()
+        del fresh[IP].chksum
+        assert Ether(bytes(fresh))[IP].chksum == p[IP].chksum
+    data = b"".join(bytes(p[IP].payload)[: p[IP].len - 20] for p in translated)
+    expected = Ether(rewrite_flow(bytes(whole), out))
+    assert data == bytes(expected[IP].payload)
+    assert _checksums_ok(bytes(expected))

@@ -43,6 +43,19 @@ const bit<4> IPV4_MIN_IHL = 5;
 const bit<8> TCP_FLAG_FIN = 0x01;
 const bit<8> TCP_FLAG_SYN = 0x02;
 const bit<8> TCP_FLAG_RST = 0x04;
+const bit<8> TCP_FLAG_ACK = 0x10;
+const bit<8> TCP_FLAG_URG = 0x20;
+// The flags whose combination is checked (IN-TCP-2): all but PSH, ECE, CWR.
+const bit<8> TCP_FLAGS_CHECKED = 0x37;
+
+// Bytes before the IPv4 header: Ethernet II, and the packet_out header in
+// front of a packet-out (header.p4: 9 + 9 + 8 + 6 bits).
+const bit<32> ETHERNET_HDR_BYTES = 14;
+const bit<32> PACKET_OUT_HDR_BYTES = 4;
+// The smallest L4 header of each protocol the parser extracts (IN-IP-2).
+const bit<16> TCP_MIN_HDR_BYTES = 20;
+const bit<16> UDP_HDR_BYTES = 8;
+const bit<16> ICMP_MIN_BYTES = 8;
 // TTL of the echo replies the router originates (RFC 1700 default).
 const bit<8> ICMP_ECHO_REPLY_TTL = 64;
 
@@ -73,9 +86,12 @@ enum bit<8> PuntReason_t {
                        // sends ICMP time exceeded (RFC 1812 sec. 5.3.1)
     FRAG_NEEDED   = 7, // copy of a DF packet dropped MTU_EXCEEDED: the
                        // controller sends fragmentation needed (RFC 1191)
-    TCP_RST       = 8  // an inside TCP RST, not looked up (a hit would
+    TCP_RST       = 8, // an inside TCP RST, not looked up (a hit would
                        // refresh its entry, RFC 7857 sec. 2.2): the
                        // controller translates and routes it
+    FRAGMENT      = 9  // an IPv4 fragment that needs NAT: the switch cannot
+                       // keep a datagram's ports, the controller does
+                       // (RFC 4787 REQ-14, virtual reassembly) and routes it
 }
 
 // Clone session (P4Runtime CloneSessionEntry, one replica to CPU_PORT) of the
@@ -93,7 +109,7 @@ enum bit<8> DropReason_t {
     UNSUPPORTED_ETHERTYPE = 4,  // neither ARP nor IPv4 (VLAN, IPv6, LLDP, ...)
     ARP_IGNORED           = 5,  // ARP request for no owned address, or not Ethernet/IPv4
     NOT_UNICAST           = 6,  // IPv4 multicast or limited broadcast destination
-    IPV4_FRAGMENT         = 7,  // fragment that would need NAT (no reassembly)
+    IPV4_FRAGMENT         = 7,  // fragment to an address the NAT does not own (outside)
     UNSUPPORTED_L4        = 8,  // needs NAT but has no mappable ports (GRE, ESP, ICMP timestamp, ...)
     NO_MAPPING            = 9,  // outside-zone miss outside dnat_scope: unsolicited inbound
     LOCAL_ADDRESS         = 10, // addressed to the router and not an echo request
@@ -104,7 +120,12 @@ enum bit<8> DropReason_t {
     BAD_PACKET_OUT        = 15, // packet_out with an unknown mode
     NO_DECISION           = 16, // no stage forwarded or dropped it (a bug; never expected)
     MTU_EXCEEDED          = 17, // bigger than the egress port's MTU (egress_mtu); never fragmented
-    IP_OPTIONS            = 18  // loose or strict source route option (RFC 7126 sec. 4.3)
+    IP_OPTIONS            = 18, // loose or strict source route option (RFC 7126 sec. 4.3)
+    BAD_TCP_FLAGS         = 19, // a TCP flag combination no peer sends (IN-TCP-2)
+    PORT_ZERO             = 20, // TCP or UDP port 0 (IN-L4-1)
+    MARTIAN               = 21, // martian source or destination, or a NAT-owned
+                                // source from a link (IN-IP-5, IN-IP-6)
+    NO_RULE               = 22  // inside source no SNAT rule covers (IN-RULE-1)
 }
 
 #endif // __DEFINE__

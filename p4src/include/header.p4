@@ -147,6 +147,8 @@ struct local_metadata_t {
     bool          is_icmp_error;   // ICMP destination unreachable, time exceeded, parameter problem
     // The parser's walk over IPv4 options: what is left of them, left-aligned,
     // and how many bytes of them.
+    bit<32>       frame_len;       // bytes from the Ethernet header on (IN-IP-2)
+    bit<16>       l4_len;          // IPv4 total length less its header
     bit<320>      opt_scan;
     bit<8>        opt_left;
     bool          is_fragment;     // MF set or a fragment offset: never translated

@@ -2,10 +2,13 @@
 //
 // Parser and deparser. Headers are extracted only where the packet really
 // holds them: L4 is parsed only in unfragmented datagrams (a non-first
-// fragment's payload is not an L4 header, and a first fragment is not
-// translated without the rest) and only after any IPv4 options,
-// and the ICMP identifier only for echo request/reply. A parser error does
-// not drop the packet by itself on v1model; ingress drops it (PARSER_ERROR).
+// fragment's payload is not an L4 header, and fragments are the
+// controller's) and only after any IPv4 options,
+// and the ICMP identifier only for echo request/reply. The length and
+// header-structure rules of the input contract (docs/nat-behavior.md: IN-IP-1,
+// IN-IP-2, IN-IP-4, IN-TCP-1, IN-UDP-1, IN-ICMP-1) are verify()s here, so a
+// packet that breaks one is never looked up. A parser error does not drop
+// the packet by itself on v1model; ingress drops it (PARSER_ERROR).
 
 #ifndef __PARSER__
 #define __PARSER__
@@ -16,7 +19,11 @@ error {
     Ipv4BadVersion,
     Ipv4BadIhl,
     Ipv4BadOption,     // an option runs past the header or has length < 2
-    Ipv4SourceRoute    // LSRR or SSRR: ingress drops it as IP_OPTIONS
+    Ipv4SourceRoute,   // LSRR or SSRR: ingress drops it as IP_OPTIONS
+    Ipv4BadLength,     // total length below the header or beyond the frame
+    L4Truncated,       // total length leaves no room for the L4 header
+    TcpBadDataOffset,  // below 5 words or past the segment
+    UdpBadLength       // below 8 or beyond the IP payload
 }
 
 parser QuickNatParser(packet_in packet,
@@ -27,6 +34,7 @@ parser QuickNatParser(packet_in packet,
     state start {
         // v1model zeroes user metadata; say so explicitly for other targets.
         local_md.ingress_port = standard_md.ingress_port;
+        local_md.frame_len = standard_md.packet_length;
         local_md.injected = false;
         local_md.zone = 0;
         local_md.l4_ports_valid = false;
@@ -53,6 +61,7 @@ parser QuickNatParser(packet_in packet,
 
     state parse_packet_out {
         packet.extract(hdr.packet_out);
+        local_md.frame_len = local_md.frame_len - PACKET_OUT_HDR_BYTES;
         transition parse_ethernet;
     }
 
@@ -74,6 +83,14 @@ parser QuickNatParser(packet_in packet,
         packet.extract(hdr.ipv4);
         verify(hdr.ipv4.version == 4, error.Ipv4BadVersion);
         verify(hdr.ipv4.ihl >= IPV4_MIN_IHL, error.Ipv4BadIhl);
+        // IN-IP-2: the datagram holds its header and fits in the frame
+        // (Ethernet padding after it is allowed). A total length the
+        // deparser would carry unchanged must never leave translated.
+        verify(hdr.ipv4.total_len >= ((bit<16>)hdr.ipv4.ihl << 2)
+               && ETHERNET_HDR_BYTES + (bit<32>)hdr.ipv4.total_len
+                  <= local_md.frame_len,
+               error.Ipv4BadLength);
+        local_md.l4_len = hdr.ipv4.total_len - ((bit<16>)hdr.ipv4.ihl << 2);
         transition select(hdr.ipv4.ihl) {
             IPV4_MIN_IHL: parse_ipv4_payload;
             default:      parse_ipv4_options;
@@ -182,9 +199,10 @@ parser QuickNatParser(packet_in packet,
     }
 
     state parse_ipv4_payload {
-        // A first fragment has ports but its other fragments have none, and
-        // there is no reassembly here: no fragment is looked up or
-        // translated (NAT-BEHAVIOR.md, RFC 4787 REQ-14: handled safely).
+        // A first fragment has ports but its other fragments have none: no
+        // fragment is looked up here; the ones that need NAT go to the
+        // controller, which keeps each datagram's ports (nat_scope.p4,
+        // docs/nat-behavior.md IN-IP-8, RFC 4787 REQ-14).
         transition select(hdr.ipv4.flag_more_fragments, hdr.ipv4.frag_offset,
                           hdr.ipv4.protocol) {
             (0, 0, IP_PROTO_TCP):  parse_tcp;
@@ -201,7 +219,12 @@ parser QuickNatParser(packet_in packet,
     }
 
     state parse_tcp {
+        verify(local_md.l4_len >= TCP_MIN_HDR_BYTES, error.L4Truncated);
         packet.extract(hdr.tcp);
+        // IN-TCP-1: a header of 5..15 words inside the segment
+        verify(hdr.tcp.data_offset >= 5
+               && ((bit<16>)hdr.tcp.data_offset << 2) <= local_md.l4_len,
+               error.TcpBadDataOffset);
         local_md.l4_sport = hdr.tcp.sport;
         local_md.l4_dport = hdr.tcp.dport;
         local_md.l4_ports_valid = true;
@@ -209,7 +232,11 @@ parser QuickNatParser(packet_in packet,
     }
 
     state parse_udp {
+        verify(local_md.l4_len >= UDP_HDR_BYTES, error.L4Truncated);
         packet.extract(hdr.udp);
+        // IN-UDP-1: its own length covers its header and fits the datagram
+        verify(hdr.udp.len >= UDP_HDR_BYTES && hdr.udp.len <= local_md.l4_len,
+               error.UdpBadLength);
         local_md.l4_sport = hdr.udp.sport;
         local_md.l4_dport = hdr.udp.dport;
         local_md.l4_ports_valid = true;
@@ -217,6 +244,8 @@ parser QuickNatParser(packet_in packet,
     }
 
     state parse_icmp {
+        // IN-ICMP-1: every ICMP message the NAT reads has 8 bytes of header
+        verify(local_md.l4_len >= ICMP_MIN_BYTES, error.L4Truncated);
         packet.extract(hdr.icmp);
         transition select(hdr.icmp.icmp_type) {
             ICMP_TYPE_ECHO_REQUEST:  parse_icmp_echo;

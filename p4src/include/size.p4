@@ -27,6 +27,9 @@
 #define SNAT_SCOPE_TABLE_SIZE 1024
 #define DNAT_SCOPE_TABLE_SIZE 1024
 
+// One entry per NAT-owned prefix (pools, SNAT `to` and DNAT addresses).
+#define OWNED_SOURCE_TABLE_SIZE 1024
+
 #define ROUTING_V4_TABLE_SIZE 1024
 
 // One entry per front-panel port with an MTU.

@@ -34,7 +34,6 @@ from scapy.layers.inet import (
     IPOption_RR,
     IPOption_SSRR,
     UDPerror,
-    fragment,
 )
 from scapy.layers.l2 import Ether
 from scapy.packet import Packet
@@ -144,36 +143,6 @@ class IcmpErrorForNoSessionIsDropped(QuickNatTest):
         self.send(OUTSIDE, error)
         self.expect_nothing()
         self.assertEqual(self.target.sessions(), [])
-
-
-@group("rfc")
-class FragmentsAreNeverForwardedUntranslated(UdpSession):
-    """The NAT itself does not reassemble: a fragment that needs translation is
-    dropped and counted (nor is a first fragment translated without the rest).
-    Where the target's packet I/O reassembles first (swpath on af_packet), the
-    whole datagram arrives and is translated like any other."""
-
-    def runTest(self) -> None:
-        ext_addr, ext_port = self.open_udp(40002, 53)
-        before = self.target.counter("fragment_dropped")
-        datagram = from_inside("10.0.0.10", REMOTE, udp(40002, 53))
-        datagram[IP].id = 0x4242
-        datagram = Ether(bytes(datagram))
-        fragments = fragment(datagram[IP], fragsize=16)
-        self.assertEqual(len(fragments), 2)
-        for piece in fragments:
-            self.send(INSIDE, Ether(src=datagram.src, dst=datagram.dst) / piece)
-        if self.target.reassembles_fragments:
-            got = self.receive(OUTSIDE)
-            self.assertEqual((got[IP].src, got[UDP].sport), (ext_addr, ext_port))
-            self.assertEqual(bytes(got[UDP].payload), PAYLOAD)
-            return
-        self.expect_nothing()
-        self.target.wait_until(
-            "fragments counted",
-            lambda: self.target.counter("fragment_dropped") == before + 2,
-            5,
-        )
 
 
 @group("rfc")

@@ -36,6 +36,7 @@ class PuntReason(enum.IntEnum):
     TIME_EXCEEDED = 6
     FRAG_NEEDED = 7
     TCP_RST = 8
+    FRAGMENT = 9
 
 
 class PacketOutMode(enum.IntEnum):
@@ -68,6 +69,10 @@ class DropReason(enum.IntEnum):
     NO_DECISION = 16
     MTU_EXCEEDED = 17
     IP_OPTIONS = 18
+    BAD_TCP_FLAGS = 19
+    PORT_ZERO = 20
+    MARTIAN = 21
+    NO_RULE = 22
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,7 +114,8 @@ def _mac(interface: Interface) -> int:
 def static_entries(p4info: P4Info, config: Config) -> list[p4r.TableEntry]:
     """Everything the configuration puts in the switch before any flow: zones,
     MTUs, ARP answers (own addresses, and proxy ARP for pool and DNAT addresses on the
-    outside), own addresses, routes, and the prefixes whose misses need NAT."""
+    outside), own addresses, routes, the prefixes whose misses need NAT, and the
+    NAT-owned prefixes no packet from a link may claim as its source."""
     entries: list[p4r.TableEntry] = []
     by_name = {i.name: i for i in config.interfaces}
     for interface in config.interfaces:
@@ -180,12 +186,11 @@ def static_entries(p4info: P4Info, config: Config) -> list[p4r.TableEntry]:
         # Inbound packets to a mapped pool port may open a session (RFC 4787
         # REQ-8 filtering); the controller decides, so they must reach it.
         scopes |= {("dnat_scope", "ipv4_dst", p) for pool in config.pools for p in pool.addresses}
+    # A NAT-owned source on a packet from a link is spoofed (IN-IP-5).
+    scopes |= {("owned_source", "ipv4_src", p) for p in config.public_prefixes()}
     for table, field, prefix in sorted(scopes, key=lambda s: (s[0], s[2])):
-        entries.append(
-            table_entry(
-                p4info, table, {field: (prefix.address, prefix.length)}, "mark_nat_required"
-            )
-        )
+        action = "mark_owned" if table == "owned_source" else "mark_nat_required"
+        entries.append(table_entry(p4info, table, {field: (prefix.address, prefix.length)}, action))
     return entries
 
 

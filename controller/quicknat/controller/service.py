@@ -38,6 +38,7 @@ from quicknat.icmp_gen import Kind, Originator
 from quicknat.nat import tcp_state
 from quicknat.nat.allocator import Endpoint
 from quicknat.nat.core import Nat, Refusal, Refused
+from quicknat.nat.fragments import DatagramKey, Outcome, Reassembly
 from quicknat.nat.session import FlowKey, Session
 from quicknat.p4rt.client import P4RuntimeClient, P4RuntimeError, UpdateError
 from quicknat.p4rt.entities import (
@@ -47,7 +48,15 @@ from quicknat.p4rt.entities import (
     update,
 )
 from quicknat.p4rt.p4info import decode
-from quicknat.packet import TCP, PacketError, parse_flow, rewrite_tcp, tcp_flags
+from quicknat.packet import (
+    TCP,
+    PacketError,
+    fragment_of,
+    parse_flow,
+    rewrite_addresses,
+    rewrite_flow,
+    tcp_flags,
+)
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +102,8 @@ class Controller:
         self.static = program.static_entries(self.p4info, config)
         # Sessions whose entries are being written -> first packets to inject after.
         self.pending: dict[int, list[tuple[bytes, int]]] = {}
+        # The ports of fragmented datagrams (FRAGMENT packet-ins, IN-IP-8).
+        self.fragments = Reassembly()
         self._batch: list[Session] = []
         self._expiring: dict[int, Session] = {}
         self._deleting: set[int] = set()  # sessions whose expiry DELETE is in flight
@@ -196,7 +207,8 @@ class Controller:
         rate = self.options.punt_rate_pps
         updates = []
         for reason in PuntReason:
-            pps = rate if reason in (PuntReason.NEW_FLOW, PuntReason.NEW_FLOW_DNAT) else rate // 10
+            full = (PuntReason.NEW_FLOW, PuntReason.NEW_FLOW_DNAT, PuntReason.FRAGMENT)
+            pps = rate if reason in full else rate // 10
             burst = pps
             if reason in _ERROR_COPIES:  # no more than the errors icmp_gen may send
                 pps, burst = self.config.icmp.rate, self.config.icmp.burst
@@ -325,6 +337,9 @@ class Controller:
         if reason == PuntReason.ICMP_ERROR:
             self._on_icmp_error(packet.payload, zone, port)
             return
+        if reason == PuntReason.FRAGMENT:
+            self._on_fragment(packet.payload, zone, port)
+            return
         kind = _ERROR_COPIES.get(PuntReason(reason))
         if kind is not None:
             self._send_icmp_error(packet.payload, port, kind, meta.get("mtu", 0))
@@ -410,6 +425,72 @@ class Controller:
         self.stats["icmp_error.translated"] += 1
         self._packet_out(translated, port, PacketOutMode.ROUTE)
 
+    def _on_fragment(self, payload: bytes, zone: Zone, port: int) -> None:
+        """RFC 4787 REQ-14 (IN-IP-8): the switch cannot keep a datagram's ports,
+        so it sends every fragment that needs NAT here. The first is translated
+        as a packet of its flow (which it may open), the later ones with its
+        ports (nat/fragments.py); the switch routes them (ROUTE)."""
+        now = self.now()
+        try:
+            fragment = fragment_of(payload)
+            if fragment is None:
+                raise PacketError("not a fragment")
+            datagram = DatagramKey(fragment.src, fragment.dst, fragment.protocol, fragment.ident)
+            key = parse_flow(payload) if fragment.first else None
+        except PacketError as exc:
+            self.stats["fragment.malformed"] += 1
+            log.debug("malformed fragment from port %d: %s", port, exc)
+            return
+        if key is None:
+            ports = self.fragments.later(datagram, payload, now)
+            self._count_fragments_timed_out()
+            if isinstance(ports, Outcome):
+                self.stats[f"fragment.{ports.name.lower()}"] += 1
+                return
+            self._route_later_fragment(payload, datagram, ports, port)
+            return
+        flags = tcp_flags(payload) if key.protocol == TCP else 0
+        try:
+            session = self.nat.new_flow(zone, key, now, flags)
+        except Refused as exc:
+            self.stats[f"refused.{exc.reason.name.lower()}"] += 1
+            if exc.reason in _OUT_OF_RESOURCES and self.config.icmp.unreachable_on_exhaustion:
+                self._send_icmp_error(payload, port, Kind.PROHIBITED)
+            return
+        if session.hairpin:  # its second half would need the ports again
+            self.stats["fragment.hairpin"] += 1
+            return
+        if key.protocol == TCP:
+            self._track_tcp(session, key, flags)
+        if not session.installed and session.id not in self.pending:
+            self._queue_install(session)  # for the flow's whole packets
+        rewrite = session.in2out_rewrite if key == session.in2out else session.out2in_rewrite
+        assert rewrite is not None
+        self.stats["fragment.translated"] += 1
+        self._packet_out(rewrite_flow(payload, rewrite), port, PacketOutMode.ROUTE)
+        for held in self.fragments.first(datagram, (key.sport, key.dport), now):
+            self._route_later_fragment(held, datagram, (key.sport, key.dport), port)
+        self._count_fragments_timed_out()
+
+    def _route_later_fragment(
+        self, payload: bytes, datagram: DatagramKey, ports: tuple[int, int], port: int
+    ) -> None:
+        key = FlowKey(datagram.protocol, datagram.src, datagram.dst, *ports)
+        session = self.nat.session_for(key)
+        if session is None or session.hairpin:
+            self.stats["fragment.no_session"] += 1
+            return
+        rewrite = session.in2out_rewrite if key == session.in2out else session.out2in_rewrite
+        assert rewrite is not None
+        self.stats["fragment.translated"] += 1
+        self._packet_out(rewrite_addresses(payload, rewrite), port, PacketOutMode.ROUTE)
+
+    def _count_fragments_timed_out(self) -> None:
+        timed_out = self.fragments.timed_out
+        if timed_out:
+            self.stats["fragment.timed_out"] += timed_out
+            self.fragments.timed_out = 0
+
     def _send_icmp_error(self, frame: bytes, port: int, kind: Kind, mtu: int = 0) -> None:
         """The NAT's own ICMP error about a packet that arrived on `port`
         (icmp_gen.py decides, counts and rate-limits), routed by the switch."""
@@ -435,7 +516,7 @@ class Controller:
         if rewrite is None:  # a hairpin half waiting for its peer
             return False
         try:
-            translated = rewrite_tcp(payload, rewrite)
+            translated = rewrite_flow(payload, rewrite)
         except PacketError:
             self.stats["packet_in.malformed"] += 1
             return True
@@ -679,6 +760,7 @@ _HANDLED = frozenset(
         PuntReason.NEW_FLOW,
         PuntReason.NEW_FLOW_DNAT,
         PuntReason.ICMP_ERROR,
+        PuntReason.FRAGMENT,
         PuntReason.TCP_STATE,
         PuntReason.TCP_RST,
         *_ERROR_COPIES,

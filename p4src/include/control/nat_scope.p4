@@ -9,7 +9,9 @@
 //   dnat_scope hit (hairpin to a published address) -> needs NAT
 //   addressed to the router (local_address)          -> drop LOCAL_ADDRESS
 //   snat_scope hit                                   -> needs NAT
-//   otherwise                                        -> routed untranslated
+//   otherwise                                        -> drop NO_RULE (IN-RULE-1:
+//                                                       never leak an inside
+//                                                       address untranslated)
 // Outside zone, in this order:
 //   ICMP error                                       -> needs NAT (RFC 5508)
 //   dnat_scope hit                                   -> needs NAT
@@ -19,17 +21,19 @@
 //                                                       time exceeded
 //   otherwise                                        -> drop NO_MAPPING
 // "Needs NAT" then becomes:
-//   fragment                   -> drop IPV4_FRAGMENT (no reassembly)
 //   TTL <= 1                   -> drop TTL_EXPIRED and copy TIME_EXCEEDED
 //                                 (error_copy.p4): a packet routing would
 //                                 discard never creates a mapping, and the
 //                                 sender learns of it (traceroute)
+//   fragment                   -> punt FRAGMENT: the controller keeps each
+//                                 datagram's ports (virtual reassembly, RFC
+//                                 4787 REQ-14) and routes it translated
 //   ICMP error                 -> punt ICMP_ERROR (the controller translates
 //                                 the embedded packet or drops it)
 //   TCP, UDP, ICMP echo        -> punt NEW_FLOW (inside) / NEW_FLOW_DNAT
 //                                 (outside)
 //   any other protocol         -> drop UNSUPPORTED_L4
-// (swpath decides in the same order: fragments, then TTL, then the rest.)
+// (swpath decides in the same order: TTL, then fragments, then the rest.)
 // Nothing that needs NAT is ever forwarded untranslated.
 
 #ifndef __NAT_SCOPE__
@@ -47,7 +51,8 @@ control NatScopeIngress(inout headers_t hdr,
 
     // snat_scope: LPM on IPv4 source of inside-zone packets that missed
     // nat_in2out -> mark_nat_required. One entry per SNAT rule prefix.
-    // Miss: the source is not subject to SNAT; the packet is routed as is.
+    // Miss: no rule covers the source; drop NO_RULE (swpath: drop_no_rule).
+    // Routing it untranslated would leak the inside address.
     table snat_scope {
         key = {
             hdr.ipv4.src_addr: lpm @name("ipv4_src");
@@ -104,16 +109,16 @@ control NatScopeIngress(inout headers_t hdr,
             } else if (snat_scope.apply().hit) {
                 needs_nat = true;
             } else {
-                local_md.route_ipv4 = true;
+                local_md.drop_reason = DropReason_t.NO_RULE;
             }
         }
 
         if (needs_nat) {
-            if (local_md.is_fragment) {
-                local_md.drop_reason = DropReason_t.IPV4_FRAGMENT;
-            } else if (hdr.ipv4.ttl <= 1) {
+            if (hdr.ipv4.ttl <= 1) {
                 drop_with_icmp_error(local_md, DropReason_t.TTL_EXPIRED,
                                      PuntReason_t.TIME_EXCEEDED);
+            } else if (local_md.is_fragment) {
+                local_md.punt_reason = PuntReason_t.FRAGMENT;
             } else if (local_md.is_icmp_error) {
                 local_md.punt_reason = PuntReason_t.ICMP_ERROR;
             } else if (local_md.l4_ports_valid) {

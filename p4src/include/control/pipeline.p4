@@ -9,10 +9,10 @@
 //                         ROUTE: routing_v4 only, the controller translated)
 //   parser / checksum errors -> port_zone ->
 //   ARP:  arp_reply
-//   IPv4: unicast check -> nat_in2out | nat_out2in
+//   IPv4: input_check (flags, ports, addresses) -> nat_in2out | nat_out2in
 //         hit:  rewrite -> routing_v4
 //         miss: local_address (echo reply) -> dnat_scope / snat_scope
-//               -> punt | drop | routing_v4 untranslated
+//               -> punt | drop (nothing leaves untranslated)
 //   punt_meter -> drop_counter / egress_spec
 
 #ifndef __PIPELINE__
@@ -22,6 +22,7 @@
 #include "packet_io.p4"
 #include "port_zone.p4"
 #include "arp.p4"
+#include "input_check.p4"
 #include "local.p4"
 #include "nat.p4"
 #include "nat_scope.p4"
@@ -34,6 +35,7 @@ control QuickNatIngress(inout headers_t hdr,
     PacketOutIngress() packet_out_decap;
     PortZoneIngress() zone;
     ArpIngress() arp;
+    InputCheckIngress() input_check;
     LocalIngress() local;
     NatIngress() nat;
     NatScopeIngress() nat_scope;
@@ -62,12 +64,8 @@ control QuickNatIngress(inout headers_t hdr,
                 if (hdr.arp.isValid()) {
                     arp.apply(hdr, local_md);
                 } else if (hdr.ipv4.isValid()) {
-                    // NAT and routing are for unicast only (RFC 4787 and
-                    // 5382 define no multicast or broadcast behaviour).
-                    if (hdr.ipv4.dst_addr[31:28] == 0xe
-                            || hdr.ipv4.dst_addr == 0xffffffff) {
-                        local_md.drop_reason = DropReason_t.NOT_UNICAST;
-                    } else {
+                    input_check.apply(hdr, local_md);
+                    if (local_md.drop_reason == DropReason_t.NONE) {
                         if (local_md.skip_nat) {
                             local_md.route_ipv4 = true;
                         } else {
