@@ -74,7 +74,7 @@ def _controller(config: Config, args: argparse.Namespace) -> int:
     import asyncio
     import signal
 
-    from quicknat.controller.program import ConfigMismatch, Pipeline
+    from quicknat.controller.program import ConfigMismatch, Pipeline, PipelineMismatch
     from quicknat.controller.service import Controller, ControllerOptions
 
     logging.basicConfig(
@@ -94,7 +94,7 @@ def _controller(config: Config, args: argparse.Namespace) -> int:
     try:
         pipeline = Pipeline.load(Path(args.p4info), Path(args.bmv2_json))
         controller = Controller(config, options, pipeline)
-    except (OSError, KeyError, ConfigMismatch) as exc:
+    except (OSError, KeyError, ConfigMismatch, PipelineMismatch) as exc:
         print(f"quicknat controller: {exc}", file=sys.stderr)
         return EXIT_CONFIG
 

@@ -88,7 +88,44 @@ class Pipeline:
         # The cookie identifies this exact program: a restarted controller that
         # finds it installed keeps the switch's tables instead of wiping them.
         cookie = int.from_bytes(hashlib.sha256(text + device_config).digest()[:8], "big")
-        return cls(P4Info.load(p4info_path), device_config, cookie)
+        p4info = P4Info.load(p4info_path)
+        check_enums(p4info)
+        return cls(p4info, device_config, cookie)
+
+
+class PipelineMismatch(ValueError):
+    """The program and the controller disagree on their shared vocabulary."""
+
+
+# The controller's copies of the program's enums that the P4Info carries
+# (DropReason_t is in no controller-visible type: controller/tests/
+# test_program_enums.py holds it against define.p4 instead).
+_ENUMS: tuple[tuple[str, type[enum.IntEnum]], ...] = (
+    ("PuntReason_t", PuntReason),
+    ("PacketOutMode_t", PacketOutMode),
+)
+
+
+def check_enums(p4info: P4Info) -> None:
+    """Fails with one message naming every difference between the P4Info's
+    serializable enums and this module's copies (a program and a controller of
+    different versions would misread each other's packet metadata)."""
+    problems = []
+    for p4_name, ours in _ENUMS:
+        theirs = p4info.serializable_enum(p4_name)
+        theirs.pop("NONE", None)  # "no reason": never sent to the controller
+        mine = {m.name: m.value for m in ours}
+        for name in sorted(theirs.keys() | mine.keys()):
+            if theirs.get(name) != mine.get(name):
+                problems.append(
+                    f"{p4_name}.{name}: program {theirs.get(name, 'absent')}, "
+                    f"controller {mine.get(name, 'absent')}"
+                )
+    if problems:
+        raise PipelineMismatch(
+            "the P4 program and the controller disagree (rebuild with make -C p4src, "
+            "or update quicknat/controller/program.py): " + "; ".join(problems)
+        )
 
 
 def mac_value(mac: str) -> int:

@@ -92,6 +92,15 @@ class P4Info:
             for m in info.controller_packet_metadata
         }
 
+    def serializable_enum(self, name: str) -> dict[str, int]:
+        """A serializable enum of the program (e.g. ``PuntReason_t``): member ->
+        value. Only the enums a controller can see (in packet metadata, keys,
+        parameters) are in the P4Info."""
+        enums = self.proto.type_info.serializable_enums
+        if name not in enums:
+            raise KeyError(f"P4Info has no serializable enum {name!r}")
+        return {m.name: int.from_bytes(m.value, "big") for m in enums[name].members}
+
     @staticmethod
     def _index(index: dict[str, Any], preamble: p4i.Preamble, value: object) -> None:
         index[preamble.name] = value
