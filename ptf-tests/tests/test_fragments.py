@@ -19,7 +19,10 @@ BODY = bytes(range(200))  # with UDP's 8 bytes and PAYLOAD: four fragments of 64
 
 
 def pieces(pkt: Packet, ident: int) -> list[Packet]:
-    """pkt's IP datagram in fragments of 64 bytes of payload."""
+    """pkt's IP datagram in fragments of 64 bytes of payload. The IDs the
+    scenarios use are far from the fuzzer's (a target whose kernel reassembles
+    keeps a partial datagram 30 s, and a stray fragment of the same ID would
+    spoil the scenario's)."""
     pkt = Ether(bytes(pkt))
     pkt[IP].id = ident
     pkt = Ether(bytes(pkt))
@@ -74,12 +77,16 @@ class FragmentsInOrderAndOutOfOrder(Fragments):
     def runTest(self) -> None:
         ext, port = self.open_udp(40100)
         datagram = from_inside("10.0.0.10", REMOTE, udp(40100, 53) / Raw(BODY))
-        for ident, order in ((1, [0, 1, 2, 3]), (2, [3, 2, 1, 0]), (3, [0, 1, 1, 2, 3])):
+        for ident, order in (
+            (0x5A01, [0, 1, 2, 3]),
+            (0x5A02, [3, 2, 1, 0]),
+            (0x5A03, [0, 1, 1, 2, 3]),
+        ):
             frags = pieces(datagram, ident)
             for i in order:
                 self.send(INSIDE, frags[i])
             self.check(self.collect(OUTSIDE), ext, port, REMOTE, 53)
-        reply = pieces(from_outside(REMOTE, ext, udp(53, port) / Raw(BODY)), 9)
+        reply = pieces(from_outside(REMOTE, ext, udp(53, port) / Raw(BODY)), 0x5A09)
         for i in (2, 0, 3, 1):
             self.send(OUTSIDE, reply[i])
         self.check(self.collect(INSIDE), REMOTE, 53, "10.0.0.10", 40100)
@@ -93,7 +100,7 @@ class FirstFragmentOpensTheFlow(Fragments):
 
     def runTest(self) -> None:
         datagram = from_inside("10.0.0.10", REMOTE, udp(40101, 53) / Raw(BODY))
-        frags = pieces(datagram, 5)
+        frags = pieces(datagram, 0x5A05)
         for i in (1, 2, 3, 0):
             self.send(INSIDE, frags[i])
         out = self.collect(OUTSIDE)
@@ -115,7 +122,7 @@ class OrphanFragmentsAreBounded(Fragments):
     def runTest(self) -> None:
         ext, port = self.open_udp(40102)
         orphan = from_inside("10.0.0.10", REMOTE, udp(40102, 53) / Raw(BODY))
-        for ident in range(100, 140):
+        for ident in range(0x5B00, 0x5B28):
             self.send(INSIDE, pieces(orphan, ident)[2])
         self.assertEqual(self.collect(OUTSIDE), [])
         if not self.target.reassembles_fragments:
@@ -130,7 +137,7 @@ class OrphanFragmentsAreBounded(Fragments):
                 ),
                 5,
             )
-        frags = pieces(orphan, 200)
+        frags = pieces(orphan, 0x5A20)
         overlap = frags[1].copy()
         overlap[IP].frag = frags[1][IP].frag - 1  # 8 bytes into the first
         overlap = Ether(bytes(overlap))

@@ -2,6 +2,7 @@
 /* Virtual reassembly of IPv4 fragments: see frag.h. */
 #include <string.h>
 
+#include <rte_branch_prediction.h>
 #include <rte_hash_crc.h>
 
 #include "counters.h"
@@ -41,6 +42,7 @@ release(struct sp_frag *f, struct sp_frag_dgram *d, uint64_t *cnt)
 	d->counted = 0;
 	d->n_held = 0;
 	d->expire = 0;
+	f->n_live--;
 	return n;
 }
 
@@ -72,6 +74,7 @@ find(struct sp_frag *f, const struct sp_frag_key *k, uint32_t now, int create,
 	if (!create || free_d == NULL)
 		return NULL;
 	memset(free_d, 0, offsetof(struct sp_frag_dgram, held));
+	f->n_live++;
 	free_d->key = *k;
 	free_d->expire = (now + SP_FRAG_TIMEOUT_MS) | 1; /* never 0: free */
 	return free_d;
@@ -147,6 +150,9 @@ sp_frag_age(struct sp_frag *f, uint32_t now, unsigned budget, uint64_t *cnt)
 {
 	unsigned freed = 0;
 
+	/* the fast path's loop: nothing to walk without fragments in flight */
+	if (likely(f->n_live == 0))
+		return 0;
 	while (budget-- > 0) {
 		struct sp_frag_dgram *d = &f->d[f->sweep];
 

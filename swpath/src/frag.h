@@ -66,6 +66,7 @@ struct sp_frag {
 	struct sp_frag_dgram d[SP_FRAG_SLOTS];
 	uint16_t waiting[SP_FRAG_SRC_SLOTS]; /* datagrams without first, by source */
 	uint32_t n_held;
+	uint32_t n_live;                /* slots in use: none, no ageing walk */
 	uint32_t sweep;                 /* next slot sp_frag_age looks at */
 };
 

@@ -283,12 +283,16 @@ sp_runtime_get(void)
 	return __atomic_load_n(&sp.rt, __ATOMIC_ACQUIRE);
 }
 
-/* Whether a host-order address is NAT-owned (binary search). */
+/* Whether a host-order address is NAT-owned (binary search). Every packet
+ * from a link asks it of its source (IN-IP-5): one that is outside the span
+ * of every owned range, as nearly all are, is answered by two compares. */
 static inline bool
 sp_rt_owned(const struct sp_runtime *rt, uint32_t addr)
 {
 	uint32_t lo = 0, hi = rt->n_owned;
 
+	if (hi == 0 || addr < rt->owned[0].lo || addr > rt->owned[hi - 1].hi)
+		return false;
 	while (lo < hi) {
 		uint32_t mid = (lo + hi) / 2;
 
