@@ -7,7 +7,7 @@ A router must report what it drops (RFC 1812 sec. 4.3.2, RFC 5508):
   which is what makes the NAT a hop in traceroute;
 - destination unreachable, administratively prohibited (3/13) for a new flow
   refused for want of a port or over a per-host limit ("out of resources:
-  SHOULD send", shared/NAT-BEHAVIOR.md), unless configured off;
+  SHOULD send", docs/nat-behavior.md ICMP-4), unless configured off;
 - fragmentation needed (3/4) with the next-hop MTU (RFC 1191) for a DF packet
   too big for the egress link (RFC 4787 REQ-13: the NAT never fragments here).
 

@@ -1,4 +1,4 @@
-"""Mapping events (RFC 6888 REQ-12, sec. 4 of shared/NAT-BEHAVIOR.md): one line
+"""Mapping events (LOG-1 of docs/nat-behavior.md, RFC 6888 REQ-12): one line
 when a mapping is created, one when it is deleted, never the destination; the
 same format from the controller and from swpath (README, `[logging]`)."""
 

@@ -1,4 +1,4 @@
-"""Behaviour applications rely on (shared/NAT-BEHAVIOR.md): ICMP errors, TCP
+"""Behaviour applications rely on (docs/nat-behavior.md): ICMP errors, TCP
 state and timeouts, fragments. The same scenarios run on both targets."""
 
 from __future__ import annotations
@@ -442,7 +442,7 @@ class FragmentationNeededForDfOverTheMtu(NatOriginatedError):
 
 @group("rfc")
 class Ipv4OptionsTravelUnchanged(UdpSession):
-    """REQ-14 / shared/NAT-BEHAVIOR.md "fragments and options": a packet with
+    """IN-IP-4 (docs/nat-behavior.md): a packet with
     IPv4 options (router alert, record route) is translated like any other in
     both directions: the ports are found after the options, which travel byte
     for byte, and the header checksum covers them."""

@@ -6,7 +6,7 @@
  *   sec. 5.3.1): the NAT shows up in traceroute;
  * - destination unreachable, administratively prohibited (3/13) when a new
  *   flow from inside is refused for want of a port or over a per-host limit
- *   (RFC 5508, "out of resources", shared/NAT-BEHAVIOR.md), unless [icmp] turns it off;
+ *   (RFC 5508, "out of resources"; docs/nat-behavior.md ICMP-4), unless [icmp] turns it off;
  * - fragmentation needed (3/4) with the next-hop MTU (RFC 1191) when a DF
  *   packet is bigger than the egress link's MTU (RFC 4787 REQ-13).
  *

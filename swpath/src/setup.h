@@ -11,7 +11,7 @@
 
 /*
  * Before any command: no port mapped to an interface, and the configuration
- * defaults of shared/NAT-BEHAVIOR.md (timeouts, address-dependent filtering)
+ * defaults of docs/nat-behavior.md sec. 9 (timeouts, address-dependent filtering)
  * and of [icmp], as the Python config model has them.
  */
 void sp_setup_defaults(void);

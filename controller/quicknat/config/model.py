@@ -1,7 +1,7 @@
 """The validated configuration: frozen dataclasses, one per section.
 
 Everything else (controller, data-path compiler, CLI) receives a ``Config``;
-nothing reads the file or globals. Defaults follow shared/NAT-BEHAVIOR.md.
+nothing reads the file or globals. Defaults: docs/nat-behavior.md sec. 9.
 """
 
 from __future__ import annotations
@@ -101,7 +101,7 @@ class Pool:
 
 @dataclass(frozen=True, slots=True)
 class Timeouts:
-    """Idle timeouts in seconds (shared/NAT-BEHAVIOR.md defaults)."""
+    """Idle timeouts in seconds (docs/nat-behavior.md TIME-*, TCP-*; sec. 9 defaults)."""
 
     udp: int = 300
     """RFC 4787 REQ-5: at least 120 s, default 300 s."""
@@ -151,7 +151,7 @@ class IcmpErrors:
     unreachable_on_exhaustion: bool = True
     """Destination unreachable, code 13 (administratively prohibited), to an inside
     host whose new flow is refused for want of a port, or over its per-host quota
-    or session limit (RFC 5508, shared/NAT-BEHAVIOR.md)."""
+    or session limit (RFC 5508; docs/nat-behavior.md ICMP-4)."""
     rate: int = 100
     """Errors per second the NAT sends at most (token bucket, RFC 1812 sec. 4.3.2.8);
     swpath shares it among its workers."""

@@ -435,7 +435,7 @@ class Nat:
                     self.on_mapping("deleted", mapping, now)
 
     def timeout(self, session: Session) -> int:
-        """Idle timeout in seconds (shared/NAT-BEHAVIOR.md), by protocol and, for
+        """Idle timeout in seconds (docs/nat-behavior.md TIME-*, TCP-*), by protocol and, for
         TCP, by state (tcp_state.py)."""
         t = self.config.timeouts
         if session.protocol == Protocol.UDP:
