@@ -7,6 +7,8 @@ together make the translated datagram, with a valid UDP checksum."""
 
 from __future__ import annotations
 
+from typing import Any, ClassVar
+
 from base import INSIDE, OUTSIDE, QuickNatTest
 from packets import PAYLOAD, PUBLIC_POOL, from_inside, from_outside, udp
 from ptf.testutils import group
@@ -40,6 +42,10 @@ def reassembled(frags: list[Packet]) -> Packet:
 
 
 class Fragments(QuickNatTest):
+    # configs/ptf.toml ages UDP out in 4 s; a scenario takes longer, and a
+    # translated fragment is no table hit on a switch (it refreshes nothing)
+    CONFIG: ClassVar[dict[str, Any]] = {"timeouts": {"udp": 120}}
+
     def collect(self, port: int) -> list[Packet]:
         """Every packet on a port until it has been quiet for a second."""
         got = []
