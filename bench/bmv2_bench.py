@@ -495,8 +495,11 @@ def main() -> int:
     if args.inside:
         Path(args.out).write_text(json.dumps(inside(args)))
         return 0
-    if shutil.which("simple_switch_grpc") is None or os.geteuid() != 0:
-        print("bench-bmv2 needs root and simple_switch_grpc on PATH", file=sys.stderr)
+    if os.geteuid() != 0:
+        print("bench-bmv2 needs root (network namespaces)", file=sys.stderr)
+        return 2
+    if shutil.which("simple_switch_grpc") is None:
+        print("bench-bmv2 needs simple_switch_grpc on PATH (README: the P4 path)", file=sys.stderr)
         return 2
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="quicknat-bench-bmv2-"))
     workdir.mkdir(parents=True, exist_ok=True)

@@ -1,7 +1,10 @@
-"""The ``quicknat`` command.
+"""quicknat: check a NAT configuration, look up its rules, run the P4Runtime
+controller, and read the sessions and counters of a running controller or
+quicknat-swpath.
 
-Subcommands that need no data path (``check``, ``lookup``) work anywhere; the
-controller and data-path subcommands are added by their issues.
+Subcommands that need no data path (``check``, ``lookup``, ``swpath-commands``)
+work anywhere; ``controller`` runs the P4 path's control plane; ``sessions``
+and ``stats`` ask a running controller or swpath over its control socket.
 """
 
 from __future__ import annotations
@@ -9,8 +12,10 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from collections.abc import Sequence
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from quicknat.addr import parse_ipv4
@@ -30,11 +35,15 @@ def _check(config: Config, args: argparse.Namespace) -> int:
         return 0
     snat = sum(rule.kind is RuleKind.SNAT for rule in config.rules)
     print(
-        f"{config.source}: ok: {len(config.rules)} rules ({snat} snat, "
-        f"{len(config.rules) - snat} dnat), {len(config.pools)} pools, "
-        f"{len(config.interfaces)} interfaces"
+        f"{config.source}: ok: {_count(len(config.rules), 'rule')} ({snat} snat, "
+        f"{len(config.rules) - snat} dnat), {_count(len(config.pools), 'pool')}, "
+        f"{_count(len(config.interfaces), 'interface')}"
     )
     return 0
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def _lookup(config: Config, args: argparse.Namespace) -> int:
@@ -42,12 +51,11 @@ def _lookup(config: Config, args: argparse.Namespace) -> int:
     for rule in config.rules:
         qns.add(rule)
     try:
-        protocol = int(args.protocol) if args.protocol.isdigit() else Protocol.parse(args.protocol)
         src, dst = parse_ipv4(args.src), parse_ipv4(args.dst)
     except ValueError as exc:
         print(f"quicknat lookup: {exc}", file=sys.stderr)
         return EXIT_CONFIG
-    found = qns.lookup(int(protocol), src, args.sport, dst, args.dport)
+    found = qns.lookup(args.protocol, src, args.sport, dst, args.dport)
     if found is None:
         print("no rule matches")
         return 1
@@ -61,6 +69,28 @@ def _swpath_commands(config: Config, args: argparse.Namespace) -> int:
 
 
 DEFAULT_SOCKET = "/run/quicknat/controller.sock"
+
+
+def _protocol(text: str) -> int:
+    """tcp, udp, icmp, or an IP protocol number."""
+    if text.isdigit() and int(text) <= 255:
+        return int(text)
+    if text.lower() in ("tcp", "udp", "icmp"):
+        return int(Protocol.parse(text))
+    raise argparse.ArgumentTypeError(f"{text!r}: must be tcp, udp, icmp or a number 0-255")
+
+
+def _port(text: str) -> int:
+    if not text.isdigit() or int(text) > 65535:
+        raise argparse.ArgumentTypeError(f"{text!r}: must be a port number 0-65535")
+    return int(text)
+
+
+def _protocol_name(number: object) -> str:
+    try:
+        return str(Protocol(int(str(number))))
+    except ValueError:
+        return str(number)
 
 
 def _positive(text: str) -> int:
@@ -115,7 +145,12 @@ def _status(args: argparse.Namespace) -> int:
     try:
         answer = query(Path(args.socket), args.command)
     except OSError as exc:
-        print(f"quicknat {args.command}: cannot reach {args.socket}: {exc}", file=sys.stderr)
+        print(
+            f"quicknat {args.command}: cannot reach {args.socket}: {exc.strerror or exc}\n"
+            "  is the controller or quicknat-swpath running? --socket names its "
+            "control socket (swpath's: --control, default /run/quicknat/swpath.sock)",
+            file=sys.stderr,
+        )
         return 1
     if args.json or args.command == "stats":
         print(json.dumps(answer, indent=2))
@@ -127,7 +162,8 @@ def _status(args: argparse.Namespace) -> int:
     )
     for row in answer:
         print(
-            f"{row['id']:>6} {row['protocol']:>5} {row['origin']:<8} {row['internal']:<22} "
+            f"{row['id']:>6} {_protocol_name(row['protocol']):>5} {row['origin']:<8} "
+            f"{row['internal']:<22} "
             f"{row['external']:<22} {row['remote']:<22} {row['age_s']:>6}s"
         )
     print(f"{len(answer)} sessions")
@@ -135,35 +171,57 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="quicknat", description=__doc__.splitlines()[0])
+    defaults = argparse.ArgumentDefaultsHelpFormatter
+    parser = argparse.ArgumentParser(
+        prog="quicknat",
+        description=__doc__.split("\n\n", 1)[0].replace("\n", " "),
+        formatter_class=defaults,
+    )
+    parser.add_argument("--version", action="version", version=f"quicknat {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
-    check = sub.add_parser("check", help="validate a rules configuration")
-    check.add_argument("config")
+    check = sub.add_parser("check", help="validate a rules configuration", formatter_class=defaults)
+    check.add_argument("config", help="the TOML configuration file")
     check.add_argument("--json", action="store_true", help="print the parsed configuration")
     check.set_defaults(run=_check)
-    lookup = sub.add_parser("lookup", help="which rule a new flow would match (QNS)")
-    lookup.add_argument("config")
-    lookup.add_argument("--protocol", default="tcp", help="tcp, udp, icmp or a number")
-    lookup.add_argument("--src", required=True)
-    lookup.add_argument("--sport", type=int, default=0)
-    lookup.add_argument("--dst", required=True)
-    lookup.add_argument("--dport", type=int, default=0)
+    lookup = sub.add_parser(
+        "lookup", help="which rule a new flow would match (QNS)", formatter_class=defaults
+    )
+    lookup.add_argument("config", help="the TOML configuration file")
+    lookup.add_argument(
+        "--protocol", type=_protocol, default="tcp", help="tcp, udp, icmp or a number 0-255"
+    )
+    lookup.add_argument("--src", required=True, help="the flow's source address")
+    lookup.add_argument("--sport", type=_port, default=0, help="its source port")
+    lookup.add_argument("--dst", required=True, help="its destination address")
+    lookup.add_argument("--dport", type=_port, default=0, help="its destination port")
     lookup.set_defaults(run=_lookup)
     commands = sub.add_parser(
-        "swpath-commands", help="the configuration as swpath commands (docs/swpath-commands.md)"
+        "swpath-commands",
+        help="the configuration as swpath commands (docs/swpath-commands.md)",
+        formatter_class=defaults,
     )
-    commands.add_argument("config")
+    commands.add_argument("config", help="the TOML configuration file")
     commands.set_defaults(run=_swpath_commands)
     from quicknat.controller.program import BMV2_JSON, P4INFO
 
-    controller = sub.add_parser("controller", help="run the P4Runtime controller service")
-    controller.add_argument("--config", required=True)
-    controller.add_argument("--grpc-addr", default="127.0.0.1:9559")
-    controller.add_argument("--device-id", type=int, default=1)
-    controller.add_argument("--election-id", type=int, default=1)
-    controller.add_argument("--socket", default=DEFAULT_SOCKET)
-    controller.add_argument("--p4info", default=str(P4INFO))
-    controller.add_argument("--bmv2-json", default=str(BMV2_JSON))
+    controller = sub.add_parser(
+        "controller", help="run the P4Runtime controller service", formatter_class=defaults
+    )
+    controller.add_argument("--config", required=True, help="the TOML configuration file")
+    controller.add_argument(
+        "--grpc-addr", default="127.0.0.1:9559", help="the switch's P4Runtime server"
+    )
+    controller.add_argument("--device-id", type=int, default=1, help="P4Runtime device id")
+    controller.add_argument(
+        "--election-id", type=int, default=1, help="P4Runtime election id (highest is primary)"
+    )
+    controller.add_argument(
+        "--socket", default=DEFAULT_SOCKET, help="status socket for quicknat sessions/stats"
+    )
+    controller.add_argument("--p4info", default=str(P4INFO), help="the program's P4Info")
+    controller.add_argument(
+        "--bmv2-json", default=str(BMV2_JSON), help="the program's BMv2 JSON (device config)"
+    )
     controller.add_argument(
         "--punt-rate",
         type=int,
@@ -181,17 +239,44 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="push the pipeline even if installed (clears the switch's tables)",
     )
-    controller.add_argument("-v", "--verbose", action="store_true")
+    controller.add_argument("-v", "--verbose", action="store_true", help="log at debug level")
     controller.set_defaults(run=_controller)
     for name, what in (("sessions", "list the sessions"), ("stats", "show the counters")):
-        status = sub.add_parser(name, help=f"{what} of a running controller")
-        status.add_argument("--socket", default=DEFAULT_SOCKET)
-        status.add_argument("--json", action="store_true")
+        status = sub.add_parser(
+            name,
+            help=f"{what} of a running controller or quicknat-swpath",
+            description=f"{what.capitalize()} of a running controller or quicknat-swpath, "
+            "asked over its control socket.",
+            formatter_class=defaults,
+        )
+        status.add_argument(
+            "--socket",
+            default=DEFAULT_SOCKET,
+            help="its control socket (swpath: its --control path)",
+        )
+        status.add_argument("--json", action="store_true", help="print the answer as JSON")
         status.set_defaults(status=name)
     return parser
 
 
+def _version() -> str:
+    try:
+        return version("quicknat")
+    except PackageNotFoundError:  # run from a source tree without installing
+        return "unknown"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        # `quicknat check --json | head`: the reader is gone; say nothing more
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, as a shell reports it
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args = _parser().parse_args(argv)
     if getattr(args, "status", None):
         args.command = args.status

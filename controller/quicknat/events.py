@@ -58,7 +58,8 @@ class EventLogger:
             handler.setFormatter(logging.Formatter("quicknat: %(message)s"))
         else:
             assert config.file is not None
-            handler = logging.FileHandler(config.file)
+            # reopens the file when logrotate has moved it (swpath: SIGHUP)
+            handler = logging.handlers.WatchedFileHandler(config.file)
         self.logger = logging.getLogger("quicknat.events")
         self.logger.propagate = False
         self.logger.setLevel(logging.INFO)

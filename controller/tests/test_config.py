@@ -87,3 +87,19 @@ def test_cli_check_and_lookup(capsys: pytest.CaptureFixture[str]) -> None:
     assert main([*args, "--dst", "192.0.2.1", "--dport", "53"]) == 0
     assert capsys.readouterr().out.startswith("rule 6: dnat 0.0.0.0/0 port 53")
     assert main(["lookup", good, "--src", "192.0.2.9", "--dst", "192.0.2.1"]) == 1
+
+
+def test_a_pool_too_small_for_its_rules_is_a_warning() -> None:
+    """A one-address pool of one port with parity kept, for a /23: accepted
+    (it is legal), but said (MAP-1: one port per internal endpoint; MAP-5)."""
+    text = (GOLDEN / "good" / "minimal.toml").read_text()
+    config = parse_config(text, "minimal.toml")
+    assert not [w for w in config.warnings if "pool" in w]
+    small = text.replace(
+        '["203.0.113.0/29"]\nports = "1024-65535"', '["203.0.113.9"]\nports = "5000-5000"'
+    )
+    small = small.replace('prefix = "10.0.0.0/24"', 'prefix = "10.0.0.0/23"')
+    assert small != text
+    warnings = parse_config(small, "small.toml").warnings
+    assert any("one port (5000) with preserve_parity: flows from odd" in w for w in warnings)
+    assert any("1 external port for the 512 internal addresses" in w for w in warnings)

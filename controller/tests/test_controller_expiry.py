@@ -209,3 +209,20 @@ def test_idle_session_is_forgotten_and_its_port_reused() -> None:
         await run.close()
 
     asyncio.run(scenario())
+
+
+def test_every_counter_exists_from_start_at_zero() -> None:
+    """A monitoring system's rate needs the counter before its first event."""
+    controller = Controller(parse_config(CONFIG), ControllerOptions(), Pipeline.load())
+    counters = controller.stats_dict()["counters"]
+    assert isinstance(counters, dict)
+    for name in (
+        "packet_in",
+        "refused.session_limit",
+        "refused.hairpin.filtered",
+        "icmp_gen.sent.prohibited",
+        "fragment.over_limit",
+        "fragment.translated",
+        "sessions_expired",
+    ):
+        assert counters[name] == 0, name

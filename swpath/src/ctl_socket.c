@@ -164,7 +164,9 @@ client_line(struct client *c, const char *line)
 		/* the status-socket form of an error */
 		struct sp_buf e = { 0 };
 
-		sp_buf_printf(&e, "{\"error\": \"%s\"}\n", err);
+		sp_buf_printf(&e, "{\"error\": ");
+		sp_buf_json_string(&e, err);
+		sp_buf_printf(&e, "}\n");
 		client_write(c, e.p, e.len);
 		sp_buf_free(&e);
 	} else {

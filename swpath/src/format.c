@@ -51,6 +51,23 @@ sp_buf_drain(struct sp_buf *b)
 }
 
 void
+sp_buf_json_string(struct sp_buf *b, const char *s)
+{
+	sp_buf_printf(b, "\"");
+	for (; *s != '\0'; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\')
+			sp_buf_printf(b, "\\%c", c);
+		else if (c < 0x20)
+			sp_buf_printf(b, "\\u%04x", c);
+		else
+			sp_buf_printf(b, "%c", c);
+	}
+	sp_buf_printf(b, "\"");
+}
+
+void
 sp_buf_free(struct sp_buf *b)
 {
 	free(b->p);

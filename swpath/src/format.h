@@ -25,6 +25,9 @@ void sp_buf_drain(struct sp_buf *b);
 void sp_buf_printf(struct sp_buf *b, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 void sp_buf_free(struct sp_buf *b);
+/* s as a JSON string, quotes included: ", \\ and control characters
+ * escaped (RFC 8259 sec. 7), so an error that quotes user input stays JSON. */
+void sp_buf_json_string(struct sp_buf *b, const char *s);
 
 /* JSON list of session objects (the controller's status socket schema). */
 void sp_format_sessions_json(struct sp_buf *b, uint32_t limit);

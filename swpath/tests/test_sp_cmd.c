@@ -10,6 +10,7 @@
 #include "sp_test_util.h"
 
 #include "cmd.h"
+#include "format.h"
 
 static const char *golden_dir = "../../controller/tests/golden/good";
 
@@ -285,6 +286,19 @@ test_golden_files(void **state)
 	assert_true(files >= 2);
 }
 
+/* An error that quotes user input stays one JSON string (ctl_socket.c). */
+static void
+test_json_string(void **state)
+{
+	struct sp_buf b = { 0 };
+
+	(void)state;
+	sp_buf_json_string(&b, "rules: unknown word 'a\"b\\c'\n\x01");
+	sp_buf_printf(&b, "%c", '\0');
+	assert_string_equal(b.p, "\"rules: unknown word 'a\\\"b\\\\c'\\u000a\\u0001\"");
+	sp_buf_free(&b);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -297,6 +311,7 @@ main(int argc, char **argv)
 		cmocka_unit_test(test_logging),
 		cmocka_unit_test(test_misc),
 		cmocka_unit_test(test_golden_files),
+		cmocka_unit_test(test_json_string),
 	};
 
 	if (argc > 1)

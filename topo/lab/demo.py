@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 
@@ -25,7 +26,7 @@ def start_servers(lab: Nodes, download_mb: int) -> None:
 
 
 def step(lab: Nodes, title: str, node: str, command: list[str]) -> bool:
-    print(f"\n=== {title}: {' '.join(command)}", flush=True)
+    print(f"\n=== {title}: {shlex.join(command)}", flush=True)
     try:
         proc = subprocess.run(
             lab.command(node, *command),
@@ -60,7 +61,8 @@ def demo(lab: Nodes, download_mb: int) -> bool:
                 "--max-time",
                 "20",
                 "-w",
-                "HTTP %{http_code}, %{size_download} bytes in %{time_total} s\n",
+                # no newline: the step's header shows the command on one line
+                "HTTP %{http_code}, %{size_download} bytes in %{time_total} s",
                 url,
             ],
         ),

@@ -8,6 +8,7 @@ The format is documented in the README (Configuration reference).
 
 from __future__ import annotations
 
+import difflib
 import re
 import tomllib
 from dataclasses import fields as dataclass_fields
@@ -119,6 +120,7 @@ class _Parser:
         for pool in pools:
             if pool.name not in used_pools:
                 self.p.warn(f"pool '{pool.name}'", "no SNAT rule uses this pool")
+        self._check_pool_sizes(pools, rules)
         timeouts = self.timeouts()
         logging = self.logging()
         if self.p.errors:
@@ -258,6 +260,38 @@ class _Parser:
         return tuple(result)
 
     # -- [[pool]] --------------------------------------------------------------
+
+    def _check_pool_sizes(self, pools: tuple[Pool, ...], rules: tuple[Rule, ...]) -> None:
+        """Warns of a pool too small for the hosts its SNAT rules cover: each
+        internal endpoint holds one external port (MAP-1), and with parity
+        kept (MAP-5) only half the ports serve a given internal port."""
+        by_name = {pool.name: pool for pool in pools}
+        for pool_name in sorted({r.target.pool for r in rules if isinstance(r.target, SnatToPool)}):
+            pool = by_name.get(pool_name)
+            if pool is None:
+                continue
+            ports = pool.port_max - pool.port_min + 1
+            hosts = sum(
+                r.prefix.size
+                for r in rules
+                if isinstance(r.target, SnatToPool) and r.target.pool == pool_name
+            )
+            if pool.preserve_parity and ports == 1:
+                self.p.warn(
+                    f"pool '{pool_name}'",
+                    f"one port ({pool.port_min}) with preserve_parity: flows from "
+                    f"{'odd' if pool.port_min % 2 == 0 else 'even'} internal ports get none "
+                    "(set preserve_parity = false or give it more ports)",
+                )
+            capacity = pool.address_count * ports
+            if capacity < hosts:
+                self.p.warn(
+                    f"pool '{pool_name}'",
+                    f"{capacity} external port{'s' if capacity != 1 else ''} for the {hosts} "
+                    "internal addresses its SNAT rules cover: at most "
+                    f"{capacity} internal endpoint{'s' if capacity != 1 else ''} at a time "
+                    "get a mapping",
+                )
 
     def pools(self) -> tuple[Pool, ...]:
         result: list[Pool] = []
@@ -406,11 +440,15 @@ class _Parser:
 
 def _enum(cls: Any) -> Any:
     def parse(value: Any) -> Any:
+        names = [member.value for member in cls]
         if isinstance(value, str):
             for member in cls:
                 if member.value == value:
                     return member
-        raise ValueError("must be one of " + ", ".join(member.value for member in cls))
+            close = difflib.get_close_matches(value, names, n=1)
+            if close:
+                raise ValueError(f"must be one of {', '.join(names)} (did you mean '{close[0]}'?)")
+        raise ValueError("must be one of " + ", ".join(names))
 
     return parse
 

@@ -48,9 +48,13 @@ class TableReader:
         self.table: dict[str, Any] = table if self.ok else {}
         if not self.ok:
             problems.error(where, "must be a table")
+        # fields an unknown key is a misspelling of: their absence is already
+        # said ("did you mean"), not again as "missing field"
+        self.misspelled: set[str] = set()
         for key in self.table:
             if key not in fields:
                 problems.error(where, unknown_name_message("field", key, fields))
+                self.misspelled.update(difflib.get_close_matches(key, fields, n=1))
 
     def has(self, field: str) -> bool:
         return field in self.table
@@ -61,7 +65,7 @@ class TableReader:
     def get(self, field: str, parse: Callable[[Any], T], *, required: bool = False) -> T | None:
         """The parsed value, or None when absent or invalid (the problem is recorded)."""
         if field not in self.table:
-            if required:
+            if required and field not in self.misspelled:
                 self.error(f"missing field '{field}'")
             return None
         value = self.table[field]

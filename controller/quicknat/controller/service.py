@@ -29,6 +29,7 @@ from finsy.proto import p4r
 from quicknat.addr import format_ipv4
 from quicknat.config.model import Config, Zone
 from quicknat.controller import program
+from quicknat.controller import stats as stats_module
 from quicknat.controller.program import PacketOutMode, Pipeline, PuntReason
 from quicknat.controller.stats import Stats
 from quicknat.controller.status import serve_status
@@ -95,7 +96,7 @@ class Controller:
         self.p4info = pipeline.p4info
         events = EventLogger(config.logging)
         self.nat = Nat(config, on_mapping=events, on_quota=events.quota)
-        self.stats = Stats()
+        self.stats = Stats.seeded(_counter_names())
         self.icmp = Originator(config, self.stats)
         self.client = P4RuntimeClient(options.grpc_addr, options.device_id, options.election_id)
         self.zone_of_port = {i.port: i.zone for i in config.interfaces}
@@ -149,7 +150,7 @@ class Controller:
                     )
                     await self._serve(stop)
                 except P4RuntimeError as exc:
-                    log.warning("%s", exc)
+                    log.warning("%s; next attempt in %.2g s", exc, backoff)
                     self.stats["reconnects"] += 1
                 finally:
                     self.connected.clear()
@@ -163,6 +164,9 @@ class Controller:
             if server is not None:
                 server.close()
                 await server.wait_closed()
+                # asyncio (3.11) leaves a Unix socket's file behind
+                if self.options.socket is not None:
+                    self.options.socket.unlink(missing_ok=True)
 
     async def _sync(self) -> None:
         cookie = await self.client.get_pipeline_cookie()
@@ -766,6 +770,16 @@ _HANDLED = frozenset(
         *_ERROR_COPIES,
     }
 )
+
+
+def _counter_names() -> list[str]:
+    """Every counter the controller keeps, for Stats.seeded."""
+    names = list(stats_module.FIXED)
+    names += [f"refused.{r.name.lower()}" for r in Refusal]
+    names += [f"refused.hairpin.{r.name.lower()}" for r in Refusal]
+    names += [f"icmp_gen.sent.{k.name.lower()}" for k in Kind]
+    names += [f"fragment.{o.name.lower()}" for o in Outcome]
+    return names
 
 
 def _failed_sessions(errors: list[UpdateError]) -> dict[int, str]:

@@ -104,9 +104,15 @@ class P4RuntimeClient:
         self._requests.put_nowait(p4r.StreamMessageRequest(arbitration=arbitration))
         try:
             reply = await asyncio.wait_for(self._arbitrated, timeout)
-        except (TimeoutError, grpc.aio.AioRpcError) as exc:
+        except TimeoutError:
             await self.close()
-            raise P4RuntimeError(f"{self.address}: no arbitration answer: {exc}") from None
+            raise P4RuntimeError(f"{self.address}: no arbitration answer in {timeout} s") from None
+        except grpc.aio.AioRpcError as exc:
+            # one line: the error's repr is five, with the whole debug string
+            await self.close()
+            raise P4RuntimeError(
+                f"{self.address}: {exc.code().name.lower()}: {exc.details()}"
+            ) from None
         if reply.status.code != 0:
             await self.close()
             raise P4RuntimeError(
@@ -134,8 +140,12 @@ class P4RuntimeClient:
                     self.dropped += 1
         except grpc.aio.AioRpcError as exc:
             if self._arbitrated is not None and not self._arbitrated.done():
+                # a failed connection attempt: connect() raises it, and the
+                # service logs one line per attempt with its backoff
                 self._arbitrated.set_exception(exc)
-            log.warning("P4Runtime stream to %s ended: %s", self.address, exc.code().name)
+                log.debug("P4Runtime stream to %s: %s", self.address, exc.code().name)
+            else:
+                log.warning("P4Runtime stream to %s ended: %s", self.address, exc.code().name)
         finally:
             self.stream_closed.set()
 

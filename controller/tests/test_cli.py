@@ -1,0 +1,105 @@
+"""The quicknat command's messages a new user meets: help, bad arguments, a
+socket nobody listens on, a closed pipe, the session table."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from quicknat import cli
+from quicknat.cli import main
+
+GOLDEN = Path(__file__).resolve().parent / "golden"
+MINIMAL = str(GOLDEN / "good" / "minimal.toml")
+
+
+def test_help_says_what_the_command_is_and_every_default(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = capsys.readouterr().out
+    assert "quicknat: check a NAT configuration" in out
+    assert "``" not in out
+    with pytest.raises(SystemExit):
+        main(["controller", "--help"])
+    out = " ".join(capsys.readouterr().out.split())  # help is wrapped
+    assert "(default: 127.0.0.1:9559)" in out and "(default: 5000)" in out
+    with pytest.raises(SystemExit):
+        main(["sessions", "--help"])
+    assert "controller or quicknat-swpath" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--protocol", "sctp"], "argument --protocol: 'sctp': must be tcp, udp, icmp or a number"),
+        (["--protocol", "300"], "argument --protocol: '300': must be tcp, udp, icmp or a number"),
+        (["--sport", "99999"], "argument --sport: '99999': must be a port number 0-65535"),
+        (["--dport", "-1"], "argument --dport: '-1': must be a port number 0-65535"),
+    ],
+)
+def test_lookup_names_the_bad_option(
+    args: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["lookup", MINIMAL, "--src", "10.0.0.7", "--dst", "192.0.2.1", *args])
+    assert info.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_lookup_takes_a_protocol_number(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["lookup", MINIMAL, "--src", "10.0.0.7", "--dst", "192.0.2.1", "--protocol", "17"]
+    assert main(args) == 0
+    assert capsys.readouterr().out.startswith("rule 1:")
+
+
+def test_one_pool_is_not_pools(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check", MINIMAL]) == 0
+    out = capsys.readouterr().out
+    assert " 1 pool," in out and "pools" not in out
+
+
+def test_no_socket_hints_at_the_option(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["sessions", "--socket", str(tmp_path / "none.sock")]) == 1
+    err = capsys.readouterr().err
+    assert "cannot reach" in err and "No such file or directory" in err
+    assert "--socket" in err and "quicknat-swpath" in err
+
+
+def test_session_table_names_protocols(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rows = [
+        {"id": 1, "protocol": p, "origin": "snat", "internal": "10.0.0.7:1", "age_s": 1,
+         "external": "203.0.113.1:2", "remote": "192.0.2.1:53"}
+        for p in (6, 17, 1, 47)
+    ]  # fmt: skip
+    monkeypatch.setattr("quicknat.controller.status.query", lambda path, command: rows)
+    assert main(["sessions"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[1] for line in lines[1:5]] == ["tcp", "udp", "icmp", "47"]
+
+
+def test_a_closed_pipe_ends_quietly() -> None:
+    """`quicknat check --json FILE | head -1`: no BrokenPipeError traceback."""
+    code = (
+        "import sys; from quicknat.cli import main; "
+        f"sys.exit(main(['check', '--json', {MINIMAL!r}]))"
+    )
+    proc = subprocess.run(
+        f'{sys.executable} -c "{code}" | head -c 1',
+        shell=True,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert proc.stdout == "{"
+    assert proc.stderr == ""
+
+
+def test_version() -> None:
+    assert cli._version() != ""
