@@ -136,6 +136,13 @@ sp_icmp_error_send(struct sp_worker *w, struct rte_mbuf *m, uint16_t iface,
 		sp_drop(w, m, SP_CNT_drop_no_route);
 		return;
 	}
+	/* The error goes back to the zone its packet came from: a sender on an
+	 * inside link whose address routes outside (an unruled or spoofed
+	 * source) would get an inside address of ours through the outside. */
+	if (sp.ifaces[sp.routes[ri].iface].zone != ifc->zone) {
+		sp_drop(w, m, SP_CNT_icmp_error_suppressed);
+		return;
+	}
 	if (sp_send(w, m, eth, ip->dst_addr, ri, &neigh) < 0)
 		return;
 	if (type == SP_ICMP_TIME_EXCEEDED)
