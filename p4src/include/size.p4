@@ -18,9 +18,14 @@
 #define LOCAL_ADDRESS_TABLE_SIZE 256
 
 // Connection records, one per direction of each session (Quick NAT paper:
-// two records per flow). 64k sessions per direction.
-#define NAT_IN2OUT_TABLE_SIZE 65536
-#define NAT_OUT2IN_TABLE_SIZE 65536
+// two records per flow). 64k sessions per direction. The PTF suite's full-
+// table scenario runs a build with -DNAT_TABLE_SIZE=64 (make -C p4src:
+// build/small/).
+#ifndef NAT_TABLE_SIZE
+#define NAT_TABLE_SIZE 65536
+#endif
+#define NAT_IN2OUT_TABLE_SIZE NAT_TABLE_SIZE
+#define NAT_OUT2IN_TABLE_SIZE NAT_TABLE_SIZE
 
 // One entry per SNAT / DNAT rule prefix (not per rule: rules sharing a prefix
 // share the entry).

@@ -28,6 +28,9 @@ from quicknat.controller.status import query
 from harness.configs import variant
 
 REPO = Path(__file__).resolve().parents[2]
+# The connection-table size of p4src/build/small/ (make -C p4src), and the
+# --sessions swpath gets for the same scenarios.
+SMALL_TABLE = 64
 QUICKNAT = REPO / ".venv" / "bin" / "quicknat"
 
 # The counters scenarios read, by canonical name. A target maps each to one of
@@ -43,6 +46,7 @@ COUNTERS = {
     "pool_exhausted": "new flows refused for want of a free port",
     "quota_exceeded": "new flows refused: the host holds its ports_per_host",
     "session_limit": "new flows refused: the host holds its sessions_per_host",
+    "table_full": "new flows refused: the data path's connection table is full",
     "fragment_held": "fragments held until their datagram's first fragment came",
     "fragment_over_limit": "fragments dropped over the reassembly holding limits",
     "source_route_dropped": "packets with a loose or strict source route option, dropped",
@@ -85,7 +89,12 @@ class Target:
     def restart_switch(self) -> None:
         raise NotImplementedError(f"{self.name} has no separate switch")
 
-    def __init__(self, params: dict[str, Any], overlay: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        params: dict[str, Any],
+        overlay: dict[str, Any] | None = None,
+        table_size: int | None = None,
+    ) -> None:
         missing = COUNTERS.keys() ^ self.counters.keys()
         assert not missing, f"{self.name}: counters not mapped or unknown: {sorted(missing)}"
         self.params = params
@@ -94,6 +103,11 @@ class Target:
         self.config = variant(Path(params["config"]), overlay or {}, self.workdir)
         self.socket = self.workdir / f"{self.name}.sock"
         self.proc: subprocess.Popen[bytes] | None = None
+        # Sessions the data path holds, where a scenario needs a small table
+        # (SMALL_TABLE); None: the data path's own size.
+        if table_size not in (None, SMALL_TABLE):
+            raise AssertionError(f"table size {table_size}: only {SMALL_TABLE} is built")
+        self.table_size = table_size
 
     def start_nat(self, reset: bool = True) -> None:
         raise NotImplementedError
@@ -153,6 +167,7 @@ class Bmv2Target(Target):
         "pool_exhausted": "refused.pool_exhausted",
         "quota_exceeded": "refused.quota_exceeded",
         "session_limit": "refused.session_limit",
+        "table_full": "refused.table_full",
         "fragment_held": "fragment.held",
         "fragment_over_limit": "fragment.over_limit",
         "source_route_dropped": "drop.ip_options",
@@ -191,10 +206,18 @@ class Bmv2Target(Target):
         pid_file.write_text(str(switch.pid))
         wait_for_tcp(host, int(port), 30, switch)
 
-    def __init__(self, params: dict[str, Any], overlay: dict[str, Any] | None = None) -> None:
-        super().__init__(params, overlay)
+    def __init__(
+        self,
+        params: dict[str, Any],
+        overlay: dict[str, Any] | None = None,
+        table_size: int | None = None,
+    ) -> None:
+        super().__init__(params, overlay, table_size)
         self.grpc_addr = params["grpc_addr"]
-        self.pipeline = Pipeline.load()
+        # the program built with 64-entry connection tables (make -C p4src)
+        build = REPO / "p4src" / "build" / ("small" if table_size else "")
+        self.p4info, self.bmv2_json = build / "quicknat.p4info.txtpb", build / "quicknat.json"
+        self.pipeline = Pipeline.load(self.p4info, self.bmv2_json)
 
     def start_nat(self, reset: bool = True) -> None:
         args = [
@@ -206,6 +229,10 @@ class Bmv2Target(Target):
             self.grpc_addr,
             "--socket",
             str(self.socket),
+            "--p4info",
+            str(self.p4info),
+            "--bmv2-json",
+            str(self.bmv2_json),
             "-v",
         ]
         if reset:
@@ -292,6 +319,7 @@ class SwpathTarget(Target):
         "pool_exhausted": "drop_pool_exhausted",
         "quota_exceeded": "drop_quota_exceeded",
         "session_limit": "drop_session_limit",
+        "table_full": "drop_table_full",
         "fragment_held": "frag_held",
         "fragment_over_limit": "drop_frag_limit",
         "source_route_dropped": "drop_ip_options",
@@ -321,8 +349,13 @@ class SwpathTarget(Target):
     # tested on pcap files by swpath/tests/sp_e2e.py).
     reassembles_fragments = True
 
-    def __init__(self, params: dict[str, Any], overlay: dict[str, Any] | None = None) -> None:
-        super().__init__(params, overlay)
+    def __init__(
+        self,
+        params: dict[str, Any],
+        overlay: dict[str, Any] | None = None,
+        table_size: int | None = None,
+    ) -> None:
+        super().__init__(params, overlay, table_size)
         self.commands = self.workdir / f"{self.config.stem}.cmds"
         if not self.commands.exists():  # compiled once per run and config by the one parser
             compiled = subprocess.run(
@@ -343,6 +376,8 @@ class SwpathTarget(Target):
         command = swpath_command(
             Topology().target_ports(), self.commands, self.socket, f"quicknat-ptf-{os.getpid()}"
         )
+        if self.table_size is not None:
+            command += ["--sessions", str(self.table_size)]
         self.proc = start(command, self.workdir / "swpath.log")
         try:
             wait_for_unix_socket(self.socket, 30, self.proc)

@@ -31,6 +31,8 @@ class QuickNatTest(BaseTest):
     target: Target
     # Settings this scenario needs on top of configs/ptf.toml (harness/configs.py).
     CONFIG: ClassVar[dict[str, Any]] = {}
+    # A data path holding this many sessions (harness SMALL_TABLE), or its own size.
+    TABLE_SIZE: ClassVar[int | None] = None
 
     def config_overlay(self, workdir: Path) -> dict[str, Any]:
         """The scenario's settings; a scenario whose settings name files in the
@@ -43,7 +45,7 @@ class QuickNatTest(BaseTest):
         self.dataplane.flush()
         params: dict[str, Any] = testutils.test_params_get()
         overlay = self.config_overlay(Path(params["workdir"]))
-        self.target = TARGETS[params["target"]](params, overlay)
+        self.target = TARGETS[params["target"]](params, overlay, self.TABLE_SIZE)
         try:
             self.target.start_nat(reset=True)
         except BaseException:

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from base import INSIDE, INSIDE2, OUTSIDE, QuickNatTest
+from harness.targets import SMALL_TABLE
 from packets import (
     HOST_MAC,
     NAT_INSIDE,
@@ -233,3 +234,31 @@ class OneHostFloodLeavesOthersTheirFlows(Refusals):
         line = "quota exceeded sessions_per_host 10.0.0.10 4096"
         self.target.wait_until("the quota event", lambda: line in self.log.read_text(), 5)
         self.assertEqual(self.log.read_text().count("quota exceeded"), 1)
+
+
+@group("drops")
+class FullTableRefusesNewFlows(Refusals):
+    """RES-3, RES-4: a data path whose connection table holds 64 sessions (the
+    P4 program built with 64-entry tables; swpath --sessions 64). One flow
+    more is refused and counted with code 13 (out of resources, RFC 5508);
+    the 64 keep working, nothing is evicted, and no session is kept for the
+    refused flow."""
+
+    TABLE_SIZE = SMALL_TABLE
+    CONFIG: ClassVar[dict[str, Any]] = {"timeouts": {"udp": 120}}
+
+    def runTest(self) -> None:
+        flows = range(7100, 7100 + SMALL_TABLE)
+        ports = [self.opened("10.0.0.10", "198.51.100.10", udp(sport, 53)) for sport in flows]
+        self.assertEqual(len(self.target.sessions()), SMALL_TABLE)
+        refused = from_inside("10.0.0.10", "198.51.100.10", udp(7200, 53))
+        self.send(INSIDE, refused)
+        self.expect_prohibited(INSIDE, refused, ROUTER_IN_MAC, NAT_INSIDE)
+        self.counted("table_full", 1)
+        # a second one, at once: refused again
+        self.send(INSIDE, from_inside("10.0.0.10", "198.51.100.10", udp(7201, 53)))
+        self.counted("table_full", 2)
+        self.assertIsNone(self.arrived(OUTSIDE, timeout=0.5), "nothing translated")
+        self.assertEqual(len(self.target.sessions()), SMALL_TABLE)
+        for sport, port in zip(flows, ports, strict=True):
+            self.assertEqual(self.opened("10.0.0.10", "198.51.100.10", udp(sport, 53)), port)

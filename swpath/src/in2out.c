@@ -26,7 +26,8 @@ sp_in2out_miss(struct sp_worker *w, struct rte_mbuf *m, struct sp_pkt *p,
 		/* out of resources: RFC 5508 says SHOULD send 3/13 */
 		if ((rc == SP_CNT_drop_pool_exhausted ||
 		     rc == SP_CNT_drop_quota_exceeded ||
-		     rc == SP_CNT_drop_session_limit) &&
+		     rc == SP_CNT_drop_session_limit ||
+		     rc == SP_CNT_drop_table_full) &&
 		    rt->icmp_on_exhaustion) {
 			w->cnt[rc]++;
 			sp_icmp_error_send(w, m, iface, SP_ICMP_DEST_UNREACH,

@@ -105,6 +105,16 @@ class Controller:
         self.pending: dict[int, list[tuple[bytes, int]]] = {}
         # The ports of fragmented datagrams (FRAGMENT packet-ins, IN-IP-8).
         self.fragments = Reassembly()
+        # While the switch's tables are full (RESOURCE_EXHAUSTED), until when
+        # new flows are refused without a write; 0: not full.
+        self._table_full_until = 0.0
+        # Sessions the switch's connection tables hold (their P4Info size): a
+        # flow beyond it is refused before a port is taken or a write tried.
+        # (BMv2's P4Runtime server answers a full table with UNKNOWN, not the
+        # RESOURCE_EXHAUSTED the specification asks for, handled below too.)
+        self._capacity = min(
+            t.size for t in self.p4info.proto.tables if t.preamble.alias in _SESSION_TABLES
+        )
         self._batch: list[Session] = []
         self._expiring: dict[int, Session] = {}
         self._deleting: set[int] = set()  # sessions whose expiry DELETE is in flight
@@ -360,6 +370,9 @@ class Controller:
         if reason == PuntReason.TCP_RST and self._route_rst(packet.payload, key, port):
             return
         flags = tcp_flags(packet.payload) if key.protocol == TCP else 0
+        if self.nat.session_for(key) is None and not self._table_has_room():
+            self._refuse_table_full([(packet.payload, port)])
+            return
         try:
             session = self.nat.new_flow(zone, key, self.now(), flags)
         except Refused as exc:
@@ -623,12 +636,17 @@ class Controller:
         for index, session in enumerate(sessions):
             packets = self.pending.pop(session.id, [])
             if index in failed:
-                self.stats["install_failed"] += 1
-                log.warning("install of session %d failed: %s", session.id, failed[index])
+                code, message = failed[index]
                 # Remove whichever of the two entries did get in.
                 cleanup += self.nat_entries.deletes(session)
-                self._remove(session)
+                self._remove(session)  # its port rests, as any freed port
+                if code == RESOURCE_EXHAUSTED:
+                    self._refuse_table_full(packets)
+                    continue
+                self.stats["install_failed"] += 1
+                log.warning("install of session %d failed (code %d): %s", session.id, code, message)
                 continue
+            self._table_full_until = 0.0
             self._set_installed(session, True)
             self.stats["sessions_installed"] += 1
             if session.in2out_rewrite != written[index] and self.nat.contains(session):
@@ -641,6 +659,34 @@ class Controller:
                 self._inject(payload, port)
         if cleanup:
             await self.client.write(cleanup)
+
+    def _table_has_room(self) -> bool:
+        """Whether one more session fits the switch's tables: fewer sessions
+        installed and on their way than its P4Info size, and no full table
+        reported (RESOURCE_EXHAUSTED) within TABLE_FULL_BACKOFF_S."""
+        if self._installed + len(self.pending) >= self._capacity:
+            return False
+        if self._table_full_until and self.now() < self._table_full_until:
+            return False
+        self._table_full_until = 0.0
+        return True
+
+    def _refuse_table_full(self, packets: list[tuple[bytes, int]]) -> None:
+        """RES-4: the switch's connection tables are full (RESOURCE_EXHAUSTED).
+        The flow is refused as any flow out of resources (counted, code 13 if
+        configured, RFC 5508); for TABLE_FULL_BACKOFF_S new flows are refused
+        before a port is taken or a write tried, so a full table is no write
+        storm, and one warning says so per episode."""
+        self.stats["refused.table_full"] += 1
+        if self._table_full_until == 0.0:
+            log.warning(
+                "the switch's connection tables are full: new flows refused "
+                "until sessions expire (refused.table_full)"
+            )
+        self._table_full_until = self.now() + TABLE_FULL_BACKOFF_S
+        if packets and self.config.icmp.unreachable_on_exhaustion:
+            payload, port = packets[0]
+            self._send_icmp_error(payload, port, Kind.PROHIBITED)
 
     async def _rewrite_in2out(self, sessions: list[Session]) -> None:
         """MODIFY in2out entries: new idle timeouts after TCP state changes (RFC
@@ -681,6 +727,7 @@ class Controller:
             else:
                 self._remove(session)
                 self.stats["sessions_expired"] += 1
+                self._table_full_until = 0.0  # room again
         self._flush()
 
     def _set_installed(self, session: Session, installed: bool) -> None:
@@ -750,6 +797,13 @@ class Controller:
         return await serve_status(self.options.socket, self)
 
 
+# google.rpc.Code of a write into a full table.
+RESOURCE_EXHAUSTED = 8
+# How long new flows are refused without a write once a table is full.
+TABLE_FULL_BACKOFF_S = 1.0
+# The tables every session has entries in.
+_SESSION_TABLES = frozenset({"nat_in2out", "nat_out2in"})
+
 # Copies of packets the switch dropped, to answer with the NAT's own ICMP error.
 _ERROR_COPIES = {
     PuntReason.TIME_EXCEEDED: Kind.TIME_EXCEEDED,
@@ -775,18 +829,18 @@ _HANDLED = frozenset(
 def _counter_names() -> list[str]:
     """Every counter the controller keeps, for Stats.seeded."""
     names = list(stats_module.FIXED)
-    names += [f"refused.{r.name.lower()}" for r in Refusal]
+    names += [f"refused.{r.name.lower()}" for r in Refusal] + ["refused.table_full"]
     names += [f"refused.hairpin.{r.name.lower()}" for r in Refusal]
     names += [f"icmp_gen.sent.{k.name.lower()}" for k in Kind]
     names += [f"fragment.{o.name.lower()}" for o in Outcome]
     return names
 
 
-def _failed_sessions(errors: list[UpdateError]) -> dict[int, str]:
-    """Session index (two updates per session) -> first error message."""
-    failed: dict[int, str] = {}
+def _failed_sessions(errors: list[UpdateError]) -> dict[int, tuple[int, str]]:
+    """Session index (two updates per session) -> its first error (code, message)."""
+    failed: dict[int, tuple[int, str]] = {}
     for error in errors:
-        failed.setdefault(error.index // 2, error.message)
+        failed.setdefault(error.index // 2, (error.code, error.message))
     return failed
 
 
