@@ -134,7 +134,6 @@ class MininetLab(Nodes):
             f"127.0.0.1:{GRPC_PORT}",
             "--socket",
             str(self.socket),
-            "--reset",
         ]
         controller = self.start(topology.NAT, command, "controller.log")
         wait_until("the controller connects to the switch", self.connected, 30, controller)

@@ -105,7 +105,7 @@ def _controller(config: Config, args: argparse.Namespace) -> int:
     import signal
 
     from quicknat.controller.program import ConfigMismatch, Pipeline, PipelineMismatch
-    from quicknat.controller.service import Controller, ControllerOptions
+    from quicknat.controller.service import Controller, ControllerOptions, ResetRefused
 
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
@@ -120,6 +120,7 @@ def _controller(config: Config, args: argparse.Namespace) -> int:
         punt_rate_pps=args.punt_rate,
         writes_in_flight=args.writes_in_flight,
         reset=args.reset,
+        force=args.force,
     )
     try:
         pipeline = Pipeline.load(Path(args.p4info), Path(args.bmv2_json))
@@ -135,7 +136,11 @@ def _controller(config: Config, args: argparse.Namespace) -> int:
             loop.add_signal_handler(sig, stop.set)
         await controller.run(stop)
 
-    asyncio.run(main())
+    try:
+        asyncio.run(main())
+    except ResetRefused as exc:
+        print(f"quicknat controller: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
     return 0
 
 
@@ -237,7 +242,13 @@ def _parser() -> argparse.ArgumentParser:
     controller.add_argument(
         "--reset",
         action="store_true",
-        help="push the pipeline even if installed (clears the switch's tables)",
+        help="push the pipeline even if installed (clears the switch's tables); "
+        "refused while the switch holds sessions, unless --force",
+    )
+    controller.add_argument(
+        "--force",
+        action="store_true",
+        help="with --reset: clear the tables even if they hold sessions (their flows break)",
     )
     controller.add_argument("-v", "--verbose", action="store_true", help="log at debug level")
     controller.set_defaults(run=_controller)

@@ -236,10 +236,33 @@ class Bmv2Target(Target):
             "-v",
         ]
         if reset:
-            args.append("--reset")
+            # each scenario starts from empty tables, whatever the last one left
+            args += ["--reset", "--force"]
         self.socket.unlink(missing_ok=True)
         self.proc = start(args, self.workdir / "controller.log")
         self.wait_until("controller connected", self._connected, 30)
+
+    def reset_refused(self) -> str:
+        """Runs `quicknat controller --reset` (no --force) against the switch
+        and returns what it said on its way out; fails if it did not refuse."""
+        args = [
+            str(QUICKNAT),
+            "controller",
+            "--config",
+            str(self.config),
+            "--grpc-addr",
+            self.grpc_addr,
+            "--socket",
+            str(self.workdir / "refused.sock"),
+            "--p4info",
+            str(self.p4info),
+            "--bmv2-json",
+            str(self.bmv2_json),
+            "--reset",
+        ]
+        proc = subprocess.run(args, capture_output=True, text=True, timeout=30, check=False)
+        assert proc.returncode == 2, f"--reset did not refuse: {proc.returncode} {proc.stderr}"
+        return proc.stderr
 
     def _connected(self) -> bool:
         if self.proc is not None and self.proc.poll() is not None:

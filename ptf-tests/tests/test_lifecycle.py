@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any, ClassVar
+
 from base import INSIDE, OUTSIDE, QuickNatTest
+from harness.targets import Bmv2Target
 from packets import from_inside, from_outside, to_inside, udp
 from ptf.testutils import group
 from scapy.layers.inet import IP, UDP
@@ -84,3 +87,29 @@ class SwitchRestartReinstallsSessions(QuickNatTest):
         again = self.receive(OUTSIDE)
         self.assertEqual((again[IP].src, again[UDP].sport), (external, port))
         self.assertEqual(self.target.counter("new_flows"), new_flows)  # no punt: installed
+
+
+@group("restart")
+class ResetRefusesWhileTheSwitchHoldsSessions(QuickNatTest):
+    """A restart must not break flows by accident: `quicknat controller --reset`
+    against a switch that runs the program and holds sessions exits (code 2,
+    one message saying how many and what to do) and changes nothing; without
+    --reset the controller adopts them. Clearing them needs --force."""
+
+    CONFIG: ClassVar[dict[str, Any]] = {"timeouts": {"udp": 120}}
+
+    def runTest(self) -> None:
+        if not self.target.has_separate_switch:
+            self.skipTest(f"{self.target.name} has no switch apart from the NAT process")
+        assert isinstance(self.target, Bmv2Target)
+        self.send(INSIDE, from_inside("10.0.0.10", "198.51.100.10", udp(7002, 53)))
+        out = self.receive(OUTSIDE)
+        external, port = out[IP].src, out[UDP].sport
+        self.target.stop_nat()
+        message = self.target.reset_refused()
+        self.assertIn("--reset would drop the 1 sessions", message)
+        self.assertIn("--force", message)
+        self.send(OUTSIDE, from_outside("198.51.100.10", external, udp(53, port)))
+        self.expect(INSIDE, to_inside("198.51.100.10", "10.0.0.10", udp(53, 7002)))
+        self.target.start_nat(reset=False)
+        self.assertEqual([s["external"] for s in self.target.sessions()], [f"{external}:{port}"])

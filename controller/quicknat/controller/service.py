@@ -65,6 +65,10 @@ INSERT, MODIFY, DELETE = p4r.Update.INSERT, p4r.Update.MODIFY, p4r.Update.DELETE
 ALREADY_EXISTS, NOT_FOUND = 6, 5  # google.rpc.Code
 
 
+class ResetRefused(Exception):
+    """--reset against a switch that holds sessions, without --force."""
+
+
 @dataclass(frozen=True, slots=True)
 class ControllerOptions:
     grpc_addr: str = "127.0.0.1:9559"
@@ -85,7 +89,10 @@ class ControllerOptions:
     """Longest wait between reconnection attempts (exponential backoff from 0.25 s)."""
     reset: bool = False
     """Push the pipeline on the first connection even if it is installed, which
-    clears the switch's tables (a clean start, e.g. for tests)."""
+    clears the switch's tables (a clean start, e.g. for tests); refused while
+    the switch holds sessions unless `force`."""
+    force: bool = False
+    """With reset: even when the switch holds sessions (their flows break)."""
 
 
 class Controller:
@@ -181,6 +188,16 @@ class Controller:
     async def _sync(self) -> None:
         cookie = await self.client.get_pipeline_cookie()
         if self._reset_pending:
+            if cookie == self.pipeline.cookie and not self.options.force:
+                held = await self.client.read(
+                    [p4r.Entity(table_entry=p4r.TableEntry(table_id=self._in2out_id))]
+                )
+                if held:
+                    raise ResetRefused(
+                        f"--reset would drop the {len(held)} sessions the switch at "
+                        f"{self.options.grpc_addr} holds (established flows would break); "
+                        "start without --reset to keep them, or add --force"
+                    )
             self._reset_pending = False
             cookie = None
         if cookie != self.pipeline.cookie:
