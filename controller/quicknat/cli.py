@@ -17,11 +17,13 @@ import sys
 from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+from typing import Any
 
 from quicknat.addr import parse_ipv4
 from quicknat.config import Config, ConfigError, load_config
 from quicknat.config.commands import config_commands
 from quicknat.config.dump import config_to_data
+from quicknat.metrics import split_address
 from quicknat.nat.qns import Qns
 from quicknat.rules import Protocol, RuleKind
 
@@ -93,6 +95,45 @@ def _protocol_name(number: object) -> str:
         return str(number)
 
 
+def _address(text: str) -> str:
+    try:
+        split_address(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+def _exporter(args: argparse.Namespace) -> int:
+    import asyncio
+    import signal
+
+    from quicknat.controller.status import query
+    from quicknat.metrics import serve_metrics
+
+    def read() -> dict[str, Any]:
+        try:
+            answer = query(Path(args.socket), "stats", timeout=2.0)
+        except OSError:
+            return {"up": False}
+        if not isinstance(answer, dict):
+            return {"up": False}
+        return {"up": True, **answer}
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        host, port = split_address(args.listen)
+        server = await serve_metrics(host, port, read, args.path)
+        await stop.wait()
+        server.close()
+        await server.wait_closed()
+
+    asyncio.run(main())
+    return 0
+
+
 def _positive(text: str) -> int:
     value = int(text)
     if value < 1:
@@ -121,6 +162,7 @@ def _controller(config: Config, args: argparse.Namespace) -> int:
         writes_in_flight=args.writes_in_flight,
         reset=args.reset,
         force=args.force,
+        metrics=split_address(args.metrics_addr) if args.metrics_addr else None,
     )
     try:
         pipeline = Pipeline.load(Path(args.p4info), Path(args.bmv2_json))
@@ -250,8 +292,28 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="with --reset: clear the tables even if they hold sessions (their flows break)",
     )
+    controller.add_argument(
+        "--metrics-addr",
+        type=_address,
+        help="serve Prometheus metrics at http://HOST:PORT/metrics (off unless given)",
+    )
     controller.add_argument("-v", "--verbose", action="store_true", help="log at debug level")
     controller.set_defaults(run=_controller)
+    exporter = sub.add_parser(
+        "exporter",
+        help="Prometheus metrics of a running quicknat-swpath, read from its control socket",
+        description="Serves http://LISTEN/metrics; each scrape asks the data path's control "
+        "socket for its counters, so the data path does no work for it.",
+        formatter_class=defaults,
+    )
+    exporter.add_argument(
+        "--socket", default="/run/quicknat/swpath.sock", help="the data path's control socket"
+    )
+    exporter.add_argument(
+        "--listen", type=_address, default="127.0.0.1:9101", help="HOST:PORT to serve on"
+    )
+    exporter.add_argument("--path", default="swpath", help="the `path` label of its metrics")
+    exporter.set_defaults(status="exporter")
     for name, what in (("sessions", "list the sessions"), ("stats", "show the counters")):
         status = sub.add_parser(
             name,
@@ -289,6 +351,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _main(argv: Sequence[str] | None) -> int:
     args = _parser().parse_args(argv)
+    if getattr(args, "status", None) == "exporter":
+        return _exporter(args)
     if getattr(args, "status", None):
         args.command = args.status
         return _status(args)

@@ -433,6 +433,55 @@ def case_aging(nat: Nat) -> None:
     eq(nat.lines("timeouts udp 300"), ["ok"])
 
 
+def case_metrics_exporter(nat: Nat) -> None:
+    """quicknat exporter serves swpath's counters as Prometheus metrics
+    (loopback), and they move with traffic."""
+    import urllib.request
+
+    cli = ROOT / ".venv" / "bin" / "quicknat"
+    with socket.socket() as probe:  # a free loopback port
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    exporter = subprocess.Popen(
+        [str(cli), "exporter", "--socket", str(nat.sock), "--listen", f"127.0.0.1:{port}"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+
+    def scrape() -> dict[str, float]:
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                url = f"http://127.0.0.1:{port}/metrics"
+                with urllib.request.urlopen(url, timeout=2) as answer:
+                    text = answer.read().decode()
+                break
+            except OSError:
+                if time.monotonic() > deadline or exporter.poll() is not None:
+                    raise
+                time.sleep(0.1)
+        values = {}
+        for line in text.splitlines():
+            if line and not line.startswith("#"):
+                name, value = line.rsplit(" ", 1)
+                values[name] = float(value)
+        return values
+
+    try:
+        before = scrape()
+        eq(before['quicknat_up{path="swpath"}'], 1.0, "up")
+        sessions = before['quicknat_sessions{path="swpath"}']
+        send_flow(HOSTS[0], 47001)
+        after = scrape()
+        eq(after['quicknat_sessions{path="swpath"}'], sessions + 1, "a session more")
+        key = 'quicknat_events_total{event="sessions_created",path="swpath"}'
+        eq(after[key], before[key] + 1, "sessions_created moved")
+        assert 'quicknat_refused_total{path="swpath",reason="session_limit"}' in after
+    finally:
+        exporter.terminate()
+        exporter.wait(timeout=10)
+
+
 CASES: list[Callable[[Nat], None]] = [
     case_arp_and_ping,
     case_replies_come_back,
@@ -440,6 +489,7 @@ CASES: list[Callable[[Nat], None]] = [
     case_status_socket_schema,
     case_rules_at_run_time,
     case_telemetry,
+    case_metrics_exporter,
     case_events_file_reopened_on_sighup,
     case_aging,
 ]

@@ -36,6 +36,7 @@ from quicknat.controller.status import serve_status
 from quicknat.events import EventLogger
 from quicknat.icmp_error import translate as translate_icmp_error
 from quicknat.icmp_gen import Kind, Originator
+from quicknat.metrics import serve_metrics
 from quicknat.nat import tcp_state
 from quicknat.nat.allocator import Endpoint
 from quicknat.nat.core import Nat, Refusal, Refused
@@ -91,6 +92,8 @@ class ControllerOptions:
     """Push the pipeline on the first connection even if it is installed, which
     clears the switch's tables (a clean start, e.g. for tests); refused while
     the switch holds sessions unless `force`."""
+    metrics: tuple[str, int] | None = None
+    """(host, port) of the Prometheus endpoint (quicknat/metrics.py); None: off."""
     force: bool = False
     """With reset: even when the switch holds sessions (their flows break)."""
 
@@ -152,6 +155,10 @@ class Controller:
 
     async def run(self, stop: asyncio.Event) -> None:
         server = await self._start_socket()
+        metrics = None
+        if self.options.metrics is not None:
+            host, port = self.options.metrics
+            metrics = await serve_metrics(host, port, self.stats_dict, "p4")
         backoff = 0.25
         try:
             while not stop.is_set():
@@ -178,6 +185,9 @@ class Controller:
                     backoff = min(backoff * 2, self.options.reconnect_max_s)
         finally:
             await self.client.close()
+            if metrics is not None:
+                metrics.close()
+                await metrics.wait_closed()
             if server is not None:
                 server.close()
                 await server.wait_closed()
@@ -484,6 +494,9 @@ class Controller:
             self._route_later_fragment(payload, datagram, ports, port)
             return
         flags = tcp_flags(payload) if key.protocol == TCP else 0
+        if self.nat.session_for(key) is None and not self._table_has_room():
+            self._refuse_table_full([(payload, port)])
+            return
         try:
             session = self.nat.new_flow(zone, key, now, flags)
         except Refused as exc:
