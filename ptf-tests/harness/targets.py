@@ -219,8 +219,9 @@ class Bmv2Target(Target):
         self.p4info, self.bmv2_json = build / "quicknat.p4info.txtpb", build / "quicknat.json"
         self.pipeline = Pipeline.load(self.p4info, self.bmv2_json)
 
-    def start_nat(self, reset: bool = True) -> None:
-        args = [
+    def controller_command(self, socket: Path) -> list[str]:
+        """`quicknat controller` for this switch, program and configuration."""
+        return [
             str(QUICKNAT),
             "controller",
             "--config",
@@ -228,13 +229,15 @@ class Bmv2Target(Target):
             "--grpc-addr",
             self.grpc_addr,
             "--socket",
-            str(self.socket),
+            str(socket),
             "--p4info",
             str(self.p4info),
             "--bmv2-json",
             str(self.bmv2_json),
-            "-v",
         ]
+
+    def start_nat(self, reset: bool = True) -> None:
+        args = [*self.controller_command(self.socket), "-v"]
         if reset:
             # each scenario starts from empty tables, whatever the last one left
             args += ["--reset", "--force"]
@@ -245,21 +248,7 @@ class Bmv2Target(Target):
     def reset_refused(self) -> str:
         """Runs `quicknat controller --reset` (no --force) against the switch
         and returns what it said on its way out; fails if it did not refuse."""
-        args = [
-            str(QUICKNAT),
-            "controller",
-            "--config",
-            str(self.config),
-            "--grpc-addr",
-            self.grpc_addr,
-            "--socket",
-            str(self.workdir / "refused.sock"),
-            "--p4info",
-            str(self.p4info),
-            "--bmv2-json",
-            str(self.bmv2_json),
-            "--reset",
-        ]
+        args = [*self.controller_command(self.workdir / "refused.sock"), "--reset"]
         proc = subprocess.run(args, capture_output=True, text=True, timeout=30, check=False)
         assert proc.returncode == 2, f"--reset did not refuse: {proc.returncode} {proc.stderr}"
         return proc.stderr
