@@ -397,15 +397,8 @@ class Controller:
         if reason == PuntReason.TCP_RST and self._route_rst(packet.payload, key, port):
             return
         flags = tcp_flags(packet.payload) if key.protocol == TCP else 0
-        if self.nat.session_for(key) is None and not self._table_has_room():
-            self._refuse_table_full([(packet.payload, port)])
-            return
-        try:
-            session = self.nat.new_flow(zone, key, self.now(), flags)
-        except Refused as exc:
-            self.stats[f"refused.{exc.reason.name.lower()}"] += 1
-            if exc.reason in _OUT_OF_RESOURCES and self.config.icmp.unreachable_on_exhaustion:
-                self._send_icmp_error(packet.payload, port, Kind.PROHIBITED)
+        session = self._flow_session(zone, key, flags, packet.payload, port)
+        if session is None:
             return
         if session.hairpin and session.partner is None and not self._open_hairpin(session, flags):
             return
@@ -423,6 +416,23 @@ class Controller:
             self.pending[session.id].append((packet.payload, port))
         else:
             self._queue_install(session, (packet.payload, port))
+
+    def _flow_session(
+        self, zone: Zone, key: FlowKey, flags: int, payload: bytes, port: int
+    ) -> Session | None:
+        """The session of a punted packet's flow, opened if need be; None when
+        the flow is refused (counted, and answered with code 13 when out of
+        resources and the configuration says so, RFC 5508)."""
+        if self.nat.session_for(key) is None and not self._table_has_room():
+            self._refuse_table_full([(payload, port)])
+            return None
+        try:
+            return self.nat.new_flow(zone, key, self.now(), flags)
+        except Refused as exc:
+            self.stats[f"refused.{exc.reason.name.lower()}"] += 1
+            if exc.reason in _OUT_OF_RESOURCES and self.config.icmp.unreachable_on_exhaustion:
+                self._send_icmp_error(payload, port, Kind.PROHIBITED)
+            return None
 
     def _queue_install(self, session: Session, first: tuple[bytes, int] | None = None) -> None:
         """Install a session that is neither installed nor pending with the next
@@ -494,15 +504,8 @@ class Controller:
             self._route_later_fragment(payload, datagram, ports, port)
             return
         flags = tcp_flags(payload) if key.protocol == TCP else 0
-        if self.nat.session_for(key) is None and not self._table_has_room():
-            self._refuse_table_full([(payload, port)])
-            return
-        try:
-            session = self.nat.new_flow(zone, key, now, flags)
-        except Refused as exc:
-            self.stats[f"refused.{exc.reason.name.lower()}"] += 1
-            if exc.reason in _OUT_OF_RESOURCES and self.config.icmp.unreachable_on_exhaustion:
-                self._send_icmp_error(payload, port, Kind.PROHIBITED)
+        session = self._flow_session(zone, key, flags, payload, port)
+        if session is None:
             return
         if session.hairpin:  # its second half would need the ports again
             self.stats["fragment.hairpin"] += 1
