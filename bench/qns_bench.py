@@ -41,7 +41,7 @@ from typing import Any
 from quicknat.addr import Prefix, mask_of
 from quicknat.nat.linear_scan import LinearScan
 from quicknat.nat.qns import Qns
-from quicknat.nat.vectors import Lookup, Packet, Vector, dump_vector
+from quicknat.nat.qns_vectors import Lookup, Packet, Vector, dump_vector
 from quicknat.rules import Protocol, Rule, RuleKind
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -46,6 +46,11 @@ SUITES = [
         [PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", "controller/tests"],
         "controller: config parser (golden files), QNS, shared QNS vectors",
     ),
+    Suite(
+        "nat-vectors-py",
+        [PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/vectors/nat"],
+        "the shared NAT behaviour vectors against the Python core (Nat)",
+    ),
     Suite("python-lint", ["make", "-s", "lint"], "ruff and mypy --strict over the Python code"),
     Suite(
         "swpath-c",
@@ -56,6 +61,11 @@ SUITES = [
         "swpath-dpdk",
         ["make", "-s", "-C", "swpath/src", "test"],
         "DPDK data path: unit tests, pcap end-to-end, live veth (root)",
+    ),
+    Suite(
+        "nat-vectors-c",
+        ["make", "-s", "-C", "swpath/src", "nat-vectors"],
+        "the shared NAT behaviour vectors against swpath's C core (sp_nat)",
     ),
     Suite(
         "swpath-fuzz",

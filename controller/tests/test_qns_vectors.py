@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from quicknat.nat.linear_scan import LinearScan
 from quicknat.nat.qns import Qns
-from quicknat.nat.vectors import Lookup, load_vector, run_vector
+from quicknat.nat.qns_vectors import Lookup, load_vector, run_vector
 
 VECTORS = Path(__file__).resolve().parents[2] / "tests" / "vectors" / "qns"
 FILES = sorted(VECTORS.glob("*.json"))

@@ -1,4 +1,4 @@
-"""Hairpinning (RFC 4787 REQ-9, RFC 5382 REQ-8, RFC 5508 sec. 6): an inside host
+"""Hairpinning (HP-1, HP-2; RFC 4787 REQ-9, RFC 5382 REQ-8, RFC 5508 sec. 6): an inside host
 reaches another inside host through that host's public endpoint, and the packet
 arrives with the sender's public endpoint as its source. The same scenarios run
 on both targets."""
@@ -50,9 +50,9 @@ class HairpinHolePunching(QuickNatTest):
     sec. 6 and REQ-9): each learns the other's external endpoint from a
     rendezvous server; with address-dependent filtering the first packet to the
     peer is dropped, but it lets the peer's packet in, and from then on both
-    directions pass, each with the sender's external endpoint as source. Then an
-    ICMP error about a hairpinned packet goes back to its sender (RFC 5508
-    sec. 6)."""
+    directions pass, each with the sender's external endpoint as source (HP-1).
+    Then an ICMP error about a hairpinned packet goes back to its sender (HP-2,
+    RFC 5508 sec. 6)."""
 
     def register(self, port: int, host: str) -> tuple[str, int]:
         self.send(port, from_inside(host, RENDEZVOUS, udp(4000, 3478), router_mac=self.mac(port)))

@@ -137,9 +137,10 @@ def ipv4_variants(flow: Flow, inside: bool) -> Iterator[Variant]:
         yield Variant(
             f"{tag}.len={length}", "IN-IP-2", "malformed_dropped", _with_ip(flow, len=length)
         )
+    short_l4 = "IN-ICMP-1" if flow.proto == "icmp" else "IN-IP-2"
     for length in (20, 20 + l4_min // 2, 20 + l4_min - 1):
         yield Variant(
-            f"{tag}.len={length}", "IN-IP-2", "truncated_dropped", _with_ip(flow, len=length)
+            f"{tag}.len={length}", short_l4, "truncated_dropped", _with_ip(flow, len=length)
         )
     for length in (frame_ip_len + 1, frame_ip_len + 100, 65535):
         yield Variant(
@@ -231,6 +232,17 @@ def icmp_variants(flow: Flow) -> Iterator[Variant]:
     )
 
 
+# IP protocols with no ports to map: GRE, ESP, AH, SCTP, UDP-Lite.
+UNSUPPORTED_PROTOCOLS = [47, 50, 51, 132, 136]
+
+
+def protocol_variants(flow: Flow) -> Iterator[Variant]:
+    """IN-L4-2: the flow's addresses with another IP protocol, which needs a
+    translation the NAT cannot make."""
+    for proto in UNSUPPORTED_PROTOCOLS:
+        yield Variant(f"ip.proto={proto}", "IN-L4-2", "unsupported", _with_ip(flow, proto=proto))
+
+
 def ethernet_variants(flow: Flow) -> Iterator[Variant]:
     good = flow.packet()
     for ethertype in OTHER_ETHERTYPES:
@@ -253,6 +265,7 @@ def variants(flows: list[Flow], inside: bool) -> list[Variant]:
         result.extend(
             {"tcp": tcp_variants, "udp": udp_variants, "icmp": icmp_variants}[flow.proto](flow)
         )
+    result.extend(protocol_variants(flows[0]))
     result.extend(ethernet_variants(flows[0]))
     return result
 

@@ -72,7 +72,7 @@ ERRORS_FROM_OUTSIDE = [
 
 @group("rfc")
 class IcmpErrorFromOutsideReachesTheInsideHost(UdpSession):
-    """RFC 5508 sec. 4 (traceroute, path MTU discovery): each kind of error
+    """ICMP-2 (RFC 5508 sec. 4; traceroute, path MTU discovery): each kind of error
     about our translated packet (time exceeded, fragmentation needed,
     parameter problem, port unreachable) comes back with the outer destination,
     the quoted source address and port translated back, its own fields intact
@@ -359,7 +359,7 @@ class NatOriginatedError(QuickNatTest):
 
 @group("rfc")
 class TimeExceededFromTheNatHop(NatOriginatedError):
-    """RFC 1812 sec. 5.3.1: a packet from inside that would leave with TTL 0
+    """IN-IP-7, ICMP-4 (RFC 1812 sec. 5.3.1): a packet from inside that would leave with TTL 0
     gets time exceeded from the NAT's inside address, quoting the packet as it
     arrived (untranslated), both for a new flow (which gets no mapping) and for
     one with a session; so traceroute from inside shows the NAT as a hop."""
@@ -392,7 +392,7 @@ class TimeExceededFromTheNatHop(NatOriginatedError):
 
 @group("rfc")
 class NoErrorAboutAnError(NatOriginatedError):
-    """RFC 1812 sec. 4.3.2.7: no error about an ICMP error (the other exclusions
+    """ICMP-5 (RFC 1812 sec. 4.3.2.7): no error about an ICMP error (the other exclusions
     are unit-tested: test_icmp_gen.py, test_sp_packet.c); it is still dropped
     and counted."""
 
@@ -410,7 +410,7 @@ class NoErrorAboutAnError(NatOriginatedError):
 
 @group("rfc")
 class FragmentationNeededForDfOverTheMtu(NatOriginatedError):
-    """RFC 4787 REQ-13, RFC 1191: a DF packet bigger than the egress link's MTU
+    """ICMP-4 (RFC 4787 REQ-13, RFC 1191): a DF packet bigger than the egress link's MTU
     (out0: 1400) is dropped and its sender gets fragmentation needed carrying
     that MTU, quoting the packet as it arrived; without DF it is dropped
     (the NAT never fragments); a packet of exactly the MTU passes."""
@@ -512,7 +512,7 @@ class SourceRoutesAndBadOptionListsAreDropped(UdpSession):
 
 @group("rfc")
 class IcmpErrorsDoNotRefreshTheSession(UdpSession):
-    """RFC 5508 REQ-5 / RFC 7857 sec. 2.1: errors about a session, in either
+    """ICMP-3 (RFC 5508 REQ-5, RFC 7857 sec. 2.1): errors about a session, in either
     direction, keep passing but do not keep it alive: with errors every
     half second, the session still ages out after the UDP timeout."""
 

@@ -82,6 +82,11 @@ def parse_config(text: str, source: str = "<config>") -> Config:
         match = _TOML_POSITION.match(str(exc))
         message = f"{match['pos']}: {match['msg']}" if match else str(exc)
         raise ConfigError([f"{source}: {message}"]) from None
+    return config_from_data(data, source)
+
+
+def config_from_data(data: dict[str, Any], source: str = "<config>") -> Config:
+    """A configuration from TOML's data model (the behaviour vectors' JSON too)."""
     problems = Problems(source)
     config = _Parser(problems, data).parse()
     if problems.errors:

@@ -105,7 +105,6 @@ class Controller:
         self.pipeline = pipeline
         self.p4info = pipeline.p4info
         events = EventLogger(config.logging)
-        self.nat = Nat(config, on_mapping=events, on_quota=events.quota)
         self.stats = Stats.seeded(_counter_names())
         self.icmp = Originator(config, self.stats)
         self.client = P4RuntimeClient(options.grpc_addr, options.device_id, options.election_id)
@@ -125,6 +124,8 @@ class Controller:
         self._capacity = min(
             t.size for t in self.p4info.proto.tables if t.preamble.alias in _SESSION_TABLES
         )
+        # The core refuses beyond it too (Refusal.TABLE_FULL), as swpath's does.
+        self.nat = Nat(config, on_mapping=events, on_quota=events.quota, capacity=self._capacity)
         self._batch: list[Session] = []
         self._expiring: dict[int, Session] = {}
         self._deleting: set[int] = set()  # sessions whose expiry DELETE is in flight
@@ -844,7 +845,7 @@ _ERROR_COPIES = {
 }
 # Refusals answered with destination unreachable code 13 (RFC 5508, out of resources).
 _OUT_OF_RESOURCES = frozenset(
-    {Refusal.POOL_EXHAUSTED, Refusal.QUOTA_EXCEEDED, Refusal.SESSION_LIMIT}
+    {Refusal.POOL_EXHAUSTED, Refusal.QUOTA_EXCEEDED, Refusal.SESSION_LIMIT, Refusal.TABLE_FULL}
 )
 _HANDLED = frozenset(
     {
@@ -862,7 +863,7 @@ _HANDLED = frozenset(
 def _counter_names() -> list[str]:
     """Every counter the controller keeps, for Stats.seeded."""
     names = list(stats_module.FIXED)
-    names += [f"refused.{r.name.lower()}" for r in Refusal] + ["refused.table_full"]
+    names += [f"refused.{r.name.lower()}" for r in Refusal]
     names += [f"refused.hairpin.{r.name.lower()}" for r in Refusal]
     names += [f"icmp_gen.sent.{k.name.lower()}" for k in Kind]
     names += [f"fragment.{o.name.lower()}" for o in Outcome]

@@ -37,6 +37,7 @@ class Refusal(enum.Enum):
     SESSION_LIMIT = "per-host session limit reached"
     UNSUPPORTED = "protocol cannot be translated"
     RST_NO_SESSION = "TCP RST of no session (opens none)"
+    TABLE_FULL = "the connection table is full"
 
 
 class Refused(Exception):
@@ -102,8 +103,12 @@ class Nat:
         rng: random.Random | None = None,
         on_mapping: MappingEvent | None = None,
         on_quota: QuotaEvent | None = None,
+        capacity: int | None = None,
     ) -> None:
         self.config = config
+        # RES-4: the most sessions the data path's table holds (the switch's
+        # table size, swpath's per-worker table); None: unbounded.
+        self.capacity = capacity
         # Told of every mapping created and deleted (RFC 6888 REQ-12 logging).
         self.on_mapping = on_mapping
         # Told once per episode of a host at a per-host limit: the first
@@ -193,6 +198,7 @@ class Nat:
         if rule is None:
             raise Refused(Refusal.NO_RULE)
         self._check_session_limit(packet.src, now)
+        self._check_room()
         internal = Endpoint(packet.src, packet.sport)
         mapping = self._mappings.get(_endpoint_key(packet.protocol, internal))
         if mapping is None:
@@ -255,6 +261,7 @@ class Nat:
         if not self._filter_allows(mapping, remote):
             raise Refused(Refusal.FILTERED)
         self._check_session_limit(mapping.internal.address, now)
+        self._check_room()
         return self._open(0, Origin.INBOUND, mapping, remote, now)
 
     def _filter_allows(self, mapping: Mapping, remote: Endpoint) -> bool:
@@ -285,6 +292,7 @@ class Nat:
         port = target.port if target.port is not None else packet.dport
         internal = Endpoint(address, port)
         self._check_session_limit(address, now)
+        self._check_room()
         session = Session(
             self._next_id,
             rule.id,
@@ -304,6 +312,11 @@ class Nat:
         if limit and self._sessions_of.get(internal_address, 0) >= limit:
             self._quota_event("sessions_per_host", internal_address, now)
             raise Refused(Refusal.SESSION_LIMIT)
+
+    def _check_room(self) -> None:
+        """RES-4: a full table refuses new flows; nothing established is evicted."""
+        if self.capacity is not None and self.session_count >= self.capacity:
+            raise Refused(Refusal.TABLE_FULL)
 
     def _quota_event(self, limit: str, internal_address: int, now: float) -> None:
         key = (internal_address, limit)

@@ -16,7 +16,7 @@ from pathlib import Path
 from quicknat.addr import Prefix, mask_of, parse_ipv4
 from quicknat.nat.linear_scan import LinearScan
 from quicknat.nat.qns import QnsError
-from quicknat.nat.vectors import Add, Lookup, Packet, Remove, Step, Vector, dump_vector
+from quicknat.nat.qns_vectors import Add, Lookup, Packet, Remove, Step, Vector, dump_vector
 from quicknat.rules import PORTED_PROTOCOLS, Protocol, Rule, RuleKind
 
 SEED = 4787
