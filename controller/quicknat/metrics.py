@@ -7,10 +7,9 @@ same event has the same metric on both paths, told apart by the `path` label.
 
 - `quicknat_sessions`, `quicknat_connected` (controller: switch reachable),
   `quicknat_up` (exporter: data path reachable)
-- `quicknat_refused_total{reason}`: new flows refused (no_rule, unsolicited,
-  filtered, pool_exhausted, quota_exceeded, session_limit, table_full,
-  rst_no_session, unsupported): the controller's `refused.*`, swpath's
-  `drop_*` of the same names
+- `quicknat_refused_total{reason}`: new flows refused, by the refusal reasons
+  of quicknat/counters.py (docs/counters.md): the controller's `refused.*`,
+  swpath's `drop_*` of the same names
 - `quicknat_drops_total{reason}`: swpath's other drops (`drop_*`)
 - `quicknat_fragments_total{outcome}`, `quicknat_icmp_errors_sent_total{kind}`
 - `quicknat_events_total{event}`: every other counter, by its own name
@@ -30,21 +29,11 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector, CollectorRegistry
 
+from quicknat.counters import refusal_reasons
+
 # Refusal reasons: the same words in the controller's refused.* and in
-# swpath's drop_* (nat/core.py Refusal, swpath/src/counters.h).
-REFUSALS = frozenset(
-    {
-        "no_rule",
-        "unsolicited",
-        "filtered",
-        "pool_exhausted",
-        "quota_exceeded",
-        "session_limit",
-        "table_full",
-        "rst_no_session",
-        "unsupported",
-    }
-)
+# swpath's drop_* (quicknat/counters.py).
+REFUSALS = refusal_reasons()
 
 
 def families(stats: dict[str, Any], path: str) -> list[Metric]:

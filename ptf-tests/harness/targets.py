@@ -24,6 +24,7 @@ from lab.processes import start, stop, wait_for_tcp, wait_for_unix_socket
 from lab.swpath import swpath_command
 from quicknat.controller.program import DropReason, Pipeline
 from quicknat.controller.status import query
+from quicknat.counters import VOCABULARY
 
 from harness.configs import variant
 
@@ -33,44 +34,9 @@ REPO = Path(__file__).resolve().parents[2]
 SMALL_TABLE = 64
 QUICKNAT = REPO / ".venv" / "bin" / "quicknat"
 
-# The counters scenarios read, by canonical name. A target maps each to one of
-# its own; two names may map to the same counter where a target does not tell
-# the two cases apart (Target.same_counter says so).
-COUNTERS = {
-    "new_flows": "packets taken as the first of a flow (a punt, or a session opened)",
-    "sessions_expired": "sessions closed by their idle timeout",
-    "unsolicited_no_mapping": "inbound packets to an address the NAT does not own, dropped",
-    "unsolicited_refused": "inbound packets to a NAT address without mapping, refused",
-    "filtered": "inbound packets on a mapping that its filtering mode refused",
-    "rst_no_session": "TCP RSTs of no session, dropped without opening one",
-    "pool_exhausted": "new flows refused for want of a free port",
-    "quota_exceeded": "new flows refused: the host holds its ports_per_host",
-    "session_limit": "new flows refused: the host holds its sessions_per_host",
-    "table_full": "new flows refused: the data path's connection table is full",
-    "fragment_held": "fragments held until their datagram's first fragment came",
-    "fragment_over_limit": "fragments dropped over the reassembly holding limits",
-    "source_route_dropped": "packets with a loose or strict source route option, dropped",
-    "malformed_dropped": "packets with malformed headers (e.g. an IPv4 option list), dropped",
-    "ttl_expired": "packets dropped because their TTL would reach 0",
-    "mtu_exceeded": "packets dropped because they are bigger than the egress MTU",
-    "icmp_time_exceeded_sent": "ICMP time exceeded the NAT sent (RFC 1812)",
-    "icmp_frag_needed_sent": "ICMP fragmentation needed the NAT sent (RFC 1191)",
-    "icmp_prohibited_sent": "ICMP unreachable code 13 the NAT sent (RFC 5508)",
-    "icmp_error_suppressed": "ICMP errors RFC 1812 sec. 4.3.2.7 kept the NAT from sending",
-    # The input contract (docs/nat-behavior.md, IN-*): what hostile or broken
-    # input is dropped under. A target that counts two of these as one maps
-    # both names to that counter.
-    "truncated_dropped": "packets shorter than their headers say, dropped",
-    "bad_checksum": "packets with a bad IPv4 header checksum, dropped",
-    "bad_tcp_flags": "TCP segments with a flag combination no peer sends, dropped",
-    "port_zero": "TCP or UDP packets with port 0, dropped",
-    "martian": "packets with a martian or NAT-owned source, or a martian destination, dropped",
-    "not_unicast": "packets to a multicast or limited broadcast destination, dropped",
-    "no_rule": "inside packets whose source no SNAT rule matches, dropped",
-    "not_ipv4": "frames neither IPv4 nor ARP (VLAN, IPv6, LLDP, ...), dropped",
-    "unsupported": "packets that need NAT but have no mappable ports (GRE, ICMP timestamp, ...)",
-    "icmp_error_dropped": "ICMP errors that quote a packet of no session, dropped",
-}
+# The counters scenarios read are the canonical ones of quicknat/counters.py;
+# each target reads them under its own names from there.
+COUNTERS = {c.name: c.help for c in VOCABULARY}
 
 
 class Target:
@@ -157,38 +123,7 @@ class Bmv2Target(Target):
     the data plane drops on its own."""
 
     name = "bmv2"
-    counters: ClassVar[dict[str, str]] = {
-        "new_flows": "packet_in",
-        "sessions_expired": "sessions_expired",
-        "unsolicited_no_mapping": "drop.no_mapping",
-        "unsolicited_refused": "refused.unsolicited",
-        "filtered": "refused.filtered",
-        "rst_no_session": "refused.rst_no_session",
-        "pool_exhausted": "refused.pool_exhausted",
-        "quota_exceeded": "refused.quota_exceeded",
-        "session_limit": "refused.session_limit",
-        "table_full": "refused.table_full",
-        "fragment_held": "fragment.held",
-        "fragment_over_limit": "fragment.over_limit",
-        "source_route_dropped": "drop.ip_options",
-        "malformed_dropped": "drop.parser_error",
-        "ttl_expired": "drop.ttl_expired",
-        "mtu_exceeded": "drop.mtu_exceeded",
-        "icmp_time_exceeded_sent": "icmp_gen.sent.time_exceeded",
-        "icmp_frag_needed_sent": "icmp_gen.sent.frag_needed",
-        "icmp_prohibited_sent": "icmp_gen.sent.prohibited",
-        "icmp_error_suppressed": "icmp_gen.suppressed",
-        "truncated_dropped": "drop.parser_error",
-        "bad_checksum": "drop.ipv4_checksum",
-        "bad_tcp_flags": "drop.bad_tcp_flags",
-        "port_zero": "drop.port_zero",
-        "martian": "drop.martian",
-        "not_unicast": "drop.not_unicast",
-        "no_rule": "drop.no_rule",
-        "not_ipv4": "drop.unsupported_ethertype",
-        "unsupported": "drop.unsupported_l4",
-        "icmp_error_dropped": "icmp_error.no_session",
-    }
+    counters: ClassVar[dict[str, str]] = {c.name: c.p4 for c in VOCABULARY}
     # The sessions live in the switch's tables; a restarted controller reads them back.
     keeps_sessions_across_restart = True
     has_separate_switch = True
@@ -318,41 +253,7 @@ class SwpathTarget(Target):
     test, so every test starts with empty tables and counters at zero."""
 
     name = "swpath"
-    counters: ClassVar[dict[str, str]] = {
-        # swpath has no punt: a packet that misses its table opens a session
-        # (or is refused and counted below), so sessions opened are its new flows.
-        "new_flows": "sessions_created",
-        "sessions_expired": "sessions_expired",
-        # One counter for every outside packet without mapping or DNAT rule.
-        "unsolicited_no_mapping": "drop_unsolicited",
-        "unsolicited_refused": "drop_unsolicited",
-        "filtered": "drop_filtered",
-        "rst_no_session": "drop_rst_no_session",
-        "pool_exhausted": "drop_pool_exhausted",
-        "quota_exceeded": "drop_quota_exceeded",
-        "session_limit": "drop_session_limit",
-        "table_full": "drop_table_full",
-        "fragment_held": "frag_held",
-        "fragment_over_limit": "drop_frag_limit",
-        "source_route_dropped": "drop_ip_options",
-        "malformed_dropped": "drop_malformed",
-        "ttl_expired": "drop_ttl",
-        "mtu_exceeded": "drop_mtu",
-        "icmp_time_exceeded_sent": "icmp_time_exceeded",
-        "icmp_frag_needed_sent": "icmp_frag_needed",
-        "icmp_prohibited_sent": "icmp_prohibited",
-        "icmp_error_suppressed": "icmp_error_suppressed",
-        "truncated_dropped": "drop_truncated",
-        "bad_checksum": "drop_bad_checksum",
-        "bad_tcp_flags": "drop_bad_tcp_flags",
-        "port_zero": "drop_port_zero",
-        "martian": "drop_martian",
-        "not_unicast": "drop_not_unicast",
-        "no_rule": "drop_no_rule",
-        "not_ipv4": "drop_not_ipv4",
-        "unsupported": "drop_unsupported",
-        "icmp_error_dropped": "drop_icmp_error",
-    }
+    counters: ClassVar[dict[str, str]] = {c.name: c.swpath for c in VOCABULARY}
     # Sessions live in the process: a restart starts from empty tables.
     keeps_sessions_across_restart = False
     # DPDK's af_packet PMD joins its sockets to a fanout group with

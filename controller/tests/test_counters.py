@@ -1,0 +1,76 @@
+"""The one counter vocabulary (quicknat/counters.py) against what each path
+really counts: the P4 program's drop reasons, the controller's counters, the
+core's refusals and swpath's counters.h; and docs/counters.md as its table."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from quicknat.controller.program import DropReason
+from quicknat.controller.service import _counter_names
+from quicknat.counters import VOCABULARY, Kind, markdown, refusal_reasons
+from quicknat.nat.core import Refusal
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# Drop reasons only the P4 program has: its own plumbing (punts, packet-outs,
+# ports) or what swpath handles otherwise (a fragment: reassembled, IN-IP-8; no
+# route or a local address: counted, but no scenario reads them yet).
+P4_ONLY = {
+    DropReason.UNKNOWN_PORT,
+    DropReason.ARP_IGNORED,
+    DropReason.IPV4_FRAGMENT,
+    DropReason.LOCAL_ADDRESS,
+    DropReason.NO_ROUTE,
+    DropReason.PUNT_RATE_LIMITED,
+    DropReason.PUNT_LOOP,
+    DropReason.BAD_PACKET_OUT,
+    DropReason.NO_DECISION,
+}
+
+
+def _swpath_counters() -> set[str]:
+    text = (ROOT / "swpath" / "src" / "counters.h").read_text()
+    return set(re.findall(r"X\((\w+),", text))
+
+
+def test_names_are_unique() -> None:
+    names = [c.name for c in VOCABULARY]
+    assert len(names) == len(set(names))
+
+
+def test_every_swpath_name_is_a_counter_of_counters_h() -> None:
+    unknown = {c.swpath for c in VOCABULARY} - _swpath_counters()
+    assert unknown == set()
+
+
+def test_every_p4_name_is_a_drop_reason_or_a_controller_counter() -> None:
+    controller = set(_counter_names())
+    for c in VOCABULARY:
+        if c.p4.startswith("drop."):
+            assert c.p4.removeprefix("drop.").upper() in DropReason.__members__, c
+        else:
+            assert c.p4 in controller, c
+
+
+def test_every_drop_reason_of_the_p4_program_has_a_name() -> None:
+    named = {c.p4.removeprefix("drop.").upper() for c in VOCABULARY if c.p4.startswith("drop.")}
+    unnamed = {r for r in DropReason if r.name not in named} - P4_ONLY
+    assert unnamed == set()
+
+
+def test_refusals_are_one_word_on_both_paths() -> None:
+    """A refusal is refused.REASON in the controller and drop_REASON in swpath,
+    the words the NAT vectors use. UNSUPPORTED is the core's guard: on P4 the
+    switch drops such packets (UNSUPPORTED_L4), swpath's parser too."""
+    core = {r.name.lower() for r in Refusal} - {"unsupported"}
+    assert refusal_reasons() == core
+    for c in VOCABULARY:
+        if c.kind is Kind.REFUSED and c.name != "no_rule":
+            assert (c.p4, c.swpath) == (f"refused.{c.name}", f"drop_{c.name}"), c
+
+
+def test_docs_counters_md_is_the_table() -> None:
+    doc = (ROOT / "docs" / "counters.md").read_text()
+    assert markdown() in doc, "docs/counters.md: regenerate its table from quicknat.counters"
