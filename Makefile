@@ -31,10 +31,11 @@ deps-apt:
 
 deps-python: $(VENV)/.installed
 
-$(VENV)/.installed: controller/pyproject.toml
+# The product, then the labs' and the PTF harness's packages (no sys.path edits).
+$(VENV)/.installed: controller/pyproject.toml topo/pyproject.toml ptf-tests/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
-	$(VENV)/bin/pip install -q -e 'controller[dev]'
+	$(VENV)/bin/pip install -q -e 'controller[dev]' -e topo -e ptf-tests
 	touch $@
 
 build:

@@ -36,22 +36,21 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from lab.bmv2 import switch_command
+from lab.netns import Topology, in_namespace
+from lab.processes import start, stop, wait_for_tcp
+from quicknat.config import parse_config
+from quicknat.config.model import Zone
+from quicknat.controller.program import PacketOutMode, Pipeline
+from quicknat.controller.status import query
+from quicknat.nat.core import Nat
+from quicknat.nat.session import FlowKey
+from quicknat.p4rt.client import P4RuntimeClient
+from quicknat.p4rt.entities import packet_metadata, table_entry, update
+from quicknat.packet import checksum
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
-sys.path.insert(0, str(REPO / "topo"))
-
-from lab.bmv2 import switch_command  # noqa: E402
-from lab.netns import Topology, in_namespace  # noqa: E402
-from lab.processes import start, stop, wait_for_tcp  # noqa: E402
-from quicknat.config import parse_config  # noqa: E402
-from quicknat.config.model import Zone  # noqa: E402
-from quicknat.controller.program import PacketOutMode, Pipeline  # noqa: E402
-from quicknat.controller.status import query  # noqa: E402
-from quicknat.nat.core import Nat  # noqa: E402
-from quicknat.nat.session import FlowKey  # noqa: E402
-from quicknat.p4rt.client import P4RuntimeClient  # noqa: E402
-from quicknat.p4rt.entities import packet_metadata, table_entry, update  # noqa: E402
-from quicknat.packet import checksum  # noqa: E402
 
 GRPC = "127.0.0.1:9560"
 SOL_PACKET, PACKET_STATISTICS = 263, 6  # linux/if_packet.h; not in Python's socket

@@ -34,13 +34,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "topo"))
+from lab.netns import in_namespace, run
+from lab.netns_lab import NAT, missing, running_lab
+from lab.nodes import IPERF_PORT, Nodes
+from lab.topology import H1, SRV
 
-from lab.netns import in_namespace, run  # noqa: E402
-from lab.nodes import IPERF_PORT, Nodes  # noqa: E402
-from lab.topology import H1, SRV  # noqa: E402
-from netns_lab import NAT, missing, running_lab  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 UDP_PAYLOAD = 18  # 14 Ethernet + 20 IPv4 + 8 UDP + 18 = 60 bytes, 64 with the FCS
 NFT_RULES = """

@@ -19,15 +19,13 @@ import sys
 import tempfile
 from pathlib import Path
 
+from lab.bmv2 import switch_command
+from lab.netns import Topology, in_namespace
+from lab.processes import start, stop, stop_pid_file, wait_for_tcp
+from lab.swpath import SWPATH
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(REPO / "topo"))
-
-from lab.bmv2 import switch_command  # noqa: E402
-from lab.netns import Topology, in_namespace  # noqa: E402
-from lab.processes import start, stop, stop_pid_file, wait_for_tcp  # noqa: E402
-from lab.swpath import SWPATH  # noqa: E402
 
 VENV = REPO / ".venv" / "bin"
 GRPC_PORT = 9559

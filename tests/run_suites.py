@@ -88,18 +88,20 @@ SUITES = [
     ),
     Suite(
         "lab-e2e-swpath",
-        [PY, "tests/lab_e2e.py", "--lab", "swpath"],
+        [PY, "-m", "lab.e2e", "--lab", "swpath"],
         "traceroute, iperf3 and UDP hole punching through swpath in the namespace lab",
         requires=["traceroute", "iperf3"],
         root=True,
+        cwd=ROOT / "topo",  # `-m lab.e2e` finds the lab package here
     ),
     Suite(
         "lab-e2e-bmv2",
         # Debian's python3: the Mininet lab needs its Mininet package.
-        [SYSTEM_PY, "tests/lab_e2e.py", "--lab", "bmv2"],
+        [SYSTEM_PY, "-m", "lab.e2e", "--lab", "bmv2"],
         "the same end-to-end tests through BMv2 and the controller in the Mininet lab",
         requires=["simple_switch_grpc", "traceroute", "iperf3"],
         root=True,
+        cwd=ROOT / "topo",
     ),
     Suite(
         "p4-artifacts",

@@ -7,20 +7,17 @@ packets.py, and the thin scenario classes grouped by feature in test_*.py.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any, ClassVar
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
-sys.path.insert(0, str(HERE.parent.parent / "topo"))
+import ptf
+from harness.targets import TARGETS, Target
+from packets import checksums_ok, from_inside
+from ptf import testutils
+from ptf.base_tests import BaseTest
+from scapy.packet import Packet
 
-import ptf  # noqa: E402
-from harness.targets import TARGETS, Target  # noqa: E402
-from packets import checksums_ok, from_inside  # noqa: E402
-from ptf import testutils  # noqa: E402
-from ptf.base_tests import BaseTest  # noqa: E402
-from scapy.packet import Packet  # noqa: E402
+HERE = Path(__file__).resolve().parent
 
 # PTF port numbers (run.py maps them to the veths facing the target's ports 1-3).
 INSIDE, OUTSIDE, INSIDE2 = 0, 1, 2

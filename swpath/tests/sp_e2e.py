@@ -35,6 +35,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from quicknat.addr import parse_ipv4
+from quicknat.events import TIME_FORMAT, event_text
+from quicknat.nat.allocator import Endpoint
 from scapy.layers.inet import ICMP, IP, TCP, UDP, IPerror, IPOption_LSRR, UDPerror, fragment
 from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import ARP, Ether
@@ -43,10 +46,6 @@ from scapy.utils import rdpcap, wrpcap
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "controller" / "tests" / "golden" / "good"
-sys.path.insert(0, str(ROOT / "controller"))
-from quicknat.addr import parse_ipv4  # noqa: E402
-from quicknat.events import TIME_FORMAT, event_text  # noqa: E402
-from quicknat.nat.allocator import Endpoint  # noqa: E402
 
 MAC_IN = "02:00:00:00:00:01"
 MAC_OUT = "02:00:00:00:00:02"

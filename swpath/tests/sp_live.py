@@ -31,6 +31,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from quicknat.addr import parse_ipv4
+from quicknat.controller.status import query
+from quicknat.events import event_text
+from quicknat.nat.allocator import Endpoint
 from scapy.config import conf
 from scapy.layers.inet import ICMP, IP, TCP, UDP
 from scapy.layers.l2 import ARP, Ether
@@ -38,11 +42,6 @@ from scapy.packet import Packet, Raw
 from scapy.sendrecv import AsyncSniffer, sendp
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "controller"))
-from quicknat.addr import parse_ipv4  # noqa: E402
-from quicknat.controller.status import query  # noqa: E402
-from quicknat.events import event_text  # noqa: E402
-from quicknat.nat.allocator import Endpoint  # noqa: E402
 
 conf.verb = 0
 TAG = f"q{os.getpid() % 100000}"

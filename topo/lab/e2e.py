@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""End-to-end tests with real clients in a lab: `tests/lab_e2e.py --lab swpath|bmv2`.
+"""End-to-end tests with real clients in a lab: `python3 -m lab.e2e --lab swpath|bmv2`
+(from topo/).
 
 The same tests on either lab (topo/lab/topology.py): `--lab swpath` builds the
 namespace lab with quicknat-swpath (topo/netns_lab.py), `--lab bmv2` the
@@ -36,12 +37,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "topo"))
+from lab.nodes import IPERF_PORT, Nodes
+from lab.processes import raise_on_signals
+from lab.topology import FAR, H1, H2, RTR, SRV
 
-from lab.nodes import IPERF_PORT, Nodes  # noqa: E402
-from lab.processes import raise_on_signals  # noqa: E402
-from lab.topology import FAR, H1, H2, RTR, SRV  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
 
 HOLEPUNCH = ROOT / "topo" / "holepunch.py"
 NAT_INSIDE = "10.0.0.1"  # in0's address in topo/lab.toml: h1's gateway
@@ -255,11 +255,11 @@ def main() -> int:
         parser.error(f"unknown tests {unknown}; known: {', '.join(TESTS)}")
     suite = f"lab-e2e-{args.lab}"
     if args.lab == "swpath":
-        import netns_lab as lab_module
+        from lab import netns_lab as lab_module
 
         reason = lab_module.missing()
     else:
-        import bmv2_lab as lab_module  # type: ignore[no-redef]
+        from lab import bmv2_lab as lab_module  # type: ignore[no-redef]
 
         reason = "; ".join(lab_module.missing()) or None
     if reason:
