@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 from finsy.proto import p4r
 from quicknat.config import parse_config
+from quicknat.controller.install_state import InstallState
 from quicknat.controller.program import Pipeline, PuntReason
 from quicknat.controller.service import Controller, ControllerOptions
 from quicknat.p4rt.entities import packet_metadata
@@ -77,6 +78,7 @@ class Run:
         self.controller = Controller(parse_config(CONFIG), ControllerOptions(), self.pipeline)
         self.switch = StubSwitch()
         self.controller.client = self.switch  # type: ignore[assignment]
+        self.controller.writes.client = self.switch  # type: ignore[assignment]
         self.stop = asyncio.Event()
         self.serving: asyncio.Future[None] | None = None
         self.frame = frame("10.0.0.10")
@@ -141,7 +143,8 @@ def test_packet_during_the_expiry_delete_revives_the_session_after_it() -> None:
         assert kinds(run.switch.writes[-1]) == [INSERT, INSERT]
         assert len(run.switch.injected) == 2  # the reviving packet, translated
         assert list(run.controller.nat.sessions()) == [session]
-        assert session.installed and session.external == external
+        assert run.controller.writes.state(session) is InstallState.INSTALLED
+        assert session.external == external
         assert run.counters().get("sessions_revived") == 1
         assert run.counters().get("sessions_expired", 0) == 0
         assert run.controller.stats_dict()["installed"] == 1

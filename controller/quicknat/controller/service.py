@@ -19,10 +19,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Coroutine
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import NamedTuple
 
 from finsy.proto import p4r
 
@@ -30,9 +30,11 @@ from quicknat.addr import format_ipv4
 from quicknat.config.model import Config, Zone
 from quicknat.controller import program
 from quicknat.controller import stats as stats_module
+from quicknat.controller.install_state import IN_SWITCH, InstallState
 from quicknat.controller.program import PacketOutMode, Pipeline, PuntReason
 from quicknat.controller.stats import Stats
 from quicknat.controller.status import serve_status
+from quicknat.controller.write_path import WritePath
 from quicknat.events import EventLogger
 from quicknat.icmp_error import translate as translate_icmp_error
 from quicknat.icmp_gen import Kind, Originator
@@ -42,7 +44,7 @@ from quicknat.nat.allocator import Endpoint
 from quicknat.nat.core import Nat, Refusal, Refused
 from quicknat.nat.fragments import DatagramKey, Outcome, Reassembly
 from quicknat.nat.session import FlowKey, Session
-from quicknat.p4rt.client import P4RuntimeClient, P4RuntimeError, UpdateError
+from quicknat.p4rt.client import P4RuntimeClient, P4RuntimeError
 from quicknat.p4rt.entities import (
     action_params,
     exact_fields,
@@ -63,7 +65,17 @@ from quicknat.packet import (
 log = logging.getLogger(__name__)
 
 INSERT, MODIFY, DELETE = p4r.Update.INSERT, p4r.Update.MODIFY, p4r.Update.DELETE
-ALREADY_EXISTS, NOT_FOUND = 6, 5  # google.rpc.Code
+ALREADY_EXISTS = 6  # google.rpc.Code
+
+
+class Punt(NamedTuple):
+    """A packet-in: the packet, where it came in, and why the switch sent it."""
+
+    payload: bytes
+    zone: Zone
+    port: int
+    mtu: int  # FRAG_NEEDED: the egress MTU the packet was over
+    reason: PuntReason
 
 
 class ResetRefused(Exception):
@@ -110,36 +122,33 @@ class Controller:
         self.client = P4RuntimeClient(options.grpc_addr, options.device_id, options.election_id)
         self.zone_of_port = {i.port: i.zone for i in config.interfaces}
         self.static = program.static_entries(self.p4info, config)
-        # Sessions whose entries are being written -> first packets to inject after.
-        self.pending: dict[int, list[tuple[bytes, int]]] = {}
         # The ports of fragmented datagrams (FRAGMENT packet-ins, IN-IP-8).
         self.fragments = Reassembly()
-        # While the switch's tables are full (RESOURCE_EXHAUSTED), until when
-        # new flows are refused without a write; 0: not full.
-        self._table_full_until = 0.0
         # Sessions the switch's connection tables hold (their P4Info size): a
         # flow beyond it is refused before a port is taken or a write tried.
         # (BMv2's P4Runtime server answers a full table with UNKNOWN, not the
-        # RESOURCE_EXHAUSTED the specification asks for, handled below too.)
-        self._capacity = min(
+        # RESOURCE_EXHAUSTED the specification asks for, handled too.)
+        capacity = min(
             t.size for t in self.p4info.proto.tables if t.preamble.alias in _SESSION_TABLES
         )
         # The core refuses beyond it too (Refusal.TABLE_FULL), as swpath's does.
-        self.nat = Nat(config, on_mapping=events, on_quota=events.quota, capacity=self._capacity)
-        self._batch: list[Session] = []
-        self._expiring: dict[int, Session] = {}
-        self._deleting: set[int] = set()  # sessions whose expiry DELETE is in flight
-        # Installed sessions whose in2out entry must be written again: a TCP state
-        # changed its timeout, or a hairpin session gained or lost its partner.
-        self._rewrite: dict[int, Session] = {}
-        self._rewriting: set[int] = set()  # their MODIFY is in flight
-        self._writes: set[asyncio.Task[None]] = set()
-        self._in_flight = 0  # install writes outstanding
-        self._installed = 0  # sessions with installed set (_set_installed), for stats
-        self._draining = False
+        self.nat = Nat(config, on_mapping=events, on_quota=events.quota, capacity=capacity)
         self.connected = asyncio.Event()
         self._reset_pending = options.reset
         self.nat_entries = program.NatEntries(self.p4info)
+        # Every write of sessions' entries, and each session's install state.
+        self.writes = WritePath(
+            self.client,
+            self.nat,
+            self.nat_entries,
+            self.stats,
+            batch_max=options.batch_max,
+            writes_in_flight=options.writes_in_flight,
+            capacity=capacity,
+            inject=self._inject,
+            refused=self._answer_refused,
+            now=self.now,
+        )
         self._in2out_id = self.p4info.table("nat_in2out").id
         self._out2in_id = self.p4info.table("nat_out2in").id
         # Per-packet metadata, resolved once: packet-in field ids -> names, and
@@ -148,6 +157,17 @@ class Controller:
             f.id: f.name for f in self.p4info.packet_metadata("packet_in").values()
         }
         self._packet_out_headers: dict[tuple[int, PacketOutMode], list[p4r.PacketMetadata]] = {}
+        # One handler per punt reason (program.PuntReason).
+        self._handlers: dict[int, Callable[[Punt], None]] = {
+            PuntReason.NEW_FLOW: self._on_new_flow,
+            PuntReason.NEW_FLOW_DNAT: self._on_new_flow,
+            PuntReason.TCP_RST: self._on_tcp_rst,
+            PuntReason.TCP_STATE: self._on_tcp_state,
+            PuntReason.ICMP_ERROR: self._on_icmp_error,
+            PuntReason.FRAGMENT: self._on_fragment,
+            PuntReason.TIME_EXCEEDED: self._on_error_copy,
+            PuntReason.FRAG_NEEDED: self._on_error_copy,
+        }
 
     def now(self) -> float:
         return asyncio.get_running_loop().time()
@@ -179,7 +199,7 @@ class Controller:
                     self.stats["reconnects"] += 1
                 finally:
                     self.connected.clear()
-                    await self._drain_writes()
+                    await self.writes.drain()
                 if not stop.is_set():
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(stop.wait(), backoff)
@@ -218,8 +238,7 @@ class Controller:
             # From here the switch holds none of our entries: say so before the
             # first await, so nobody (`quicknat stats`) sees stale "installed".
             sessions = list(self.nat.sessions())
-            for session in sessions:
-                self._set_installed(session, False)
+            self.writes.installs.lose_all()
             await self.client.set_pipeline(
                 self.p4info.proto, self.pipeline.device_config, self.pipeline.cookie
             )
@@ -227,8 +246,7 @@ class Controller:
             await self._write_checked([update(INSERT, e) for e in self.static], "static entries")
             await self._configure_meters()
             await self._configure_clone_session()
-            for chunk in range(0, len(sessions), self.options.batch_max):
-                await self._install(sessions[chunk : chunk + self.options.batch_max])
+            await self.writes.install_now(sessions)
             self.stats["sessions_reinstalled"] += len(sessions)
             return
         # Same program already running: keep its state, make static entries match
@@ -294,22 +312,22 @@ class Controller:
             if session is None or session.out2in not in out2in_keys:
                 stale.append(update(DELETE, entry))
                 if session is not None:
-                    self._remove(session)
+                    self.writes.forget(session)
                 continue
-            self._set_installed(session, True)
+            self.writes.installs.adopt(session.id, session)
             adopted.add(session.out2in)
         stale += [
             update(DELETE, e.table_entry) for e in out2in if self._key(e.table_entry) not in adopted
         ]
         await self.client.write(stale)
-        missing = [s for s in self.nat.sessions() if not s.installed]
+        missing = [s for s in self.nat.sessions() if self.writes.state(s) is None]
         if missing:
-            await self._install(missing)
+            await self.writes.install_now(missing)
         # Hairpin entries as the restored partners say (one may not have come back).
         for session in self.nat.sessions():
-            if session.hairpin and session.installed:
-                self._rewrite[session.id] = session
-        self._flush()
+            if session.hairpin:
+                self.writes.want_rewrite(session)
+        self.writes.flush()
         self.stats["sessions_recovered"] += len(adopted)
         self.stats["stale_entries_deleted"] += len(stale)
         log.info(
@@ -347,9 +365,9 @@ class Controller:
         queue = self.client.messages
         while True:
             self._handle(await queue.get())
-            while not queue.empty() and len(self._batch) < 4 * self.options.batch_max:
+            while not queue.empty() and self.writes.installs.queued() < 4 * self.options.batch_max:
                 self._handle(queue.get_nowait())
-            self._flush()
+            self.writes.flush()
 
     def _handle(self, message: p4r.StreamMessageResponse) -> None:
         if message.HasField("packet"):
@@ -369,54 +387,65 @@ class Controller:
             names[m.metadata_id]: decode(m.value) for m in packet.metadata if m.metadata_id in names
         }
         port, reason = meta.get("ingress_port", -1), meta.get("reason", 0)
-        if reason not in _HANDLED:
+        handler = self._handlers.get(reason)
+        if handler is None:
             self.stats[f"packet_in.ignored.{_reason_name(reason)}"] += 1
             return
         zone = self.zone_of_port.get(port)
         if zone is None:
             self.stats["packet_in.unknown_port"] += 1
             return
-        if reason == PuntReason.ICMP_ERROR:
-            self._on_icmp_error(packet.payload, zone, port)
-            return
-        if reason == PuntReason.FRAGMENT:
-            self._on_fragment(packet.payload, zone, port)
-            return
-        kind = _ERROR_COPIES.get(PuntReason(reason))
-        if kind is not None:
-            self._send_icmp_error(packet.payload, port, kind, meta.get("mtu", 0))
-            return
+        handler(Punt(packet.payload, zone, port, meta.get("mtu", 0), PuntReason(reason)))
+
+    def _flow_key(self, punt: Punt) -> FlowKey | None:
         try:
-            key = parse_flow(packet.payload)
+            return parse_flow(punt.payload)
         except PacketError as exc:
             self.stats["packet_in.malformed"] += 1
-            log.debug("malformed packet-in from port %d: %s", port, exc)
+            log.debug("malformed packet-in from port %d: %s", punt.port, exc)
+            return None
+
+    def _on_new_flow(self, punt: Punt, key: FlowKey | None = None) -> None:
+        """NEW_FLOW, NEW_FLOW_DNAT: a packet the switch has no entry for. Its
+        session (opened, or found: it raced its install) and its place in the
+        write path decide whether it waits for a write or goes back at once."""
+        key = key or self._flow_key(punt)
+        if key is None:
             return
-        if reason == PuntReason.TCP_STATE:
-            self._on_tcp_state(packet.payload, key)
-            return
-        if reason == PuntReason.TCP_RST and self._route_rst(packet.payload, key, port):
-            return
-        flags = tcp_flags(packet.payload) if key.protocol == TCP else 0
-        session = self._flow_session(zone, key, flags, packet.payload, port)
+        flags = tcp_flags(punt.payload) if key.protocol == TCP else 0
+        session = self._flow_session(punt.zone, key, flags, punt.payload, punt.port)
         if session is None:
             return
         if session.hairpin and session.partner is None and not self._open_hairpin(session, flags):
             return
         if key.protocol == TCP:
             self._track_tcp(session, key, flags)
-        if session.installed and (session.id in self._rewrite or session.id in self._rewriting):
+        held = (punt.payload, punt.port)
+        state = self.writes.state(session)
+        if state is InstallState.REWRITING:
             # Its entry is being rewritten (a hairpin that just opened): after that.
-            self.pending.setdefault(session.id, []).append((packet.payload, port))
-        elif session.installed:
+            self.writes.hold(session, held)
+        elif state in IN_SWITCH:
             # Punted before its entries were in place: they are now.
             self.stats["packet_in.reinjected"] += 1
-            self._inject(packet.payload, port)
-        elif session.id in self.pending:
+            self._inject(punt.payload, punt.port)
+        elif state in (InstallState.QUEUED, InstallState.INSTALLING):
             self.stats["packet_in.install_in_flight"] += 1
-            self.pending[session.id].append((packet.payload, port))
-        else:
-            self._queue_install(session, (packet.payload, port))
+            self.writes.hold(session, held)
+        else:  # new, or revived while its DELETE is out (sent after it)
+            self.writes.queue(session, held)
+
+    def _on_tcp_rst(self, punt: Punt) -> None:
+        """TCP_RST: an inside RST, routed without a lookup (_route_rst), or,
+        with no session to route it by, a new flow (which opens none)."""
+        key = self._flow_key(punt)
+        if key is not None and not self._route_rst(punt.payload, key, punt.port):
+            self._on_new_flow(punt, key)
+
+    def _on_error_copy(self, punt: Punt) -> None:
+        """TIME_EXCEEDED, FRAG_NEEDED: a copy of a packet the switch dropped,
+        answered with the NAT's own ICMP error (ICMP-4)."""
+        self._send_icmp_error(punt.payload, punt.port, _ERROR_COPIES[punt.reason], punt.mtu)
 
     def _flow_session(
         self, zone: Zone, key: FlowKey, flags: int, payload: bytes, port: int
@@ -424,8 +453,8 @@ class Controller:
         """The session of a punted packet's flow, opened if need be; None when
         the flow is refused (counted, and answered with code 13 when out of
         resources and the configuration says so, RFC 5508)."""
-        if self.nat.session_for(key) is None and not self._table_has_room():
-            self._refuse_table_full([(payload, port)])
+        if self.nat.session_for(key) is None and not self.writes.has_room():
+            self.writes.table_full([(payload, port)])
             return None
         try:
             return self.nat.new_flow(zone, key, self.now(), flags)
@@ -434,15 +463,6 @@ class Controller:
             if exc.reason in _OUT_OF_RESOURCES and self.config.icmp.unreachable_on_exhaustion:
                 self._send_icmp_error(payload, port, Kind.PROHIBITED)
             return None
-
-    def _queue_install(self, session: Session, first: tuple[bytes, int] | None = None) -> None:
-        """Install a session that is neither installed nor pending with the next
-        write; its first packet waits in `pending` until then. A session whose
-        idle timeout fired and whose DELETE is on its way is revived by this,
-        but only after that DELETE (_expire), which an INSERT must not overtake."""
-        self.pending[session.id] = [first] if first is not None else []
-        if session.id not in self._deleting:
-            self._batch.append(session)
 
     def _open_hairpin(self, session: Session, tcp_flags: int = 0) -> bool:
         """The second half of a hairpinned flow (Nat.open_hairpin). On success both
@@ -453,21 +473,26 @@ class Controller:
             partner = self.nat.open_hairpin(session, self.now(), tcp_flags)
         except Refused as exc:
             self.stats[f"refused.hairpin.{exc.reason.name.lower()}"] += 1
-            if not session.installed and session.id not in self.pending:
-                self._queue_install(session)
+            self._install_if_out(session)
             return False
         self.stats["hairpin.opened"] += 1
         for s in (session, partner):
-            if s.installed:
-                self._rewrite[s.id] = s
-            elif s.id not in self.pending:
-                self._queue_install(s)
-            # else: its insert is in flight; _install sees the stale action
+            if self.writes.in_switch(s):
+                self.writes.want_rewrite(s)
+            else:  # (an insert in flight sees the stale action when it returns)
+                self._install_if_out(s)
         return True
 
-    def _on_icmp_error(self, payload: bytes, zone: Zone, port: int) -> None:
-        """Translate an ICMP error for one of our sessions (the tables cannot
-        match its quoted packet) and have the switch route it."""
+    def _install_if_out(self, session: Session) -> None:
+        """Install a session that has no entries and none on their way (or
+        only a DELETE, after which it is installed again)."""
+        if self.writes.state(session) in (None, InstallState.DELETING):
+            self.writes.queue(session)
+
+    def _on_icmp_error(self, punt: Punt) -> None:
+        """ICMP_ERROR: translate an ICMP error for one of our sessions (the
+        tables cannot match its quoted packet) and have the switch route it."""
+        payload, zone, port = punt.payload, punt.zone, punt.port
         try:
             translated = translate_icmp_error(payload, zone, self.nat.session_for)
         except PacketError as exc:
@@ -480,11 +505,12 @@ class Controller:
         self.stats["icmp_error.translated"] += 1
         self._packet_out(translated, port, PacketOutMode.ROUTE)
 
-    def _on_fragment(self, payload: bytes, zone: Zone, port: int) -> None:
-        """RFC 4787 REQ-14 (IN-IP-8): the switch cannot keep a datagram's ports,
+    def _on_fragment(self, punt: Punt) -> None:
+        """FRAGMENT, RFC 4787 REQ-14 (IN-IP-8): the switch cannot keep a datagram's ports,
         so it sends every fragment that needs NAT here. The first is translated
         as a packet of its flow (which it may open), the later ones with its
         ports (nat/fragments.py); the switch routes them (ROUTE)."""
+        payload, zone, port = punt.payload, punt.zone, punt.port
         now = self.now()
         try:
             fragment = fragment_of(payload)
@@ -513,8 +539,7 @@ class Controller:
             return
         if key.protocol == TCP:
             self._track_tcp(session, key, flags)
-        if not session.installed and session.id not in self.pending:
-            self._queue_install(session)  # for the flow's whole packets
+        self._install_if_out(session)  # for the flow's whole packets
         rewrite = session.in2out_rewrite if key == session.in2out else session.out2in_rewrite
         assert rewrite is not None
         self.stats["fragment.translated"] += 1
@@ -561,7 +586,7 @@ class Controller:
         session = self.nat.session_for(key)
         if session is None or key != session.in2out:
             return False
-        if not session.installed and session.id not in self._deleting:
+        if self.writes.state(session) not in (*IN_SWITCH, InstallState.DELETING):
             return False
         rewrite = session.in2out_rewrite
         if rewrite is None:  # a hairpin half waiting for its peer
@@ -576,209 +601,35 @@ class Controller:
         self._packet_out(translated, port, PacketOutMode.ROUTE)
         return True
 
-    def _on_tcp_state(self, payload: bytes, key: FlowKey) -> None:
-        """A copy of a SYN, FIN or RST that the switch translated."""
+    def _on_tcp_state(self, punt: Punt) -> None:
+        """TCP_STATE: a copy of a SYN, FIN or RST that the switch translated."""
+        key = self._flow_key(punt)
+        if key is None:
+            return
         session = self.nat.session_for(key)
         if session is None:
             self.stats["tcp_state.no_session"] += 1
             return
         self.stats["tcp_state.segments"] += 1
-        self._track_tcp(session, key, tcp_flags(payload))
+        self._track_tcp(session, key, tcp_flags(punt.payload))
 
     def _track_tcp(self, session: Session, key: FlowKey, flags: int) -> None:
         for changed in self.nat.tcp_segment(session, key, flags):
-            if changed.installed:
-                self._rewrite[changed.id] = changed
+            self.writes.want_rewrite(changed)
 
     def _on_idle_timeout(self, note: p4r.IdleTimeoutNotification) -> None:
         for entry in note.table_entry:
             self.stats["idle_timeouts"] += 1
             session = self.nat.session_for(self._key(entry))
-            if session is None or not session.installed:
-                continue
-            self._expiring[session.id] = session
+            if session is not None:
+                self.writes.idle(session)
 
-    def _flush(self) -> None:
-        """Start install writes, group-commit style: one at a time, and a further
-        one (up to `writes_in_flight`) only for a full batch. While a write is
-        out, new flows wait in the batch, so under load each WriteRequest carries
-        every flow that arrived during the previous round trip; a lone flow on
-        an idle controller goes at once. (Packet-ins arrive one by one: with a
-        write for each while slots were free, bench-bmv2 averaged 1.7 flows per
-        write, and each write costs both sides a gRPC call.)"""
-        full = self.options.batch_max
-        while (
-            self._batch
-            and not self._draining
-            and (
-                self._in_flight == 0
-                or (len(self._batch) >= full and self._in_flight < self.options.writes_in_flight)
-            )
-        ):
-            batch = self._batch[:full]
-            del self._batch[:full]
-            self._in_flight += 1
-            self._spawn(self._install_then_flush(batch))
-        if self._expiring:
-            expiring = list(self._expiring.values())
-            self._expiring.clear()
-            for s in expiring:
-                self._set_installed(s, False)
-                self._deleting.add(s.id)
-            self._spawn(self._expire(expiring))
-        if self._rewrite:
-            rewrite = list(self._rewrite.values())
-            self._rewrite.clear()
-            self._rewriting.update(s.id for s in rewrite)
-            self._spawn(self._rewrite_in2out(rewrite))
-
-    def _spawn(self, coroutine: Coroutine[Any, Any, None]) -> None:
-        task = asyncio.ensure_future(coroutine)
-        self._writes.add(task)
-        task.add_done_callback(self._writes.discard)
-
-    async def _install_then_flush(self, sessions: list[Session]) -> None:
-        try:
-            await self._install(sessions)
-        finally:
-            self._in_flight -= 1
-            self._flush()
-
-    async def _drain_writes(self) -> None:
-        self._draining = True
-        if self._writes:
-            await asyncio.gather(*self._writes, return_exceptions=True)
-        self._draining = False
-        # Packets waiting for installs that did not happen are lost with the switch.
-        self.stats["packet_in.lost_on_disconnect"] += sum(len(p) for p in self.pending.values())
-        for session in self._batch:
-            if self.nat.contains(session) and not session.installed:
-                self._remove(session)
-        self.pending.clear()
-        self._batch.clear()
-
-    async def _install(self, sessions: list[Session]) -> None:
-        updates = []
-        written = []  # the in2out rewrite each entry gets
-        for session in sessions:
-            updates += self.nat_entries.inserts(session, self.nat.timeout(session))
-            written.append(session.in2out_rewrite)
-        self.stats["install_writes"] += 1
-        errors = await self.client.write(updates)
-        failed = _failed_sessions(errors)
-        cleanup: list[p4r.Update] = []
-        for index, session in enumerate(sessions):
-            packets = self.pending.pop(session.id, [])
-            if index in failed:
-                code, message = failed[index]
-                # Remove whichever of the two entries did get in.
-                cleanup += self.nat_entries.deletes(session)
-                self._remove(session)  # its port rests, as any freed port
-                if code == RESOURCE_EXHAUSTED:
-                    self._refuse_table_full(packets)
-                    continue
-                self.stats["install_failed"] += 1
-                log.warning("install of session %d failed (code %d): %s", session.id, code, message)
-                continue
-            self._table_full_until = 0.0
-            self._set_installed(session, True)
-            self.stats["sessions_installed"] += 1
-            if session.in2out_rewrite != written[index] and self.nat.contains(session):
-                # A hairpin partner came or went during the write: the entry is
-                # stale, and its packets wait for the rewrite.
-                self._rewrite[session.id] = session
-                self.pending[session.id] = packets
-                continue
-            for payload, port in packets:
-                self._inject(payload, port)
-        if cleanup:
-            await self.client.write(cleanup)
-
-    def _table_has_room(self) -> bool:
-        """Whether one more session fits the switch's tables: fewer sessions
-        installed and on their way than its P4Info size, and no full table
-        reported (RESOURCE_EXHAUSTED) within TABLE_FULL_BACKOFF_S."""
-        if self._installed + len(self.pending) >= self._capacity:
-            return False
-        if self._table_full_until and self.now() < self._table_full_until:
-            return False
-        self._table_full_until = 0.0
-        return True
-
-    def _refuse_table_full(self, packets: list[tuple[bytes, int]]) -> None:
-        """RES-4: the switch's connection tables are full (RESOURCE_EXHAUSTED).
-        The flow is refused as any flow out of resources (counted, code 13 if
-        configured, RFC 5508); for TABLE_FULL_BACKOFF_S new flows are refused
-        before a port is taken or a write tried, so a full table is no write
-        storm, and one warning says so per episode."""
-        self.stats["refused.table_full"] += 1
-        if self._table_full_until == 0.0:
-            log.warning(
-                "the switch's connection tables are full: new flows refused "
-                "until sessions expire (refused.table_full)"
-            )
-        self._table_full_until = self.now() + TABLE_FULL_BACKOFF_S
+    def _answer_refused(self, packets: list[tuple[bytes, int]]) -> None:
+        """A flow refused for a full table, as any flow out of resources: code
+        13 to its sender if the configuration says so (RFC 5508)."""
         if packets and self.config.icmp.unreachable_on_exhaustion:
             payload, port = packets[0]
             self._send_icmp_error(payload, port, Kind.PROHIBITED)
-
-    async def _rewrite_in2out(self, sessions: list[Session]) -> None:
-        """MODIFY in2out entries: new idle timeouts after TCP state changes (RFC
-        7857 sec. 2.2), or a hairpin session's new rewrite. Then the packets that
-        waited for it go through."""
-        try:
-            live = [s for s in sessions if s.installed and self.nat.contains(s)]
-            updates = [self.nat_entries.in2out_modify(s, self.nat.timeout(s)) for s in live]
-            errors = await self.client.write(updates)
-            self.stats["entries_rewritten"] += len(updates) - len(errors)
-            self.stats["rewrite_failed"] += len(errors)
-        finally:
-            self._rewriting.difference_update(s.id for s in sessions)
-        for session in sessions:
-            for payload, port in self.pending.pop(session.id, []):
-                self._inject(payload, port)
-
-    async def _expire(self, sessions: list[Session]) -> None:
-        """Delete expired sessions' entries, then forget the sessions, except
-        those a packet revived meanwhile (_queue_install left them in `pending`):
-        they are installed again, same mapping, now that the DELETE is done. A
-        session must not be forgotten while entries for it may be in the switch:
-        they would go on translating with a port that went back to the pool."""
-        try:
-            updates = [u for s in sessions for u in self.nat_entries.deletes(s)]
-            errors = await self.client.write(updates)
-        finally:
-            self._deleting.difference_update(s.id for s in sessions)
-        unexpected = [e for e in errors if e.code != NOT_FOUND]
-        if unexpected:
-            self.stats["delete_failed"] += len(unexpected)
-        for session in sessions:
-            if not self.nat.contains(session):
-                continue
-            if session.id in self.pending:
-                self.stats["sessions_revived"] += 1
-                self._batch.append(session)
-            else:
-                self._remove(session)
-                self.stats["sessions_expired"] += 1
-                self._table_full_until = 0.0  # room again
-        self._flush()
-
-    def _set_installed(self, session: Session, installed: bool) -> None:
-        """Every change of Session.installed goes through here, so `quicknat
-        stats` counts installed sessions without walking them all."""
-        if session.installed != installed:
-            session.installed = installed
-            self._installed += 1 if installed else -1
-
-    def _remove(self, session: Session) -> None:
-        """Forget a session; a hairpin partner left behind goes back to
-        hairpin_pending (it must not translate to a freed endpoint)."""
-        self._set_installed(session, False)
-        partner = session.partner
-        self.nat.remove(session, self.now())
-        if partner is not None and partner.installed:
-            self._rewrite[partner.id] = partner
 
     def _inject(self, payload: bytes, port: int) -> None:
         self._packet_out(payload, port, PacketOutMode.INJECT)
@@ -809,7 +660,8 @@ class Controller:
                     "remote": f"{format_ipv4(s.remote.address)}:{s.remote.port}",
                     "age_s": round(now - s.created, 1),
                     "timeout_s": self.nat.timeout(s),
-                    "installed": s.installed,
+                    "installed": self.writes.in_switch(s),
+                    "install": _state_name(self.writes.state(s)),
                     **({"hairpin_to": s.partner.id if s.partner else None} if s.hairpin else {}),
                     **({"tcp_state": tcp_state.describe(s.tcp)} if s.protocol == TCP else {}),
                 }
@@ -819,7 +671,7 @@ class Controller:
     def stats_dict(self) -> dict[str, object]:
         return {
             "sessions": self.nat.session_count,
-            "installed": self._installed,
+            "installed": self.writes.installs.installed_count(),
             "connected": self.connected.is_set(),
             "stream_queue_dropped": self.client.dropped,
             "counters": self.stats.as_dict(),
@@ -831,10 +683,6 @@ class Controller:
         return await serve_status(self.options.socket, self)
 
 
-# google.rpc.Code of a write into a full table.
-RESOURCE_EXHAUSTED = 8
-# How long new flows are refused without a write once a table is full.
-TABLE_FULL_BACKOFF_S = 1.0
 # The tables every session has entries in.
 _SESSION_TABLES = frozenset({"nat_in2out", "nat_out2in"})
 
@@ -846,17 +694,6 @@ _ERROR_COPIES = {
 # Refusals answered with destination unreachable code 13 (RFC 5508, out of resources).
 _OUT_OF_RESOURCES = frozenset(
     {Refusal.POOL_EXHAUSTED, Refusal.QUOTA_EXCEEDED, Refusal.SESSION_LIMIT, Refusal.TABLE_FULL}
-)
-_HANDLED = frozenset(
-    {
-        PuntReason.NEW_FLOW,
-        PuntReason.NEW_FLOW_DNAT,
-        PuntReason.ICMP_ERROR,
-        PuntReason.FRAGMENT,
-        PuntReason.TCP_STATE,
-        PuntReason.TCP_RST,
-        *_ERROR_COPIES,
-    }
 )
 
 
@@ -870,12 +707,8 @@ def _counter_names() -> list[str]:
     return names
 
 
-def _failed_sessions(errors: list[UpdateError]) -> dict[int, tuple[int, str]]:
-    """Session index (two updates per session) -> its first error (code, message)."""
-    failed: dict[int, tuple[int, str]] = {}
-    for error in errors:
-        failed.setdefault(error.index // 2, (error.code, error.message))
-    return failed
+def _state_name(state: InstallState | None) -> str:
+    return state.value if state is not None else "none"
 
 
 def _reason_name(reason: int) -> str:

@@ -73,8 +73,6 @@ class Session:
     created: float
     mapping: Mapping | None = None
     """The shared mapping for SNAT and inbound sessions; None for DNAT."""
-    installed: bool = False
-    """Its entries are in the data plane (set by whoever installs them)."""
     tcp: int = 0
     """TCP state: the TCP_* flags seen so far (tcp_state.py)."""
     hairpin: bool = False
