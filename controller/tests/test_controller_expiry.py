@@ -78,7 +78,6 @@ class Run:
         self.controller = Controller(parse_config(CONFIG), ControllerOptions(), self.pipeline)
         self.switch = StubSwitch()
         self.controller.client = self.switch  # type: ignore[assignment]
-        self.controller.writes.client = self.switch  # type: ignore[assignment]
         self.stop = asyncio.Event()
         self.serving: asyncio.Future[None] | None = None
         self.frame = frame("10.0.0.10")

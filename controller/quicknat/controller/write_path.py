@@ -15,15 +15,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
+
+from finsy.proto import p4r
 
 from quicknat.controller.install_state import Held, Installs, InstallState
 from quicknat.controller.program import NatEntries
 from quicknat.controller.stats import Stats
 from quicknat.nat.core import Nat
 from quicknat.nat.session import Session
-from quicknat.p4rt.client import P4RuntimeClient, UpdateError
+from quicknat.p4rt.client import UpdateError
 
 log = logging.getLogger("quicknat.controller")
 
@@ -37,7 +39,7 @@ TABLE_FULL_BACKOFF_S = 1.0
 class WritePath:
     def __init__(
         self,
-        client: P4RuntimeClient,
+        write: Callable[[list[p4r.Update]], Awaitable[list[UpdateError]]],
         nat: Nat,
         entries: NatEntries,
         stats: Stats,
@@ -49,7 +51,7 @@ class WritePath:
         refused: Callable[[list[Held]], None],
         now: Callable[[], float],
     ) -> None:
-        self.client = client
+        self._send = write  # a WriteRequest to the switch: its failed updates
         self.nat = nat
         self.entries = entries
         self.stats = stats
@@ -178,14 +180,14 @@ class WritePath:
             await self._install(self.installs.take_batch(self.batch_max))
 
     async def _write(
-        self, updates: list[Any], sessions: list[Session], during: InstallState
+        self, updates: list[p4r.Update], sessions: list[Session], during: InstallState
     ) -> list[UpdateError]:
         """One write for these sessions. When it does not return (the
         connection went), whether their entries changed is unknown: they keep
         their NAT state but leave the install states, and the recovery after
         the reconnect reads the switch to find out (service.py)."""
         try:
-            return await self.client.write(updates)
+            return await self._send(updates)
         except BaseException:
             for session in sessions:
                 if self.installs.state(session.id) is during:
@@ -225,7 +227,7 @@ class WritePath:
             for payload, port in self.installs.installed(session.id, stale):
                 self.inject(payload, port)
         if cleanup:
-            await self.client.write(cleanup)
+            await self._send(cleanup)
 
     async def _rewrite(self, sessions: list[Session]) -> None:
         """MODIFY in2out entries: new idle timeouts after TCP state changes (RFC
@@ -234,7 +236,7 @@ class WritePath:
         try:
             live = [s for s in sessions if self.installs.in_switch(s.id)]
             updates = [self.entries.in2out_modify(s, self.nat.timeout(s)) for s in live]
-            errors = await self.client.write(updates)
+            errors = await self._send(updates)
             self.stats["entries_rewritten"] += len(updates) - len(errors)
             self.stats["rewrite_failed"] += len(errors)
         finally:
