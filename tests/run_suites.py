@@ -48,7 +48,17 @@ SUITES = [
     ),
     Suite(
         "nat-vectors-py",
-        [PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/vectors/nat"],
+        [
+            PY,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:asyncio",
+            "tests/vectors/nat",
+        ],
         "the shared NAT behaviour vectors against the Python core (Nat)",
     ),
     Suite("python-lint", ["make", "-s", "lint"], "ruff and mypy --strict over the Python code"),
