@@ -21,7 +21,7 @@ from finsy.proto import p4r, p4r_grpc
 from lab.bmv2 import switch_command
 from lab.netns import Topology
 from lab.processes import start, stop, wait_for_tcp, wait_for_unix_socket
-from lab.swpath import swpath_command
+from lab.swpath import compile_commands, swpath_command
 from quicknat.controller.program import DropReason, Pipeline
 from quicknat.controller.status import query
 from quicknat.counters import VOCABULARY
@@ -270,15 +270,8 @@ class SwpathTarget(Target):
     ) -> None:
         super().__init__(params, overlay, table_size)
         self.commands = self.workdir / f"{self.config.stem}.cmds"
-        if not self.commands.exists():  # compiled once per run and config by the one parser
-            compiled = subprocess.run(
-                [str(QUICKNAT), "swpath-commands", str(self.config)],
-                capture_output=True,
-                text=True,
-                timeout=30,
-                check=True,
-            )
-            self.commands.write_text(compiled.stdout)
+        if not self.commands.exists():  # compiled once per run and config
+            compile_commands(self.config, self.commands)
 
     def start_nat(self, reset: bool = True) -> None:
         if not reset:

@@ -18,7 +18,7 @@ from lab.netns import (
 )
 from lab.nodes import QUICKNAT, Nodes
 from lab.processes import signals_ignored, wait_for_unix_socket
-from lab.swpath import SWPATH, swpath_command
+from lab.swpath import SWPATH, compile_commands, swpath_command
 
 REPO = Path(__file__).resolve().parents[2]
 NAT = "qn-lab-nat"
@@ -64,15 +64,7 @@ class NetnsLab(Nodes):
             delete_namespace(namespace(node))
 
     def start_swpath(self) -> None:
-        commands = self.workdir / "nat.cmds"
-        compiled = subprocess.run(
-            [str(QUICKNAT), "swpath-commands", str(topology.CONFIG)],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=True,
-        )
-        commands.write_text(compiled.stdout)
+        commands = compile_commands(topology.CONFIG, self.workdir / "nat.cmds")
         command = swpath_command(
             topology.nat_ports(), commands, self.socket, f"quicknat-lab-{os.getpid()}"
         )

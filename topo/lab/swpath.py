@@ -2,15 +2,31 @@
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 SWPATH = REPO / "swpath" / "build" / "app" / "quicknat-swpath"
+QUICKNAT = REPO / ".venv" / "bin" / "quicknat"
 
 # af_packet's default ring of 512 frames overflows under a TCP burst (iperf3)
 # before a worker drains it; 32768 frames of 2 KB keep up.
 AF_PACKET_FRAMES = 32768
+
+
+def compile_commands(config: Path, out: Path) -> Path:
+    """The TOML configuration as swpath's command lines, written to `out`, by
+    the one configuration parser (`quicknat swpath-commands`)."""
+    compiled = subprocess.run(
+        [str(QUICKNAT), "swpath-commands", str(config)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
+    out.write_text(compiled.stdout)
+    return out
 
 
 def swpath_command(
