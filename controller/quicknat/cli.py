@@ -186,11 +186,37 @@ def _controller(config: Config, args: argparse.Namespace) -> int:
     return 0
 
 
+def _session_query(args: argparse.Namespace) -> str:
+    """The `sessions` line for the socket, from the CLI's filters."""
+    from quicknat.controller.status import SessionQuery
+
+    query = SessionQuery(
+        args.action,
+        args.limit,
+        args.proto,
+        parse_ipv4(args.src) if args.src else None,
+        parse_ipv4(args.dst) if args.dst else None,
+        args.port,
+    )
+    if query.proto not in (0, 1, 6, 17):
+        raise ValueError("--proto: sessions are tcp, udp or icmp")
+    if query.action == "delete" and not query.filtered():
+        raise ValueError("delete needs a filter (--proto, --src, --dst, --port); flush deletes all")
+    return query.command()
+
+
 def _status(args: argparse.Namespace) -> int:
     from quicknat.controller.status import query
 
+    line = args.command
+    if args.command == "sessions":
+        try:
+            line = _session_query(args)
+        except ValueError as exc:
+            print(f"quicknat sessions: {exc}", file=sys.stderr)
+            return 2
     try:
-        answer = query(Path(args.socket), args.command)
+        answer = query(Path(args.socket), line)
     except OSError as exc:
         print(
             f"quicknat {args.command}: cannot reach {args.socket}: {exc.strerror or exc}\n"
@@ -199,8 +225,14 @@ def _status(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 1
+    if isinstance(answer, dict) and "error" in answer:
+        print(f"quicknat {args.command}: {answer['error']}", file=sys.stderr)
+        return 1
     if args.json or args.command == "stats":
         print(json.dumps(answer, indent=2))
+        return 0
+    if isinstance(answer, dict):  # delete, flush
+        print(f"{answer['deleted']} sessions deleted")
         return 0
     assert isinstance(answer, list)
     print(
@@ -329,7 +361,33 @@ def _parser() -> argparse.ArgumentParser:
         )
         status.add_argument("--json", action="store_true", help="print the answer as JSON")
         status.set_defaults(status=name)
+        if name == "sessions":
+            _session_filters(status)
     return parser
+
+
+def _session_filters(parser: argparse.ArgumentParser) -> None:
+    """conntrack-like: list, delete or flush the sessions the filters select."""
+    parser.add_argument(
+        "action",
+        nargs="?",
+        choices=("list", "delete", "flush"),
+        default="list",
+        help="delete needs a filter; flush deletes every session (that the filters select); "
+        "a deleted session's port rests 120 s before reuse, as after an expiry",
+    )
+    parser.add_argument("--src", type=_ipv4, help="the inside host's address")
+    parser.add_argument("--dst", type=_ipv4, help="the remote peer's address")
+    parser.add_argument("--port", type=_port, help="any of the inside, external or remote port")
+    parser.add_argument(
+        "--proto", type=_protocol, default=0, help="tcp, udp, icmp or a number (0: any)"
+    )
+    parser.add_argument("--limit", type=int, default=0, help="list at most this many (0: all)")
+
+
+def _ipv4(text: str) -> str:
+    parse_ipv4(text)  # ValueError: argparse names the option
+    return text
 
 
 def _version() -> str:

@@ -54,6 +54,13 @@ VOCABULARY: tuple[Counter, ...] = (
         "sessions_expired",
         "sessions closed by their idle timeout",
     ),
+    Counter(
+        "sessions_deleted",
+        Kind.EVENT,
+        "sessions_deleted",
+        "sessions_deleted",
+        "sessions an operator deleted (quicknat sessions delete|flush)",
+    ),
     # swpath keeps one counter for every outside packet without mapping or
     # DNAT rule; P4 drops those to addresses it does not own in the switch.
     Counter(

@@ -12,6 +12,7 @@ from quicknat.config import parse_config
 from quicknat.controller.install_state import InstallState
 from quicknat.controller.program import Pipeline, PuntReason
 from quicknat.controller.service import Controller, ControllerOptions
+from quicknat.controller.status import SessionQuery
 from quicknat.p4rt.entities import packet_metadata
 from scapy.layers.inet import IP, TCP, UDP
 from scapy.layers.l2 import Ether
@@ -208,6 +209,42 @@ def test_idle_session_is_forgotten_and_its_port_reused() -> None:
         assert kinds(run.switch.writes[-1]) == [INSERT, INSERT]
         (session,) = run.controller.nat.sessions()
         assert session.external.port == 2000
+        await run.close()
+
+    asyncio.run(scenario())
+
+
+def test_an_operator_delete_removes_the_entries_and_the_session() -> None:
+    """`quicknat sessions delete`: the selected session's entries go, then the
+    session (its port rests, as after an expiry); a packet during the DELETE
+    does not revive it, and the flow's next packet opens a new session."""
+
+    async def scenario() -> None:
+        run = Run()
+        await run.first_flow()
+        run.switch.hold = asyncio.Event()
+        query = SessionQuery.parse(["delete", "src", "10.0.0.99"])
+        assert run.controller.delete_sessions(query) == 0
+        query = SessionQuery.parse(["delete", "src", "10.0.0.10", "port", "53"])
+        assert run.controller.delete_sessions(query) == 1
+        await run.settle()
+        assert kinds(run.switch.writes[-1]) == [DELETE, DELETE]
+        run.packet_in()  # the flow again, while the DELETE is out
+        await run.settle()
+        hold, run.switch.hold = run.switch.hold, None
+        hold.set()
+        await run.settle()
+        assert list(run.controller.nat.sessions()) == []
+        assert run.counters().get("sessions_deleted") == 1
+        assert run.counters().get("sessions_revived", 0) == 0
+        assert run.controller.stats_dict()["installed"] == 0
+        # the flow's next packet opens a new session (the pool's one port,
+        # resting, is the longest-rested there is: MAP-8)
+        run.packet_in()
+        await run.settle()
+        assert kinds(run.switch.writes[-1]) == [INSERT, INSERT]
+        (session,) = run.controller.nat.sessions()
+        assert session.id != 1
         await run.close()
 
     asyncio.run(scenario())

@@ -82,10 +82,18 @@ class Target:
         stop(self.proc)
         self.proc = None
 
-    def sessions(self) -> list[dict[str, Any]]:
-        answer = query(self.socket, "sessions")
-        assert isinstance(answer, list)
+    def sessions(self, filters: str = "") -> list[dict[str, Any]]:
+        """The sessions the data path holds (`filters`: as `quicknat sessions`
+        sends them, e.g. "src 10.0.0.10 proto udp")."""
+        answer = query(self.socket, f"sessions list {filters}".strip())
+        assert isinstance(answer, list), answer
         return answer
+
+    def delete_sessions(self, words: str) -> int:
+        """`sessions delete ...` or `sessions flush`: how many were deleted."""
+        answer = query(self.socket, f"sessions {words}")
+        assert isinstance(answer, dict) and "deleted" in answer, answer
+        return int(answer["deleted"])
 
     def stats(self) -> dict[str, Any]:
         answer = query(self.socket, "stats")

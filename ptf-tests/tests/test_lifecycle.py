@@ -34,6 +34,40 @@ class IdleTimeoutRemovesBothDirections(QuickNatTest):
         self.assertGreater(self.target.counter("new_flows"), new_flows)
 
 
+@group("aging")
+class OperatorDeletesSessions(QuickNatTest):
+    """`quicknat sessions delete|flush` (conntrack -D/-F): the selected
+    sessions go from the data path at once, the others stay, the old reply is
+    not let in, and the flow's next packet is a new flow on another port (the
+    deleted one rests before reuse, MAP-8)."""
+
+    def runTest(self) -> None:
+        self.send(INSIDE, from_inside("10.0.0.10", "198.51.100.10", udp(6001, 53)))
+        first = self.receive(OUTSIDE)
+        self.send(INSIDE, from_inside("10.0.0.20", "198.51.100.10", udp(6002, 53)))
+        self.receive(OUTSIDE)
+        self.assertEqual(len(self.target.sessions("src 10.0.0.10")), 1)
+        self.assertEqual(self.target.delete_sessions("delete src 10.0.0.10 proto udp"), 1)
+        self.target.wait_until(
+            "deleted session gone",
+            lambda: not self.target.sessions("src 10.0.0.10"),
+            10,
+        )
+        self.assertEqual(len(self.target.sessions()), 1)
+        self.assertEqual(self.target.counter("sessions_deleted"), 1)
+        self.assertEqual(self.target.counter("sessions_expired"), 0)
+        # The inbound direction went with it.
+        self.send(OUTSIDE, from_outside("198.51.100.10", first[IP].src, udp(53, first[UDP].sport)))
+        self.expect_nothing()
+        self.send(INSIDE, from_inside("10.0.0.10", "198.51.100.10", udp(6001, 53)))
+        again = self.receive(OUTSIDE)
+        self.assertNotEqual(again[UDP].sport, first[UDP].sport, "a resting port was reused")
+        # flush: every session goes
+        self.assertEqual(self.target.delete_sessions("flush"), 2)
+        self.target.wait_until("flushed", lambda: not self.target.sessions(), 10)
+        self.assertEqual(self.target.counter("sessions_deleted"), 3)
+
+
 @group("restart")
 class ControllerRestartKeepsFlows(QuickNatTest):
     def runTest(self) -> None:

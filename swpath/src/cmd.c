@@ -231,6 +231,66 @@ parse_protocol(const char *s, uint8_t *proto)
 	return 0;
 }
 
+/*
+ * sessions [list|delete|flush] [limit N] [proto P] [src A] [dst A] [port N]:
+ * src is the inside host, dst the remote peer, port any of the session's
+ * three ports (as conntrack's filters). delete needs a filter; flush takes
+ * all when it has none.
+ */
+static int
+parse_sessions(const struct words *words, struct sp_cmd_sessions *c,
+	       char *err, size_t errlen)
+{
+	static const char usage[] = "sessions: expected 'sessions [list|delete|flush] "
+		"[limit N] [proto tcp|udp|icmp] [src A] [dst A] [port N]'";
+	struct sp_session_filter *f = &c->filter;
+	unsigned i = 1;
+	uint64_t n;
+
+	if (i < words->n && strcmp(words->w[i], "list") == 0) {
+		i++;
+	} else if (i < words->n && strcmp(words->w[i], "delete") == 0) {
+		c->action = SP_SESSIONS_DELETE;
+		i++;
+	} else if (i < words->n && strcmp(words->w[i], "flush") == 0) {
+		c->action = SP_SESSIONS_FLUSH;
+		i++;
+	}
+	for (; i < words->n; i++) {
+		const char *k = words->w[i];
+		const char *v = i + 1 < words->n ? words->w[i + 1] : NULL;
+
+		if (strcmp(k, "limit") != 0 && strcmp(k, "proto") != 0 &&
+		    strcmp(k, "src") != 0 && strcmp(k, "dst") != 0 &&
+		    strcmp(k, "port") != 0)
+			return sp_fail(err, errlen, "%s (at '%s')", usage, k);
+		if (v == NULL)
+			return sp_fail(err, errlen, "sessions: %s: missing value", k);
+		i++;
+		if (strcmp(k, "limit") == 0 && c->action == SP_SESSIONS_LIST &&
+		    parse_uint(v, 0, UINT32_MAX, &n) == 0)
+			c->limit = (uint32_t)n;
+		else if (strcmp(k, "proto") == 0 && parse_protocol(v, &f->proto) == 0)
+			;
+		else if (strcmp(k, "src") == 0 && parse_ipv4(v, &f->src) == 0)
+			f->has_src = true;
+		else if (strcmp(k, "dst") == 0 && parse_ipv4(v, &f->dst) == 0)
+			f->has_dst = true;
+		else if (strcmp(k, "port") == 0 &&
+			 parse_uint(v, 1, 65535, &n) == 0) {
+			f->port = (uint16_t)n;
+			f->has_port = true;
+		} else
+			return sp_fail(err, errlen, "%s (at '%s %s')", usage, k, v);
+	}
+	if (c->action == SP_SESSIONS_DELETE && !f->proto && !f->has_src &&
+	    !f->has_dst && !f->has_port)
+		return sp_fail(err, errlen,
+			       "sessions delete: needs a filter (proto, src, dst, port); "
+			       "'sessions flush' deletes them all");
+	return 0;
+}
+
 /* The value after keyword words->w[*i], or NULL with a message. */
 static const char *
 value_of(const struct words *words, unsigned *i, const char *verb, char *err,
@@ -874,14 +934,7 @@ sp_cmd_parse(const char *line, struct sp_cmd *cmd, char *err, size_t errlen)
 	}
 	if (strcmp(verb, "sessions") == 0) {
 		cmd->verb = SP_CMD_SESSIONS;
-		if (words.n == 1)
-			return 0;
-		if (words.n == 3 && strcmp(words.w[1], "limit") == 0 &&
-		    parse_uint(words.w[2], 0, UINT32_MAX, &n) == 0) {
-			cmd->u.limit = (uint32_t)n;
-			return 0;
-		}
-		return sp_fail(err, errlen, "sessions: expected 'sessions [limit N]'");
+		return parse_sessions(&words, &cmd->u.sessions, err, errlen);
 	}
 	return sp_fail(err, errlen,
 		    "unknown command '%s' (interface, route, neighbor, pool, rule, timeouts, filtering, limits, icmp, logging, rules, sessions, stats)",

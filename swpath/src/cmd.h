@@ -165,6 +165,28 @@ struct sp_cmd_icmp {
 	uint32_t burst;
 };
 
+/* Which sessions a `sessions` command lists or deletes (as conntrack's
+ * filters): every given field must match. */
+struct sp_session_filter {
+	uint8_t proto;          /* 0: any */
+	bool has_src, has_dst, has_port;
+	uint32_t src;           /* the inside host (host order) */
+	uint32_t dst;           /* the remote peer (host order) */
+	uint16_t port;          /* the inside, external or remote port */
+};
+
+enum sp_sessions_action {
+	SP_SESSIONS_LIST = 0,
+	SP_SESSIONS_DELETE = 1,  /* the matching ones (at least one filter) */
+	SP_SESSIONS_FLUSH = 2,   /* all, or the matching ones */
+};
+
+struct sp_cmd_sessions {
+	uint8_t action;         /* enum sp_sessions_action */
+	uint32_t limit;         /* list: most rows; 0 = all */
+	struct sp_session_filter filter;
+};
+
 struct sp_cmd {
 	enum sp_verb verb;
 	union {
@@ -179,7 +201,7 @@ struct sp_cmd {
 		struct sp_cmd_limits limits;
 		struct sp_cmd_logging logging;
 		struct sp_cmd_icmp icmp;
-		uint32_t limit; /* sessions [limit N]; 0 = all */
+		struct sp_cmd_sessions sessions;
 	} u;
 };
 

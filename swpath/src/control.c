@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <rte_cycles.h>
 #include <rte_ethdev.h>
 #include <rte_hash.h>
 #include <rte_lpm.h>
@@ -414,6 +415,43 @@ sp_verb_is_json(enum sp_verb verb)
 	return verb == SP_CMD_SESSIONS || verb == SP_CMD_STATS;
 }
 
+/* How long `sessions delete|flush` waits for every worker's answer. */
+#define SP_DELETE_WAIT_MS 2000
+
+/*
+ * Each worker owns its sessions and deletes them itself, in its loop: the
+ * request goes through its del_* fields (sp.h) and the answer is awaited.
+ */
+static int
+delete_sessions(const struct sp_session_filter *f, struct sp_buf *out,
+		char *err, size_t errlen)
+{
+	uint32_t req[RTE_MAX_LCORE], deleted = 0;
+
+	for (unsigned w = 0; w < sp.n_workers; w++) {
+		struct sp_worker *wk = sp.workers[w];
+
+		wk->del_filter = *f;
+		req[w] = wk->del_done + 1;
+		__atomic_store_n(&wk->del_req, req[w], __ATOMIC_RELEASE);
+	}
+	for (unsigned w = 0; w < sp.n_workers; w++) {
+		struct sp_worker *wk = sp.workers[w];
+		unsigned waited = 0;
+
+		while (__atomic_load_n(&wk->del_done, __ATOMIC_ACQUIRE) != req[w]) {
+			if (waited++ == SP_DELETE_WAIT_MS)
+				return sp_fail(err, errlen,
+					       "sessions: worker %u did not answer in %u ms",
+					       w, SP_DELETE_WAIT_MS);
+			rte_delay_us_sleep(1000);
+		}
+		deleted += wk->del_count;
+	}
+	sp_buf_printf(out, "{\"deleted\": %u}\n", deleted);
+	return 0;
+}
+
 int
 sp_apply(const struct sp_cmd *cmd, struct sp_buf *out, char *err,
 	 size_t errlen)
@@ -470,7 +508,13 @@ sp_apply(const struct sp_cmd *cmd, struct sp_buf *out, char *err,
 	case SP_CMD_SESSIONS:
 		if (!sp.running)
 			return sp_fail(err, errlen, "sessions: only at run time");
-		sp_format_sessions_json(out, cmd->u.limit);
+		if (cmd->u.sessions.action == SP_SESSIONS_LIST) {
+			sp_format_sessions_json(out, &cmd->u.sessions.filter,
+						cmd->u.sessions.limit);
+			return 0;
+		}
+		return delete_sessions(&cmd->u.sessions.filter, out, err,
+				       errlen);
 		return 0;
 	case SP_CMD_STATS:
 		if (!sp.running)

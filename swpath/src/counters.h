@@ -24,6 +24,7 @@
 	X(icmp_error_out2in, "ICMP errors translated outside to inside") \
 	X(sessions_created, "sessions opened") \
 	X(sessions_expired, "sessions closed by their idle timeout") \
+	X(sessions_deleted, "sessions deleted by an operator (sessions delete|flush)") \
 	X(mappings_created, "endpoint-independent mappings created") \
 	X(mappings_freed, "mappings freed with their last session") \
 	X(events_dropped, "mapping events not logged: the worker's event ring was full") \

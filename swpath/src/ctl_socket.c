@@ -146,7 +146,9 @@ client_line(struct client *c, const char *line)
 	rc = sp_cmd_parse(line, &cmd, err, sizeof(err));
 	if (rc == 0 && cmd.verb == SP_CMD_NONE)
 		return false;
-	json = rc == 0 && sp_verb_is_json(cmd.verb);
+	/* a status command answers JSON, its errors too (cmd is zeroed first,
+	 * and the verb is set before its arguments are read) */
+	json = sp_verb_is_json(cmd.verb);
 	if (json && sp.running) {
 		/* a long session list goes out in chunks as it is made */
 		out.sink = client_sink;

@@ -117,7 +117,8 @@ endpoint(struct sp_buf *b, const char *name, rte_be32_t addr,
 }
 
 void
-sp_format_sessions_json(struct sp_buf *b, uint32_t limit)
+sp_format_sessions_json(struct sp_buf *b, const struct sp_session_filter *f,
+			uint32_t limit)
 {
 	const struct sp_runtime *rt = sp_runtime_get();
 	uint32_t now = sp_now_ms();
@@ -133,7 +134,8 @@ sp_format_sessions_json(struct sp_buf *b, uint32_t limit)
 
 			if (limit != 0 && n >= limit)
 				break;
-			if (!session_copy(&nat->sessions[i], &s))
+			if (!session_copy(&nat->sessions[i], &s) ||
+			    !sp_session_matches(&s, f))
 				continue;
 			sp_buf_printf(b, "%s\n {\"id\": %u, \"protocol\": %u, "
 				      "\"origin\": \"%s\", \"rule\": %u, ",

@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cmd.h"                /* struct sp_session_filter */
+
 struct sp_buf {
 	char *p;
 	size_t len;
@@ -30,7 +32,8 @@ void sp_buf_free(struct sp_buf *b);
 void sp_buf_json_string(struct sp_buf *b, const char *s);
 
 /* JSON list of session objects (the controller's status socket schema). */
-void sp_format_sessions_json(struct sp_buf *b, uint32_t limit);
+void sp_format_sessions_json(struct sp_buf *b,
+			     const struct sp_session_filter *f, uint32_t limit);
 /* JSON object {"sessions": N, "counters": {...}, "lcores": [...]}. */
 void sp_format_stats_json(struct sp_buf *b);
 /* One `rule add ...` line per rule, by id. */

@@ -551,7 +551,7 @@ dump_on_exit(const char *path)
 	sp_buf_printf(&b, "{\"stats\": ");
 	sp_format_stats_json(&b);
 	sp_buf_printf(&b, ", \"sessions\": ");
-	sp_format_sessions_json(&b, 0);
+	sp_format_sessions_json(&b, &(struct sp_session_filter){ 0 }, 0);
 	sp_buf_printf(&b, ", \"rules\": \"");
 	{
 		struct sp_buf r = { 0 };

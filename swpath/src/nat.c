@@ -460,6 +460,25 @@ sp_nat_remove(struct sp_nat *nat, uint32_t sidx, uint32_t now)
 	seq_end(s);
 }
 
+uint32_t
+sp_nat_delete(struct sp_nat *nat, const struct sp_session_filter *f,
+	      uint32_t now)
+{
+	uint32_t deleted = 0;
+
+	for (uint32_t i = 0; i < nat->max_sessions; i++) {
+		const struct sp_session *s = &nat->sessions[i];
+
+		if (s->proto == 0 || !sp_session_matches(s, f))
+			continue;
+		wheel_unlink(nat, i);
+		sp_nat_remove(nat, i, now);
+		deleted++;
+	}
+	nat->cnt[SP_CNT_sessions_deleted] += deleted;
+	return deleted;
+}
+
 unsigned
 sp_nat_age(struct sp_nat *nat, const struct sp_runtime *rt, uint32_t now,
 	   unsigned budget)

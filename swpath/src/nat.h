@@ -29,6 +29,7 @@
 #include <rte_byteorder.h>
 
 #include "allocator.h"
+#include "cmd.h"                /* struct sp_session_filter */
 #include "hash_index.h"
 
 #define SP_NONE UINT32_MAX
@@ -207,6 +208,35 @@ void sp_nat_prefetch_miss(const struct sp_nat *nat,
 
 /* Forgets a session (its mapping goes with its last session). */
 void sp_nat_remove(struct sp_nat *nat, uint32_t sidx, uint32_t now);
+
+/* Whether session s (in use) is one the filter selects. */
+static inline int
+sp_session_matches(const struct sp_session *s,
+		   const struct sp_session_filter *f)
+{
+	if (f->proto != 0 && s->proto != f->proto)
+		return 0;
+	if (f->has_src && rte_be_to_cpu_32(s->int_addr) != f->src)
+		return 0;
+	if (f->has_dst && rte_be_to_cpu_32(s->rem_addr) != f->dst)
+		return 0;
+	if (f->has_port) {
+		uint16_t p = f->port;
+
+		return rte_be_to_cpu_16(s->int_port) == p ||
+		       rte_be_to_cpu_16(s->ext_port) == p ||
+		       rte_be_to_cpu_16(s->rem_port) == p;
+	}
+	return 1;
+}
+
+/*
+ * Removes every session the filter selects (an operator's `sessions
+ * delete|flush`), as expiry would: mapping events, ports back to rest.
+ * Returns how many.
+ */
+uint32_t sp_nat_delete(struct sp_nat *nat, const struct sp_session_filter *f,
+		       uint32_t now);
 
 /* Whether a TCP session is established (else transitory). */
 int sp_nat_tcp_established(const struct sp_session *s);

@@ -194,6 +194,13 @@ struct sp_worker {
 	struct sp_nat nat;
 	struct sp_frag *frag;                   /* virtual reassembly (frag.h) */
 	uint64_t cnt[SP_CNT_MAX] __rte_cache_aligned;
+	/* An operator's `sessions delete|flush` (control.c): the control
+	 * thread writes del_filter, then bumps del_req; the worker deletes in
+	 * its loop, stores del_count, then sets del_done to del_req. */
+	struct sp_session_filter del_filter;
+	uint32_t del_req;
+	uint32_t del_done;
+	uint32_t del_count;
 	int done;
 } __rte_cache_aligned;
 

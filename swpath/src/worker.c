@@ -106,6 +106,15 @@ sp_worker_main(void *arg)
 		}
 		sp_nat_age(&w->nat, rt, w->now, SP_AGE_BUDGET);
 		sp_frag_age(w->frag, w->now, SP_FRAG_AGE_BUDGET, w->cnt);
+		if (unlikely(__atomic_load_n(&w->del_req, __ATOMIC_ACQUIRE) !=
+			     w->del_done)) {
+			uint32_t req = __atomic_load_n(&w->del_req,
+						       __ATOMIC_ACQUIRE);
+
+			w->del_count = sp_nat_delete(&w->nat, &w->del_filter,
+						     w->now);
+			__atomic_store_n(&w->del_done, req, __ATOMIC_RELEASE);
+		}
 	}
 	sp_tx_flush_all(w);
 	__atomic_store_n(&w->done, 1, __ATOMIC_RELEASE);

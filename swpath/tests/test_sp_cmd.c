@@ -241,12 +241,30 @@ test_misc(void **state)
 	assert_int_equal(c.verb, SP_CMD_NONE);
 	c = parse_ok("sessions limit 10");
 	assert_int_equal(c.verb, SP_CMD_SESSIONS);
-	assert_int_equal(c.u.limit, 10);
+	assert_int_equal(c.u.sessions.action, SP_SESSIONS_LIST);
+	assert_int_equal(c.u.sessions.limit, 10);
+	c = parse_ok("sessions list proto udp src 10.0.0.2 dst 8.8.8.8 port 53");
+	assert_int_equal(c.u.sessions.filter.proto, 17);
+	assert_true(c.u.sessions.filter.has_src && c.u.sessions.filter.has_dst);
+	assert_int_equal(c.u.sessions.filter.src, 0x0a000002);
+	assert_int_equal(c.u.sessions.filter.dst, 0x08080808);
+	assert_true(c.u.sessions.filter.has_port);
+	assert_int_equal(c.u.sessions.filter.port, 53);
+	c = parse_ok("sessions delete src 10.0.0.2");
+	assert_int_equal(c.u.sessions.action, SP_SESSIONS_DELETE);
+	assert_false(c.u.sessions.filter.has_dst || c.u.sessions.filter.has_port);
+	c = parse_ok("sessions flush");
+	assert_int_equal(c.u.sessions.action, SP_SESSIONS_FLUSH);
+	parse_err("sessions delete", "needs a filter");
+	parse_err("sessions delete limit 3", "at 'limit 3'");
+	parse_err("sessions port 0", "at 'port 0'");
+	parse_err("sessions src 10.0.0", "at 'src 10.0.0'");
+	parse_err("sessions proto", "proto: missing value");
 	c = parse_ok("stats");
 	assert_int_equal(c.verb, SP_CMD_STATS);
 	c = parse_ok("rules");
 	assert_int_equal(c.verb, SP_CMD_RULES);
-	parse_err("sessions all", "sessions [limit N]");
+	parse_err("sessions all", "sessions [list|delete|flush]");
 	parse_err("frobnicate", "unknown command 'frobnicate'");
 }
 

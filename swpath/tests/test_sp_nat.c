@@ -252,6 +252,35 @@ test_no_event_without_session(void **state)
 	assert_int_equal(take_events(ring, ev, 4), 0);
 }
 
+/* An operator's delete: the selected sessions go as expiry takes them
+ * (mapping events, the wheel unlinked), the others stay and still age. */
+static void
+test_delete_by_filter(void **state)
+{
+	struct rte_ring *ring = event_ring();
+	struct sp_session_filter f = { .has_src = true, .src = 0x0a000002 };
+	struct sp_event ev[8];
+	struct sp_flow_key k = key(IPPROTO_UDP, 0x0a000003, 7, 0x08080808, 53);
+
+	(void)state;
+	out_ok(IPPROTO_UDP, 0x0a000002, 5000, 0x08080808, 53, T0);
+	out_ok(IPPROTO_TCP, 0x0a000002, 5001, 0x08080808, 80, T0);
+	out_ok(IPPROTO_UDP, 0x0a000003, 7, 0x08080808, 53, T0);
+	assert_int_equal(take_events(ring, ev, 8), 3);
+	assert_int_equal(sp_nat_delete(&nat, &f, T0 + 1), 2);
+	assert_int_equal(nat.n_sessions, 1);
+	assert_int_equal(counters[SP_CNT_sessions_deleted], 2);
+	assert_int_equal(take_events(ring, ev, 8), 2);
+	assert_int_equal(ev[0].type, SP_EVENT_DELETED);
+	assert_true(sp_nat_lookup(&nat, &k) >= 0);
+	/* nothing else matches; the survivor still ages out on the wheel */
+	assert_int_equal(sp_nat_delete(&nat, &f, T0 + 2), 0);
+	f = (struct sp_session_filter){ .has_port = true, .port = 9 };
+	assert_int_equal(sp_nat_delete(&nat, &f, T0 + 2), 0);
+	assert_int_equal(sp_nat_age(&nat, rt, T0 + 400000, 1000), 1);
+	assert_int_equal(nat.n_sessions, 0);
+}
+
 static void
 test_hairpin_flag(void **state)
 {
@@ -500,6 +529,7 @@ main(void)
 		T(test_aging_bounded),
 		T(test_shortened_timeout_applies),
 		T(test_no_event_without_session),
+		T(test_delete_by_filter),
 		T(test_hairpin_flag),
 		T(test_owner_checks),
 		T(test_indexes_under_churn),

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,7 +36,7 @@ from quicknat.controller.install_state import InstallState
 from quicknat.controller.program import Pipeline, PuntReason
 from quicknat.controller.punts import ERROR_COPIES, Punts
 from quicknat.controller.stats import Stats
-from quicknat.controller.status import serve_status
+from quicknat.controller.status import SessionQuery, serve_status
 from quicknat.controller.write_path import WritePath
 from quicknat.events import EventLogger
 from quicknat.icmp_gen import Kind
@@ -44,7 +45,7 @@ from quicknat.nat import tcp_state
 from quicknat.nat.allocator import Endpoint
 from quicknat.nat.core import Nat, Refusal
 from quicknat.nat.fragments import Outcome
-from quicknat.nat.session import FlowKey
+from quicknat.nat.session import FlowKey, Session
 from quicknat.p4rt.client import P4RuntimeClient, P4RuntimeError
 from quicknat.p4rt.entities import (
     action_params,
@@ -361,10 +362,24 @@ class Controller:
 
     # -- visibility -----------------------------------------------------------------
 
-    def session_rows(self) -> list[dict[str, object]]:
+    def _selected(self, query: SessionQuery) -> Iterator[Session]:
+        for s in self.nat.sessions():
+            ports = (s.internal.port, s.external.port, s.remote_port)
+            if query.matches(s.protocol, s.internal.address, s.remote_address, ports):
+                yield s
+
+    def delete_sessions(self, query: SessionQuery) -> int:
+        """An operator's `sessions delete|flush`: the selected sessions' entries
+        are deleted (write_path.py) and the sessions forgotten, their ports
+        resting as after an expiry. The flows' next packets open new sessions."""
+        deleted = sum(self.writes.delete(s) for s in list(self._selected(query)))
+        self.writes.flush()
+        return deleted
+
+    def session_rows(self, query: SessionQuery | None = None) -> list[dict[str, object]]:
         now = self.now()
         rows: list[dict[str, object]] = []
-        for s in self.nat.sessions():
+        for s in self._selected(query or SessionQuery()):
             rows.append(
                 {
                     "id": s.id,

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 # from its enums (refusals, ICMP errors sent, fragment outcomes, punt reasons).
 FIXED = (
     "packet_in",
+    "sessions_deleted",
     "packet_in.malformed",
     "packet_in.unknown_port",
     "packet_in.reinjected",

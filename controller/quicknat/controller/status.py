@@ -1,7 +1,15 @@
 """The status socket: one command per connection, one JSON answer.
 
 `quicknat sessions` and `quicknat stats` are its clients; the swpath data path
-answers the same commands on its control socket, so one CLI serves both.
+answers the same commands on its control socket, so one CLI serves both:
+
+    sessions [list|delete|flush] [limit N] [proto P] [src A] [dst A] [port N]
+    stats
+
+As conntrack's filters: `src` is the inside host, `dst` the remote peer,
+`port` any of a session's three ports. `delete` needs a filter; `flush`
+deletes every session the filters select (all without one). A deleted
+session's port rests before reuse as an expired one's does.
 """
 
 from __future__ import annotations
@@ -10,25 +18,110 @@ import asyncio
 import json
 import os
 import socket
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from quicknat.addr import format_ipv4, parse_ipv4
+from quicknat.rules import Protocol as IpProtocol
+
+ACTIONS = ("list", "delete", "flush")
+
+
+@dataclass(frozen=True, slots=True)
+class SessionQuery:
+    """Which sessions a `sessions` command lists or deletes (module doc)."""
+
+    action: str = "list"
+    limit: int = 0  # list: most rows; 0 = all
+    proto: int = 0  # 0: any
+    src: int | None = None
+    dst: int | None = None
+    port: int | None = None
+
+    @classmethod
+    def parse(cls, words: list[str]) -> SessionQuery:
+        """From the words after `sessions`; ValueError with the reason."""
+        action = words.pop(0) if words and words[0] in ACTIONS else "list"
+        values: dict[str, int] = {}
+        if len(words) % 2:
+            raise ValueError(f"{words[-1]}: missing value")
+        for key, text in zip(words[::2], words[1::2], strict=True):
+            try:
+                if key == "limit" and action == "list":
+                    values[key] = int(text)
+                elif key == "proto":
+                    values[key] = int(IpProtocol.parse(text))
+                elif key in ("src", "dst"):
+                    values[key] = parse_ipv4(text)
+                elif key == "port" and 1 <= int(text) <= 65535:
+                    values[key] = int(text)
+                else:
+                    raise ValueError
+            except ValueError:
+                raise ValueError(
+                    f"at '{key} {text}': expected [limit N] [proto tcp|udp|icmp] "
+                    "[src A] [dst A] [port N]"
+                ) from None
+        query = cls(action, **values)
+        if action == "delete" and not query.filtered():
+            raise ValueError("delete needs a filter (proto, src, dst, port); flush deletes all")
+        return query
+
+    def filtered(self) -> bool:
+        return bool(self.proto) or any(v is not None for v in (self.src, self.dst, self.port))
+
+    def matches(self, proto: int, internal: int, remote: int, ports: tuple[int, ...]) -> bool:
+        return (
+            (not self.proto or proto == self.proto)
+            and (self.src is None or internal == self.src)
+            and (self.dst is None or remote == self.dst)
+            and (self.port is None or self.port in ports)
+        )
+
+    def command(self) -> str:
+        """The line a client sends (both the controller and swpath read it)."""
+        words = ["sessions", self.action]
+        if self.limit:
+            words += ["limit", str(self.limit)]
+        if self.proto:
+            words += ["proto", str(IpProtocol(self.proto))]
+        for key in ("src", "dst"):
+            value = getattr(self, key)
+            if value is not None:
+                words += [key, format_ipv4(value)]
+        if self.port is not None:
+            words += ["port", str(self.port)]
+        return " ".join(words)
+
 
 class StatusSource(Protocol):
-    def session_rows(self) -> list[dict[str, object]]: ...
+    def session_rows(self, query: SessionQuery) -> list[dict[str, object]]: ...
+    def delete_sessions(self, query: SessionQuery) -> int: ...
     def stats_dict(self) -> dict[str, object]: ...
+
+
+def _answer(source: StatusSource, line: str) -> object:
+    words = line.split()
+    if words == ["stats"]:
+        return source.stats_dict()
+    if words and words[0] == "sessions":
+        try:
+            query = SessionQuery.parse(words[1:])
+        except ValueError as exc:
+            return {"error": f"sessions: {exc}"}
+        if query.action == "list":
+            rows = source.session_rows(query)
+            return rows[: query.limit] if query.limit else rows
+        return {"deleted": source.delete_sessions(query)}
+    return {"error": f"unknown command {line!r} (sessions, stats)"}
 
 
 async def serve_status(path: Path, source: StatusSource) -> asyncio.AbstractServer:
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             command = (await asyncio.wait_for(reader.readline(), 5)).decode().strip()
-            if command == "sessions":
-                answer: object = source.session_rows()
-            elif command == "stats":
-                answer = source.stats_dict()
-            else:
-                answer = {"error": f"unknown command {command!r} (sessions, stats)"}
+            answer = _answer(source, command)
             writer.write(json.dumps(answer).encode() + b"\n")
             await writer.drain()
         except (TimeoutError, ConnectionError, UnicodeDecodeError):

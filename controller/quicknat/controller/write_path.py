@@ -69,6 +69,8 @@ class WritePath:
         # While the switch's tables are full (RESOURCE_EXHAUSTED), until when
         # new flows are refused without a write; 0: not full.
         self._table_full_until = 0.0
+        # Sessions an operator deleted, whose DELETE is queued or in flight.
+        self._operator: set[int] = set()
 
     # -- what the packet-in handlers ask ----------------------------------------------
 
@@ -94,6 +96,22 @@ class WritePath:
     def idle(self, session: Session) -> None:
         """The switch reported its entry idle: DELETE it with the next flush."""
         self.installs.idle(session.id)
+
+    def delete(self, session: Session) -> bool:
+        """An operator deletes the session: its entries with the next flush,
+        then the session, as an expiry but never revived by a packet (the
+        flow's next packet opens a new session). False when a write of its
+        entries is in flight (retry after it)."""
+        state = self.installs.state(session.id)
+        if state in (InstallState.INSTALLING, InstallState.DELETING):
+            return False
+        if state in (InstallState.INSTALLED, InstallState.REWRITING, InstallState.EXPIRING):
+            self.installs.idle(session.id)  # (EXPIRING already is)
+            self._operator.add(session.id)
+        else:  # no entries in the switch: nothing to delete there
+            self.forget(session)
+            self.stats["sessions_deleted"] += 1
+        return True
 
     def has_room(self) -> bool:
         """Whether one more session fits the switch's tables: fewer sessions
@@ -259,7 +277,11 @@ class WritePath:
         for session in sessions:
             if self.installs.state(session.id) is not InstallState.DELETING:
                 continue
-            if self.installs.deleted(session.id):
+            if session.id in self._operator:
+                self._operator.discard(session.id)
+                self.forget(session)  # not revived: its packets open a new one
+                self.stats["sessions_deleted"] += 1
+            elif self.installs.deleted(session.id):
                 self.stats["sessions_revived"] += 1
             elif self.nat.contains(session):
                 self.forget(session)
