@@ -13,7 +13,7 @@ APT_PACKAGES := build-essential pkg-config python3-venv python3-dev \
                 iproute2 ethtool iputils-ping mininet iperf3 curl nftables \
                 traceroute
 
-.PHONY: all deps deps-apt deps-python build test lint bench bench-qns bench-bmv2 bench-swpath fuzz p4 run run-bmv2 clean
+.PHONY: install all deps deps-apt deps-python build test lint bench bench-qns bench-bmv2 bench-swpath fuzz p4 run run-bmv2 clean
 
 all: build
 
@@ -72,6 +72,19 @@ run-bmv2: $(VENV)/.installed
 # New-flow setup through the controller vs raw P4Runtime writes (needs simple_switch_grpc).
 bench-bmv2: $(VENV)/.installed
 	$(VPY) bench/bmv2_bench.py
+
+# swpath, the controller (a venv of its own, a plain pip install: the P4
+# program is package data) and both systemd units, under PREFIX (as root).
+PREFIX ?= /usr/local
+UNIT_DIR ?= /etc/systemd/system
+install: build
+	install -D -m 0755 swpath/build/app/quicknat-swpath $(PREFIX)/bin/quicknat-swpath
+	$(PYTHON) -m venv $(PREFIX)/lib/quicknat
+	$(PREFIX)/lib/quicknat/bin/pip install -q ./controller
+	ln -sf $(PREFIX)/lib/quicknat/bin/quicknat $(PREFIX)/bin/quicknat
+	install -D -m 0644 controller/systemd/quicknat-controller@.service $(UNIT_DIR)/quicknat-controller@.service
+	install -D -m 0644 swpath/systemd/quicknat-swpath@.service $(UNIT_DIR)/quicknat-swpath@.service
+	@echo "installed under $(PREFIX); configurations go in /etc/quicknat/NAME.toml (units: quicknat-controller@NAME, quicknat-swpath@NAME)"
 
 # Regenerate the compiled P4 artifacts (needs p4c-bm2-ss on PATH).
 p4:

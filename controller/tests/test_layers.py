@@ -24,6 +24,7 @@ ALLOWED = {
     "events": {"addr", "rules", "config", "nat"},
     "metrics": {"counters"},
     "p4rt": set(),
+    "p4": set(),  # package data: the compiled P4 program
 }
 # Layers without I/O: no event loop, socket, gRPC or subprocess.
 PURE = {"addr", "counters", "rules", "config", "nat", "packet", "icmp_error", "icmp_gen"}

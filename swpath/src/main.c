@@ -14,10 +14,13 @@
 #include <limits.h>
 #include <sched.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <rte_cycles.h>
@@ -542,6 +545,37 @@ activity(void)
 	       sp_counter_sum(SP_CNT_tx);
 }
 
+/*
+ * systemd's Type=notify (sd_notify(3)'s protocol, without libsystemd): one
+ * datagram to $NOTIFY_SOCKET, a path or an abstract name ("@..."). Nothing
+ * when not run by systemd.
+ */
+static void
+notify_systemd(const char *state)
+{
+	const char *path = getenv("NOTIFY_SOCKET");
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	size_t len;
+	int fd;
+
+	if (path == NULL || (path[0] != '/' && path[0] != '@'))
+		return;
+	len = strlen(path);
+	if (len >= sizeof(sa.sun_path))
+		return;
+	memcpy(sa.sun_path, path, len);
+	if (path[0] == '@')
+		sa.sun_path[0] = '\0';
+	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return;
+	if (sendto(fd, state, strlen(state), 0, (struct sockaddr *)&sa,
+		   (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len)) < 0)
+		fprintf(stderr, PROG ": NOTIFY_SOCKET %s: %s\n", path,
+			strerror(errno));
+	close(fd);
+}
+
 static void
 dump_on_exit(const char *path)
 {
@@ -647,6 +681,7 @@ main(int argc, char **argv)
 		sp.n_workers, sp.n_workers == 1 ? "" : "s",
 		sp.n_workers == 1 ? "no" : sp.hw_rss ? "NIC RSS" : "software RSS",
 		sp.n_ifaces, qns_count(sp.qns), o.control);
+	notify_systemd("READY=1");
 
 	idle_since = sp_now_ms();
 	while (!__atomic_load_n(&sp.quit, __ATOMIC_RELAXED)) {
@@ -663,6 +698,7 @@ main(int argc, char **argv)
 			}
 		}
 	}
+	notify_systemd("STOPPING=1");
 	rte_eal_mp_wait_lcore();
 	/* what the workers logged last, then the file is closed */
 	sp_events_drain();

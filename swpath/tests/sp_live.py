@@ -92,6 +92,9 @@ class Nat:
         self.events = tmp / "events.log"
         (tmp / "cmds.txt").write_text(COMMANDS + f"logging events file file {self.events}\n")
         self.prefix = f"quicknat-live-{os.getpid()}"
+        # systemd's readiness protocol, received as systemd would (case_systemd_notify)
+        self.notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.notify.bind(str(tmp / "notify.sock"))
         argv = [
             app,
             "--vdev",
@@ -114,7 +117,11 @@ class Nat:
             "2",
         ]
         self.proc = subprocess.Popen(
-            argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            argv,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "NOTIFY_SOCKET": str(tmp / "notify.sock")},
         )
         deadline = time.time() + 20
         while time.time() < deadline:
@@ -413,6 +420,12 @@ def case_events_file_reopened_on_sighup(nat: Nat) -> None:
     eq(nat.proc.poll(), None, "still running")
 
 
+def case_systemd_notify(nat: Nat) -> None:
+    """Type=notify: READY=1 once it forwards (the control socket is up then)."""
+    nat.notify.settimeout(5)
+    assert nat.notify.recv(64) == b"READY=1"
+
+
 def case_aging(nat: Nat) -> None:
     before = nat.stats()
     eq(nat.lines("timeouts udp 4"), ["ok"])
@@ -482,6 +495,7 @@ def case_metrics_exporter(nat: Nat) -> None:
 
 
 CASES: list[Callable[[Nat], None]] = [
+    case_systemd_notify,
     case_arp_and_ping,
     case_replies_come_back,
     case_mapping_events,
@@ -526,12 +540,17 @@ def main() -> int:
                 passed += 1
                 print(f"ok   {fn.__name__}")
             rc = nat.stop()
-            if rc == 0 and not nat.sock.exists():
+            nat.notify.settimeout(1)
+            stopping = nat.notify.recv(64)
+            if rc == 0 and not nat.sock.exists() and stopping == b"STOPPING=1":
                 passed += 1
                 print("ok   clean_exit")
             else:
                 failed += 1
-                print(f"FAIL clean_exit: status {rc}, socket left: {nat.sock.exists()}")
+                print(
+                    f"FAIL clean_exit: status {rc}, socket left: {nat.sock.exists()}, "
+                    f"systemd told {stopping!r}"
+                )
     except Exception as exc:
         failed += 1
         print(f"FAIL setup: {exc}")

@@ -20,9 +20,10 @@ from quicknat.p4rt.entities import table_entry
 from quicknat.p4rt.p4info import P4Info
 from quicknat.rules import RuleKind
 
-REPO = Path(__file__).resolve().parents[3]
-P4INFO = REPO / "p4src" / "build" / "quicknat.p4info.txtpb"
-BMV2_JSON = REPO / "p4src" / "build" / "quicknat.json"
+# p4src/build/'s artifacts, as package data (quicknat/p4/: links in the tree).
+ARTIFACTS = Path(__file__).resolve().parents[1] / "p4"
+P4INFO = ARTIFACTS / "quicknat.p4info.txtpb"
+BMV2_JSON = ARTIFACTS / "quicknat.json"
 CPU_PORT = 255
 ZONE_VALUE = {Zone.INSIDE: 1, Zone.OUTSIDE: 2}
 

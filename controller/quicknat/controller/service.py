@@ -30,7 +30,7 @@ from finsy.proto import p4r
 
 from quicknat.addr import format_ipv4
 from quicknat.config.model import Config
-from quicknat.controller import program
+from quicknat.controller import program, systemd
 from quicknat.controller import stats as stats_module
 from quicknat.controller.install_state import InstallState
 from quicknat.controller.program import Pipeline, PuntReason
@@ -161,11 +161,11 @@ class Controller:
                     await self._sync()
                     backoff = 0.25
                     self.connected.set()
-                    log.info(
-                        "primary for device %d at %s",
-                        self.options.device_id,
-                        self.options.grpc_addr,
+                    status = (
+                        f"primary for device {self.options.device_id} at {self.options.grpc_addr}"
                     )
+                    log.info("%s", status)
+                    systemd.notify(f"READY=1\nSTATUS={status}")
                     await self._serve(stop)
                 except P4RuntimeError as exc:
                     log.warning("%s; next attempt in %.2g s", exc, backoff)
@@ -178,6 +178,7 @@ class Controller:
                         await asyncio.wait_for(stop.wait(), backoff)
                     backoff = min(backoff * 2, self.options.reconnect_max_s)
         finally:
+            systemd.notify("STOPPING=1")
             await self.client.close()
             if metrics is not None:
                 metrics.close()
