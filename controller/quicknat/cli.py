@@ -19,6 +19,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
+from quicknat import log_format
 from quicknat.addr import parse_ipv4
 from quicknat.config import Config, ConfigError, load_config
 from quicknat.config.commands import config_commands
@@ -148,9 +149,8 @@ def _controller(config: Config, args: argparse.Namespace) -> int:
     from quicknat.controller.program import ConfigMismatch, Pipeline, PipelineMismatch
     from quicknat.controller.service import Controller, ControllerOptions, ResetRefused
 
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    log_format.configure(
+        args.log_format, "quicknat-controller", logging.DEBUG if args.verbose else logging.INFO
     )
     logging.getLogger("grpc").setLevel(logging.WARNING)  # its DEBUG is noise for users
     options = ControllerOptions(
@@ -330,6 +330,13 @@ def _parser() -> argparse.ArgumentParser:
         help="serve Prometheus metrics at http://HOST:PORT/metrics (off unless given)",
     )
     controller.add_argument("-v", "--verbose", action="store_true", help="log at debug level")
+    controller.add_argument(
+        "--log-format",
+        choices=("text", "json"),
+        default="text",
+        help="json: one object per line (time, level, process, message, logger), "
+        "the keys quicknat-swpath --log-format json writes too",
+    )
     controller.set_defaults(run=_controller)
     exporter = sub.add_parser(
         "exporter",

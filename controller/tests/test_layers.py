@@ -15,6 +15,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "quicknat"
 ALLOWED = {
     "addr": set(),
     "counters": set(),
+    "log_format": set(),
     "rules": {"addr"},
     "config": {"addr", "rules"},
     "nat": {"addr", "rules", "config"},
@@ -27,7 +28,17 @@ ALLOWED = {
     "p4": set(),  # package data: the compiled P4 program
 }
 # Layers without I/O: no event loop, socket, gRPC or subprocess.
-PURE = {"addr", "counters", "rules", "config", "nat", "packet", "icmp_error", "icmp_gen"}
+PURE = {
+    "addr",
+    "counters",
+    "log_format",
+    "rules",
+    "config",
+    "nat",
+    "packet",
+    "icmp_error",
+    "icmp_gen",
+}
 IO_MODULES = {"asyncio", "socket", "grpc", "subprocess", "finsy"}
 
 

@@ -11,6 +11,7 @@
 #include <syslog.h>
 
 #include "events.h"
+#include "log.h"
 #include "sp.h"
 
 #define DRAIN_BURST 64
@@ -102,9 +103,8 @@ reopen_file(void)
 
 	if (f == NULL) {
 		/* keep writing to the file we have rather than nowhere */
-		fprintf(stderr,
-			"quicknat-swpath: warning: logging: cannot reopen %s: %s\n",
-			log_state.path, strerror(errno));
+		sp_log("warning", "logging: cannot reopen %s: %s",
+		       log_state.path, strerror(errno));
 		return;
 	}
 	fclose(log_state.file);
@@ -169,9 +169,8 @@ sp_events_drain(void)
 		return;
 	if (fflush(log_state.file) != 0) {
 		if (!log_state.failing)
-			fprintf(stderr,
-				"quicknat-swpath: warning: logging: cannot write %s: %s\n",
-				log_state.path, strerror(errno));
+			sp_log("warning", "logging: cannot write %s: %s",
+			       log_state.path, strerror(errno));
 		log_state.failing = true;
 		clearerr(log_state.file);
 	} else {

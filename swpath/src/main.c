@@ -33,6 +33,7 @@
 #include "control.h"
 #include "events.h"
 #include "format.h"
+#include "log.h"
 #include "qns.h"
 #include "setup.h"
 #include "sp.h"
@@ -61,13 +62,13 @@ static void die_setup(const char *msg) __attribute__((noreturn));
 static void __attribute__((noreturn, format(printf, 1, 2)))
 die(const char *fmt, ...)
 {
+	char message[1024];
 	va_list ap;
 
-	fprintf(stderr, PROG ": ");
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(message, sizeof(message), fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	sp_log("error", "%s", message);
 	exit(EXIT_STARTUP);
 }
 
@@ -87,6 +88,8 @@ usage(FILE *f)
 		"  --seed N               seed of the port choice (reproducible runs)\n"
 		"  --exit-when-idle MS    exit after MS ms without packets (tests, pcap replay)\n"
 		"  --dump-on-exit FILE    write {\"stats\":..., \"sessions\":[...]} on exit\n"
+		"  --log-format FMT       text (default) or json: one object per line, the\n"
+		"                         controller's keys (time, level, process, message)\n"
 		"\n"
 		"Without EAL options the defaults are: --no-huge -m 512 --no-pci --no-shconf\n"
 		"(hugepages instead when some are free and mounted, or with --in-memory),\n"
@@ -119,6 +122,7 @@ parse_options(int argc, char **argv, struct options *o)
 		{ "seed", required_argument, NULL, 'S' },
 		{ "exit-when-idle", required_argument, NULL, 'i' },
 		{ "dump-on-exit", required_argument, NULL, 'D' },
+		{ "log-format", required_argument, NULL, 'L' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -164,6 +168,10 @@ parse_options(int argc, char **argv, struct options *o)
 			break;
 		case 'S':
 			sp.seed = number("--seed", optarg, 0, ULONG_MAX);
+			break;
+		case 'L':
+			if (strcmp(optarg, "json") != 0 && strcmp(optarg, "text") != 0)
+				die("--log-format %s: must be text or json", optarg);
 			break;
 		case 'i':
 			o->exit_when_idle_ms = (unsigned)number("--exit-when-idle",
@@ -435,7 +443,7 @@ startup_log_end(void)
 		while ((c = fgetc(startup_log)) != EOF)
 			fputc(c, stderr);
 	}
-	rte_openlog_stream(stderr);
+	rte_openlog_stream(sp_log_dpdk_stream());
 	fclose(startup_log);
 	startup_log = NULL;
 }
@@ -571,8 +579,7 @@ notify_systemd(const char *state)
 		return;
 	if (sendto(fd, state, strlen(state), 0, (struct sockaddr *)&sa,
 		   (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len)) < 0)
-		fprintf(stderr, PROG ": NOTIFY_SOCKET %s: %s\n", path,
-			strerror(errno));
+		sp_log("warning", "NOTIFY_SOCKET %s: %s", path, strerror(errno));
 	close(fd);
 }
 
@@ -598,7 +605,7 @@ dump_on_exit(const char *path)
 	sp_buf_printf(&b, "\"}\n");
 	f = fopen(path, "w");
 	if (f == NULL) {
-		fprintf(stderr, PROG ": %s: %s\n", path, strerror(errno));
+		sp_log("warning", "%s: %s", path, strerror(errno));
 	} else {
 		fwrite(b.p, 1, b.len, f);
 		fclose(f);
@@ -624,6 +631,11 @@ main(int argc, char **argv)
 			sep = i;
 			break;
 		}
+	/* before the EAL starts, so that its failures come out in the format
+	 * asked for (the option is checked with the others later) */
+	for (int i = sep + 1; i + 1 < argc; i++)
+		if (strcmp(argv[i], "--log-format") == 0)
+			sp_log_set_json(strcmp(argv[i + 1], "json") == 0);
 	if (sep == argc) {
 		for (int i = 1; i < argc; i++)
 			if (strcmp(argv[i], "-h") == 0 ||
@@ -677,7 +689,7 @@ main(int argc, char **argv)
 	for (unsigned i = 0; i < sp.n_workers; i++)
 		rte_eal_remote_launch(sp_worker_main, sp.workers[i],
 				      sp.workers[i]->lcore);
-	fprintf(stderr, PROG ": %u worker%s, %s dispatch, %u interfaces, %zu rules; control %s\n",
+	sp_log("info", "%u worker%s, %s dispatch, %u interfaces, %zu rules; control %s",
 		sp.n_workers, sp.n_workers == 1 ? "" : "s",
 		sp.n_workers == 1 ? "no" : sp.hw_rss ? "NIC RSS" : "software RSS",
 		sp.n_ifaces, qns_count(sp.qns), o.control);

@@ -18,6 +18,7 @@
 #include "control.h"
 #include "events.h"
 #include "frag.h"
+#include "log.h"
 #include "memory.h"
 #include "qns.h"
 #include "setup.h"
@@ -129,8 +130,7 @@ sp_setup_dispatch(char *err, size_t errlen)
 				    "--dispatch rss: a port has fewer than %u queues or no RSS redirection table",
 				    sp.n_workers);
 		if (!exact)
-			fprintf(stderr,
-				"quicknat-swpath: warning: a port cannot hash on source or destination only; replies will be handed between workers\n");
+			sp_log("warning", "a port cannot hash on source or destination only; replies will be handed between workers");
 		sp.hw_rss = true;
 		break;
 	case SP_DISPATCH_SOFTWARE:
@@ -332,9 +332,8 @@ port_setup(const struct sp_iface *ifc, char *err, size_t errlen)
 		}
 		rc = rte_eth_dev_rss_reta_update(port, reta, info.reta_size);
 		if (rc != 0)
-			fprintf(stderr,
-				"quicknat-swpath: warning: interface %s: cannot program the RSS table (%s); misplaced packets will be handed between workers\n",
-				ifc->name, rte_strerror(-rc));
+			sp_log("warning", "interface %s: cannot program the RSS table (%s); misplaced packets will be handed between workers",
+			       ifc->name, rte_strerror(-rc));
 	}
 	return 0;
 }

@@ -642,3 +642,17 @@ def test_startup_errors(tmp: Path) -> None:
     eq(line, f"quicknat-swpath: {tmp}/c.txt:7: logging: events kafka: must be none, syslog or file")
     line = startup_error(tmp, "interface in0 zone inside port 0\n")
     assert line.endswith("needs at least one inside and one outside interface"), line
+
+
+def test_log_format_json(tmp: Path) -> None:
+    """--log-format json: a start-up failure, from DPDK's side or ours, is one
+    JSON object with the controller's keys (quicknat/log_format.py)."""
+    for eal, commands in (((), "frobnicate\n"), (("--no-such-eal-option",), BASE)):
+        line = startup_error(tmp, commands, eal=eal, app=("--log-format", "json"))
+        record = json.loads(line)
+        eq(record["level"], "error")
+        eq(record["process"], "quicknat-swpath")
+        assert record["time"].endswith("Z"), record
+        assert record["message"], record
+    line = startup_error(tmp, "frobnicate\n", app=("--log-format", "yaml"))
+    assert "--log-format yaml: must be text or json" in line, line
