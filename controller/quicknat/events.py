@@ -17,6 +17,7 @@ import time
 
 from quicknat.addr import format_ipv4
 from quicknat.config.model import EventLog, Logging
+from quicknat.event_export import Exporter, NatEvent
 from quicknat.nat.allocator import Endpoint
 from quicknat.nat.session import Mapping
 from quicknat.rules import Protocol
@@ -44,10 +45,14 @@ def event_line(event: str, mapping: Mapping, wall_time: float) -> str:
 
 
 class EventLogger:
-    """Called by the NAT core (Nat.on_mapping); writes nothing when events are off."""
+    """Called by the NAT core (Nat.on_mapping); writes nothing when events are
+    off. Events also go to the collectors `[logging]` names (event_export.py)."""
 
     def __init__(self, config: Logging) -> None:
         self.logger: logging.Logger | None = None
+        self.exporter: Exporter | None = None
+        if config.syslog_server is not None or config.ipfix_collector is not None:
+            self.exporter = Exporter(config.syslog_server, config.ipfix_collector)
         if config.events is EventLog.NONE:
             return
         handler: logging.Handler
@@ -66,11 +71,31 @@ class EventLogger:
         self.logger.addHandler(handler)
 
     def __call__(self, event: str, mapping: Mapping, now: float) -> None:
+        wall = time.time()
         if self.logger is not None:
-            self.logger.info(event_line(event, mapping, time.time()))
+            self.logger.info(event_line(event, mapping, wall))
+        if self.exporter is not None:
+            nat_event = NatEvent(
+                event,
+                int(wall * 1000),
+                mapping.protocol,
+                mapping.internal.address,
+                mapping.internal.port,
+                mapping.external.address,
+                mapping.external.port,
+            )
+            text = event_text(event, mapping.protocol, mapping.internal, mapping.external)
+            self.exporter.send(nat_event, text)
 
     def quota(self, limit: str, internal_address: int, value: int, now: float) -> None:
         """Nat.on_quota: a host reached `limit`."""
+        wall = time.time()
+        text = quota_text(limit, internal_address, value)
         if self.logger is not None:
-            stamp = time.strftime(TIME_FORMAT, time.gmtime())
-            self.logger.info(f"{stamp} {quota_text(limit, internal_address, value)}")
+            stamp = time.strftime(TIME_FORMAT, time.gmtime(wall))
+            self.logger.info(f"{stamp} {text}")
+        if self.exporter is not None:
+            quota = NatEvent(
+                "quota", int(wall * 1000), inside=internal_address, limit=limit, value=value
+            )
+            self.exporter.send(quota, text)

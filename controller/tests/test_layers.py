@@ -22,7 +22,8 @@ ALLOWED = {
     "packet": {"addr", "rules", "config", "nat"},
     "icmp_error": {"addr", "rules", "config", "nat", "packet"},
     "icmp_gen": {"addr", "rules", "config", "nat", "packet"},
-    "events": {"addr", "rules", "config", "nat"},
+    "events": {"addr", "rules", "config", "nat", "event_export"},
+    "event_export": {"addr"},
     "metrics": {"counters"},
     "p4rt": set(),
     "p4": set(),  # package data: the compiled P4 program

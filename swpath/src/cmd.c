@@ -795,9 +795,20 @@ parse_logging(const struct words *words, struct sp_cmd_logging *c, char *err,
 					    "logging: file: longer than %d bytes",
 					    SP_PATH_MAX - 1);
 			strcpy(c->file, v);
+		} else if (strcmp(k, "syslog_server") == 0 ||
+			   strcmp(k, "ipfix_collector") == 0) {
+			char *out = k[0] == 's' ? c->syslog_server :
+						  c->ipfix_collector;
+
+			VALUE();
+			if (strlen(v) >= sizeof(c->syslog_server))
+				return sp_fail(err, errlen,
+					    "logging: %s %s: must be a.b.c.d:port", k, v);
+			strcpy(out, v);
 		} else {
 			return sp_fail(err, errlen,
-				    "logging: unknown word '%s' (events, file)", k);
+				    "logging: unknown word '%s' (events, file, syslog_server, ipfix_collector)",
+				    k);
 		}
 	}
 	if (!have_events)

@@ -155,6 +155,8 @@ struct sp_cmd_limits {
 struct sp_cmd_logging {
 	uint8_t events;               /* enum sp_event_sink */
 	char file[SP_PATH_MAX];       /* with SP_EVENTS_FILE */
+	char syslog_server[32];       /* "a.b.c.d:port" (RFC 5424 over UDP) or "" */
+	char ipfix_collector[32];     /* "a.b.c.d:port" (IPFIX over UDP) or "" */
 };
 
 /* The ICMP errors the NAT originates (icmp_gen.h). */

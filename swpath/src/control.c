@@ -20,6 +20,7 @@
 #include <rte_ring_elem.h>
 
 #include "control.h"
+#include "event_export.h"
 #include "events.h"
 #include "fwd.h"
 #include "qns.h"
@@ -491,6 +492,10 @@ sp_apply(const struct sp_cmd *cmd, struct sp_buf *out, char *err,
 		/* the workers' event rings are made with them */
 		if (sp.running)
 			return sp_fail(err, errlen, "logging: only at start-up");
+		if (sp_export_configure(cmd->u.logging.syslog_server,
+					cmd->u.logging.ipfix_collector, err,
+					errlen) < 0)
+			return -1;
 		return sp_events_configure(cmd->u.logging.events,
 					   cmd->u.logging.file, err, errlen);
 	case SP_CMD_ICMP:

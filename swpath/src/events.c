@@ -10,6 +10,7 @@
 #include <string.h>
 #include <syslog.h>
 
+#include "event_export.h"
 #include "events.h"
 #include "log.h"
 #include "sp.h"
@@ -82,7 +83,7 @@ sp_events_configure(uint8_t sink, const char *path, char *err, size_t errlen)
 bool
 sp_events_enabled(void)
 {
-	return log_state.sink != SP_EVENTS_NONE;
+	return log_state.sink != SP_EVENTS_NONE || sp_export_enabled();
 }
 
 struct rte_ring *
@@ -115,6 +116,8 @@ reopen_file(void)
 static void
 write_line(const char *line)
 {
+	if (log_state.sink == SP_EVENTS_NONE)
+		return;
 	if (log_state.sink == SP_EVENTS_SYSLOG)
 		syslog(LOG_INFO, "%s", line);
 	else if (log_state.file != NULL)
@@ -141,6 +144,9 @@ sp_events_write(struct rte_ring *ring, uint32_t now_ms,
 
 			sp_event_format(&ev[i], when, line, sizeof(line));
 			write_line(line);
+			/* the text after the time, for the collectors */
+			sp_export_event(&ev[i], wall_ms - age,
+					strchr(line, ' ') ? strchr(line, ' ') + 1 : line);
 		}
 		total += n;
 	} while (n == DRAIN_BURST && total < SP_EVENT_RING_SIZE);
@@ -154,7 +160,7 @@ sp_events_drain(void)
 	uint32_t now;
 	unsigned n = 0;
 
-	if (log_state.sink == SP_EVENTS_NONE)
+	if (!sp_events_enabled())
 		return;
 	if (__atomic_exchange_n(&log_state.reopen, 0, __ATOMIC_ACQ_REL) &&
 	    log_state.file != NULL)
@@ -165,6 +171,7 @@ sp_events_drain(void)
 		if (sp.workers[w] != NULL && sp.workers[w]->event_ring != NULL)
 			n += sp_events_write(sp.workers[w]->event_ring, now,
 					     &wall);
+	sp_export_flush();
 	if (n == 0 || log_state.file == NULL)
 		return;
 	if (fflush(log_state.file) != 0) {
@@ -187,5 +194,6 @@ sp_events_reopen(void)
 void
 sp_events_close(void)
 {
+	sp_export_close();
 	sink_close();
 }

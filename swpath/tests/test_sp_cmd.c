@@ -221,11 +221,15 @@ test_logging(void **state)
 	c = parse_ok("logging events none");
 	assert_int_equal(c.u.logging.events, SP_EVENTS_NONE);
 	assert_string_equal(sp_event_sink_name(SP_EVENTS_SYSLOG), "syslog");
+	c = parse_ok("logging events none syslog_server 192.0.2.1:514 ipfix_collector 192.0.2.2:4739");
+	assert_string_equal(c.u.logging.syslog_server, "192.0.2.1:514");
+	assert_string_equal(c.u.logging.ipfix_collector, "192.0.2.2:4739");
+	parse_err("logging events none ipfix_collector", "ipfix_collector: missing value");
 	parse_err("logging events kafka", "logging: events kafka: must be none, syslog or file");
 	parse_err("logging events file", "events file needs 'file PATH'");
 	parse_err("logging file /tmp/x", "logging: missing events");
 	parse_err("logging events", "logging: events: missing value");
-	parse_err("logging events none level info", "unknown word 'level' (events, file)");
+	parse_err("logging events none level info", "unknown word 'level' (events, file, syslog_server, ipfix_collector)");
 	snprintf(line, sizeof(line), "logging events file file /%0300d", 0);
 	parse_err(line, "logging: file: longer than 255 bytes");
 }

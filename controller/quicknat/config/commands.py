@@ -35,6 +35,10 @@ def logging_command(logging: Logging) -> str:
     line = f"logging events {logging.events}"
     if logging.events is EventLog.FILE:
         line += f" file {logging.file}"
+    for word in ("syslog_server", "ipfix_collector"):
+        where = getattr(logging, word)
+        if where is not None:
+            line += f" {word} {where[0]}:{where[1]}"
     return line
 
 

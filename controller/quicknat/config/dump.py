@@ -25,6 +25,8 @@ def _value(owner: type, name: str, value: Any) -> Any:
         return format_ipv4(value)
     if isinstance(value, enum.Enum):
         return str(value)
+    if name in ("syslog_server", "ipfix_collector"):
+        return f"{value[0]}:{value[1]}"  # as written in the TOML
     if isinstance(value, tuple):
         return [_value(owner, name, item) for item in value]
     if is_dataclass(value) and not isinstance(value, type):

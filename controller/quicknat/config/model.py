@@ -176,6 +176,10 @@ class Logging:
     """Off by default: a busy NAT makes a mapping per connection."""
     file: str | None = None
     """The file events are appended to, with events = "file"."""
+    syslog_server: tuple[str, int] | None = None
+    """Where events also go as RFC 5424 syslog over UDP (event_export.py)."""
+    ipfix_collector: tuple[str, int] | None = None
+    """Where events also go as IPFIX over UDP (RFC 8158 elements)."""
 
 
 @dataclass(frozen=True, slots=True)

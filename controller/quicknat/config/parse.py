@@ -435,12 +435,14 @@ class _Parser:
         )
 
     def logging(self) -> Logging:
-        r = self._table("logging", ("events", "file"))
+        r = self._table("logging", ("events", "file", "syslog_server", "ipfix_collector"))
         events = r.get("events", _enum(EventLog)) or EventLog.NONE
         path = r.get("file", values.file_path)
         if events is EventLog.FILE and path is None and not r.has("file"):
             r.error("missing field 'file': events = \"file\" needs the file to append to")
-        return Logging(events, path)
+        syslog_server = r.get("syslog_server", values.collector)
+        ipfix_collector = r.get("ipfix_collector", values.collector)
+        return Logging(events, path, syslog_server, ipfix_collector)
 
 
 def _enum(cls: Any) -> Any:

@@ -71,6 +71,20 @@ def address(value: Any) -> int:
     return parse_ipv4(text)
 
 
+def collector(value: Any) -> tuple[str, int]:
+    """A collector's "a.b.c.d:port" (UDP)."""
+    expected = 'must be "a.b.c.d:port"'
+    host, _, number = _string(value, expected).rpartition(":")
+    try:
+        parse_ipv4(host)
+        udp_port = int(number)
+    except ValueError:
+        raise ValueError(expected) from None
+    if not 1 <= udp_port <= 65535:
+        raise ValueError("port must be 1-65535")
+    return host, udp_port
+
+
 def interface_address(value: Any) -> InterfaceAddress:
     return InterfaceAddress.parse(_string(value))
 
