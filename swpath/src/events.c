@@ -186,6 +186,43 @@ sp_events_drain(void)
 }
 
 void
+sp_events_mappings_closed(void)
+{
+	struct timespec wall;
+	uint64_t wall_ms;
+
+	if (!sp_events_enabled())
+		return;
+	clock_gettime(CLOCK_REALTIME, &wall);
+	wall_ms = (uint64_t)wall.tv_sec * 1000 + (uint64_t)wall.tv_nsec / 1000000;
+	for (unsigned w = 0; w < sp.n_workers; w++) {
+		const struct sp_nat *nat;
+
+		if (sp.workers[w] == NULL)
+			continue;
+		nat = &sp.workers[w]->nat;
+		for (uint32_t i = 0; i < nat->max_sessions; i++) {
+			const struct sp_mapping *m = &nat->mappings[i];
+			struct sp_event ev = {
+				.int_addr = m->int_addr, .ext_addr = m->ext.addr,
+				.int_port = m->int_port, .ext_port = m->ext.port,
+				.proto = m->proto, .type = SP_EVENT_DELETED,
+			};
+			char line[SP_EVENT_LINE_MAX];
+
+			if (m->proto == 0)
+				continue;
+			sp_event_format(&ev, (time_t)wall.tv_sec, line, sizeof(line));
+			write_line(line);
+			sp_export_event(&ev, wall_ms, strchr(line, ' ') + 1);
+		}
+	}
+	sp_export_flush();
+	if (log_state.file != NULL)
+		fflush(log_state.file);
+}
+
+void
 sp_events_reopen(void)
 {
 	__atomic_store_n(&log_state.reopen, 1, __ATOMIC_RELEASE);

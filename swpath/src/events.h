@@ -104,6 +104,13 @@ void sp_events_drain(void);
  * Async-signal-safe. */
 void sp_events_reopen(void);
 
+/*
+ * At exit, after the workers stopped: a "deleted" event for every mapping
+ * still open, so that a log reader sees each mapping end (RFC 6888 REQ-12
+ * logs its life; a restart ends them all).
+ */
+void sp_events_mappings_closed(void);
+
 /* Closes the file or syslog (at exit, after the last drain). */
 void sp_events_close(void);
 

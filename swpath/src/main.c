@@ -712,8 +712,10 @@ main(int argc, char **argv)
 	}
 	notify_systemd("STOPPING=1");
 	rte_eal_mp_wait_lcore();
-	/* what the workers logged last, then the file is closed */
+	/* what the workers logged last, the mappings that end with the
+	 * process, then the file is closed */
 	sp_events_drain();
+	sp_events_mappings_closed();
 	sp_events_close();
 	if (o.dump != NULL)
 		dump_on_exit(o.dump);

@@ -346,6 +346,24 @@ def test_mapping_events_off(tmp: Path) -> None:
     eq(log.exists(), False, "events = none writes nothing")
 
 
+def test_open_mappings_end_with_the_process(tmp: Path) -> None:
+    """A mapping still open when swpath stops gets its "deleted" line, so a log
+    reader sees every mapping end (RFC 6888 REQ-12)."""
+    log = tmp / "events.log"
+    cmds = ONE_PORT + f"logging events file file {log}\n"
+    inside = [from_host("10.0.0.2", "8.8.8.8") / UDP(sport=5000, dport=53)]
+    r = run(tmp, cmds, [inside, []])
+    eq((r.counters["mappings_created"], r.counters["mappings_freed"]), (1, 0))
+    lines = [line.split(" ", 1)[1] for line in log.read_text().splitlines()]
+    eq(
+        lines,
+        [
+            "mapping created udp 10.0.0.2:5000 203.0.113.1:40000",
+            "mapping deleted udp 10.0.0.2:5000 203.0.113.1:40000",
+        ],
+    )
+
+
 def _received(sock: socket.socket) -> list[bytes]:
     got = []
     sock.settimeout(0.5)
