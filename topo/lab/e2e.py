@@ -28,16 +28,18 @@ import argparse
 import ipaddress
 import json
 import re
+import socket
 import subprocess
 import sys
 import tempfile
 import time
 import traceback
+import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from lab.nodes import IPERF_PORT, Nodes
+from lab.nodes import IPERF_PORT, QUICKNAT, Nodes
 from lab.processes import raise_on_signals
 from lab.topology import FAR, H1, H2, RTR, SRV
 
@@ -217,12 +219,77 @@ def test_udp_hole_punching(lab: Nodes) -> None:
         assert wanted <= remotes, f"{internal}'s sessions are with {remotes}, not {wanted}"
 
 
+def scrape(url: str) -> dict[str, float]:
+    """A /metrics page: sample (name and labels, as written) -> value."""
+    with urllib.request.urlopen(url, timeout=5) as answer:
+        text = answer.read().decode()
+    samples = {}
+    for line in text.splitlines():
+        match = re.match(r"^(quicknat_\S+) (\S+)$", line)
+        if match:
+            samples[match[1]] = float(match[2])
+    return samples
+
+
+def opened(samples: dict[str, float]) -> float:
+    """Flows the NAT opened: swpath's sessions_created, the controller's installs."""
+    return sum(
+        v
+        for k, v in samples.items()
+        if k.startswith("quicknat_events_total{")
+        and re.search(r'event="(sessions_created|sessions_installed)"', k)
+    )
+
+
+def test_metrics_move(lab: Nodes) -> None:
+    """The lab's NAT scraped through `quicknat exporter` (its status socket:
+    either path) before and after a new flow: the named counters move."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    exporter = subprocess.Popen(
+        [
+            str(QUICKNAT),
+            "exporter",
+            "--socket",
+            str(lab.socket),
+            "--listen",
+            f"127.0.0.1:{port}",
+            "--path",
+            "lab",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        url = f"http://127.0.0.1:{port}/metrics"
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                before = scrape(url)
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "the exporter did not answer in 10 s"
+                time.sleep(0.2)
+        assert before.get('quicknat_up{path="lab"}') == 1.0, before
+        lab.run(H1.name, "ping", "-c", "1", "-W", "2", "-p", "51", FAR.ip)
+        lab.run(H1.name, "ping", "-c", "1", "-W", "2", SRV.ip)
+        after = scrape(url)
+        print(f"flows opened: {opened(before):.0f} -> {opened(after):.0f}")
+        assert opened(after) >= opened(before) + 2, (before, after)
+        assert after['quicknat_sessions{path="lab"}'] >= 2, after
+    finally:
+        exporter.terminate()
+        exporter.wait(timeout=10)
+
+
 TESTS: dict[str, Test] = {
     "traceroute_udp": test_traceroute_udp,
     "traceroute_icmp": test_traceroute_icmp,
     "iperf3_tcp": test_iperf3_tcp,
     "iperf3_udp": test_iperf3_udp,
     "udp_hole_punching": test_udp_hole_punching,
+    "metrics_move": test_metrics_move,
 }
 
 
