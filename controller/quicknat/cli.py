@@ -163,6 +163,7 @@ def _controller(config: Config, args: argparse.Namespace) -> int:
         reset=args.reset,
         force=args.force,
         metrics=split_address(args.metrics_addr) if args.metrics_addr else None,
+        config_path=Path(args.config).resolve(),
     )
     try:
         pipeline = Pipeline.load(Path(args.p4info), Path(args.bmv2_json))
@@ -176,6 +177,10 @@ def _controller(config: Config, args: argparse.Namespace) -> int:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
+        # SIGHUP (systemctl reload): the configuration file again, at run time
+        loop.add_signal_handler(
+            signal.SIGHUP, lambda: asyncio.ensure_future(controller.reload_from_file())
+        )
         await controller.run(stop)
 
     try:
@@ -197,11 +202,14 @@ def _session_query(args: argparse.Namespace) -> str:
         parse_ipv4(args.src) if args.src else None,
         parse_ipv4(args.dst) if args.dst else None,
         args.port,
+        args.rule,
     )
     if query.proto not in (0, 1, 6, 17):
         raise ValueError("--proto: sessions are tcp, udp or icmp")
     if query.action == "delete" and not query.filtered():
-        raise ValueError("delete needs a filter (--proto, --src, --dst, --port); flush deletes all")
+        raise ValueError(
+            "delete needs a filter (--proto, --src, --dst, --port, --rule); flush deletes all"
+        )
     return query.command()
 
 
@@ -370,7 +378,40 @@ def _parser() -> argparse.ArgumentParser:
         status.set_defaults(status=name)
         if name == "sessions":
             _session_filters(status)
+    _runtime_commands(sub)
     return parser
+
+
+def _runtime_commands(sub: Any) -> None:
+    socket_help = "its control socket (swpath: its --control path)"
+    rule = sub.add_parser(
+        "rule",
+        help="add or delete a rule of a running controller or quicknat-swpath",
+        description="rule add id N type snat|dnat prefix P [port N] protocol tcp|udp|icmp|any "
+        "(pool NAME | to A [to_port N]), or rule del N [flush]: the run-time command language "
+        "(docs/swpath-commands.md). New flows get the change; established sessions keep theirs "
+        "(with flush, those of a deleted rule are deleted).",
+    )
+    rule.add_argument("words", nargs=argparse.REMAINDER, help="add ... | del N [flush]")
+    rule.add_argument("--socket", default=DEFAULT_SOCKET, help=socket_help)
+    rule.set_defaults(runtime="rule")
+    rules = sub.add_parser("rules", help="the rules a running controller or swpath has")
+    rules.add_argument("--socket", default=DEFAULT_SOCKET, help=socket_help)
+    rules.set_defaults(runtime="rules")
+    reload = sub.add_parser(
+        "reload",
+        help="apply a configuration file's rules and settings at run time",
+        description="The difference between the running configuration and the file: rules, "
+        "timeouts, filtering, limits, icmp (and routes on the P4 path); interfaces, pools and "
+        "logging need a restart. The controller reads its own file unless --config names "
+        "another (also on SIGHUP); quicknat-swpath needs --config.",
+    )
+    reload.add_argument("--config", help="the file (default: the controller's own)")
+    reload.add_argument(
+        "--flush", action="store_true", help="delete the sessions of removed rules now"
+    )
+    reload.add_argument("--socket", default=DEFAULT_SOCKET, help=socket_help)
+    reload.set_defaults(runtime="reload")
 
 
 def _session_filters(parser: argparse.ArgumentParser) -> None:
@@ -389,6 +430,7 @@ def _session_filters(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--proto", type=_protocol, default=0, help="tcp, udp, icmp or a number (0: any)"
     )
+    parser.add_argument("--rule", type=_positive, help="the rule that opened the session")
     parser.add_argument("--limit", type=int, default=0, help="list at most this many (0: all)")
 
 
@@ -414,8 +456,70 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 141  # 128 + SIGPIPE, as a shell reports it
 
 
+def _runtime(args: argparse.Namespace) -> int:
+    """`rule add|del`, `rules`, `reload`: the run-time command language, to
+    either path's socket (swpath reloads by the difference, computed here)."""
+    from quicknat.controller.status import line_command, query
+
+    socket_path = Path(args.socket)
+    try:
+        if args.runtime == "reload":
+            stats = query(socket_path, "stats")
+            if isinstance(stats, dict) and "connected" in stats:  # the controller
+                line = "reload" + (" flush" if args.flush else "")
+                if args.config:
+                    line += f" config {Path(args.config).resolve()}"
+                lines = line_command(socket_path, line)
+            else:
+                lines = _reload_swpath(socket_path, args)
+        elif args.runtime == "rule":
+            lines = line_command(socket_path, " ".join(["rule", *args.words]))
+        else:
+            lines = line_command(socket_path, "rules")
+    except OSError as exc:
+        print(f"quicknat {args.runtime}: cannot reach {args.socket}: {exc}", file=sys.stderr)
+        return 1
+    except (ValueError, ConfigError) as exc:
+        print(f"quicknat {args.runtime}: {exc}", file=sys.stderr)
+        return 1
+    for line in lines:
+        print(line)
+    return 0
+
+
+def _reload_swpath(socket_path: Path, args: argparse.Namespace) -> list[str]:
+    """swpath reads no TOML: the new file's rules and settings as the commands
+    that turn the running ones into them."""
+    from quicknat.config.commands import config_commands, rule_command
+    from quicknat.controller.status import line_command, query
+
+    if not args.config:
+        raise ValueError("reload: quicknat-swpath has no configuration file: give --config FILE")
+    config = load_config(args.config)
+    running = {int(line.split()[3]): line for line in line_command(socket_path, "rules")}
+    wanted = {rule.id: rule_command(rule) for rule in config.rules}
+    commands = []
+    for rule_id, line in running.items():
+        if wanted.get(rule_id) != line:  # removed or changed
+            commands.append(f"rule del {rule_id}")
+            if args.flush:
+                commands.append(f"sessions delete rule {rule_id}")
+    commands += [line for rule_id, line in wanted.items() if running.get(rule_id) != line]
+    settings = ("timeouts ", "filtering ", "limits ", "icmp ")
+    commands += [c for c in config_commands(config) if c.startswith(settings)]
+    for command in commands:
+        if command.startswith("sessions "):
+            query(socket_path, command)
+        else:
+            line_command(socket_path, command)
+    changed = sum(1 for c in commands if c.startswith("rule "))
+    return [f"{len(config.rules)} rules; {changed} rule commands, settings applied"]
+
+
 def _main(argv: Sequence[str] | None) -> int:
     args = _parser().parse_args(argv)
+    if getattr(args, "runtime", None):
+        return _runtime(args)
     if getattr(args, "status", None) == "exporter":
         return _exporter(args)
     if getattr(args, "status", None):

@@ -89,6 +89,19 @@ class Target:
         assert isinstance(answer, list), answer
         return answer
 
+    def cli(self, *args: str) -> str:
+        """`quicknat ARGS --socket` against this target's NAT: its output;
+        AssertionError with its message when it fails."""
+        command, *rest = args  # the options before `rule`'s words
+        proc = subprocess.run(
+            [str(QUICKNAT), command, "--socket", str(self.socket), *rest],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        assert proc.returncode == 0, f"quicknat {' '.join(args)}: {proc.stderr.strip()}"
+        return proc.stdout
+
     def delete_sessions(self, words: str) -> int:
         """`sessions delete ...` or `sessions flush`: how many were deleted."""
         answer = query(self.socket, f"sessions {words}")

@@ -1,4 +1,5 @@
-"""DNAT port forwarding and rule priority, through the data path."""
+"""DNAT port forwarding, rule priority, and rules changed at run time, through
+the data path."""
 
 from __future__ import annotations
 
@@ -33,3 +34,55 @@ class LongestPrefixAndExactPortWin(QuickNatTest):
         self.send(INSIDE, from_inside("10.0.0.10", "198.51.100.10", tcp(5353, 80)))
         out = self.receive(OUTSIDE)
         self.assertNotEqual(out[IP].src, "203.0.113.7")
+
+
+@group("runtime")
+class RulesChangeAtRunTime(QuickNatTest):
+    """`quicknat rule add|del` and `quicknat reload` on a running NAT (the same
+    command lines for both paths): new flows get the change at once, an
+    established session of a deleted rule keeps going, and `reload --flush`
+    ends the sessions of the rules it removes."""
+
+    PEER = "198.51.100.10"
+    SERVER = "203.0.113.81"
+    RULE = (
+        "id 90 type dnat prefix 203.0.113.81/32 port 80 protocol tcp to 10.0.0.20/32 to_port 8080"
+    )
+
+    def knock(self, sport: int, flags: str = "S") -> None:
+        self.send(OUTSIDE, from_outside(self.PEER, self.SERVER, tcp(sport, 80, flags)))
+
+    def let_in(self, sport: int, flags: str = "S") -> None:
+        self.knock(sport, flags)
+        self.expect(INSIDE, to_inside(self.PEER, "10.0.0.20", tcp(sport, 8080, flags)))
+
+    def runTest(self) -> None:
+        self.knock(5601)
+        self.expect_nothing()
+        self.target.cli("rule", "add", *self.RULE.split())
+        self.assertIn(f"rule add {self.RULE}", self.target.cli("rules"))
+        self.let_in(5602)
+        self.target.cli("rule", "del", "90")
+        self.let_in(5602, "A")  # established: it keeps going
+        self.knock(5603)  # a new flow: nothing is published there now
+        self.expect_nothing()
+        # A file with the rule, reloaded: it is back.
+        variant = self.target.workdir / "runtime-rules.toml"
+        variant.write_text(
+            self.target.config.read_text()
+            + '\n[[rule]]\nid = 90\ntype = "dnat"\nprefix = "203.0.113.81"\nport = 80\n'
+            + 'protocol = "tcp"\nto = "10.0.0.20"\nto_port = 8080\n'
+        )
+        self.target.cli("reload", "--config", str(variant))
+        self.let_in(5604)
+        self.assertEqual(len(self.target.sessions("rule 90")), 2)
+        # The original file again, with --flush: the rule's sessions end.
+        self.target.cli("reload", "--flush", "--config", str(self.target.config))
+        self.target.wait_until(
+            "the removed rule's sessions deleted", lambda: not self.target.sessions("rule 90"), 10
+        )
+        self.let_in_nothing()
+
+    def let_in_nothing(self) -> None:
+        self.knock(5604, "A")
+        self.expect_nothing()

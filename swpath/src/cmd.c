@@ -242,7 +242,7 @@ parse_sessions(const struct words *words, struct sp_cmd_sessions *c,
 	       char *err, size_t errlen)
 {
 	static const char usage[] = "sessions: expected 'sessions [list|delete|flush] "
-		"[limit N] [proto tcp|udp|icmp] [src A] [dst A] [port N]'";
+		"[limit N] [proto tcp|udp|icmp] [src A] [dst A] [port N] [rule N]'";
 	struct sp_session_filter *f = &c->filter;
 	unsigned i = 1;
 	uint64_t n;
@@ -262,7 +262,7 @@ parse_sessions(const struct words *words, struct sp_cmd_sessions *c,
 
 		if (strcmp(k, "limit") != 0 && strcmp(k, "proto") != 0 &&
 		    strcmp(k, "src") != 0 && strcmp(k, "dst") != 0 &&
-		    strcmp(k, "port") != 0)
+		    strcmp(k, "port") != 0 && strcmp(k, "rule") != 0)
 			return sp_fail(err, errlen, "%s (at '%s')", usage, k);
 		if (v == NULL)
 			return sp_fail(err, errlen, "sessions: %s: missing value", k);
@@ -276,7 +276,11 @@ parse_sessions(const struct words *words, struct sp_cmd_sessions *c,
 			f->has_src = true;
 		else if (strcmp(k, "dst") == 0 && parse_ipv4(v, &f->dst) == 0)
 			f->has_dst = true;
-		else if (strcmp(k, "port") == 0 &&
+		else if (strcmp(k, "rule") == 0 &&
+			 parse_uint(v, 1, UINT32_MAX, &n) == 0) {
+			f->rule = (uint32_t)n;
+			f->has_rule = true;
+		} else if (strcmp(k, "port") == 0 &&
 			 parse_uint(v, 1, 65535, &n) == 0) {
 			f->port = (uint16_t)n;
 			f->has_port = true;
@@ -284,7 +288,7 @@ parse_sessions(const struct words *words, struct sp_cmd_sessions *c,
 			return sp_fail(err, errlen, "%s (at '%s %s')", usage, k, v);
 	}
 	if (c->action == SP_SESSIONS_DELETE && !f->proto && !f->has_src &&
-	    !f->has_dst && !f->has_port)
+	    !f->has_dst && !f->has_port && !f->has_rule)
 		return sp_fail(err, errlen,
 			       "sessions delete: needs a filter (proto, src, dst, port); "
 			       "'sessions flush' deletes them all");

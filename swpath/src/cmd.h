@@ -171,7 +171,8 @@ struct sp_cmd_icmp {
  * filters): every given field must match. */
 struct sp_session_filter {
 	uint8_t proto;          /* 0: any */
-	bool has_src, has_dst, has_port;
+	bool has_src, has_dst, has_port, has_rule;
+	uint32_t rule;          /* the rule that opened it (0: inbound) */
 	uint32_t src;           /* the inside host (host order) */
 	uint32_t dst;           /* the remote peer (host order) */
 	uint16_t port;          /* the inside, external or remote port */

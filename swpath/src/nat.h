@@ -220,6 +220,8 @@ sp_session_matches(const struct sp_session *s,
 		return 0;
 	if (f->has_dst && rte_be_to_cpu_32(s->rem_addr) != f->dst)
 		return 0;
+	if (f->has_rule && s->rule_id != f->rule)
+		return 0;
 	if (f->has_port) {
 		uint16_t p = f->port;
 

@@ -80,6 +80,35 @@ def to_data(obj: Any) -> Any:
     return data
 
 
+# config_to_data's plural keys -> the TOML's array-of-tables names
+_TOML_ARRAYS = {
+    "interfaces": "interface",
+    "routes": "route",
+    "neighbors": "neighbor",
+    "pools": "pool",
+    "rules": "rule",
+}
+
+
+def config_to_toml_data(config: Config) -> dict[str, Any]:
+    """The TOML data model that parses back to `config` (config_from_data):
+    what run-time changes edit and validate with the one parser."""
+    data = config_to_data(config)
+    del data["warnings"]
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        if key in _TOML_ARRAYS:
+            out[_TOML_ARRAYS[key]] = [
+                {k: v for k, v in entry.items() if v is not None} for entry in value
+            ]
+        else:
+            out[key] = {k: v for k, v in value.items() if v is not None}
+    for rule in out["rule"]:
+        if rule["type"] == "snat" and "to" in rule:
+            rule["to"] = rule["to"].removesuffix("/32")  # SNAT to one address
+    return out
+
+
 def config_to_data(config: Config) -> dict[str, Any]:
     data = to_data(config)
     del data["source"]  # golden files must not depend on where they were read from

@@ -29,12 +29,22 @@ from pathlib import Path
 from finsy.proto import p4r
 
 from quicknat.addr import format_ipv4
+from quicknat.config import ConfigError, load_config
+from quicknat.config.commands import rule_command
 from quicknat.config.model import Config
 from quicknat.controller import program, systemd
 from quicknat.controller import stats as stats_module
 from quicknat.controller.install_state import InstallState
-from quicknat.controller.program import Pipeline, PuntReason
+from quicknat.controller.program import ConfigMismatch, Pipeline, PuntReason
 from quicknat.controller.punts import ERROR_COPIES, Punts
+from quicknat.controller.reconfigure import (
+    ReconfigureError,
+    check_runtime_change,
+    entry_diff,
+    rule_from_words,
+    with_rule,
+    without_rule,
+)
 from quicknat.controller.stats import Stats
 from quicknat.controller.status import SessionQuery, serve_status
 from quicknat.controller.write_path import WritePath
@@ -92,6 +102,8 @@ class ControllerOptions:
     """(host, port) of the Prometheus endpoint (quicknat/metrics.py); None: off."""
     force: bool = False
     """With reset: even when the switch holds sessions (their flows break)."""
+    config_path: Path | None = None
+    """The configuration file `reload` (and SIGHUP) reads again."""
 
 
 class Controller:
@@ -363,10 +375,88 @@ class Controller:
 
     # -- visibility -----------------------------------------------------------------
 
+    # -- run-time configuration (reconfigure.py) -----------------------------------
+
+    async def line_command(self, line: str) -> list[str]:
+        """swpath's run-time commands, on the P4 path: `rules`, `rule add ...`,
+        `rule del N [flush]`, `reload [flush] [config PATH]`. Result lines, or
+        ReconfigureError (a ValueError) with the reason."""
+        words = line.split()
+        if words == ["rules"]:
+            return [rule_command(rule) for rule in self.config.rules]
+        if words[:2] == ["rule", "add"]:
+            return await self.reconfigure(with_rule(self.config, rule_from_words(words[2:])))
+        if words[:2] == ["rule", "del"] and len(words) in (3, 4) and words[2].isdigit():
+            if len(words) == 4 and words[3] != "flush":
+                raise ReconfigureError("rule del: expected 'rule del N [flush]'")
+            new = without_rule(self.config, int(words[2]))
+            return await self.reconfigure(new, flush=len(words) == 4)
+        if words[0] == "reload":
+            flush = "flush" in words[1:]
+            rest = [w for w in words[1:] if w != "flush"]
+            if rest and (len(rest) != 2 or rest[0] != "config"):
+                raise ReconfigureError("reload: expected 'reload [flush] [config PATH]'")
+            path = Path(rest[1]) if rest else self.options.config_path
+            if path is None:
+                raise ReconfigureError("reload: the controller was not started from a file")
+            try:
+                new = load_config(path)
+            except ConfigError as exc:
+                raise ReconfigureError("; ".join(exc.messages)) from None
+            return await self.reconfigure(new, flush)
+        raise ReconfigureError(f"unknown command {line!r} (rules, rule add, rule del, reload)")
+
+    async def reconfigure(self, new: Config, flush: bool = False) -> list[str]:
+        """Apply a new configuration at run time: the switch gets the
+        difference of the static entries, the NAT core the new rules and
+        settings; established sessions keep their mappings, or, with `flush`,
+        those of removed or changed rules are deleted (their flows' next packets
+        decide again)."""
+        check_runtime_change(self.config, new)
+        try:
+            static = program.static_entries(self.p4info, new)
+        except ConfigMismatch as exc:
+            raise ReconfigureError(str(exc)) from None
+        diff = entry_diff(self.static, static)
+        if diff and self.connected.is_set():
+            updates = [update(DELETE, e) for e in diff.deletes]
+            updates += [update(MODIFY, e) for e in diff.modifies]
+            updates += [update(INSERT, e) for e in diff.inserts]
+            errors = await self.client.write(updates)
+            if errors:
+                raise ReconfigureError(
+                    f"the switch refused {len(errors)} of {len(updates)} updates: "
+                    f"{errors[0].message}"
+                )
+        # (not connected: the next sync writes self.static)
+        # removed, or changed (the same id matching other flows or translating
+        # them otherwise): what `flush` takes the sessions of
+        kept = {r.id: r for r in new.rules}
+        removed = {r.id for r in self.config.rules if kept.get(r.id) != r}
+        self.static = static
+        self.nat.reconfigure(new)
+        self.punts.config = new
+        self.config = new
+        self.stats["reconfigured"] += 1
+        answer = f"{len(new.rules)} rules; static entries: {diff.describe()}"
+        if flush:
+            gone = [s for s in list(self.nat.sessions()) if s.rule_id in removed]
+            answer += f"; {sum(self.writes.delete(s) for s in gone)} sessions deleted"
+            self.writes.flush()
+        log.info("reconfigured: %s", answer)
+        return [answer]
+
+    async def reload_from_file(self) -> None:
+        """SIGHUP: `reload` from the configuration file, logged."""
+        try:
+            await self.line_command("reload")
+        except ReconfigureError as exc:
+            log.warning("reload refused: %s", exc)
+
     def _selected(self, query: SessionQuery) -> Iterator[Session]:
         for s in self.nat.sessions():
             ports = (s.internal.port, s.external.port, s.remote_port)
-            if query.matches(s.protocol, s.internal.address, s.remote_address, ports):
+            if query.matches(s.protocol, s.internal.address, s.remote_address, ports, s.rule_id):
                 yield s
 
     def delete_sessions(self, query: SessionQuery) -> int:

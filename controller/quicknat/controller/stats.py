@@ -15,6 +15,7 @@ from collections.abc import Iterable
 FIXED = (
     "packet_in",
     "sessions_deleted",
+    "reconfigured",
     "packet_in.malformed",
     "packet_in.unknown_port",
     "packet_in.reinjected",

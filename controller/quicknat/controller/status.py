@@ -4,11 +4,13 @@
 answers the same commands on its control socket, so one CLI serves both:
 
     sessions [list|delete|flush] [limit N] [proto P] [src A] [dst A] [port N]
+             [rule N]
     stats
 
 As conntrack's filters: `src` is the inside host, `dst` the remote peer,
-`port` any of a session's three ports. `delete` needs a filter; `flush`
-deletes every session the filters select (all without one). A deleted
+`port` any of a session's three ports, `rule` the rule that opened it.
+`delete` needs a filter; `flush` deletes every session the filters select
+(all without one). A deleted
 session's port rests before reuse as an expired one's does.
 """
 
@@ -38,6 +40,7 @@ class SessionQuery:
     src: int | None = None
     dst: int | None = None
     port: int | None = None
+    rule: int | None = None  # the rule that opened the session
 
     @classmethod
     def parse(cls, words: list[str]) -> SessionQuery:
@@ -54,14 +57,16 @@ class SessionQuery:
                     values[key] = int(IpProtocol.parse(text))
                 elif key in ("src", "dst"):
                     values[key] = parse_ipv4(text)
-                elif key == "port" and 1 <= int(text) <= 65535:
+                elif (key == "port" and 1 <= int(text) <= 65535) or (
+                    key == "rule" and int(text) >= 1
+                ):
                     values[key] = int(text)
                 else:
                     raise ValueError
             except ValueError:
                 raise ValueError(
                     f"at '{key} {text}': expected [limit N] [proto tcp|udp|icmp] "
-                    "[src A] [dst A] [port N]"
+                    "[src A] [dst A] [port N] [rule N]"
                 ) from None
         query = cls(action, **values)
         if action == "delete" and not query.filtered():
@@ -69,14 +74,18 @@ class SessionQuery:
         return query
 
     def filtered(self) -> bool:
-        return bool(self.proto) or any(v is not None for v in (self.src, self.dst, self.port))
+        values = (self.src, self.dst, self.port, self.rule)
+        return bool(self.proto) or any(v is not None for v in values)
 
-    def matches(self, proto: int, internal: int, remote: int, ports: tuple[int, ...]) -> bool:
+    def matches(
+        self, proto: int, internal: int, remote: int, ports: tuple[int, ...], rule: int = 0
+    ) -> bool:
         return (
             (not self.proto or proto == self.proto)
             and (self.src is None or internal == self.src)
             and (self.dst is None or remote == self.dst)
             and (self.port is None or self.port in ports)
+            and (self.rule is None or rule == self.rule)
         )
 
     def command(self) -> str:
@@ -92,6 +101,8 @@ class SessionQuery:
                 words += [key, format_ipv4(value)]
         if self.port is not None:
             words += ["port", str(self.port)]
+        if self.rule is not None:
+            words += ["rule", str(self.rule)]
         return " ".join(words)
 
 
@@ -99,6 +110,12 @@ class StatusSource(Protocol):
     def session_rows(self, query: SessionQuery) -> list[dict[str, object]]: ...
     def delete_sessions(self, query: SessionQuery) -> int: ...
     def stats_dict(self) -> dict[str, object]: ...
+    async def line_command(self, line: str) -> list[str]: ...
+
+
+# Commands of swpath's run-time language the controller takes too: answered
+# as swpath answers them, result lines then `ok` or `error: MESSAGE`.
+LINE_VERBS = ("rule", "rules", "reload")
 
 
 def _answer(source: StatusSource, line: str) -> object:
@@ -121,6 +138,14 @@ async def serve_status(path: Path, source: StatusSource) -> asyncio.AbstractServ
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             command = (await asyncio.wait_for(reader.readline(), 5)).decode().strip()
+            if command.split()[:1] and command.split()[0] in LINE_VERBS:
+                try:
+                    lines = [*await source.line_command(command), "ok"]
+                except ValueError as exc:
+                    lines = [f"error: {exc}"]
+                writer.write("".join(f"{line}\n" for line in lines).encode())
+                await writer.drain()
+                return
             answer = _answer(source, command)
             writer.write(json.dumps(answer).encode() + b"\n")
             await writer.drain()
@@ -133,6 +158,25 @@ async def serve_status(path: Path, source: StatusSource) -> asyncio.AbstractServ
     if path.exists():
         os.unlink(path)  # a stale socket from a previous run
     return await asyncio.start_unix_server(handle, path=str(path))
+
+
+def line_command(path: Path, line: str, timeout: float = 10.0) -> list[str]:
+    """One line of the run-time command language to either path's socket: its
+    result lines; ValueError with the `error:` message."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(timeout)
+        sock.connect(str(path))
+        sock.sendall(line.encode() + b"\n")
+        sock.shutdown(socket.SHUT_WR)  # swpath then answers and closes
+        chunks = []
+        while chunk := sock.recv(65536):
+            chunks.append(chunk)
+    lines = b"".join(chunks).decode().splitlines()
+    if lines and lines[-1].startswith("error: "):
+        raise ValueError(lines[-1].removeprefix("error: "))
+    if not lines or lines[-1] != "ok":
+        raise ValueError(f"unexpected answer: {lines[-1:] or 'nothing'}")
+    return lines[:-1]
 
 
 def query(path: Path, command: str, timeout: float = 5.0) -> object:

@@ -116,23 +116,12 @@ class Nat:
         # limit_event), so a flood is one line, not one per packet.
         self.on_quota = on_quota
         self._quota_logged: set[tuple[int, str]] = set()
-        rng = rng or random.Random()
-        self.qns = Qns()
-        for rule in config.rules:
-            self.qns.add(rule)
+        self._rng = rng or random.Random()
         self.allocators: dict[str, PoolAllocator] = {
-            pool.name: PoolAllocator(pool, port_policy(pool, config), rng) for pool in config.pools
+            pool.name: PoolAllocator(pool, port_policy(pool, config), self._rng)
+            for pool in config.pools
         }
-        for rule in config.rules:
-            if isinstance(rule.target, SnatToAddress):
-                # One allocator per address, however many rules name it: two
-                # would hand one address:port to two hosts (RFC 4787 REQ-3).
-                name = _address_pool(rule.target.address)
-                if name not in self.allocators:
-                    pool = Pool(name, (Prefix(rule.target.address, 32),))
-                    self.allocators[name] = PoolAllocator(pool, port_policy(pool, config), rng)
-        # A remote among these makes a session a hairpin session (RFC 4787 REQ-9).
-        self._public = config.public_prefixes()
+        self.reconfigure(config)
         self.session_count = 0
         self._by_key: dict[int, Session] = {}  # _flow_key(either direction) -> session
         # Keyed by _endpoint_key(protocol, endpoint): ints are far smaller than tuples.
@@ -140,6 +129,28 @@ class Nat:
         self._external: dict[int, Mapping] = {}  # external endpoint -> mapping
         self._sessions_of: dict[int, int] = {}  # internal address -> sessions
         self._next_id = 1
+
+    def reconfigure(self, config: Config) -> None:
+        """Run-time rules and settings (timeouts, filtering, limits): new flows
+        get the new ones; established sessions keep their mappings. The pools
+        are not changed here (their ports are in use)."""
+        qns = Qns()
+        for rule in config.rules:
+            qns.add(rule)
+        for rule in config.rules:
+            if isinstance(rule.target, SnatToAddress):
+                # One allocator per address, however many rules name it: two
+                # would hand one address:port to two hosts (RFC 4787 REQ-3).
+                name = _address_pool(rule.target.address)
+                if name not in self.allocators:
+                    pool = Pool(name, (Prefix(rule.target.address, 32),))
+                    self.allocators[name] = PoolAllocator(
+                        pool, port_policy(pool, config), self._rng
+                    )
+        self.config = config
+        self.qns = qns
+        # A remote among these makes a session a hairpin session (RFC 4787 REQ-9).
+        self._public = config.public_prefixes()
 
     # -- queries ---------------------------------------------------------------
 
