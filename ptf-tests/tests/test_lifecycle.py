@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any, ClassVar
 
 from base import INSIDE, OUTSIDE, QuickNatTest
@@ -79,6 +80,7 @@ class ControllerRestartKeepsFlows(QuickNatTest):
         self.send(INSIDE, from_inside("10.0.0.10", "198.51.100.10", udp(7000, 53)))
         out = self.receive(OUTSIDE)
         external, port = out[IP].src, out[UDP].sport
+        opened = time.monotonic()
         self.target.stop_nat()
         # Established flows keep working while the NAT's control part is away.
         self.send(OUTSIDE, from_outside("198.51.100.10", external, udp(53, port)))
@@ -87,6 +89,10 @@ class ControllerRestartKeepsFlows(QuickNatTest):
         sessions = self.target.sessions()
         self.assertEqual(len(sessions), 1)
         self.assertEqual(sessions[0]["external"], f"{external}:{port}")
+        # It keeps its age (the entry says when it opened), not 0 s.
+        age = time.monotonic() - opened
+        self.assertGreater(sessions[0]["age_s"], age - 1.5)
+        self.assertLess(sessions[0]["age_s"], age + 1.5)
         # A new flow never gets the port the recovered session holds.
         self.send(INSIDE, from_inside("10.0.0.10", "198.51.100.10", udp(7001, 53)))
         self.assertNotEqual(self.receive(OUTSIDE)[UDP].sport, port)

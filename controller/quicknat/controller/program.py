@@ -323,25 +323,31 @@ class NatEntries:
         for param, value in values.items():
             action.params.add(param_id=param_ids[param], value=_canonical(value))
 
-    def inserts(self, session: Session, timeout_s: int) -> list[p4r.Update]:
+    def inserts(self, session: Session, timeout_s: int, created_ms: int = 0) -> list[p4r.Update]:
         """The two connection records of a session. Only the inside-to-outside
         one ages: outbound packets refresh a mapping (RFC 4787 REQ-6), inbound
         ones do not (the RFC leaves that choice to the NAT), so one notification
-        ends a session."""
+        ends a session. It also carries when the session was opened (wall
+        clock, ms; the entry's controller metadata), so that a controller that
+        recovers it from the switch knows its age."""
         in2out = p4r.Update(type=p4r.Update.INSERT)
         entry = self._fill(in2out, "nat_in2out", session.in2out)
         entry.idle_timeout_ns = timeout_s * 1_000_000_000
+        if created_ms:
+            entry.metadata = created_ms.to_bytes(8, "big")
         self._in2out_action(entry, session)
         out2in = p4r.Update(type=p4r.Update.INSERT)
         self._action(self._fill(out2in, "nat_out2in", session.out2in), session.out2in_rewrite)
         return [in2out, out2in]
 
-    def in2out_modify(self, session: Session, timeout_s: int) -> p4r.Update:
+    def in2out_modify(self, session: Session, timeout_s: int, created_ms: int = 0) -> p4r.Update:
         """The ageing entry again, with the session's timeout and rewrite now (a TCP
         state change, or a hairpin session that gained or lost its partner)."""
         modify = p4r.Update(type=p4r.Update.MODIFY)
         entry = self._fill(modify, "nat_in2out", session.in2out)
         entry.idle_timeout_ns = timeout_s * 1_000_000_000
+        if created_ms:
+            entry.metadata = created_ms.to_bytes(8, "big")
         self._in2out_action(entry, session)
         return modify
 

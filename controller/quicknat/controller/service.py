@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -295,6 +296,10 @@ class Controller:
                 params.get("port", params.get("src_port", 0)),
             )
             session = self.nat.restore(key, external, now)
+            if session is not None and len(entry.metadata) == 8:
+                # its age, from when its entry says it opened (write_path.py)
+                opened_s = int.from_bytes(entry.metadata, "big") / 1000
+                session.created = now - min(max(time.time() - opened_s, 0.0), 10 * 365 * 86400)
             if session is None or session.out2in not in out2in_keys:
                 stale.append(update(DELETE, entry))
                 if session is not None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
@@ -112,6 +113,10 @@ class WritePath:
             self.forget(session)
             self.stats["sessions_deleted"] += 1
         return True
+
+    def created_ms(self, session: Session) -> int:
+        """When the session opened, by the wall clock (ms): its entry keeps it."""
+        return int((time.time() - (self.now() - session.created)) * 1000)
 
     def has_room(self) -> bool:
         """Whether one more session fits the switch's tables: fewer sessions
@@ -216,7 +221,9 @@ class WritePath:
         updates = []
         written = []  # the in2out rewrite each entry gets
         for session in sessions:
-            updates += self.entries.inserts(session, self.nat.timeout(session))
+            updates += self.entries.inserts(
+                session, self.nat.timeout(session), self.created_ms(session)
+            )
             written.append(session.in2out_rewrite)
         self.stats["install_writes"] += 1
         errors = await self._write(updates, sessions, InstallState.INSTALLING)
@@ -253,7 +260,9 @@ class WritePath:
         waited for it go through."""
         try:
             live = [s for s in sessions if self.installs.in_switch(s.id)]
-            updates = [self.entries.in2out_modify(s, self.nat.timeout(s)) for s in live]
+            updates = [
+                self.entries.in2out_modify(s, self.nat.timeout(s), self.created_ms(s)) for s in live
+            ]
             errors = await self._send(updates)
             self.stats["entries_rewritten"] += len(updates) - len(errors)
             self.stats["rewrite_failed"] += len(errors)
