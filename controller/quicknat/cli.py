@@ -164,6 +164,7 @@ def _controller(config: Config, args: argparse.Namespace) -> int:
         force=args.force,
         metrics=split_address(args.metrics_addr) if args.metrics_addr else None,
         config_path=Path(args.config).resolve(),
+        tls=_tls(args),
     )
     try:
         pipeline = Pipeline.load(Path(args.p4info), Path(args.bmv2_json))
@@ -189,6 +190,23 @@ def _controller(config: Config, args: argparse.Namespace) -> int:
         print(f"quicknat controller: {exc}", file=sys.stderr)
         return EXIT_CONFIG
     return 0
+
+
+def _tls(args: argparse.Namespace) -> Any:
+    from quicknat.p4rt.client import Tls
+
+    if args.tls_ca is None:
+        if args.tls_cert or args.tls_key:
+            raise SystemExit("quicknat controller: --tls-cert and --tls-key need --tls-ca")
+        return None
+    if bool(args.tls_cert) != bool(args.tls_key):
+        raise SystemExit("quicknat controller: --tls-cert and --tls-key go together")
+    return Tls(
+        Path(args.tls_ca),
+        Path(args.tls_cert) if args.tls_cert else None,
+        Path(args.tls_key) if args.tls_key else None,
+        args.tls_server_name,
+    )
 
 
 def _session_query(args: argparse.Namespace) -> str:
@@ -338,6 +356,14 @@ def _parser() -> argparse.ArgumentParser:
         help="serve Prometheus metrics at http://HOST:PORT/metrics (off unless given)",
     )
     controller.add_argument("-v", "--verbose", action="store_true", help="log at debug level")
+    controller.add_argument(
+        "--tls-ca", help="TLS to the switch: the CA that signed its certificate (PEM)"
+    )
+    controller.add_argument("--tls-cert", help="mutual TLS: the controller's certificate (PEM)")
+    controller.add_argument("--tls-key", help="mutual TLS: the controller's private key (PEM)")
+    controller.add_argument(
+        "--tls-server-name", help="the name in the switch's certificate, if not its address"
+    )
     controller.add_argument(
         "--log-format",
         choices=("text", "json"),

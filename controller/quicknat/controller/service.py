@@ -57,7 +57,7 @@ from quicknat.nat.allocator import Endpoint
 from quicknat.nat.core import Nat, Refusal
 from quicknat.nat.fragments import Outcome
 from quicknat.nat.session import FlowKey, Session
-from quicknat.p4rt.client import P4RuntimeClient, P4RuntimeError
+from quicknat.p4rt.client import P4RuntimeClient, P4RuntimeError, Tls
 from quicknat.p4rt.entities import (
     action_params,
     exact_fields,
@@ -105,6 +105,8 @@ class ControllerOptions:
     """With reset: even when the switch holds sessions (their flows break)."""
     config_path: Path | None = None
     """The configuration file `reload` (and SIGHUP) reads again."""
+    tls: Tls | None = None
+    """TLS to the switch (mutual with a certificate); None: plaintext."""
 
 
 class Controller:
@@ -115,7 +117,9 @@ class Controller:
         self.p4info = pipeline.p4info
         events = EventLogger(config.logging)
         self.stats = Stats.seeded(_counter_names())
-        self.client = P4RuntimeClient(options.grpc_addr, options.device_id, options.election_id)
+        self.client = P4RuntimeClient(
+            options.grpc_addr, options.device_id, options.election_id, options.tls
+        )
         self.static = program.static_entries(self.p4info, config)
         # Sessions the switch's connection tables hold (their P4Info size): a
         # flow beyond it is refused before a port is taken or a write tried.

@@ -15,6 +15,7 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -53,11 +54,31 @@ def _write_errors(error: grpc.aio.AioRpcError, count: int) -> list[UpdateError]:
     return [UpdateError(i, error.code().value[0], error.details() or "") for i in range(count)]
 
 
+@dataclass(frozen=True, slots=True)
+class Tls:
+    """TLS to the switch: its CA, and for mutual TLS our certificate and key."""
+
+    ca: Path
+    cert: Path | None = None
+    key: Path | None = None
+    server_name: str | None = None  # when the address is not the certificate's name
+
+    def credentials(self) -> grpc.ChannelCredentials:
+        return grpc.ssl_channel_credentials(
+            root_certificates=self.ca.read_bytes(),
+            private_key=self.key.read_bytes() if self.key else None,
+            certificate_chain=self.cert.read_bytes() if self.cert else None,
+        )
+
+
 class P4RuntimeClient:
-    def __init__(self, address: str, device_id: int, election_id: int = 1) -> None:
+    def __init__(
+        self, address: str, device_id: int, election_id: int = 1, tls: Tls | None = None
+    ) -> None:
         self.address = address
         self.device_id = device_id
         self.election_id = election_id
+        self.tls = tls
         self.messages: asyncio.Queue[p4r.StreamMessageResponse] = asyncio.Queue(STREAM_QUEUE)
         self.dropped = 0
         self._channel: grpc.aio.Channel | None = None
@@ -82,16 +103,23 @@ class P4RuntimeClient:
         """A channel for reads only (P4Runtime reads need no arbitration), so a
         tool can look at a switch next to its primary controller."""
         await self.close()
-        self._channel = grpc.aio.insecure_channel(self.address)
+        self._channel = self._open_channel()
         self._stub = p4r_grpc.P4RuntimeStub(self._channel)
+
+    def _open_channel(self) -> grpc.aio.Channel:
+        """Plaintext, or TLS (mutual with a certificate) when configured."""
+        options: list[tuple[str, Any]] = [("grpc.max_receive_message_length", 64 * 1024 * 1024)]
+        if self.tls is None:
+            return grpc.aio.insecure_channel(self.address, options=options)
+        if self.tls.server_name:
+            options.append(("grpc.ssl_target_name_override", self.tls.server_name))
+        return grpc.aio.secure_channel(self.address, self.tls.credentials(), options=options)
 
     async def connect(self, timeout: float = 10.0) -> None:
         """Open the stream and become primary; raises P4RuntimeError otherwise."""
         await self.close()
         self.stream_closed.clear()
-        self._channel = grpc.aio.insecure_channel(
-            self.address, options=[("grpc.max_receive_message_length", 64 * 1024 * 1024)]
-        )
+        self._channel = self._open_channel()
         self._stub = p4r_grpc.P4RuntimeStub(self._channel)
         self._requests = asyncio.Queue()
         loop = asyncio.get_running_loop()
