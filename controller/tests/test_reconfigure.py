@@ -9,15 +9,8 @@ from pathlib import Path
 
 import pytest
 from quicknat.config import parse_config
+from quicknat.controller import reconfigure as rc
 from quicknat.controller.program import Pipeline, static_entries
-from quicknat.controller.reconfigure import (
-    ReconfigureError,
-    check_runtime_change,
-    entry_diff,
-    rule_from_words,
-    with_rule,
-    without_rule,
-)
 from quicknat.controller.service import Controller, ControllerOptions
 from quicknat.controller.status import SessionQuery
 from test_controller_expiry import CONFIG, DELETE, INSERT, Run, frame, kinds
@@ -26,7 +19,7 @@ DNAT = "id 50 type dnat prefix 203.0.113.50/32 port 80 protocol tcp to 10.0.0.10
 
 
 def test_rule_words_are_swpath_s() -> None:
-    rule = rule_from_words(DNAT.split())
+    rule = rc.rule_from_words(DNAT.split())
     assert rule == {
         "id": 50,
         "type": "dnat",
@@ -36,7 +29,7 @@ def test_rule_words_are_swpath_s() -> None:
         "to": "10.0.0.10",
         "to_port": 8080,
     }
-    snat = rule_from_words(
+    snat = rc.rule_from_words(
         [
             "id",
             "7",
@@ -51,52 +44,56 @@ def test_rule_words_are_swpath_s() -> None:
         ]
     )
     assert snat["to"] == "203.0.113.9"
-    with pytest.raises(ReconfigureError, match="needs an id"):
-        rule_from_words(["type", "snat", "prefix", "10.0.0.0/8", "pool", "public"])
-    with pytest.raises(ReconfigureError, match="unknown word 'via'"):
-        rule_from_words(["id", "1", "via", "1.2.3.4"])
-    with pytest.raises(ReconfigureError, match="missing value"):
-        rule_from_words(["id", "1", "type"])
+    with pytest.raises(rc.ReconfigureError, match="needs an id"):
+        rc.rule_from_words(["type", "snat", "prefix", "10.0.0.0/8", "pool", "public"])
+    with pytest.raises(rc.ReconfigureError, match="unknown word 'via'"):
+        rc.rule_from_words(["id", "1", "via", "1.2.3.4"])
+    with pytest.raises(rc.ReconfigureError, match="missing value"):
+        rc.rule_from_words(["id", "1", "type"])
 
 
 def test_rules_are_validated_as_a_file_would_be() -> None:
     config = parse_config(CONFIG)
-    added = with_rule(config, rule_from_words(DNAT.split()))
+    added = rc.with_rule(config, rc.rule_from_words(DNAT.split()))
     assert [r.id for r in added.rules] == [1, 50]
-    with pytest.raises(ReconfigureError, match="pool 'nope'"):
-        with_rule(
+    with pytest.raises(rc.ReconfigureError, match="pool 'nope'"):
+        rc.with_rule(
             config,
-            rule_from_words(["id", "9", "type", "snat", "prefix", "10.9.0.0/16", "pool", "nope"]),
+            rc.rule_from_words(
+                ["id", "9", "type", "snat", "prefix", "10.9.0.0/16", "pool", "nope"]
+            ),
         )
-    with pytest.raises(ReconfigureError, match="id 1: already used"):
-        with_rule(
+    with pytest.raises(rc.ReconfigureError, match="id 1: already used"):
+        rc.with_rule(
             config,
-            rule_from_words(["id", "1", "type", "snat", "prefix", "10.9.0.0/16", "pool", "public"]),
+            rc.rule_from_words(
+                ["id", "1", "type", "snat", "prefix", "10.9.0.0/16", "pool", "public"]
+            ),
         )
-    assert [r.id for r in without_rule(added, 50).rules] == [1]
-    with pytest.raises(ReconfigureError, match="no rule 51"):
-        without_rule(added, 51)
+    assert [r.id for r in rc.without_rule(added, 50).rules] == [1]
+    with pytest.raises(rc.ReconfigureError, match="no rule 51"):
+        rc.without_rule(added, 51)
 
 
 def test_interfaces_pools_and_logging_need_a_restart() -> None:
     config = parse_config(CONFIG)
-    check_runtime_change(config, dataclasses.replace(config, rules=()))
+    rc.check_runtime_change(config, dataclasses.replace(config, rules=()))
     fewer = dataclasses.replace(config, interfaces=config.interfaces[:1])
-    with pytest.raises(ReconfigureError, match="interfaces changed"):
-        check_runtime_change(config, fewer)
-    with pytest.raises(ReconfigureError, match="pools changed"):
-        check_runtime_change(config, dataclasses.replace(config, pools=()))
+    with pytest.raises(rc.ReconfigureError, match="interfaces changed"):
+        rc.check_runtime_change(config, fewer)
+    with pytest.raises(rc.ReconfigureError, match="pools changed"):
+        rc.check_runtime_change(config, dataclasses.replace(config, pools=()))
 
 
 def test_entry_diff_inserts_modifies_deletes() -> None:
     p4info = Pipeline.load().p4info
     config = parse_config(CONFIG)
     old = static_entries(p4info, config)
-    assert not entry_diff(old, old)
-    new = static_entries(p4info, with_rule(config, rule_from_words(DNAT.split())))
-    diff = entry_diff(old, new)
+    assert not rc.entry_diff(old, old)
+    new = static_entries(p4info, rc.with_rule(config, rc.rule_from_words(DNAT.split())))
+    diff = rc.entry_diff(old, new)
     assert diff.inserts and not diff.deletes
-    back = entry_diff(new, old)
+    back = rc.entry_diff(new, old)
     assert back.deletes and not back.inserts
     assert {e.table_id for e in diff.inserts} == {e.table_id for e in back.deletes}
 
@@ -119,7 +116,7 @@ def test_a_rule_added_and_deleted_at_run_time() -> None:
             "rule add id 50 type dnat prefix 203.0.113.50/32 port 80 protocol tcp "
             "to 10.0.0.10/32 to_port 8080",
         ]
-        with pytest.raises(ReconfigureError, match="already used"):
+        with pytest.raises(rc.ReconfigureError, match="already used"):
             await run.controller.line_command(f"rule add {DNAT}")
         # the SNAT rule goes; the established session stays (no flush)
         await run.controller.line_command("rule del 1")
@@ -150,7 +147,7 @@ def test_flush_deletes_the_sessions_of_removed_rules(tmp_path: Path) -> None:
         assert run.counters()["sessions_deleted"] == 1
         assert run.controller.delete_sessions(SessionQuery("flush")) == 0
         path.write_text(CONFIG.replace('ports = "2000-2000"', 'ports = "2000-2001"'))
-        with pytest.raises(ReconfigureError, match="pools changed"):
+        with pytest.raises(rc.ReconfigureError, match="pools changed"):
             await run.controller.line_command(f"reload config {path}")
         await run.close()
 
@@ -159,5 +156,5 @@ def test_flush_deletes_the_sessions_of_removed_rules(tmp_path: Path) -> None:
 
 def test_reload_without_a_file_is_refused() -> None:
     controller = Controller(parse_config(CONFIG), ControllerOptions(), Pipeline.load())
-    with pytest.raises(ReconfigureError, match="not started from a file"):
+    with pytest.raises(rc.ReconfigureError, match="not started from a file"):
         asyncio.run(controller.line_command("reload"))
