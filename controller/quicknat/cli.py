@@ -165,6 +165,7 @@ def _controller(config: Config, args: argparse.Namespace) -> int:
         metrics=split_address(args.metrics_addr) if args.metrics_addr else None,
         config_path=Path(args.config).resolve(),
         tls=_tls(args),
+        standby=args.standby,
     )
     try:
         pipeline = Pipeline.load(Path(args.p4info), Path(args.bmv2_json))
@@ -356,6 +357,12 @@ def _parser() -> argparse.ArgumentParser:
         help="serve Prometheus metrics at http://HOST:PORT/metrics (off unless given)",
     )
     controller.add_argument("-v", "--verbose", action="store_true", help="log at debug level")
+    controller.add_argument(
+        "--standby",
+        action="store_true",
+        help="when a controller with a higher --election-id is primary, wait connected as its "
+        "backup and take over (sessions and all) when it goes",
+    )
     controller.add_argument(
         "--tls-ca", help="TLS to the switch: the CA that signed its certificate (PEM)"
     )

@@ -193,13 +193,33 @@ class Bmv2Target(Target):
         ]
 
     def start_nat(self, reset: bool = True) -> None:
-        args = [*self.controller_command(self.socket), "-v"]
+        # election id 2: a standby (start_standby) has 1
+        args = [*self.controller_command(self.socket), "-v", "--election-id", "2"]
         if reset:
             # each scenario starts from empty tables, whatever the last one left
             args += ["--reset", "--force"]
         self.socket.unlink(missing_ok=True)
         self.proc = start(args, self.workdir / "controller.log")
         self.wait_until("controller connected", self._connected, 30)
+
+    def start_standby(self) -> tuple[subprocess.Popen[bytes], Path]:
+        """A second controller, `--standby` with a lower election id: it waits
+        connected as the primary's backup. Its process and status socket."""
+        socket = self.workdir / "standby.sock"
+        args = [*self.controller_command(socket), "-v", "--election-id", "1", "--standby"]
+        proc = start(args, self.workdir / "standby.log")
+        wait_for_unix_socket(socket, 30, proc)
+        return proc, socket
+
+    def kill_nat(self) -> None:
+        """The primary controller dies (SIGKILL: no goodbye to the switch)."""
+        assert self.proc is not None
+        self.proc.kill()
+        self.proc.wait(timeout=10)
+
+    def adopt(self, proc: subprocess.Popen[bytes], socket: Path) -> None:
+        """The standby is this target's controller from now on."""
+        self.proc, self.socket = proc, socket
 
     def reset_refused(self) -> str:
         """Runs `quicknat controller --reset` (no --force) against the switch

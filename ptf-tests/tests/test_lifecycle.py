@@ -9,6 +9,7 @@ from base import INSIDE, OUTSIDE, QuickNatTest
 from harness.targets import Bmv2Target
 from packets import from_inside, from_outside, to_inside, udp
 from ptf.testutils import group
+from quicknat.controller.status import query
 from scapy.layers.inet import IP, UDP
 
 UDP_TIMEOUT = 4  # configs/ptf.toml
@@ -98,6 +99,49 @@ class ControllerRestartKeepsFlows(QuickNatTest):
         self.assertNotEqual(self.receive(OUTSIDE)[UDP].sport, port)
         self.send(OUTSIDE, from_outside("198.51.100.10", external, udp(53, port)))
         self.expect(INSIDE, to_inside("198.51.100.10", "10.0.0.10", udp(53, 7000)))
+
+
+@group("restart")
+class StandbyControllerTakesOver(QuickNatTest):
+    """A second controller waits as the primary's backup (`--standby`, lower
+    election id). The primary is killed (-9): the switch makes the backup
+    primary, which adopts the switch's sessions within 2 s; established flows
+    never stop (the switch translates them meanwhile) and new flows resume."""
+
+    TAKEOVER_S = 2.0
+
+    def runTest(self) -> None:
+        if not isinstance(self.target, Bmv2Target):
+            self.skipTest("a standby controller is the P4 path's (swpath has no controller)")
+        standby, standby_socket = self.target.start_standby()
+        try:
+            self.assertFalse(query(standby_socket, "stats")["connected"])  # waiting
+            self.send(INSIDE, from_inside("10.0.0.10", "198.51.100.10", udp(7100, 53)))
+            out = self.receive(OUTSIDE)
+            external, port = out[IP].src, out[UDP].sport
+            self.target.kill_nat()
+            killed = time.monotonic()
+            # established: translated by the switch alone while no one is primary
+            self.send(OUTSIDE, from_outside("198.51.100.10", external, udp(53, port)))
+            self.expect(INSIDE, to_inside("198.51.100.10", "10.0.0.10", udp(53, 7100)))
+            while not query(standby_socket, "stats")["connected"]:
+                self.assertLess(time.monotonic() - killed, self.TAKEOVER_S, "no takeover in 2 s")
+                time.sleep(0.02)
+            took = time.monotonic() - killed
+            print(f"takeover in {took:.3f} s")
+        except BaseException:
+            standby.kill()
+            raise
+        self.target.adopt(standby, standby_socket)
+        stats = self.target.stats()
+        self.assertEqual(stats["counters"]["takeovers"], 1)
+        sessions = self.target.sessions()
+        self.assertEqual([s["external"] for s in sessions], [f"{external}:{port}"])
+        # new flows resume, through the new primary, without reusing the port
+        self.send(INSIDE, from_inside("10.0.0.10", "198.51.100.10", udp(7101, 53)))
+        self.assertNotEqual(self.receive(OUTSIDE)[UDP].sport, port)
+        self.send(OUTSIDE, from_outside("198.51.100.10", external, udp(53, port)))
+        self.expect(INSIDE, to_inside("198.51.100.10", "10.0.0.10", udp(53, 7100)))
 
 
 @group("restart")

@@ -107,6 +107,9 @@ class ControllerOptions:
     """The configuration file `reload` (and SIGHUP) reads again."""
     tls: Tls | None = None
     """TLS to the switch (mutual with a certificate); None: plaintext."""
+    standby: bool = False
+    """When another controller (a higher election id) is primary, stay
+    connected as its backup and take over when it goes, instead of retrying."""
 
 
 class Controller:
@@ -174,7 +177,11 @@ class Controller:
         try:
             while not stop.is_set():
                 try:
-                    await self.client.connect()
+                    await self.client.connect(standby=self.options.standby)
+                    if not self.client.primary:
+                        await self._stand_by(stop)
+                        if stop.is_set():
+                            break
                     await self._sync()
                     backoff = 0.25
                     self.connected.set()
@@ -206,6 +213,27 @@ class Controller:
                 # asyncio (3.11) leaves a Unix socket's file behind
                 if self.options.socket is not None:
                     self.options.socket.unlink(missing_ok=True)
+
+    async def _stand_by(self, stop: asyncio.Event) -> None:
+        """A backup: connected, ready, doing nothing until the switch makes it
+        primary (its primary went away); then the caller syncs, which adopts
+        the sessions in the switch (_recover), and serves."""
+        device, addr = self.options.device_id, self.options.grpc_addr
+        status = f"standby for device {device} at {addr} (election id {self.options.election_id})"
+        log.info("%s: another controller is primary", status)
+        systemd.notify(f"READY=1\nSTATUS={status}")
+        waiting = asyncio.ensure_future(self.client.wait_primary())
+        stopping = asyncio.ensure_future(stop.wait())
+        try:
+            await asyncio.wait({waiting, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopping.cancel()
+            if not waiting.done():
+                waiting.cancel()
+        if waiting.done() and not waiting.cancelled():
+            waiting.result()  # P4RuntimeError when the stream ended
+            self.stats["takeovers"] += 1
+            log.info("primary for device %d now: taking over", device)
 
     async def _sync(self) -> None:
         cookie = await self.client.get_pipeline_cookie()

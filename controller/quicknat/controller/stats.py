@@ -16,6 +16,7 @@ FIXED = (
     "packet_in",
     "sessions_deleted",
     "reconfigured",
+    "takeovers",
     "packet_in.malformed",
     "packet_in.unknown_port",
     "packet_in.reinjected",

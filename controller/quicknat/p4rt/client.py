@@ -88,6 +88,10 @@ class P4RuntimeClient:
         self._reader: asyncio.Task[None] | None = None
         self._arbitrated: asyncio.Future[p4r.MasterArbitrationUpdate] | None = None
         self.stream_closed = asyncio.Event()
+        # Whether the switch says we are its primary controller now; set
+        # again by the arbitration updates it sends when the primary changes.
+        self.primary = False
+        self._became_primary = asyncio.Event()
 
     @property
     def stub(self) -> Any:
@@ -115,10 +119,14 @@ class P4RuntimeClient:
             options.append(("grpc.ssl_target_name_override", self.tls.server_name))
         return grpc.aio.secure_channel(self.address, self.tls.credentials(), options=options)
 
-    async def connect(self, timeout: float = 10.0) -> None:
-        """Open the stream and become primary; raises P4RuntimeError otherwise."""
+    async def connect(self, timeout: float = 10.0, standby: bool = False) -> None:
+        """Open the stream and become primary; raises P4RuntimeError otherwise,
+        or, with `standby`, stays connected as a backup when another controller
+        is primary (`primary` False; wait_primary waits for its turn)."""
         await self.close()
         self.stream_closed.clear()
+        self.primary = False
+        self._became_primary.clear()
         self._channel = self._open_channel()
         self._stub = p4r_grpc.P4RuntimeStub(self._channel)
         self._requests = asyncio.Queue()
@@ -141,11 +149,33 @@ class P4RuntimeClient:
             raise P4RuntimeError(
                 f"{self.address}: {exc.code().name.lower()}: {exc.details()}"
             ) from None
-        if reply.status.code != 0:
+        if reply.status.code == 0:
+            self._set_primary(True)
+        elif not standby:
             await self.close()
             raise P4RuntimeError(
                 f"{self.address}: not primary for device {self.device_id}: {reply.status.message}"
             )
+
+    def _set_primary(self, primary: bool) -> None:
+        self.primary = primary
+        if primary:
+            self._became_primary.set()
+        else:
+            self._became_primary.clear()
+
+    async def wait_primary(self) -> None:
+        """A backup's wait: returns when the switch makes us primary (its
+        primary went away), raises P4RuntimeError when the stream ends."""
+        became = asyncio.ensure_future(self._became_primary.wait())
+        closed = asyncio.ensure_future(self.stream_closed.wait())
+        try:
+            await asyncio.wait({became, closed}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            became.cancel()
+            closed.cancel()
+        if not self.primary:
+            raise P4RuntimeError(f"{self.address}: stream closed while waiting as backup")
 
     async def _request_iterator(self) -> AsyncIterator[p4r.StreamMessageRequest]:
         while True:
@@ -161,6 +191,8 @@ class P4RuntimeClient:
                 if message.HasField("arbitration"):
                     if self._arbitrated is not None and not self._arbitrated.done():
                         self._arbitrated.set_result(message.arbitration)
+                    else:  # the primary changed (P4Runtime spec sec. 5.2)
+                        self._set_primary(message.arbitration.status.code == 0)
                     continue
                 try:
                     self.messages.put_nowait(message)
