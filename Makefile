@@ -13,7 +13,7 @@ APT_PACKAGES := build-essential pkg-config python3-venv python3-dev \
                 iproute2 ethtool iputils-ping mininet iperf3 curl nftables \
                 traceroute
 
-.PHONY: install all deps deps-apt deps-python build test lint bench bench-qns bench-bmv2 bench-swpath fuzz p4 run run-bmv2 clean
+.PHONY: install all deps deps-apt deps-python build test lint bench bench-peers bench-qns bench-bmv2 bench-swpath fuzz p4 run run-bmv2 clean
 
 all: build
 
@@ -53,9 +53,13 @@ lint: $(VENV)/.installed
 	$(VENV)/bin/mypy --config-file controller/pyproject.toml controller/quicknat
 
 # Every benchmark; each prints its figures and writes bench/results/NAME.json.
-bench: bench-qns bench-bmv2 bench-swpath
+bench: bench-qns bench-bmv2 bench-swpath bench-peers
 
 # QNS against a linear scan, C and Python: the paper's Table 1 on this machine.
+# QNS against DPDK's rte_acl on the same rules (issue #16's third comparison).
+bench-peers: $(VENV)/.installed build
+	$(VPY) bench/peers_bench.py
+
 bench-qns: $(VENV)/.installed build
 	$(VPY) bench/qns_bench.py
 
