@@ -38,13 +38,14 @@ from typing import Any
 
 from lab.bmv2 import switch_command
 from lab.netns import Topology, in_namespace
-from lab.processes import start, stop, wait_for_tcp
+from lab.processes import start, stop, wait_for_tcp, wait_for_unix_socket
 from quicknat.config import parse_config
 from quicknat.config.model import Zone
+from quicknat.controller.install_state import Installs
 from quicknat.controller.program import PacketOutMode, Pipeline
 from quicknat.controller.status import query
 from quicknat.nat.core import Nat
-from quicknat.nat.session import FlowKey
+from quicknat.nat.session import FlowKey, Session
 from quicknat.p4rt.client import P4RuntimeClient
 from quicknat.p4rt.entities import packet_metadata, table_entry, update
 from quicknat.packet import checksum
@@ -387,11 +388,13 @@ def latency(frames: list[bytes], tx: socket.socket, rx: Receiver) -> dict[str, f
 def memory_per_session(count: int) -> float:
     config = parse_config(CONFIG)
     nat = Nat(config, rng=random.Random(1))
+    installs: Installs[Session] = Installs()  # the write path's state of each
     tracemalloc.start()
     base = tracemalloc.get_traced_memory()[0]
     for i in range(count):
         key = FlowKey(17, 0x0A000000 + i // 50, 0xC6336400 + i % 50, 1000 + i % 50, 53)
-        nat.new_flow(Zone.INSIDE, key, 0.0).installed = True
+        session = nat.new_flow(Zone.INSIDE, key, 0.0)
+        installs.adopt(session)
     used = tracemalloc.get_traced_memory()[0] - base
     tracemalloc.stop()
     return used / count
@@ -428,7 +431,10 @@ def inside(args: argparse.Namespace) -> dict[str, Any]:
                     GRPC,
                     "--socket",
                     str(sock),
-                    "--reset",
+                    "--reset",  # the raw-write test's entries go: its own switch
+                    "--force",
+                    "--election-id",
+                    "2",  # a standby (takeover) has 1
                     "--punt-rate",
                     "1000000",
                     *(
@@ -472,10 +478,59 @@ def inside(args: argparse.Namespace) -> dict[str, Any]:
         lat = latency(flows(args.latency_flows, 30000), tx, rx)
         print(f"first-packet latency: p50 {lat['p50_ms']:.2f} ms, p99 {lat['p99_ms']:.2f} ms")
         rx.running = False
-        return {"raw_entries_per_s": raw, "client_cpu": costs, "setup": burst, "latency": lat}
+        standby = start(
+            [
+                str(QUICKNAT),
+                "controller",
+                "--config",
+                str(config_path),
+                "--grpc-addr",
+                GRPC,
+                "--socket",
+                str(workdir / "standby.sock"),
+                "--election-id",
+                "1",
+                "--standby",
+            ],
+            workdir / "standby.log",
+        )
+        take = takeover(controller, workdir / "standby.sock", standby)
+        print(
+            f"standby takeover after kill -9 of the primary: {take['takeover_s'] * 1000:.0f} ms "
+            f"({take['sessions']:,} sessions adopted)",
+            flush=True,
+        )
+        return {
+            "raw_entries_per_s": raw,
+            "client_cpu": costs,
+            "setup": burst,
+            "latency": lat,
+            "takeover": take,
+        }
     finally:
         stop(controller)
+        if "standby" in locals():
+            stop(standby)
         stop(switch)
+
+
+def takeover(
+    primary: subprocess.Popen[bytes], standby_sock: Path, standby: subprocess.Popen[bytes]
+) -> dict[str, float]:
+    """The primary killed (-9) while a standby waits: the time until the standby
+    is primary with the switch's sessions adopted (`connected` in its stats)."""
+    wait_for_unix_socket(standby_sock, 30, standby)
+    assert not controller_stats(standby_sock)["connected"], "the standby is not waiting"
+    primary.kill()
+    primary.wait(timeout=10)
+    killed = time.monotonic()
+    while not controller_stats(standby_sock)["connected"]:
+        if time.monotonic() - killed > 30:
+            raise SystemExit("the standby did not take over in 30 s")
+        time.sleep(0.005)
+    took = time.monotonic() - killed
+    sessions = int(controller_stats(standby_sock)["sessions"])
+    return {"takeover_s": took, "sessions": sessions}
 
 
 def main() -> int:
@@ -548,6 +603,7 @@ def main() -> int:
         "setup_at_least_70pct_of_raw_half": rate >= 0.7 * raw / 2,
         "memory_at_most_1KiB_per_session": result["memory_bytes_per_session"] <= 1024,
         "no_first_packet_loss": result["setup"]["first_packets_out"] >= result["setup"]["flows"],
+        "standby_takeover_within_2s": result["takeover"]["takeover_s"] <= 2.0,
     }
     result.update(
         {

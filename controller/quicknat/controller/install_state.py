@@ -20,16 +20,29 @@ entry is being rewritten (REWRITING): then it is held, as in QUEUED and
 INSTALLING, until the write is done. A DELETE in flight is never overtaken: a
 packet that revives a DELETING session is held and the session is queued again
 only when the DELETE is done (else the DELETE would remove the new entries).
+
+A session's state is a slot on the session itself (`Session.install`), not a
+table beside it: bench-bmv2 holds the controller to 1 KiB per session, and two
+dictionary entries per session cost ~100 bytes of it.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterator
-from typing import Generic, TypeVar
+from collections.abc import Iterable
+from typing import Any, Generic, Protocol, TypeVar
 
 Held = tuple[bytes, int]  # a punted packet and the port it came in on
-S = TypeVar("S")  # a session (anything with an `id`)
+
+
+class Tracked(Protocol):
+    """What the state machine needs of a session."""
+
+    id: int
+    install: Any  # InstallState | None
+
+
+S = TypeVar("S", bound=Tracked)
 
 
 class InstallState(enum.Enum):
@@ -53,24 +66,24 @@ class Installs(Generic[S]):
     waiting for a write, and the queues the write path takes work from."""
 
     def __init__(self) -> None:
-        self._state: dict[int, InstallState] = {}
-        self._session: dict[int, S] = {}
-        self._held: dict[int, list[Held]] = {}
-        self._batch: list[int] = []  # QUEUED, in order
-        self._expiring: list[int] = []  # EXPIRING, in order
-        self._rewrite: dict[int, None] = {}  # REWRITING, MODIFY not yet sent (ordered set)
+        self._held: dict[int, list[Held]] = {}  # by session id, while held
+        self._batch: list[S] = []  # QUEUED, in order
+        self._expiring: list[S] = []  # EXPIRING, in order
+        self._rewrite: dict[int, S] = {}  # REWRITING, MODIFY not yet sent (ordered)
         self._rewriting: set[int] = set()  # REWRITING or EXPIRING, MODIFY in flight
         self._revived: set[int] = set()  # DELETING, with a packet waiting
         self._count = dict.fromkeys(InstallState, 0)  # sessions per state
 
     # -- queries -------------------------------------------------------------------
 
-    def state(self, sid: int) -> InstallState | None:
-        return self._state.get(sid)
+    @staticmethod
+    def state(session: S) -> InstallState | None:
+        state: InstallState | None = session.install
+        return state
 
-    def in_switch(self, sid: int) -> bool:
+    def in_switch(self, session: S) -> bool:
         """Whether the session's entries are in the switch."""
-        return self._state.get(sid) in IN_SWITCH
+        return session.install in IN_SWITCH
 
     def count(self, *states: InstallState) -> int:
         """Sessions in these states (kept as they change: O(1))."""
@@ -90,150 +103,138 @@ class Installs(Generic[S]):
         return bool(self._batch or self._expiring or self._rewrite)
 
     def queued_sessions(self) -> list[S]:
-        return [self._session[sid] for sid in self._batch]
-
-    def sessions(self) -> Iterator[S]:
-        return iter(self._session.values())
+        return list(self._batch)
 
     # -- transitions -----------------------------------------------------------------
 
-    def _set(self, sid: int, state: InstallState | None) -> None:
-        before = self._state.get(sid)
+    def _set(self, session: S, state: InstallState | None) -> None:
+        before = session.install
         if before is not None:
             self._count[before] -= 1
         if state is not None:
             self._count[state] += 1
-        if state is None:
-            self._state.pop(sid, None)
-            self._session.pop(sid, None)
-        else:
-            self._state[sid] = state
+        session.install = state
 
-    def _expect(self, sid: int, *allowed: InstallState | None) -> InstallState | None:
-        state = self._state.get(sid)
+    @staticmethod
+    def _expect(session: S, *allowed: InstallState | None) -> InstallState | None:
+        state: InstallState | None = session.install
         if state not in allowed:
             names = ", ".join(a.value if a else "none" for a in allowed)
             now = state.value if state else "none"
-            raise TransitionError(f"session {sid}: {now}, expected {names}")
+            raise TransitionError(f"session {session.id}: {now}, expected {names}")
         return state
 
-    def queue(self, sid: int, session: S, packet: Held | None = None) -> bool:
+    def queue(self, session: S, packet: Held | None = None) -> bool:
         """A session to install, with its first packet. True when it joins the
         batch; False when it waits for its DELETE to finish (revived)."""
-        state = self._expect(sid, None, InstallState.DELETING)
-        held = self._held.setdefault(sid, [])
+        state = self._expect(session, None, InstallState.DELETING)
+        held = self._held.setdefault(session.id, [])
         if packet is not None:
             held.append(packet)
         if state is InstallState.DELETING:
-            self._revived.add(sid)
+            self._revived.add(session.id)
             return False
-        self._session[sid] = session
-        self._set(sid, InstallState.QUEUED)
-        self._batch.append(sid)
+        self._set(session, InstallState.QUEUED)
+        self._batch.append(session)
         return True
 
-    def hold(self, sid: int, packet: Held) -> None:
+    def hold(self, session: S, packet: Held) -> None:
         """A packet of a session whose entries are not (yet, or not rightly) in
         the switch: sent when its write is done."""
-        self._expect(sid, InstallState.QUEUED, InstallState.INSTALLING, InstallState.REWRITING)
-        self._held.setdefault(sid, []).append(packet)
+        self._expect(session, InstallState.QUEUED, InstallState.INSTALLING, InstallState.REWRITING)
+        self._held.setdefault(session.id, []).append(packet)
 
     def take_batch(self, limit: int) -> list[S]:
         """QUEUED -> INSTALLING: the sessions of the next INSERT write."""
         taken, self._batch = self._batch[:limit], self._batch[limit:]
-        for sid in taken:
-            self._set(sid, InstallState.INSTALLING)
-        return [self._session[sid] for sid in taken]
+        for session in taken:
+            self._set(session, InstallState.INSTALLING)
+        return taken
 
-    def installed(self, sid: int, stale: bool = False) -> list[Held]:
+    def installed(self, session: S, stale: bool = False) -> list[Held]:
         """INSTALLING -> INSTALLED: its held packets, to send. A stale entry (a
         hairpin partner came or went during the write) is rewritten first; its
         packets wait for that."""
-        self._expect(sid, InstallState.INSTALLING)
+        self._expect(session, InstallState.INSTALLING)
         if stale:
-            self._set(sid, InstallState.REWRITING)
-            self._rewrite[sid] = None
+            self._set(session, InstallState.REWRITING)
+            self._rewrite[session.id] = session
             return []
-        self._set(sid, InstallState.INSTALLED)
-        return self._held.pop(sid, [])
+        self._set(session, InstallState.INSTALLED)
+        return self._held.pop(session.id, [])
 
-    def failed(self, sid: int) -> list[Held]:
+    def failed(self, session: S) -> list[Held]:
         """INSTALLING -> none: the write refused it; its held packets."""
-        self._expect(sid, InstallState.INSTALLING)
-        return self.forget(sid)
+        self._expect(session, InstallState.INSTALLING)
+        return self.forget(session)
 
-    def want_rewrite(self, sid: int) -> bool:
+    def want_rewrite(self, session: S) -> bool:
         """Its in2out entry must be written again (a new timeout or partner).
         Only an entry in the switch and not on its way out is: False otherwise."""
-        state = self._state.get(sid)
-        if state not in (InstallState.INSTALLED, InstallState.REWRITING):
+        if session.install not in (InstallState.INSTALLED, InstallState.REWRITING):
             return False
-        self._set(sid, InstallState.REWRITING)
-        self._rewrite[sid] = None
+        self._set(session, InstallState.REWRITING)
+        self._rewrite[session.id] = session
         return True
 
     def take_rewrites(self) -> list[S]:
         """The sessions of the next MODIFY write (now in flight). One whose
         previous MODIFY is still out waits for it: two in flight could land in
         either order."""
-        taken = [sid for sid in self._rewrite if sid not in self._rewriting]
-        for sid in taken:
-            del self._rewrite[sid]
-        self._rewriting.update(taken)
-        return [self._session[sid] for sid in taken]
+        taken = [s for sid, s in self._rewrite.items() if sid not in self._rewriting]
+        for session in taken:
+            del self._rewrite[session.id]
+            self._rewriting.add(session.id)
+        return taken
 
-    def rewritten(self, sid: int) -> list[Held]:
+    def rewritten(self, session: S) -> list[Held]:
         """A MODIFY is done: INSTALLED again, and its held packets, unless
         another rewrite was asked for meanwhile (they wait for that one) or the
         session went idle or away."""
-        self._rewriting.discard(sid)
-        state = self._state.get(sid)
-        if state is InstallState.REWRITING and sid not in self._rewrite:
-            self._set(sid, InstallState.INSTALLED)
-            return self._held.pop(sid, [])
+        self._rewriting.discard(session.id)
+        state = session.install
+        if state is InstallState.REWRITING and session.id not in self._rewrite:
+            self._set(session, InstallState.INSTALLED)
+            return self._held.pop(session.id, [])
         if state is InstallState.EXPIRING:
-            return self._held.pop(sid, [])
+            return self._held.pop(session.id, [])
         return []
 
-    def rewriting(self, sid: int) -> bool:
-        return self._state.get(sid) is InstallState.REWRITING
-
-    def idle(self, sid: int) -> bool:
+    def idle(self, session: S) -> bool:
         """The switch reported its entry idle: its DELETE is queued. Only an
         entry in the switch, and once: False otherwise."""
-        if self._state.get(sid) not in (InstallState.INSTALLED, InstallState.REWRITING):
+        if session.install not in (InstallState.INSTALLED, InstallState.REWRITING):
             return False
-        self._rewrite.pop(sid, None)
-        self._set(sid, InstallState.EXPIRING)
-        self._expiring.append(sid)
+        self._rewrite.pop(session.id, None)
+        self._set(session, InstallState.EXPIRING)
+        self._expiring.append(session)
         return True
 
     def take_expiring(self) -> list[S]:
         """EXPIRING -> DELETING: the sessions of the next DELETE write."""
         taken, self._expiring = self._expiring, []
-        for sid in taken:
-            self._set(sid, InstallState.DELETING)
-        return [self._session[sid] for sid in taken]
+        for session in taken:
+            self._set(session, InstallState.DELETING)
+        return taken
 
-    def deleted(self, sid: int) -> bool:
+    def deleted(self, session: S) -> bool:
         """Its DELETE is done. True: a packet revived it, and it is QUEUED again
         (the NAT keeps it); False: it is gone from here (the NAT forgets it)."""
-        self._expect(sid, InstallState.DELETING)
-        if sid in self._revived:
-            self._revived.discard(sid)
-            self._set(sid, InstallState.QUEUED)
-            self._batch.append(sid)
+        self._expect(session, InstallState.DELETING)
+        if session.id in self._revived:
+            self._revived.discard(session.id)
+            self._set(session, InstallState.QUEUED)
+            self._batch.append(session)
             return True
-        self.forget(sid)
+        self.forget(session)
         return False
 
-    def adopt(self, sid: int, session: S) -> None:
+    def adopt(self, session: S) -> None:
         """Entries found in the switch (recovery after a reconnect): INSTALLED,
         whatever was queued for it before the connection went."""
-        self._expect(sid, None, *IN_SWITCH)
-        self.forget(sid)
-        self._session[sid] = session
-        self._set(sid, InstallState.INSTALLED)
+        self._expect(session, None, *IN_SWITCH)
+        self.forget(session)
+        self._set(session, InstallState.INSTALLED)
 
     def drop_held(self) -> int:
         """The connection went: the held packets are lost. How many."""
@@ -242,21 +243,20 @@ class Installs(Generic[S]):
         self._revived.clear()
         return lost
 
-    def lose_all(self) -> list[Held]:
+    def lose_all(self, sessions: Iterable[S]) -> list[Held]:
         """The switch lost every entry (a new pipeline): every session to none;
         the packets that were held."""
-        held = [p for sid in list(self._state) for p in self.forget(sid)]
-        return held
+        return [p for session in sessions for p in self.forget(session)]
 
-    def forget(self, sid: int) -> list[Held]:
+    def forget(self, session: S) -> list[Held]:
         """Any state -> none (the session is gone, or the switch lost its
         entries): its held packets."""
-        self._set(sid, None)
-        if sid in self._batch:
-            self._batch.remove(sid)
-        if sid in self._expiring:
-            self._expiring.remove(sid)
-        self._rewrite.pop(sid, None)
-        self._rewriting.discard(sid)
-        self._revived.discard(sid)
-        return self._held.pop(sid, [])
+        self._set(session, None)
+        if session in self._batch:
+            self._batch.remove(session)
+        if session in self._expiring:
+            self._expiring.remove(session)
+        self._rewrite.pop(session.id, None)
+        self._rewriting.discard(session.id)
+        self._revived.discard(session.id)
+        return self._held.pop(session.id, [])

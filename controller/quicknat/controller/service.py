@@ -257,7 +257,7 @@ class Controller:
             # From here the switch holds none of our entries: say so before the
             # first await, so nobody (`quicknat stats`) sees stale "installed".
             sessions = list(self.nat.sessions())
-            self.writes.installs.lose_all()
+            self.writes.installs.lose_all(sessions)
             await self.client.set_pipeline(
                 self.p4info.proto, self.pipeline.device_config, self.pipeline.cookie
             )
@@ -337,7 +337,7 @@ class Controller:
                 if session is not None:
                     self.writes.forget(session)
                 continue
-            self.writes.installs.adopt(session.id, session)
+            self.writes.installs.adopt(session)
             adopted.add(session.out2in)
         stale += [
             update(DELETE, e.table_entry) for e in out2in if self._key(e.table_entry) not in adopted

@@ -76,38 +76,38 @@ class WritePath:
     # -- what the packet-in handlers ask ----------------------------------------------
 
     def state(self, session: Session) -> InstallState | None:
-        return self.installs.state(session.id)
+        return self.installs.state(session)
 
     def in_switch(self, session: Session) -> bool:
-        return self.installs.in_switch(session.id)
+        return self.installs.in_switch(session)
 
     def queue(self, session: Session, packet: Held | None = None) -> None:
         """Install a session with the next write; its first packet waits until
         then. A session whose DELETE is in flight is revived only after it."""
-        self.installs.queue(session.id, session, packet)
+        self.installs.queue(session, packet)
 
     def hold(self, session: Session, packet: Held) -> None:
-        self.installs.hold(session.id, packet)
+        self.installs.hold(session, packet)
 
     def want_rewrite(self, session: Session) -> None:
         """Its in2out entry is out of date (a TCP state changed its timeout, a
         hairpin partner came or went): MODIFY it with the next flush."""
-        self.installs.want_rewrite(session.id)
+        self.installs.want_rewrite(session)
 
     def idle(self, session: Session) -> None:
         """The switch reported its entry idle: DELETE it with the next flush."""
-        self.installs.idle(session.id)
+        self.installs.idle(session)
 
     def delete(self, session: Session) -> bool:
         """An operator deletes the session: its entries with the next flush,
         then the session, as an expiry but never revived by a packet (the
         flow's next packet opens a new session). False when a write of its
         entries is in flight (retry after it)."""
-        state = self.installs.state(session.id)
+        state = self.installs.state(session)
         if state in (InstallState.INSTALLING, InstallState.DELETING):
             return False
         if state in (InstallState.INSTALLED, InstallState.REWRITING, InstallState.EXPIRING):
-            self.installs.idle(session.id)  # (EXPIRING already is)
+            self.installs.idle(session)  # (EXPIRING already is)
             self._operator.add(session.id)
         else:  # no entries in the switch: nothing to delete there
             self.forget(session)
@@ -150,11 +150,11 @@ class WritePath:
     def forget(self, session: Session) -> None:
         """Forget a session; a hairpin partner left behind is rewritten to
         hairpin_pending (it must not translate to a freed endpoint)."""
-        self.installs.forget(session.id)
+        self.installs.forget(session)
         partner = session.partner
         self.nat.remove(session, self.now())
         if partner is not None:
-            self.installs.want_rewrite(partner.id)
+            self.installs.want_rewrite(partner)
 
     # -- group commit -------------------------------------------------------------------
 
@@ -197,8 +197,8 @@ class WritePath:
         """Write these sessions' entries now, batch by batch (a new pipeline,
         or sessions the switch did not have at recovery)."""
         for session in sessions:
-            self.installs.forget(session.id)
-            self.installs.queue(session.id, session)
+            self.installs.forget(session)
+            self.installs.queue(session)
         while self.installs.queued():
             await self._install(self.installs.take_batch(self.batch_max))
 
@@ -213,8 +213,8 @@ class WritePath:
             return await self._send(updates)
         except BaseException:
             for session in sessions:
-                if self.installs.state(session.id) is during:
-                    self.installs.forget(session.id)
+                if self.installs.state(session) is during:
+                    self.installs.forget(session)
             raise
 
     async def _install(self, sessions: list[Session]) -> None:
@@ -230,11 +230,11 @@ class WritePath:
         failed = _failed_sessions(errors)
         cleanup = []
         for index, session in enumerate(sessions):
-            if self.installs.state(session.id) is not InstallState.INSTALLING:
+            if self.installs.state(session) is not InstallState.INSTALLING:
                 continue  # forgotten during the write (the connection went)
             if index in failed:
                 code, message = failed[index]
-                packets = self.installs.failed(session.id)
+                packets = self.installs.failed(session)
                 # Remove whichever of the two entries did get in.
                 cleanup += self.entries.deletes(session)
                 self.forget(session)  # its port rests, as any freed port
@@ -249,7 +249,7 @@ class WritePath:
             # A hairpin partner came or went during the write: the entry is
             # stale, and its packets wait for the rewrite.
             stale = session.in2out_rewrite != written[index] and self.nat.contains(session)
-            for payload, port in self.installs.installed(session.id, stale):
+            for payload, port in self.installs.installed(session, stale):
                 self.inject(payload, port)
         if cleanup:
             await self._send(cleanup)
@@ -259,7 +259,7 @@ class WritePath:
         7857 sec. 2.2), or a hairpin session's new rewrite. Then the packets that
         waited for it go through."""
         try:
-            live = [s for s in sessions if self.installs.in_switch(s.id)]
+            live = [s for s in sessions if self.installs.in_switch(s)]
             updates = [
                 self.entries.in2out_modify(s, self.nat.timeout(s), self.created_ms(s)) for s in live
             ]
@@ -268,7 +268,7 @@ class WritePath:
             self.stats["rewrite_failed"] += len(errors)
         finally:
             for session in sessions:
-                for payload, port in self.installs.rewritten(session.id):
+                for payload, port in self.installs.rewritten(session):
                     self.inject(payload, port)
             self.flush()
 
@@ -284,13 +284,13 @@ class WritePath:
         if unexpected:
             self.stats["delete_failed"] += len(unexpected)
         for session in sessions:
-            if self.installs.state(session.id) is not InstallState.DELETING:
+            if self.installs.state(session) is not InstallState.DELETING:
                 continue
             if session.id in self._operator:
                 self._operator.discard(session.id)
                 self.forget(session)  # not revived: its packets open a new one
                 self.stats["sessions_deleted"] += 1
-            elif self.installs.deleted(session.id):
+            elif self.installs.deleted(session):
                 self.stats["sessions_revived"] += 1
             elif self.nat.contains(session):
                 self.forget(session)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from typing import Any
 
 from quicknat.nat.allocator import Endpoint
 from quicknat.rules import Protocol
@@ -82,6 +83,10 @@ class Session:
     """For a hairpin session, the session its translated packets enter by (the
     peer's inbound, DNAT or own hairpin session); None while the peer's filtering
     refuses them. Linked both ways by Nat.open_hairpin."""
+    install: Any = None
+    """Where its data-plane entries stand, kept by the data path that writes
+    them (the controller's install_state.InstallState); None: not written. A
+    slot here, not a table beside it: it costs a session 8 bytes."""
 
     @property
     def remote(self) -> Endpoint:
