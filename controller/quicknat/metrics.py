@@ -12,6 +12,7 @@ same event has the same metric on both paths, told apart by the `path` label.
   swpath's `drop_*` of the same names
 - `quicknat_drops_total{reason}`: swpath's other drops (`drop_*`)
 - `quicknat_fragments_total{outcome}`, `quicknat_icmp_errors_sent_total{kind}`
+- `quicknat_pool_ports{pool}` (per protocol), `quicknat_pool_ports_in_use{pool,protocol}`
 - `quicknat_events_total{event}`: every other counter, by its own name
 
 Every counter exists from start-up at zero on both paths, so rates work from
@@ -47,6 +48,20 @@ def families(stats: dict[str, Any], path: str) -> list[Metric]:
         )
         up.add_metric([path], 1.0 if stats["up"] else 0.0)
         result.append(up)
+    if "pools" in stats:
+        ports = GaugeMetricFamily(
+            "quicknat_pool_ports", "ports of a pool, per protocol", labels=["path", "pool"]
+        )
+        in_use = GaugeMetricFamily(
+            "quicknat_pool_ports_in_use",
+            "ports of a pool held by mappings",
+            labels=["path", "pool", "protocol"],
+        )
+        for pool in stats["pools"]:
+            ports.add_metric([path, pool["name"]], float(pool["ports"]))
+            for protocol, count in pool["in_use"].items():
+                in_use.add_metric([path, pool["name"], protocol], float(count))
+        result += [ports, in_use]
     if "connected" in stats:
         connected = GaugeMetricFamily(
             "quicknat_connected", "1 while the controller is primary on its switch", labels=["path"]

@@ -148,6 +148,10 @@ def test_packet_during_the_expiry_delete_revives_the_session_after_it() -> None:
         assert run.counters().get("sessions_revived") == 1
         assert run.counters().get("sessions_expired", 0) == 0
         assert run.controller.stats_dict()["installed"] == 1
+        # pool use, in swpath's form (sp_live checks swpath's): one UDP port of one
+        assert run.controller.stats_dict()["pools"] == [
+            {"name": "public", "ports": 1, "in_use": {"tcp": 0, "udp": 1, "icmp": 0}}
+        ]
         await run.close()
 
     asyncio.run(scenario())

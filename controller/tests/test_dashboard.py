@@ -22,6 +22,7 @@ def _families() -> dict[str, set[str]]:
         "sessions": 1,
         "up": True,
         "connected": True,
+        "pools": [{"name": "p", "ports": 1, "in_use": {"tcp": 0, "udp": 1, "icmp": 0}}],
         "counters": {
             "refused.no_rule": 1,
             "drop_martian": 1,
@@ -47,11 +48,13 @@ def test_every_expression_names_real_metrics_labels_and_events() -> None:
     exprs = [t["expr"] for p in json.loads(DASHBOARD.read_text())["panels"] for t in p["targets"]]
     assert len(exprs) >= 10
     for expr in exprs:
-        for metric in re.findall(r"\b(quicknat_\w+)", expr):
+        metrics = re.findall(r"\b(quicknat_\w+)", expr)
+        for metric in metrics:
             assert metric in known, (metric, expr)
-            for label in re.findall(r"by \(([^)]*)\)", expr):
-                for name in label.replace(" ", "").split(","):
-                    assert name in known[metric], (name, metric)
+        labels = set().union(*(known[m] for m in metrics))
+        for clause in re.findall(r"(?:by|on) \(([^)]*)\)", expr):
+            for name in clause.replace(" ", "").split(","):
+                assert name in labels, (name, expr)
         for pattern in re.findall(r'event=~?"([^"]+)"', expr):
             for event in pattern.split("|"):
                 assert event in counters, (event, expr)

@@ -67,3 +67,14 @@ async def test_the_controller_serves_every_counter_from_start() -> None:
     assert 'quicknat_refused_total{path="p4",reason="table_full"} 0.0' in got
     assert 'quicknat_fragments_total{outcome="translated",path="p4"} 0.0' in got
     assert 'quicknat_connected{path="p4"} 0.0' in got
+
+
+def test_pool_use_is_a_gauge_per_pool_and_protocol() -> None:
+    stats = {
+        "sessions": 2,
+        "pools": [{"name": "public", "ports": 64512, "in_use": {"tcp": 1, "udp": 2, "icmp": 0}}],
+        "counters": {},
+    }
+    text = exposition(lambda: stats, "swpath").decode()
+    assert 'quicknat_pool_ports{path="swpath",pool="public"} 64512.0' in text
+    assert 'quicknat_pool_ports_in_use{path="swpath",pool="public",protocol="udp"} 2.0' in text

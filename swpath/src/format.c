@@ -179,6 +179,45 @@ counters_json(struct sp_buf *b, const uint64_t *cnt)
 	sp_buf_printf(b, "}");
 }
 
+/* , "pools": [{"name", "ports" (per protocol), "in_use": {tcp, udp, icmp}}],
+ * the controller's form (service.py pool_usage); workers' counts read as
+ * they are (relaxed: a gauge). */
+static void
+pools_json(struct sp_buf *b)
+{
+	static const char *const names[SP_PI_MAX] = { "tcp", "udp", "icmp" };
+	unsigned n = 0;
+
+	sp_buf_printf(b, ", \"pools\": [");
+	for (unsigned i = 0; i < sp.n_pools; i++) {
+		const struct sp_pool *pool = sp.pools[i];
+		uint64_t used[SP_PI_MAX] = { 0 };
+
+		if (pool == NULL || pool->internal)
+			continue;
+		for (unsigned w = 0; w < pool->n_workers; w++)
+			for (uint32_t a = 0; a < pool->n_addrs; a++) {
+				const struct sp_pool_space *s =
+					&pool->space[w * pool->n_addrs + a];
+
+				for (unsigned pi = 0; pi < SP_PI_MAX; pi++)
+					for (unsigned k = 0; k < 4; k++)
+						used[pi] += __atomic_load_n(
+							&s->used[pi][k >> 1][k & 1],
+							__ATOMIC_RELAXED);
+			}
+		sp_buf_printf(b, "%s{\"name\": \"%s\", \"ports\": %u, \"in_use\": {",
+			      n++ ? ", " : "", pool->name,
+			      pool->n_addrs * (uint32_t)(pool->port_max -
+							  pool->port_min + 1));
+		for (unsigned pi = 0; pi < SP_PI_MAX; pi++)
+			sp_buf_printf(b, "%s\"%s\": %llu", pi ? ", " : "", names[pi],
+				      (unsigned long long)used[pi]);
+		sp_buf_printf(b, "}}");
+	}
+	sp_buf_printf(b, "]");
+}
+
 void
 sp_format_stats_json(struct sp_buf *b)
 {
@@ -195,6 +234,7 @@ sp_format_stats_json(struct sp_buf *b)
 		      sessions, sessions, mappings, qns_count(sp.qns),
 		      sp.n_workers, sp.hw_rss ? "rss" : "software");
 	counters_json(b, NULL);
+	pools_json(b);
 	sp_buf_printf(b, ", \"lcores\": [");
 	for (unsigned w = 0; w < sp.n_workers; w++) {
 		const struct sp_worker *wk = sp.workers[w];

@@ -322,7 +322,12 @@ def case_status_socket_schema(nat: Nat) -> None:
     stats = subprocess.run(
         [str(cli), "stats", "--socket", str(nat.sock)], capture_output=True, text=True, timeout=10
     )
-    eq(json.loads(stats.stdout)["sessions"], len(HOSTS))
+    answer = json.loads(stats.stdout)
+    eq(answer["sessions"], len(HOSTS))
+    # pool use, in the controller's form: every host's UDP mapping holds a port
+    (pool,) = answer["pools"]
+    eq(pool["in_use"], {"tcp": 0, "udp": len(HOSTS), "icmp": 0})
+    assert pool["ports"] >= len(HOSTS), pool
     limited = query(nat.sock, "sessions limit 5")
     assert isinstance(limited, list)
     eq(len(limited), 5)

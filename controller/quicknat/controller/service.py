@@ -533,6 +533,7 @@ class Controller:
             "installed": self.writes.installs.installed_count(),
             "connected": self.connected.is_set(),
             "stream_queue_dropped": self.client.dropped,
+            "pools": pool_usage(self.nat),
             "counters": self.stats.as_dict(),
         }
 
@@ -544,6 +545,17 @@ class Controller:
 
 # The tables every session has entries in.
 _SESSION_TABLES = frozenset({"nat_in2out", "nat_out2in"})
+
+
+def pool_usage(nat: Nat) -> list[dict[str, object]]:
+    """Each configured pool's ports per protocol and how many are in use, the
+    form swpath's stats give too (metrics.py: quicknat_pool_ports*)."""
+    rows: list[dict[str, object]] = []
+    for pool in nat.config.pools:
+        ports, used = nat.allocators[pool.name].usage()
+        in_use = {"tcp": used.get(6, 0), "udp": used.get(17, 0), "icmp": used.get(1, 0)}
+        rows.append({"name": pool.name, "ports": ports, "in_use": in_use})
+    return rows
 
 
 def _counter_names() -> list[str]:

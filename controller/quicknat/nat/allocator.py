@@ -101,6 +101,13 @@ class PoolAllocator:
     def port_count(self) -> int:
         return self.pool.port_max - self.pool.port_min + 1
 
+    def usage(self) -> tuple[int, dict[int, int]]:
+        """(ports per protocol: addresses x range, {protocol: ports in use})."""
+        used: dict[int, int] = {6: 0, 17: 0, 1: 0}
+        for (_, protocol), space in self._spaces.items():
+            used[protocol] = used.get(protocol, 0) + len(space.used)
+        return len(self._addresses) * self.port_count, used
+
     def ports_held(self, internal_address: int) -> int:
         return self._held.get(internal_address, 0)
 
