@@ -39,6 +39,7 @@ from typing import Any
 from lab.bmv2 import switch_command
 from lab.netns import Topology, in_namespace
 from lab.processes import start, stop, wait_for_tcp, wait_for_unix_socket
+from lab.swpath import QUICKNAT
 from quicknat.config import parse_config
 from quicknat.config.model import Zone
 from quicknat.controller.install_state import Installs
@@ -55,7 +56,6 @@ REPO = HERE.parent
 
 GRPC = "127.0.0.1:9560"
 SOL_PACKET, PACKET_STATISTICS = 263, 6  # linux/if_packet.h; not in Python's socket
-QUICKNAT = REPO / ".venv" / "bin" / "quicknat"
 NAMESPACE = "qn-bench"
 ROUTER_IN_MAC = bytes.fromhex("020000000001")
 HOST_MAC = bytes.fromhex("020000000110")

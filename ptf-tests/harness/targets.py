@@ -21,7 +21,7 @@ from finsy.proto import p4r, p4r_grpc
 from lab.bmv2 import switch_command
 from lab.netns import Topology
 from lab.processes import start, stop, wait_for_tcp, wait_for_unix_socket
-from lab.swpath import compile_commands, swpath_command
+from lab.swpath import QUICKNAT, compile_commands, swpath_command
 from quicknat.controller.program import DropReason, Pipeline
 from quicknat.controller.status import query
 from quicknat.counters import VOCABULARY
@@ -32,7 +32,6 @@ REPO = Path(__file__).resolve().parents[2]
 # The connection-table size of p4src/build/small/ (make -C p4src), and the
 # --sessions swpath gets for the same scenarios.
 SMALL_TABLE = 64
-QUICKNAT = REPO / ".venv" / "bin" / "quicknat"
 
 # The counters scenarios read are the canonical ones of quicknat/counters.py;
 # each target reads them under its own names from there.

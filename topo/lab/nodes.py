@@ -15,8 +15,8 @@ from pathlib import Path
 from . import topology
 from .netns import set_up_plain_in
 from .processes import start, stop, wait_until
+from .swpath import QUICKNAT
 
-QUICKNAT = Path(__file__).resolve().parents[2] / ".venv" / "bin" / "quicknat"
 # iperf3 as the demo and the tests run it (its default port).
 IPERF_PORT = 5201
 

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 SWPATH = REPO / "swpath" / "build" / "app" / "quicknat-swpath"
-QUICKNAT = REPO / ".venv" / "bin" / "quicknat"
+# The `quicknat` the labs, PTF and benches run: this tree's, or an installed
+# one named by $QUICKNAT (e.g. a plain `pip install`'s, to test that install).
+QUICKNAT = Path(os.environ.get("QUICKNAT", REPO / ".venv" / "bin" / "quicknat"))
 
 # af_packet's default ring of 512 frames overflows under a TCP burst (iperf3)
 # before a worker drains it; 32768 frames of 2 KB keep up.
