@@ -423,14 +423,7 @@ def inside(args: argparse.Namespace) -> dict[str, Any]:
         with open(workdir / "controller.log", "w") as log:
             controller = subprocess.Popen(
                 [
-                    str(QUICKNAT),
-                    "controller",
-                    "--config",
-                    str(config_path),
-                    "--grpc-addr",
-                    GRPC,
-                    "--socket",
-                    str(sock),
+                    *controller_command(config_path, sock),
                     "--reset",  # the raw-write test's entries go: its own switch
                     "--force",
                     "--election-id",
@@ -480,14 +473,7 @@ def inside(args: argparse.Namespace) -> dict[str, Any]:
         rx.running = False
         standby = start(
             [
-                str(QUICKNAT),
-                "controller",
-                "--config",
-                str(config_path),
-                "--grpc-addr",
-                GRPC,
-                "--socket",
-                str(workdir / "standby.sock"),
+                *controller_command(config_path, workdir / "standby.sock"),
                 "--election-id",
                 "1",
                 "--standby",
@@ -512,6 +498,12 @@ def inside(args: argparse.Namespace) -> dict[str, Any]:
         if "standby" in locals():
             stop(standby)
         stop(switch)
+
+
+def controller_command(config: Path, sock: Path) -> list[str]:
+    """`quicknat controller` for the bench's switch."""
+    return [str(QUICKNAT), "controller", "--config", str(config), "--grpc-addr", GRPC,
+            "--socket", str(sock)]  # fmt: skip
 
 
 def takeover(
