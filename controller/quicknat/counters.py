@@ -59,7 +59,7 @@ VOCABULARY: tuple[Counter, ...] = (
         Kind.EVENT,
         "sessions_deleted",
         "sessions_deleted",
-        "sessions an operator deleted (quicknat sessions delete|flush)",
+        "sessions an operator deleted (quicknat sessions delete, flush)",
     ),
     # swpath keeps one counter for every outside packet without mapping or
     # DNAT rule; P4 drops those to addresses it does not own in the switch.
