@@ -15,6 +15,8 @@ typedef bit<16> l4_port_t;
 
 const bit<16> ETHERTYPE_IPV4 = 0x0800;
 const bit<16> ETHERTYPE_ARP  = 0x0806;
+// IEEE 802.1Q: the slow-path tag (slow_path.p4); its VLAN ID is a zone.
+const bit<16> ETHERTYPE_VLAN = 0x8100;
 
 const bit<8> IP_PROTO_ICMP = 1;
 const bit<8> IP_PROTO_TCP  = 6;
@@ -51,6 +53,7 @@ const bit<8> TCP_FLAGS_CHECKED = 0x37;
 // Bytes before the IPv4 header: Ethernet II, and the packet_out header in
 // front of a packet-out (header.p4: 9 + 9 + 8 + 6 bits).
 const bit<32> ETHERNET_HDR_BYTES = 14;
+const bit<32> VLAN_TAG_BYTES = 4;
 const bit<32> PACKET_OUT_HDR_BYTES = 4;
 // The smallest L4 header of each protocol the parser extracts (IN-IP-2).
 const bit<16> TCP_MIN_HDR_BYTES = 20;
@@ -60,9 +63,12 @@ const bit<16> ICMP_MIN_BYTES = 8;
 const bit<8> ICMP_ECHO_REPLY_TTL = 64;
 
 // Zone of a port, set by port_zone. Any other value drops the packet.
+// A slow-path port (offload mode, slow_path.p4) leads to a swpath instance:
+// what arrives on it is translated already and only routed.
 typedef bit<8> zone_t;
-const zone_t ZONE_INSIDE  = 1;
-const zone_t ZONE_OUTSIDE = 2;
+const zone_t ZONE_INSIDE    = 1;
+const zone_t ZONE_OUTSIDE   = 2;
+const zone_t ZONE_SLOW_PATH = 3;
 
 // packet_out.mode
 enum bit<8> PacketOutMode_t {
@@ -106,7 +112,8 @@ enum bit<8> DropReason_t {
     PARSER_ERROR          = 1,  // malformed or truncated headers
     IPV4_CHECKSUM         = 2,  // bad IPv4 header checksum
     UNKNOWN_PORT          = 3,  // port_zone miss, or zone neither inside nor outside
-    UNSUPPORTED_ETHERTYPE = 4,  // neither ARP nor IPv4 (VLAN, IPv6, LLDP, ...)
+    UNSUPPORTED_ETHERTYPE = 4,  // neither ARP nor IPv4 (IPv6, LLDP, ...; VLAN
+                                // tagged, except on a slow-path port)
     ARP_IGNORED           = 5,  // ARP request for no owned address, or not Ethernet/IPv4
     NOT_UNICAST           = 6,  // IPv4 multicast or limited broadcast destination
     IPV4_FRAGMENT         = 7,  // fragment to an address the NAT does not own (outside)
@@ -125,7 +132,9 @@ enum bit<8> DropReason_t {
     PORT_ZERO             = 20, // TCP or UDP port 0 (IN-L4-1)
     MARTIAN               = 21, // martian source or destination, or a NAT-owned
                                 // source from a link (IN-IP-5, IN-IP-6)
-    NO_RULE               = 22  // inside source no SNAT rule covers (IN-RULE-1)
+    NO_RULE               = 22, // inside source no SNAT rule covers (IN-RULE-1)
+    SLOW_PATH_TAG         = 23  // untagged frame on a slow-path port, or a tag
+                                // that is not a zone (slow_path.p4)
 }
 
 #endif // __DEFINE__

@@ -34,6 +34,15 @@ header ethernet_t {
     bit<16>    eth_type;
 }
 
+// IEEE 802.1Q tag: on a slow-path port only (slow_path.p4), vid = the zone
+// the packet arrived from (toward swpath) or leaves to (from swpath).
+header vlan_t {
+    bit<3>  pcp;
+    bit<1>  dei;
+    bit<12> vid;
+    bit<16> eth_type;
+}
+
 // ARP for Ethernet/IPv4 only (28 bytes, RFC 826); other hardware or protocol
 // types are recognised by the control (hw_type, ...) and dropped.
 header arp_t {
@@ -107,6 +116,7 @@ struct headers_t {
     packet_in_header_t  packet_in;
     packet_out_header_t packet_out;
     ethernet_t          ethernet;
+    vlan_t              vlan;
     arp_t               arp;
     ipv4_t              ipv4;
     ipv4_options_t      ipv4_options;
@@ -153,6 +163,11 @@ struct local_metadata_t {
     bit<8>        opt_left;
     bool          is_fragment;     // MF set or a fragment offset: never translated
     bool          is_local;        // local_address hit
+    // Offload mode (slow_path.p4): a slow-path instance takes this packet's
+    // misses (slow_path_port); from_slow_path: came back translated from one.
+    bool          slow_path;
+    PortId_t      slow_path_port;
+    bool          from_slow_path;
     nat_rewrite_t nat;
     bool          route_ipv4;      // run routing_v4 (translated, or inside traffic not subject to NAT)
     bool          ipv4_changed;    // recompute the IPv4 header checksum on the way out

@@ -42,6 +42,9 @@ parser QuickNatParser(packet_in packet,
         local_md.l4_dport = 0;
         local_md.is_icmp_error = false;
         local_md.is_local = false;
+        local_md.slow_path = false;
+        local_md.slow_path_port = 0;
+        local_md.from_slow_path = false;
         local_md.nat.hit = false;
         local_md.nat.rewrite_src = false;
         local_md.nat.rewrite_dst = false;
@@ -68,6 +71,19 @@ parser QuickNatParser(packet_in packet,
     state parse_ethernet {
         packet.extract(hdr.ethernet);
         transition select(hdr.ethernet.eth_type) {
+            ETHERTYPE_VLAN: parse_vlan;
+            ETHERTYPE_ARP:  parse_arp;
+            ETHERTYPE_IPV4: parse_ipv4;
+            default:        accept;
+        }
+    }
+
+    // One tag: the slow-path tag (ingress keeps it only on a slow-path port).
+    // Its 4 bytes are not the datagram's (IN-IP-2 compares with frame_len).
+    state parse_vlan {
+        packet.extract(hdr.vlan);
+        local_md.frame_len = local_md.frame_len - VLAN_TAG_BYTES;
+        transition select(hdr.vlan.eth_type) {
             ETHERTYPE_ARP:  parse_arp;
             ETHERTYPE_IPV4: parse_ipv4;
             default:        accept;
@@ -277,6 +293,7 @@ control QuickNatDeparser(packet_out packet, in headers_t hdr) {
     apply {
         packet.emit(hdr.packet_in);
         packet.emit(hdr.ethernet);
+        packet.emit(hdr.vlan);
         packet.emit(hdr.arp);
         packet.emit(hdr.ipv4);
         packet.emit(hdr.ipv4_options);

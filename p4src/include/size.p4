@@ -37,6 +37,11 @@
 
 #define ROUTING_V4_TABLE_SIZE 1024
 
+// Offload mode: instances behind one switch, port blocks of the pool.
+#define SLOW_PATH_MEMBERS 64
+#define SLOW_PATH_IN2OUT_TABLE_SIZE 16
+#define SLOW_PATH_OUT2IN_TABLE_SIZE 1024
+
 // One entry per front-panel port with an MTU.
 #define EGRESS_MTU_TABLE_SIZE 512
 

@@ -74,6 +74,7 @@ class DropReason(enum.IntEnum):
     PORT_ZERO = 20
     MARTIAN = 21
     NO_RULE = 22
+    SLOW_PATH_TAG = 23
 
 
 @dataclass(frozen=True, slots=True)

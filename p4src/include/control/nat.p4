@@ -147,6 +147,18 @@ control NatIngress(inout headers_t hdr,
                 local_md.punt_reason = PuntReason_t.NEW_FLOW;
             }
             local_md.nat.hit = true;
+        } else if (hit && local_md.slow_path && hdr.tcp.isValid()
+                   && hdr.tcp.flags & (TCP_FLAG_SYN | TCP_FLAG_FIN | TCP_FLAG_RST) != 0) {
+            // Offload mode: the slow-path instance owns the session's TCP
+            // state (RFC 7857 sec. 2.2), so the segments that change it go
+            // there untranslated, as the controller's TCP_STATE copies would.
+            if (hdr.ipv4.ttl <= 1) {
+                drop_with_icmp_error(local_md, DropReason_t.TTL_EXPIRED,
+                                     PuntReason_t.TIME_EXCEEDED);
+            } else {
+                local_md.punt_reason = PuntReason_t.TCP_STATE;
+            }
+            local_md.nat.hit = true;
         } else if (hit) {
             ipv4_addr_t new_src = hdr.ipv4.src_addr;
             ipv4_addr_t new_dst = hdr.ipv4.dst_addr;

@@ -15,6 +15,7 @@
 // Outside zone, in this order:
 //   ICMP error                                       -> needs NAT (RFC 5508)
 //   dnat_scope hit                                   -> needs NAT
+//   slow_path_out2in hit (offload mode: the pool)    -> needs NAT
 //   addressed to the router                          -> drop LOCAL_ADDRESS
 //   fragment                                         -> drop IPV4_FRAGMENT
 //   TTL <= 1                                         -> drop TTL_EXPIRED,
@@ -34,6 +35,9 @@
 //                                 (outside)
 //   any other protocol         -> drop UNSUPPORTED_L4
 // (swpath decides in the same order: TTL, then fragments, then the rest.)
+// In offload mode every punt goes to a slow-path instance instead
+// (packet_io.p4, slow_path.p4); the TIME_EXCEEDED copies stay the
+// controller's.
 // Nothing that needs NAT is ever forwarded untranslated.
 
 #ifndef __NAT_SCOPE__
@@ -89,7 +93,9 @@ control NatScopeIngress(inout headers_t hdr,
 
         if (local_md.zone == ZONE_OUTSIDE) {
             new_flow_reason = PuntReason_t.NEW_FLOW_DNAT;
-            if (local_md.is_icmp_error || in_dnat_scope) {
+            // Offload mode: the pool's addresses and port blocks miss here
+            // for sessions held only in software (slow_path.p4).
+            if (local_md.is_icmp_error || in_dnat_scope || local_md.slow_path) {
                 needs_nat = true;
             } else if (local_md.is_local) {
                 local_md.drop_reason = DropReason_t.LOCAL_ADDRESS;

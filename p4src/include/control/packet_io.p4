@@ -9,7 +9,8 @@
 //   INJECT for a packet the controller has translated itself (an ICMP error,
 //   whose embedded packet the tables cannot match): it is only routed.
 // - PacketInIngress: turns a punt decision into a trip to CPU_PORT, through
-//   punt_meter so a flood of new flows cannot swamp the controller; and a
+//   punt_meter so a flood of new flows cannot swamp the controller (in
+//   offload mode: to the slow-path instance, slow_path.p4); and a
 //   TCP_STATE decision into a copy to CPU_PORT (clone session
 //   CPU_CLONE_SESSION) while the packet itself goes on.
 // - PacketInEgress: prepends packet_in to what goes to CPU_PORT.
@@ -18,6 +19,7 @@
 #define __PACKET_IO__
 
 #include "../header.p4"
+#include "slow_path.p4"
 
 control PacketOutIngress(inout headers_t hdr,
                          inout local_metadata_t local_md) {
@@ -42,7 +44,8 @@ control PacketOutIngress(inout headers_t hdr,
     }
 }
 
-control PacketInIngress(inout local_metadata_t local_md) {
+control PacketInIngress(inout headers_t hdr,
+                        inout local_metadata_t local_md) {
     // Indexed by PuntReason_t, so each reason has its own budget (an ARP
     // storm does not starve new flows). The controller configures each index
     // with a P4Runtime MeterEntry (packets per second); BMv2 passes
@@ -51,6 +54,8 @@ control PacketInIngress(inout local_metadata_t local_md) {
     DECLARE_PACKET_METER(punt_meter, PUNT_REASON_SLOTS);
     // Packets actually sent to the controller, by reason.
     DECLARE_COUNTER(punt_counter, PUNT_REASON_SLOTS);
+    // Packets sent to a slow-path instance instead (offload mode), by reason.
+    DECLARE_COUNTER(slow_path_counter, PUNT_REASON_SLOTS);
 
     apply {
         bool error_copy = local_md.copy_reason == PuntReason_t.TIME_EXCEEDED
@@ -61,6 +66,11 @@ control PacketInIngress(inout local_metadata_t local_md) {
                 // The controller sent this packet back after installing its
                 // entries and it still misses: punting it again would loop.
                 local_md.drop_reason = DropReason_t.PUNT_LOOP;
+            } else if (local_md.slow_path) {
+                // Offload mode: the slow-path instance takes it, unmetered
+                // (it runs at line rate; the controller does not see it).
+                COUNT(slow_path_counter, (bit<8>)local_md.punt_reason);
+                send_to_slow_path(hdr, local_md);
             } else {
                 MeterColor_t color;
                 EXECUTE_METER(punt_meter, (bit<8>)local_md.punt_reason, color);

@@ -8,12 +8,15 @@
 //   packet-out decode -> (DIRECT: out, nothing else runs;
 //                         ROUTE: routing_v4 only, the controller translated)
 //   parser / checksum errors -> port_zone ->
+//   slow-path port: untag -> routing_v4 only (translated by swpath)
 //   ARP:  arp_reply
-//   IPv4: input_check (flags, ports, addresses) -> nat_in2out | nat_out2in
+//   IPv4: input_check (flags, ports, addresses) -> slow_path_in2out |
+//         slow_path_out2in (offload mode) -> nat_in2out | nat_out2in
 //         hit:  rewrite -> routing_v4
 //         miss: local_address (echo reply) -> dnat_scope / snat_scope
 //               -> punt | drop (nothing leaves untranslated)
-//   punt_meter -> drop_counter / egress_spec
+//   punt_meter (offload mode: tag, to the slow-path instance)
+//   -> drop_counter / egress_spec
 
 #ifndef __PIPELINE__
 #define __PIPELINE__
@@ -26,6 +29,7 @@
 #include "local.p4"
 #include "nat.p4"
 #include "nat_scope.p4"
+#include "slow_path.p4"
 #include "routing.p4"
 
 control QuickNatIngress(inout headers_t hdr,
@@ -39,6 +43,7 @@ control QuickNatIngress(inout headers_t hdr,
     LocalIngress() local;
     NatIngress() nat;
     NatScopeIngress() nat_scope;
+    SlowPathIngress() slow_path;
     RoutingIngress() routing;
     PacketInIngress() punt;
 
@@ -60,15 +65,41 @@ control QuickNatIngress(inout headers_t hdr,
                 zone.apply(hdr, local_md);
             }
 
+            // The 802.1Q tag is the slow-path tag: only a slow-path port
+            // carries it, and always (slow_path.p4).
+            if (local_md.drop_reason == DropReason_t.NONE) {
+                if (local_md.zone == ZONE_SLOW_PATH) {
+                    if (!hdr.vlan.isValid()
+                            || (hdr.vlan.vid != (bit<12>)ZONE_INSIDE
+                                && hdr.vlan.vid != (bit<12>)ZONE_OUTSIDE)) {
+                        local_md.drop_reason = DropReason_t.SLOW_PATH_TAG;
+                    } else {
+                        hdr.ethernet.eth_type = hdr.vlan.eth_type;
+                        hdr.vlan.setInvalid();
+                        local_md.from_slow_path = true;
+                    }
+                } else if (hdr.vlan.isValid()) {
+                    local_md.drop_reason = DropReason_t.UNSUPPORTED_ETHERTYPE;
+                }
+            }
+
             if (local_md.drop_reason == DropReason_t.NONE) {
                 if (hdr.arp.isValid()) {
-                    arp.apply(hdr, local_md);
+                    if (local_md.from_slow_path) {
+                        // instances use static neighbours: nothing to answer
+                        local_md.drop_reason = DropReason_t.ARP_IGNORED;
+                    } else {
+                        arp.apply(hdr, local_md);
+                    }
                 } else if (hdr.ipv4.isValid()) {
-                    input_check.apply(hdr, local_md);
+                    if (!local_md.from_slow_path) {
+                        input_check.apply(hdr, local_md);
+                    }
                     if (local_md.drop_reason == DropReason_t.NONE) {
-                        if (local_md.skip_nat) {
+                        if (local_md.skip_nat || local_md.from_slow_path) {
                             local_md.route_ipv4 = true;
                         } else {
+                            slow_path.apply(hdr, local_md);
                             nat.apply(hdr, local_md);
                             if (!local_md.nat.hit) {
                                 local.apply(hdr, local_md);
@@ -86,7 +117,7 @@ control QuickNatIngress(inout headers_t hdr,
                 }
             }
 
-            punt.apply(local_md);
+            punt.apply(hdr, local_md);
 
             if (local_md.drop_reason == DropReason_t.NONE && !local_md.forward) {
                 local_md.drop_reason = DropReason_t.NO_DECISION;

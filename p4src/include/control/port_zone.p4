@@ -17,7 +17,8 @@ control PortZoneIngress(inout headers_t hdr,
     }
 
     // port_zone: exact on the logical ingress port -> set_zone(zone) with
-    // zone ZONE_INSIDE (1) or ZONE_OUTSIDE (2).
+    // zone ZONE_INSIDE (1), ZONE_OUTSIDE (2) or ZONE_SLOW_PATH (3: the port
+    // of a slow-path instance, offload mode, slow_path.p4).
     // Miss (or any other zone value): drop, UNKNOWN_PORT. A port the
     // controller has not classified carries nothing, not even ARP.
     table port_zone {
@@ -36,7 +37,8 @@ control PortZoneIngress(inout headers_t hdr,
         if (!port_zone.apply().hit) {
             local_md.drop_reason = DropReason_t.UNKNOWN_PORT;
         } else if (local_md.zone != ZONE_INSIDE
-                   && local_md.zone != ZONE_OUTSIDE) {
+                   && local_md.zone != ZONE_OUTSIDE
+                   && local_md.zone != ZONE_SLOW_PATH) {
             local_md.drop_reason = DropReason_t.UNKNOWN_PORT;
         }
     }

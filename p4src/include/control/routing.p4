@@ -61,7 +61,10 @@ control RoutingIngress(inout headers_t hdr,
     }
 
     apply {
-        if (hdr.ipv4.ttl <= 1) {
+        // From a slow-path instance (offload mode): translated and
+        // TTL-checked there, TTL decremented, ICMP errors sent: route only.
+        bool from_slow_path = local_md.from_slow_path;
+        if (!from_slow_path && hdr.ipv4.ttl <= 1) {
             // RFC 1812 sec. 5.3.1: a packet that would leave with TTL 0 is
             // not forwarded; its source gets time exceeded.
             drop_with_icmp_error(local_md, DropReason_t.TTL_EXPIRED,
@@ -71,14 +74,14 @@ control RoutingIngress(inout headers_t hdr,
                     && hdr.ipv4.total_len > local_md.egress_mtu) {
                 // RFC 4787 REQ-13, RFC 1191: DF set -> fragmentation needed
                 // with the MTU; otherwise dropped (never fragmented).
-                if (hdr.ipv4.flag_dont_fragment == 1) {
+                if (hdr.ipv4.flag_dont_fragment == 1 && !from_slow_path) {
                     drop_with_icmp_error(local_md, DropReason_t.MTU_EXCEEDED,
                                          PuntReason_t.FRAG_NEEDED);
                 } else {
                     local_md.drop_reason = DropReason_t.MTU_EXCEEDED;
                     local_md.forward = false;
                 }
-            } else {
+            } else if (!from_slow_path) {
                 hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
                 local_md.ipv4_changed = true;
             }

@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// Offload mode: the switch is a cache of established flows in front of one
+// or more swpath instances (slow-path instances), which take every packet
+// the controller would take in controller mode: new flows, hairpin, ICMP
+// errors, fragments, inside RSTs and the TCP SYN/FIN/RST of sessions the
+// switch holds (untranslated: the instance translates them and tracks the
+// state), and outside packets for the pool that miss (sessions held only in
+// software). The mode is the configuration of these two tables: empty, the
+// program is in controller mode.
+//
+// Which instance:
+//   inside zone:  slow_path_in2out, an action selector over the inside
+//                 source address: one host's mappings, paired pooling and
+//                 per-host limits live on one instance (RFC 4787 REQ-2).
+//   outside zone: slow_path_out2in, ternary on destination address and
+//                 port: each instance owns disjoint port blocks of the pool
+//                 (RFC 7422), an entry per block (has_ports 1); a
+//                 lowest-priority entry per pool prefix catches what has no
+//                 port (ICMP errors: the switch does not parse the packet
+//                 they quote, so one instance takes them all).
+// The packet goes out of the instance's port as it arrived, with an 802.1Q
+// tag whose VID is the zone it arrived from. What comes back on a
+// slow-path port (zone ZONE_SLOW_PATH, VID = the zone it leaves to) is
+// translated and TTL-decremented already: untagged, routed, never looked up.
+
+#ifndef __SLOW_PATH__
+#define __SLOW_PATH__
+
+#include "../header.p4"
+
+control SlowPathIngress(inout headers_t hdr,
+                        inout local_metadata_t local_md) {
+
+    action to_slow_path(PortId_t port) {
+        local_md.slow_path = true;
+        local_md.slow_path_port = port;
+    }
+
+    // One member per instance, one group of them all; crc16 over ipv4_src.
+    @name("slow_path_selector")
+    action_selector(HashAlgorithm.crc16, SLOW_PATH_MEMBERS, 16) slow_path_selector;
+
+    // slow_path_in2out: inside-zone packets; exact on the zone (1) and the
+    // selector over ipv4_src -> a member to_slow_path(port) per instance.
+    // Miss: controller mode.
+    table slow_path_in2out {
+        key = {
+            local_md.zone: exact @name("zone");
+            hdr.ipv4.src_addr: selector @name("ipv4_src");
+        }
+        // No default action: a table with an action selector has none
+        // (BMv2); a miss changes nothing.
+        actions = {
+            to_slow_path;
+        }
+        implementation = slow_path_selector;
+        size = SLOW_PATH_IN2OUT_TABLE_SIZE;
+    }
+
+    // slow_path_out2in: outside-zone packets; ternary on ipv4_dst, has_ports
+    // (1 bit: TCP, UDP, ICMP echo) and l4_dport -> to_slow_path(port). A
+    // block's entry has has_ports 1, so port 0 of a packet without ports
+    // never falls in the first block.
+    // Miss: controller mode (dnat_scope and NO_MAPPING as there).
+    table slow_path_out2in {
+        key = {
+            hdr.ipv4.dst_addr: ternary @name("ipv4_dst");
+            local_md.l4_ports_valid: ternary @name("has_ports");
+            local_md.l4_dport: ternary @name("l4_dport");
+        }
+        actions = {
+            to_slow_path;
+            @defaultonly NoAction;
+        }
+        const default_action = NoAction();
+        size = SLOW_PATH_OUT2IN_TABLE_SIZE;
+    }
+
+    apply {
+        if (local_md.injected) {
+            // a controller-mode packet-out: the controller decided already
+        } else if (local_md.zone == ZONE_INSIDE) {
+            slow_path_in2out.apply();
+        } else if (local_md.zone == ZONE_OUTSIDE) {
+            slow_path_out2in.apply();
+        }
+    }
+}
+
+// A packet leaving for a slow-path instance: tagged with its zone, out of
+// the instance's port, as it arrived (no rewrite ran on it).
+action send_to_slow_path(inout headers_t hdr, inout local_metadata_t local_md) {
+    hdr.vlan.setValid();
+    hdr.vlan.pcp = 0;
+    hdr.vlan.dei = 0;
+    hdr.vlan.vid = (bit<12>)local_md.zone;
+    hdr.vlan.eth_type = hdr.ethernet.eth_type;
+    hdr.ethernet.eth_type = ETHERTYPE_VLAN;
+    local_md.egress_port = local_md.slow_path_port;
+    local_md.forward = true;
+}
+
+#endif // __SLOW_PATH__
