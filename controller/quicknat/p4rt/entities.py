@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from finsy.proto import p4r
 
@@ -12,21 +13,42 @@ Exact = int
 Lpm = tuple[int, int]  # (value, prefix length)
 
 
+@dataclass(frozen=True, slots=True)
+class Ternary:
+    value: int
+    mask: int
+
+
 def table_entry(
     p4info: P4Info,
     table: str,
-    match: Mapping[str, Exact | Lpm],
+    match: Mapping[str, Exact | Lpm | Ternary],
     action: str | None = None,
     params: Mapping[str, int] | None = None,
     idle_timeout_ns: int = 0,
+    priority: int = 0,
+    group_id: int | None = None,
 ) -> p4r.TableEntry:
     """A TableEntry; an LPM field is given as (value, prefix length). An LPM of
-    length 0 is left out, as the spec requires for a don't-care match."""
+    length 0 and a ternary of mask 0 are left out, as the spec requires for a
+    don't-care match. An entry of a table with an action selector names a
+    group (group_id) instead of an action."""
     t = p4info.table(table)
-    entry = p4r.TableEntry(table_id=t.id, idle_timeout_ns=idle_timeout_ns)
+    entry = p4r.TableEntry(table_id=t.id, idle_timeout_ns=idle_timeout_ns, priority=priority)
+    if group_id is not None:
+        entry.action.action_profile_group_id = group_id
     for name, value in match.items():
         f = t.field(name)
-        if isinstance(value, tuple):
+        if isinstance(value, Ternary):
+            if value.mask:
+                entry.match.add(
+                    field_id=f.id,
+                    ternary=p4r.FieldMatch.Ternary(
+                        value=encode(value.value & value.mask, f.bitwidth),
+                        mask=encode(value.mask, f.bitwidth),
+                    ),
+                )
+        elif isinstance(value, tuple):
             address, length = value
             if length:
                 entry.match.add(
@@ -46,7 +68,43 @@ def table_entry(
     return entry
 
 
-def update(kind: p4r.Update.Type.ValueType, entry: p4r.TableEntry) -> p4r.Update:
+def action_profile_member(
+    p4info: P4Info, profile: str, member_id: int, action: str, params: Mapping[str, int]
+) -> p4r.ActionProfileMember:
+    """A member of an action profile or selector: one action with its
+    parameters, referred to by groups."""
+    a = p4info.action(action)
+    member = p4r.ActionProfileMember(
+        action_profile_id=p4info.object_id(profile), member_id=member_id
+    )
+    member.action.action_id = a.id
+    for name, value in params.items():
+        p = a.param(name)
+        member.action.params.add(param_id=p.id, value=encode(value, p.bitwidth))
+    return member
+
+
+def action_profile_group(
+    p4info: P4Info, profile: str, group_id: int, member_ids: Sequence[int], max_size: int = 0
+) -> p4r.ActionProfileGroup:
+    """A group of an action selector: the switch picks one member per packet
+    by the selector's hash."""
+    group = p4r.ActionProfileGroup(
+        action_profile_id=p4info.object_id(profile), group_id=group_id, max_size=max_size
+    )
+    for m in member_ids:
+        group.members.add(member_id=m, weight=1)
+    return group
+
+
+def update(
+    kind: p4r.Update.Type.ValueType,
+    entry: p4r.TableEntry | p4r.ActionProfileMember | p4r.ActionProfileGroup,
+) -> p4r.Update:
+    if isinstance(entry, p4r.ActionProfileMember):
+        return p4r.Update(type=kind, entity=p4r.Entity(action_profile_member=entry))
+    if isinstance(entry, p4r.ActionProfileGroup):
+        return p4r.Update(type=kind, entity=p4r.Entity(action_profile_group=entry))
     return p4r.Update(type=kind, entity=p4r.Entity(table_entry=entry))
 
 

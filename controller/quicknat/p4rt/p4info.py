@@ -69,7 +69,7 @@ class P4Info:
         self.proto = info
         self._tables: dict[str, Table] = {}
         self._actions: dict[str, Action] = {}
-        self._ids: dict[str, int] = {}  # counters, meters, direct counters
+        self._ids: dict[str, int] = {}  # counters, meters, action profiles
         self.table_by_id: dict[int, Table] = {}
         self.action_by_id: dict[int, Action] = {}
         for t in info.tables:
@@ -84,7 +84,13 @@ class P4Info:
             action = Action(a.preamble.id, a.preamble.name, params)
             self._index(self._actions, a.preamble, action)
             self.action_by_id[action.id] = action
-        for group in (info.counters, info.direct_counters, info.meters, info.direct_meters):
+        for group in (
+            info.counters,
+            info.direct_counters,
+            info.meters,
+            info.direct_meters,
+            info.action_profiles,
+        ):
             for obj in group:
                 self._index(self._ids, obj.preamble, obj.preamble.id)
         self._metadata = {
@@ -120,8 +126,8 @@ class P4Info:
         return _find(self._actions, "action", name)
 
     def object_id(self, name: str) -> int:
-        """Id of a counter, direct counter or meter."""
-        return _find(self._ids, "counter or meter", name)
+        """Id of a counter, direct counter, meter or action profile."""
+        return _find(self._ids, "counter, meter or action profile", name)
 
     def packet_metadata(self, header: str) -> dict[str, Field]:
         """Fields of the controller header ``packet_in`` or ``packet_out``."""
