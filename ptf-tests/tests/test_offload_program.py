@@ -38,7 +38,7 @@ from quicknat.p4rt.entities import (
     table_entry,
     update,
 )
-from scapy.layers.inet import IP, UDP
+from scapy.layers.inet import ICMP, IP, UDP
 from scapy.layers.l2 import Dot1Q, Ether
 from scapy.packet import Packet
 
@@ -344,8 +344,6 @@ class OffloadPortBlocksPickTheInstance(OffloadProgramTest):
         self.expect(INSIDE, tagged(low, ZONE_OUTSIDE))
         self.send(OUTSIDE, high)
         self.expect(INSIDE2, tagged(high, ZONE_OUTSIDE))
-        from scapy.layers.inet import ICMP
-
         error = (
             Ether(src="02:00:00:00:02:99", dst=ROUTER_OUT_MAC)
             / IP(src="198.51.100.10", dst="203.0.113.2")

@@ -49,8 +49,8 @@ control SlowPathIngress(inout headers_t hdr,
             local_md.zone: exact @name("zone");
             hdr.ipv4.src_addr: selector @name("ipv4_src");
         }
-        // No default action: a table with an action selector has none
-        // (BMv2); a miss changes nothing.
+        // No default action of ours: BMv2 cannot set one on a selector
+        // table (p4c warns; p4src/Makefile allows it); a miss changes nothing.
         actions = {
             to_slow_path;
         }
