@@ -246,6 +246,14 @@ VOCABULARY: tuple[Counter, ...] = (
         "frames neither IPv4 nor ARP (VLAN, IPv6, LLDP, ...), dropped",
     ),
     Counter(
+        "slow_path_tag",
+        Kind.DROPPED,
+        "drop.slow_path_tag",
+        "drop_slow_path_tag",
+        "frames between the switch and a slow-path instance (offload mode) without the"
+        " 802.1Q tag of a zone, dropped",
+    ),
+    Counter(
         "unsupported",
         Kind.DROPPED,
         "drop.unsupported_l4",

@@ -27,7 +27,6 @@ P4_ONLY = {
     DropReason.PUNT_LOOP,
     DropReason.BAD_PACKET_OUT,
     DropReason.NO_DECISION,
-    DropReason.SLOW_PATH_TAG,  # offload mode's plumbing between the switch and swpath
 }
 
 

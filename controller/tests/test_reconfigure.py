@@ -158,3 +158,14 @@ def test_reload_without_a_file_is_refused() -> None:
     controller = Controller(parse_config(CONFIG), ControllerOptions(), Pipeline.load())
     with pytest.raises(rc.ReconfigureError, match="not started from a file"):
         asyncio.run(controller.line_command("reload"))
+
+
+def test_the_switch_refuses_swpath_s_sub_interfaces() -> None:
+    """vlan and slow_path describe a slow-path instance's link (swpath); a
+    switch port is untagged, and one port cannot carry two port_zone entries."""
+    config = parse_config(
+        (Path(__file__).parent / "golden" / "good" / "slow_path_instance.toml").read_text()
+    )
+    pipeline = Pipeline.load()
+    with pytest.raises(ValueError, match="interface inside: 'vlan' and 'slow_path' are swpath's"):
+        static_entries(pipeline.p4info, config)

@@ -124,6 +124,18 @@ split(char *line, struct words *words)
 	return 0;
 }
 
+static int
+parse_bool(const char *s, bool *out)
+{
+	if (strcmp(s, "true") == 0)
+		*out = true;
+	else if (strcmp(s, "false") == 0)
+		*out = false;
+	else
+		return -1;
+	return 0;
+}
+
 /* Unsigned decimal in [min, max]. */
 static int
 parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out)
@@ -372,9 +384,23 @@ parse_interface(const struct words *words, struct sp_cmd_interface *c,
 					    "interface %s: mtu %s: must be %u..%u",
 					    c->name, v, SP_MTU_MIN, SP_MTU_MAX);
 			c->mtu = (uint16_t)n;
+		} else if (strcmp(k, "vlan") == 0) {
+			VALUE();
+			/* 0 is priority tagging, 4095 reserved (IEEE 802.1Q) */
+			if (parse_uint(v, 1, 4094, &n) < 0)
+				return sp_fail(err, errlen,
+					    "interface %s: vlan %s: must be 1..4094",
+					    c->name, v);
+			c->vlan = (uint16_t)n;
+		} else if (strcmp(k, "slow_path") == 0) {
+			VALUE();
+			if (parse_bool(v, &c->slow_path) < 0)
+				return sp_fail(err, errlen,
+					    "interface %s: slow_path %s: must be true or false",
+					    c->name, v);
 		} else {
 			return sp_fail(err, errlen,
-				    "interface %s: unknown word '%s' (zone, port, address, mac, mtu)",
+				    "interface %s: unknown word '%s' (zone, port, address, mac, mtu, vlan, slow_path)",
 				    c->name, k);
 		}
 	}
@@ -382,6 +408,10 @@ parse_interface(const struct words *words, struct sp_cmd_interface *c,
 		return sp_fail(err, errlen, "interface %s: missing zone", c->name);
 	if (!have_port)
 		return sp_fail(err, errlen, "interface %s: missing port", c->name);
+	if (c->slow_path && c->vlan == 0)
+		return sp_fail(err, errlen,
+			    "interface %s: slow_path needs a vlan (the switch tags what it sends with the zone)",
+			    c->name);
 	return 0;
 }
 
@@ -458,18 +488,6 @@ parse_neighbor(const struct words *words, struct sp_cmd_neighbor *c,
 	if (!have_mac || c->dev[0] == '\0')
 		return sp_fail(err, errlen, "neighbor %s: needs mac and dev",
 			    words->w[1]);
-	return 0;
-}
-
-static int
-parse_bool(const char *s, bool *out)
-{
-	if (strcmp(s, "true") == 0)
-		*out = true;
-	else if (strcmp(s, "false") == 0)
-		*out = false;
-	else
-		return -1;
 	return 0;
 }
 

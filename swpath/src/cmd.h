@@ -91,6 +91,8 @@ struct sp_cmd_interface {
 	bool has_mac;
 	uint16_t port;
 	uint16_t mtu;          /* 0: SP_MTU_DEFAULT */
+	uint16_t vlan;         /* 802.1Q VID of a sub-interface, 0: untagged */
+	bool slow_path;        /* the link to a switch in offload mode */
 	struct sp_prefix addr; /* the router's address (addr) and link length */
 	uint8_t mac[6];
 };

@@ -131,6 +131,7 @@ static int
 apply_interface(const struct sp_cmd_interface *c, char *err, size_t errlen)
 {
 	struct sp_iface *ifc;
+	bool shared = false;
 
 	if (sp.running)
 		return sp_fail(err, errlen, "interface: only at start-up");
@@ -144,16 +145,30 @@ apply_interface(const struct sp_cmd_interface *c, char *err, size_t errlen)
 		return sp_fail(err, errlen,
 			    "interface %s: DPDK port %u does not exist (%u ports; add one with --vdev or -a before --)",
 			    c->name, c->port, rte_eth_dev_count_avail());
-	for (unsigned i = 0; i < sp.n_ifaces; i++)
-		if (sp.ifaces[i].port == c->port)
+	/* A port carries one untagged interface and any number of 802.1Q
+	 * sub-interfaces, each with its own VID. */
+	for (unsigned i = 0; i < sp.n_ifaces; i++) {
+		const struct sp_iface *o = &sp.ifaces[i];
+
+		if (o->port != c->port)
+			continue;
+		if (o->vlan == c->vlan && c->vlan == 0)
 			return sp_fail(err, errlen,
-				    "interface %s: port %u already used by interface %s",
-				    c->name, c->port, sp.ifaces[i].name);
+				    "interface %s: port %u already used by interface %s (give one of them a vlan)",
+				    c->name, c->port, o->name);
+		if (o->vlan == c->vlan)
+			return sp_fail(err, errlen,
+				    "interface %s: vlan %u of port %u already used by interface %s",
+				    c->name, c->vlan, c->port, o->name);
+		shared = true;
+	}
 	ifc = &sp.ifaces[sp.n_ifaces];
 	memset(ifc, 0, sizeof(*ifc));
 	snprintf(ifc->name, sizeof(ifc->name), "%s", c->name);
 	ifc->port = c->port;
 	ifc->zone = c->zone;
+	ifc->vlan = c->vlan;
+	ifc->slow_path = c->slow_path;
 	ifc->mtu = c->mtu != 0 ? c->mtu : SP_MTU_DEFAULT;
 	if (c->has_addr) {
 		ifc->has_addr = 1;
@@ -164,13 +179,16 @@ apply_interface(const struct sp_cmd_interface *c, char *err, size_t errlen)
 	if (c->has_mac) {
 		memcpy(ifc->mac.addr_bytes, c->mac, RTE_ETHER_ADDR_LEN);
 		/* best effort: devices that cannot change it still receive
-		 * the frames in promiscuous mode */
-		rte_eth_dev_default_mac_addr_set(c->port, &ifc->mac);
+		 * the frames in promiscuous mode (a sub-interface's MAC is
+		 * its own: the port keeps the first one's) */
+		if (!shared)
+			rte_eth_dev_default_mac_addr_set(c->port, &ifc->mac);
 	} else if (rte_eth_macaddr_get(c->port, &ifc->mac) != 0) {
 		return sp_fail(err, errlen, "interface %s: cannot read the MAC of port %u",
 			    c->name, c->port);
 	}
-	sp.port_iface[c->port] = (int16_t)sp.n_ifaces;
+	sp.port_iface[c->port] = shared || c->vlan != 0 ?
+		SP_IFACE_TRUNK : (int16_t)sp.n_ifaces;
 	sp.n_ifaces++;
 	return 0;
 }

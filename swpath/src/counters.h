@@ -39,6 +39,7 @@
 	X(icmp_error_rate_limited, "ICMP errors not sent: over the [icmp] rate (RFC 1812 sec. 4.3.2.8)") \
 	X(drop_l2_other, "dropped: IPv4 frame not sent to our MAC") \
 	X(drop_not_ipv4, "dropped: neither IPv4 nor ARP (VLAN, IPv6, ...)") \
+	X(drop_slow_path_tag, "dropped: on a port with 802.1Q sub-interfaces, a VID none of them has (or no tag and no untagged interface)") \
 	X(drop_arp, "ARP frames consumed without a reply (replies, other targets, malformed)") \
 	X(drop_truncated, "dropped: shorter than its headers say") \
 	X(drop_malformed, "dropped: bad version, header length or option") \

@@ -203,7 +203,7 @@ fragment_input(struct sp_worker *w, struct rte_mbuf *m, struct sp_pkt *p,
 			continue;
 		}
 		later_fragment(w, held[i], &hp, &hk,
-			       (uint16_t)sp.port_iface[held[i]->port], outside,
+			       sp_in_iface(held[i]), outside,
 			       rt);
 	}
 }
@@ -221,6 +221,7 @@ sp_process_burst(struct sp_worker *w, struct rte_mbuf **pkts, uint16_t n,
 	struct sp_flow_key keys[SP_BURST];
 	struct rte_mbuf *fm[SP_BURST];
 	const struct rte_ether_addr *mac = &sp.ifaces[iface].mac;
+	const bool slow_path = sp.ifaces[iface].slow_path;
 	unsigned nk = 0;
 
 	for (uint16_t i = 0; i < n; i++) {
@@ -244,8 +245,11 @@ sp_process_burst(struct sp_worker *w, struct rte_mbuf **pkts, uint16_t n,
 		if (!(meta & SP_META_OUTSIDE)) {
 			unsigned bad;
 
+			/* a slow-path link carries the switch's misses, sent
+			 * to the switch's own MACs (p4src/README.md) */
 			if (unlikely(!rte_is_same_ether_addr(&p->eth->dst_addr,
-							     mac))) {
+							     mac)) &&
+			    !slow_path) {
 				sp_drop(w, m, SP_CNT_drop_l2_other);
 				continue;
 			}
@@ -317,15 +321,14 @@ sp_process_ring(struct sp_worker *w, struct rte_mbuf **pkts, uint16_t n,
 
 	/* runs of packets from one interface and zone, order kept */
 	while (start < n) {
-		uint16_t port = pkts[start]->port;
+		uint16_t iface = sp_in_iface(pkts[start]);
 		uint32_t out = *sp_meta(pkts[start]) & SP_META_OUTSIDE;
 		uint16_t end = start + 1;
-		int16_t iface = sp.port_iface[port];
 
-		while (end < n && pkts[end]->port == port &&
+		while (end < n && sp_in_iface(pkts[end]) == iface &&
 		       (*sp_meta(pkts[end]) & SP_META_OUTSIDE) == out)
 			end++;
-		sp_process_burst(w, &pkts[start], end - start, (uint16_t)iface,
+		sp_process_burst(w, &pkts[start], end - start, iface,
 				 out || sp.ifaces[iface].zone == SP_ZONE_OUTSIDE,
 				 rt);
 		start = end;

@@ -15,6 +15,7 @@
 
 #include "packet.h"
 #include "sp.h"
+#include "vlan.h"
 
 static inline void
 sp_drop(struct sp_worker *w, struct rte_mbuf *m, unsigned counter)
@@ -42,6 +43,11 @@ sp_tx(struct sp_worker *w, uint16_t iface, struct rte_mbuf *m)
 {
 	struct sp_txq *q = &w->tx[iface];
 
+	if (unlikely(sp.ifaces[iface].vlan != 0) &&
+	    unlikely(sp_vlan_tag(&sp.ifaces[iface], m) < 0)) {
+		sp_drop(w, m, SP_CNT_drop_slow_path_tag);
+		return;
+	}
 	SP_INC(w, tx);
 	if (q->buf != NULL) {
 		rte_eth_tx_buffer(q->port, q->queue, q->buf, m);

@@ -11,7 +11,7 @@ sp_in2out_miss(struct sp_worker *w, struct rte_mbuf *m, struct sp_pkt *p,
 	       const struct sp_flow_key *key, const struct sp_runtime *rt)
 {
 	int check_owner = !(*sp_meta(m) & SP_META_HANDED);
-	uint16_t iface = (uint16_t)sp.port_iface[m->port];
+	uint16_t iface = sp_in_iface(m);
 	unsigned owner = 0;
 	uint32_t sidx;
 	int rc;
@@ -86,7 +86,7 @@ sp_in2out_icmp_error(struct sp_worker *w, struct rte_mbuf *m,
 	if (s->flags & SP_SESS_HAIRPIN) {
 		/* RFC 5508 sec. 6: an error about a hairpinned packet goes back
 		 * in, as from outside, to the session that sent that packet. */
-		sp_hairpin(w, m, p, (uint16_t)sp.port_iface[m->port], rt);
+		sp_hairpin(w, m, p, sp_in_iface(m), rt);
 		return;
 	}
 	sp_forward(w, m, p, s, SP_DIR_IN2OUT);

@@ -141,5 +141,6 @@ sp_arp_request(uint16_t iface, uint32_t target)
 	arp->arp_data.arp_sip = ifc->addr_be;
 	arp->arp_data.arp_tip = rte_cpu_to_be_32(target);
 	m->port = ifc->port;
+	sp_mbuf_meta(m)->iface = iface;
 	return m;
 }

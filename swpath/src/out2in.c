@@ -27,7 +27,7 @@ sp_out2in_miss(struct sp_worker *w, struct rte_mbuf *m, struct sp_pkt *p,
 		return;
 	}
 	sp_translate(w, m, p, sidx, SP_DIR_OUT2IN,
-		     (uint16_t)sp.port_iface[m->port], rt);
+		     sp_in_iface(m), rt);
 }
 
 void

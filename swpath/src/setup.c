@@ -23,6 +23,7 @@
 #include "qns.h"
 #include "setup.h"
 #include "sp.h"
+#include "vlan.h"
 
 #define SP_RX_DESC 1024
 #define SP_TX_DESC 1024
@@ -109,6 +110,11 @@ sp_setup_dispatch(char *err, size_t errlen)
 	for (unsigned i = 0; i < sp.n_ifaces; i++) {
 		struct rte_eth_dev_info info;
 
+		/* one port, both zones: the NIC cannot hash them apart */
+		if (sp.port_iface[sp.ifaces[i].port] == SP_IFACE_TRUNK) {
+			capable = false;
+			break;
+		}
 		if (rte_eth_dev_info_get(sp.ifaces[i].port, &info) != 0 ||
 		    info.max_rx_queues < sp.n_workers ||
 		    info.max_tx_queues < sp.n_workers || info.reta_size == 0 ||
@@ -127,7 +133,7 @@ sp_setup_dispatch(char *err, size_t errlen)
 	case SP_DISPATCH_RSS:
 		if (!capable)
 			return sp_fail(err, errlen,
-				    "--dispatch rss: a port has fewer than %u queues or no RSS redirection table",
+				    "--dispatch rss: a port has fewer than %u queues, no RSS redirection table, or 802.1Q sub-interfaces",
 				    sp.n_workers);
 		if (!exact)
 			sp_log("warning", "a port cannot hash on source or destination only; replies will be handed between workers");
@@ -253,11 +259,15 @@ sp_setup_workers(char *err, size_t errlen)
 			uint16_t port = sp.ifaces[f].port;
 
 			if (sp.hw_rss || i == 0) {
-				w->rxq[w->n_rxq++] = (struct sp_rxq){
-					.port = port,
-					.queue = (uint16_t)(sp.hw_rss ? i : 0),
-					.iface = (uint16_t)f,
-				};
+				/* a port's queue once, for all its interfaces */
+				if (sp_port_first_iface(f))
+					w->rxq[w->n_rxq++] = (struct sp_rxq){
+						.port = port,
+						.queue = (uint16_t)(sp.hw_rss ? i : 0),
+						.iface = sp.port_iface[port] ==
+								 SP_IFACE_TRUNK ?
+							SP_IFACE_TRUNK : (uint16_t)f,
+					};
 				if (tx_buffer(w, &w->tx[f], port,
 					      (uint16_t)(sp.hw_rss ? i : 0)) < 0)
 					return sp_fail(err, errlen,
@@ -341,8 +351,10 @@ port_setup(const struct sp_iface *ifc, char *err, size_t errlen)
 int
 sp_setup_ports(char *err, size_t errlen)
 {
+	sp_vlan_setup();
 	for (unsigned i = 0; i < sp.n_ifaces; i++)
-		if (port_setup(&sp.ifaces[i], err, errlen) < 0)
+		if (sp_port_first_iface(i) &&
+		    port_setup(&sp.ifaces[i], err, errlen) < 0)
 			return -1;
 	return 0;
 }
@@ -351,6 +363,8 @@ void
 sp_teardown(void)
 {
 	for (unsigned i = 0; i < sp.n_ifaces; i++) {
+		if (!sp_port_first_iface(i))
+			continue;
 		rte_eth_dev_stop(sp.ifaces[i].port);
 		rte_eth_dev_close(sp.ifaces[i].port);
 	}

@@ -66,6 +66,8 @@ struct sp_iface {
 	uint8_t has_addr;
 	uint8_t plen;
 	uint16_t mtu;                   /* largest IPv4 packet sent */
+	uint16_t vlan;                  /* 802.1Q VID, 0: untagged */
+	uint8_t slow_path;              /* frames are a switch's misses */
 	uint32_t addr;                  /* host order */
 	rte_be32_t addr_be;
 	struct rte_ether_addr mac;
@@ -155,10 +157,13 @@ struct sp_msg {
 	uint16_t pad2;
 };
 
+/* sp_app.port_iface[] and sp_rxq.iface of a port with sub-interfaces */
+#define SP_IFACE_TRUNK 0x7fff
+
 struct sp_rxq {
 	uint16_t port;
 	uint16_t queue;
-	uint16_t iface;
+	uint16_t iface;                 /* or SP_IFACE_TRUNK */
 };
 
 /* A worker's output to one interface. */
@@ -215,6 +220,8 @@ struct sp_app {
 	/* configuration */
 	struct sp_iface ifaces[SP_MAX_IFACES];
 	unsigned n_ifaces;
+	/* a port's interface, SP_IFACE_TRUNK when it has 802.1Q
+	 * sub-interfaces (the VID picks one per packet), -1 for none */
 	int16_t port_iface[RTE_MAX_ETHPORTS];
 	struct sp_route routes[SP_MAX_ROUTES];
 	unsigned n_routes;
@@ -260,6 +267,7 @@ struct sp_mbuf_meta {
 	rte_be16_t hp_src_port;         /* ... and port (ICMP: identifier) */
 	rte_be16_t frag_sport;          /* SP_META_FRAG: the datagram's ports, */
 	rte_be16_t frag_dport;          /* from the worker that saw its first */
+	uint16_t iface;                 /* the interface it arrived on */
 };
 
 #define SP_META_HANDED 0x1              /* passed between workers once */
@@ -278,6 +286,13 @@ sp_meta(struct rte_mbuf *m)
 	return &sp_mbuf_meta(m)->flags;
 }
 
+/* The interface m arrived on (an 802.1Q sub-interface's, not its port's). */
+static inline uint16_t
+sp_in_iface(struct rte_mbuf *m)
+{
+	return sp_mbuf_meta(m)->iface;
+}
+
 static inline uint32_t
 sp_now_ms(void)
 {
@@ -288,6 +303,17 @@ static inline const struct sp_runtime *
 sp_runtime_get(void)
 {
 	return __atomic_load_n(&sp.rt, __ATOMIC_ACQUIRE);
+}
+
+/* Whether interface i is the first on its DPDK port (which is set up,
+ * polled and closed once, for all its 802.1Q sub-interfaces). */
+static inline bool
+sp_port_first_iface(unsigned i)
+{
+	for (unsigned j = 0; j < i; j++)
+		if (sp.ifaces[j].port == sp.ifaces[i].port)
+			return false;
+	return true;
 }
 
 /* Whether a host-order address is NAT-owned (binary search). Every packet

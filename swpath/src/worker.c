@@ -42,10 +42,38 @@ drain_ctl_ring(struct sp_worker *w)
 					       SP_BURST, NULL);
 
 	for (unsigned j = 0; j < n; j++) {
-		int16_t iface = sp.port_iface[pkts[j]->port];
-
 		SP_INC(w, arp_requests);
-		sp_tx(w, (uint16_t)iface, pkts[j]);
+		sp_tx(w, sp_in_iface(pkts[j]), pkts[j]);
+	}
+}
+
+static void
+input(struct sp_worker *w, struct rte_mbuf **pkts, uint16_t n, uint16_t iface,
+      bool spread, const struct sp_runtime *rt)
+{
+	if (spread)
+		sp_dispatch_burst(w, pkts, n, iface, rt);
+	else
+		sp_process_burst(w, pkts, n, iface,
+				 sp.ifaces[iface].zone == SP_ZONE_OUTSIDE, rt);
+}
+
+/* A port with 802.1Q sub-interfaces: untag, then runs of one interface. */
+static void
+trunk_input(struct sp_worker *w, struct rte_mbuf **pkts, uint16_t n,
+	    bool spread, const struct sp_runtime *rt)
+{
+	uint16_t start = 0;
+
+	n = sp_vlan_demux(w, pkts, n);
+	while (start < n) {
+		uint16_t iface = sp_in_iface(pkts[start]);
+		uint16_t end = start + 1;
+
+		while (end < n && sp_in_iface(pkts[end]) == iface)
+			end++;
+		input(w, &pkts[start], end - start, iface, spread, rt);
+		start = end;
 	}
 }
 
@@ -78,16 +106,17 @@ sp_worker_main(void *arg)
 			if (n == 0)
 				continue;
 			SP_ADD(w, rx, n);
-			for (unsigned j = 0; j < n; j++)
-				*sp_meta(pkts[j]) = 0;
-			if (spread)
-				sp_dispatch_burst(w, pkts, (uint16_t)n, q->iface,
-						  rt);
-			else
-				sp_process_burst(w, pkts, (uint16_t)n, q->iface,
-						 sp.ifaces[q->iface].zone ==
-							 SP_ZONE_OUTSIDE,
-						 rt);
+			if (unlikely(q->iface == SP_IFACE_TRUNK)) {
+				trunk_input(w, pkts, (uint16_t)n, spread, rt);
+				continue;
+			}
+			for (unsigned j = 0; j < n; j++) {
+				struct sp_mbuf_meta *meta = sp_mbuf_meta(pkts[j]);
+
+				meta->flags = 0;
+				meta->iface = q->iface;
+			}
+			input(w, pkts, (uint16_t)n, q->iface, spread, rt);
 		}
 		n = rte_ring_sc_dequeue_burst(w->in_ring, (void **)pkts,
 					      SP_BURST, NULL);

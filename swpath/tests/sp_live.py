@@ -86,21 +86,25 @@ def remove_links() -> None:
 
 
 class Nat:
-    def __init__(self, app: str, tmp: Path) -> None:
+    """A quicknat-swpath process on af_packet over devices (DPDK ports 0, 1, ...)."""
+
+    def __init__(
+        self, app: str, tmp: Path, commands: str = COMMANDS, devices: tuple[str, ...] = (IN, OUT)
+    ) -> None:
         self.tmp = tmp
         self.sock = tmp / "swpath.sock"
         self.events = tmp / "events.log"
-        (tmp / "cmds.txt").write_text(COMMANDS + f"logging events file file {self.events}\n")
+        (tmp / "cmds.txt").write_text(commands + f"logging events file file {self.events}\n")
         self.prefix = f"quicknat-live-{os.getpid()}"
         # systemd's readiness protocol, received as systemd would (case_systemd_notify)
         self.notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         self.notify.bind(str(tmp / "notify.sock"))
+        vdevs = [
+            w for i, dev in enumerate(devices) for w in ("--vdev", f"net_af_packet{i},iface={dev}")
+        ]
         argv = [
             app,
-            "--vdev",
-            f"net_af_packet0,iface={IN}",
-            "--vdev",
-            f"net_af_packet1,iface={OUT}",
+            *vdevs,
             "--file-prefix",
             self.prefix,
             "--no-shconf",

@@ -64,6 +64,19 @@ test_interface(void **state)
 	assert_int_equal(c.u.iface.mtu, 9000);
 	parse_err("interface out0 zone outside port 2 mtu 575", "mtu 575: must be 576..9216");
 	parse_err("interface out0 zone outside port 2 mtu 9217", "576..9216");
+	/* 802.1Q sub-interfaces; a slow-path link (offload mode) is one */
+	assert_int_equal(c.u.iface.vlan, 0);
+	assert_false(c.u.iface.slow_path);
+	c = parse_ok("interface sp1 zone inside port 0 vlan 1 slow_path true");
+	assert_int_equal(c.u.iface.vlan, 1);
+	assert_true(c.u.iface.slow_path);
+	c = parse_ok("interface t9 zone outside port 0 vlan 4094 slow_path false");
+	assert_int_equal(c.u.iface.vlan, 4094);
+	assert_false(c.u.iface.slow_path);
+	parse_err("interface t0 zone inside port 0 vlan 0", "vlan 0: must be 1..4094");
+	parse_err("interface t0 zone inside port 0 vlan 4095", "1..4094");
+	parse_err("interface t0 zone inside port 0 slow_path yes", "slow_path yes: must be true or false");
+	parse_err("interface t0 zone inside port 0 slow_path true", "slow_path needs a vlan");
 }
 
 static void

@@ -62,6 +62,10 @@ def config_commands(config: Config) -> list[str]:
             line += f" mac {interface.mac}"
         if interface.mtu != DEFAULT_MTU:
             line += f" mtu {interface.mtu}"
+        if interface.vlan is not None:
+            line += f" vlan {interface.vlan}"
+        if interface.slow_path:
+            line += " slow_path true"
         lines.append(line)
     for route in config.routes:
         line = f"route {route.prefix} dev {route.interface}"

@@ -54,6 +54,12 @@ class Interface:
     """Largest IPv4 packet (header included) sent on this link. Bigger ones are
     dropped, never fragmented; with DF set the sender gets an ICMP
     fragmentation-needed carrying this value (RFC 1191)."""
+    vlan: int | None = None
+    """802.1Q VID of a sub-interface of ``port`` (swpath); None: untagged."""
+    slow_path: bool = False
+    """swpath's link to a P4 switch in offload mode (docs/offload.md): frames are
+    the switch's misses, tagged with their zone (``vlan`` 1 inside, 2 outside)
+    and sent to the switch's own MACs, so their destination MAC is not checked."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -183,14 +183,16 @@ class _Parser:
 
     def interfaces(self) -> tuple[Interface, ...]:
         result: list[Interface] = []
-        ports: dict[int, str] = {}
+        # (port, vlan) -> interface: a port has one untagged interface and any
+        # number of 802.1Q sub-interfaces, one per VID
+        ports: dict[tuple[int, int | None], str] = {}
         entries = _entries(self.p, self.data, "interface")
         for index, entry in enumerate(entries, 1):
             r = TableReader(
                 self.p,
                 f"interface {index}",
                 entry,
-                ("name", "zone", "port", "address", "mac", "mtu"),
+                ("name", "zone", "port", "address", "mac", "mtu", "vlan", "slow_path"),
             )
             name = r.get("name", values.name, required=True)
             zone = r.get("zone", _enum(Zone), required=True)
@@ -198,18 +200,29 @@ class _Parser:
             address = r.get("address", values.interface_address)
             mac = r.get("mac", values.mac)
             mtu = r.get("mtu", lambda v: values.integer(v, MTU_MIN, MTU_MAX))
-            if r.has("mtu") and mtu is None:
+            # 0 is priority tagging and 4095 reserved (IEEE 802.1Q)
+            vlan = r.get("vlan", lambda v: values.integer(v, 1, 4094))
+            slow_path = r.get("slow_path", values.boolean) or False
+            if (r.has("mtu") and mtu is None) or (r.has("vlan") and vlan is None):
                 continue
             if name is not None and any(i.name == name for i in result):
                 r.error(f"name {name}: already used by another interface")
                 continue
-            if port is not None and port in ports:
-                r.error(f"port {port}: already used by interface {ports[port]}")
+            if slow_path and vlan is None:
+                r.error(
+                    "slow_path: needs a vlan (the switch tags what it sends with the zone: "
+                    "vlan = 1 inside, 2 outside)"
+                )
+            if port is not None and (port, vlan) in ports:
+                what = f"port {port}" if vlan is None else f"vlan {vlan} of port {port}"
+                r.error(f"{what}: already used by interface {ports[port, vlan]}")
             if name is None or zone is None:
                 continue
             if port is not None:
-                ports[port] = name
-            result.append(Interface(name, zone, port, address, mac, mtu or DEFAULT_MTU))
+                ports[port, vlan] = name
+            result.append(
+                Interface(name, zone, port, address, mac, mtu or DEFAULT_MTU, vlan, slow_path)
+            )
         zones = {interface.zone for interface in result}
         if not self.p.errors and zones != {Zone.INSIDE, Zone.OUTSIDE}:
             self.p.error("interfaces", "need at least one inside and one outside interface")

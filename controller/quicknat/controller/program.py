@@ -141,6 +141,11 @@ class ConfigMismatch(ValueError):
 def _ported(interface: Interface) -> int:
     if interface.port is None:
         raise ConfigMismatch(f"interface {interface.name}: the P4 path needs its 'port'")
+    if interface.vlan is not None or interface.slow_path:
+        raise ConfigMismatch(
+            f"interface {interface.name}: 'vlan' and 'slow_path' are swpath's (a slow-path "
+            "instance's sub-interfaces); the switch's ports are untagged"
+        )
     return interface.port
 
 

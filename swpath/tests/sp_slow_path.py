@@ -1,0 +1,295 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Live tests of quicknat-swpath as a slow-path instance (offload mode): one
+veth pair, DPDK (net_af_packet, two workers, software RSS) on one end, and on
+the other scapy playing the P4 switch as p4src/README.md specifies it.
+
+The switch sends each miss as it arrived, tagged 802.1Q with the zone it
+arrived from (VID 1 inside, 2 outside) and addressed to the switch's own MACs;
+swpath must see the two zones as two sub-interfaces of the one port, translate
+as it does on two ports, and send back tagged with the zone the packet leaves
+to, addressed to the switch's slow-path port (a static neighbour).
+
+Run as root: sp_slow_path.py --app PATH/quicknat-swpath. Ends with
+"N passed, M failed" (skipped without root or veth support).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Callable
+from ipaddress import ip_address, ip_network
+from pathlib import Path
+
+from scapy.layers.inet import IP, UDP
+from scapy.layers.l2 import Dot1Q, Ether
+from scapy.packet import Packet, Raw
+from scapy.sendrecv import AsyncSniffer, sendp
+from sp_live import Nat, eq, sh
+
+TAG = f"s{os.getpid() % 100000}"
+SLOW, SWITCH = f"{TAG}p", f"{TAG}sw"  # swpath's port, the switch's port
+ZONE_INSIDE, ZONE_OUTSIDE = 1, 2  # the VIDs: p4src/include/header.p4 ZONE_*
+# The switch's router MACs on its inside and outside ports (what hosts and the
+# gateway address), and on its slow-path port (swpath's next hop both ways).
+SWITCH_IN_MAC, SWITCH_OUT_MAC, SWITCH_SP_MAC = (
+    "02:00:00:00:00:01",
+    "02:00:00:00:00:02",
+    "02:00:00:00:00:0f",
+)
+SP_IN_MAC, SP_OUT_MAC = "02:00:00:00:0a:01", "02:00:00:00:0a:02"
+GATEWAY_MAC = "02:00:00:00:00:fe"
+POOL = ip_network("203.0.113.0/29")
+HOSTS = [f"10.0.0.{i}" for i in range(10, 26)]
+REMOTE = "198.51.100.10"
+
+
+def host_mac(ip: str) -> str:
+    return f"02:00:00:00:10:{int(ip.rsplit('.', 1)[1]):02x}"
+
+
+COMMANDS = (
+    f"interface inside zone inside port 0 vlan {ZONE_INSIDE} slow_path true"
+    f" address 192.0.2.1/30 mac {SP_IN_MAC}\n"
+    f"interface outside zone outside port 0 vlan {ZONE_OUTSIDE} slow_path true"
+    f" address 192.0.2.5/30 mac {SP_OUT_MAC}\n"
+    "route 10.0.0.0/8 dev inside via 192.0.2.2\n"
+    "route 0.0.0.0/0 dev outside via 192.0.2.6\n"
+    f"neighbor 192.0.2.2 mac {SWITCH_SP_MAC} dev inside\n"
+    f"neighbor 192.0.2.6 mac {SWITCH_SP_MAC} dev outside\n"
+    f"pool public ports 1024-65535 addresses {POOL}\n"
+    "rule add id 1 type snat prefix 10.0.0.0/24 protocol any pool public\n"
+    # endpoint-independent for UDP: case_hairpin sends to another host's mapping
+    "filtering udp endpoint-independent tcp address-dependent icmp address-dependent\n"
+)
+
+
+def make_link() -> None:
+    sh("ip", "link", "add", SLOW, "type", "veth", "peer", "name", SWITCH)
+    for dev in (SLOW, SWITCH):
+        subprocess.run(
+            ["sysctl", "-q", "-w", f"net.ipv6.conf.{dev}.disable_ipv6=1"], capture_output=True
+        )
+        # tags stay in the frames both ways (no VLAN offload into metadata)
+        offloads = ["rxvlan", "off", "txvlan", "off"]
+        subprocess.run(["ethtool", "-K", dev, *offloads], capture_output=True)
+        sh("ip", "link", "set", dev, "up")
+
+
+def remove_link() -> None:
+    subprocess.run(["ip", "link", "del", SLOW], capture_output=True)
+
+
+def from_switch(vid: int, dst_mac: str, src_mac: str, pkt: Packet) -> Packet:
+    """A miss as the switch sends it: as it arrived, tagged with its zone."""
+    return Ether(src=src_mac, dst=dst_mac) / Dot1Q(vlan=vid) / pkt
+
+
+def exchange(pkts: list[Packet], want: int, timeout: float = 3.0) -> list[Packet]:
+    """Sends pkts as the switch; returns the frames swpath sends back."""
+    sniffer = AsyncSniffer(
+        iface=SWITCH,
+        store=True,
+        lfilter=lambda p: p[Ether].src in (SP_IN_MAC, SP_OUT_MAC),
+    )
+    sniffer.start()
+    time.sleep(0.3)
+    sendp(pkts, iface=SWITCH)
+    deadline = time.time() + timeout
+    while time.time() < deadline and len(sniffer.results or []) < want:
+        time.sleep(0.05)
+    time.sleep(0.2)
+    return list(sniffer.stop() or [])
+
+
+def checksums_hold(p: Packet) -> bool:
+    """The IPv4 and UDP checksums swpath wrote are the ones scapy computes."""
+    ip = p[IP]
+    fresh = IP(bytes(ip.copy()))
+    del ip.chksum
+    del ip[UDP].chksum
+    again = IP(bytes(ip))
+    return (fresh.chksum, fresh[UDP].chksum) == (again.chksum, again[UDP].chksum)
+
+
+MAPPINGS: dict[str, tuple[str, int]] = {}
+
+
+def case_inside_misses_leave_tagged_outside(nat: Nat) -> None:
+    got = exchange(
+        [
+            from_switch(
+                ZONE_INSIDE,
+                SWITCH_IN_MAC,
+                host_mac(h),
+                IP(src=h, dst=REMOTE, ttl=64) / UDP(sport=5000 + i, dport=53) / Raw(h.encode()),
+            )
+            for i, h in enumerate(HOSTS)
+        ],
+        len(HOSTS),
+    )
+    eq(len(got), len(HOSTS), "translated")
+    for p in got:
+        assert Dot1Q in p, p.summary()
+        eq(p[Dot1Q].vlan, ZONE_OUTSIDE, "VID: the zone it leaves to")
+        eq((p[Ether].src, p[Ether].dst), (SP_OUT_MAC, SWITCH_SP_MAC), "MACs")
+        eq((p[IP].dst, p[UDP].dport, p[IP].ttl), (REMOTE, 53, 63))
+        assert ip_address(p[IP].src) in POOL, p[IP].src
+        assert checksums_hold(p), p.summary()
+        MAPPINGS[bytes(p[UDP].payload).decode()] = (p[IP].src, p[UDP].sport)
+    eq(len(MAPPINGS), len(HOSTS), "one mapping per host")
+
+
+def case_replies_come_back_tagged_inside(nat: Nat) -> None:
+    got = exchange(
+        [
+            from_switch(
+                ZONE_OUTSIDE,
+                SWITCH_OUT_MAC,
+                GATEWAY_MAC,
+                IP(src=REMOTE, dst=ext, ttl=60) / UDP(sport=53, dport=port) / Raw(h.encode()),
+            )
+            for h, (ext, port) in MAPPINGS.items()
+        ],
+        len(MAPPINGS),
+    )
+    eq(len(got), len(MAPPINGS), "replies")
+    for p in got:
+        h = bytes(p[UDP].payload).decode()
+        eq(p[Dot1Q].vlan, ZONE_INSIDE, "VID")
+        eq((p[Ether].src, p[Ether].dst), (SP_IN_MAC, SWITCH_SP_MAC), "MACs")
+        eq((p[IP].src, p[IP].dst, p[UDP].dport, p[IP].ttl), (REMOTE, h, 5000 + HOSTS.index(h), 59))
+        assert checksums_hold(p), p.summary()
+    stats = nat.stats()
+    eq((stats["workers"], stats["dispatch"]), (2, "software"))
+    assert all(lc["sessions"] > 0 for lc in stats["lcores"]), stats["lcores"]
+    c = stats["counters"]
+    eq((c["in2out"], c["out2in"]), (len(HOSTS), len(HOSTS)), "translated")
+    eq(c["handoff"], 0, "each flow on one worker both ways")
+
+
+def case_hairpin_between_two_hosts(nat: Nat) -> None:
+    a, b = HOSTS[0], HOSTS[1]
+    ext_b, port_b = MAPPINGS[b]
+    got = exchange(
+        [
+            from_switch(
+                ZONE_INSIDE,
+                SWITCH_IN_MAC,
+                host_mac(a),
+                IP(src=a, dst=ext_b, ttl=64) / UDP(sport=5000, dport=port_b) / Raw(b"hp"),
+            )
+        ],
+        1,
+    )
+    eq(len(got), 1, "hairpinned")
+    p = got[0]
+    # back into the inside zone, from a's external endpoint (RFC 4787 REQ-9)
+    eq(p[Dot1Q].vlan, ZONE_INSIDE, "VID")
+    eq((p[IP].dst, p[UDP].dport), (b, 5000 + HOSTS.index(b)))
+    eq((p[IP].src, p[UDP].sport), MAPPINGS[a], "source: a's mapping")
+    eq(nat.stats()["counters"]["hairpin"], 1)
+
+
+def case_bad_tags_dropped_and_counted(nat: Nat) -> None:
+    before = nat.stats()["counters"]
+    pkt = IP(src=HOSTS[2], dst=REMOTE) / UDP(sport=6000, dport=53)
+    got = exchange(
+        [
+            Ether(src=host_mac(HOSTS[2]), dst=SWITCH_IN_MAC) / pkt,  # no tag
+            from_switch(7, SWITCH_IN_MAC, host_mac(HOSTS[2]), pkt),  # no such VID
+            from_switch(3, SWITCH_IN_MAC, host_mac(HOSTS[2]), pkt),  # the slow path's own zone
+        ],
+        0,
+        timeout=1.0,
+    )
+    eq(got, [], "nothing sent")
+    after = nat.stats()["counters"]
+    eq(after["drop_slow_path_tag"] - before.get("drop_slow_path_tag", 0), 3, "drop_slow_path_tag")
+    eq(after["in2out"], before["in2out"], "in2out")
+
+
+def case_not_slow_path_checks_the_mac(nat: Nat) -> None:
+    """What makes a slow-path link one: on it, frames to other MACs are the
+    switch's misses (above). The same frame to swpath's own MAC works too."""
+    got = exchange(
+        [
+            from_switch(
+                ZONE_INSIDE,
+                SP_IN_MAC,
+                host_mac(HOSTS[3]),
+                IP(src=HOSTS[3], dst=REMOTE) / UDP(sport=5003, dport=53) / Raw(b"own"),
+            )
+        ],
+        1,
+    )
+    eq(len(got), 1, "translated")
+    eq(got[0][UDP].sport, MAPPINGS[HOSTS[3]][1], "the host's mapping again")
+
+
+CASES: list[Callable[[Nat], None]] = [
+    case_inside_misses_leave_tagged_outside,
+    case_replies_come_back_tagged_inside,
+    case_hairpin_between_two_hosts,
+    case_bad_tags_dropped_and_counted,
+    case_not_slow_path_checks_the_mac,
+]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--app", required=True)
+    args = parser.parse_args()
+    if os.geteuid() != 0:
+        print("sp_slow_path: skipped: needs root")
+        print("0 passed, 0 failed, 1 skipped")
+        return 0
+    try:
+        make_link()
+    except subprocess.CalledProcessError as exc:
+        remove_link()
+        print(f"sp_slow_path: skipped: cannot create a veth pair ({exc.stderr.decode().strip()})")
+        print("0 passed, 0 failed, 1 skipped")
+        return 0
+    passed = failed = 0
+    nat = None
+    try:
+        with tempfile.TemporaryDirectory(prefix="sp-slow-path-") as tmp:
+            nat = Nat(args.app, Path(tmp), commands=COMMANDS, devices=(SLOW,))
+            for fn in CASES:
+                try:
+                    fn(nat)
+                except Exception as exc:
+                    failed += 1
+                    print(f"FAIL {fn.__name__}: {exc}")
+                    if not isinstance(exc, AssertionError):
+                        traceback.print_exc()
+                    continue
+                passed += 1
+                print(f"ok   {fn.__name__}")
+            rc = nat.stop()
+            if rc == 0:
+                passed += 1
+                print("ok   clean_exit")
+            else:
+                failed += 1
+                print(f"FAIL clean_exit: status {rc}")
+    except Exception as exc:
+        failed += 1
+        print(f"FAIL setup: {exc}")
+    finally:
+        if nat is not None:
+            nat.stop()
+        remove_link()
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
