@@ -969,7 +969,14 @@ sp_cmd_parse(const char *line, struct sp_cmd *cmd, char *err, size_t errlen)
 		cmd->verb = SP_CMD_SESSIONS;
 		return parse_sessions(&words, &cmd->u.sessions, err, errlen);
 	}
+	if (strcmp(verb, "subscribe") == 0) {
+		cmd->verb = SP_CMD_SUBSCRIBE;
+		if (words.n != 2 || strcmp(words.w[1], "sessions") != 0)
+			return sp_fail(err, errlen,
+				    "subscribe: what to? (subscribe sessions)");
+		return 0;
+	}
 	return sp_fail(err, errlen,
-		    "unknown command '%s' (interface, route, neighbor, pool, rule, timeouts, filtering, limits, icmp, logging, rules, sessions, stats)",
+		    "unknown command '%s' (interface, route, neighbor, pool, rule, timeouts, filtering, limits, icmp, logging, rules, sessions, stats, subscribe)",
 		    verb);
 }

@@ -77,6 +77,7 @@ enum sp_verb {
 	SP_CMD_RULES,
 	SP_CMD_SESSIONS,
 	SP_CMD_STATS,
+	SP_CMD_SUBSCRIBE,       /* subscribe sessions: the event stream */
 };
 
 enum sp_rule_target {

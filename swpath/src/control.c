@@ -544,6 +544,10 @@ sp_apply(const struct sp_cmd *cmd, struct sp_buf *out, char *err,
 			return sp_fail(err, errlen, "stats: only at run time");
 		sp_format_stats_json(out);
 		return 0;
+	case SP_CMD_SUBSCRIBE:
+		/* the connection becomes the stream (ctl_socket.c) */
+		return sp_fail(err, errlen,
+			    "subscribe: only on the control socket, at run time");
 	}
 	return sp_fail(err, errlen, "unknown command");
 }

@@ -28,6 +28,7 @@
 	X(mappings_created, "endpoint-independent mappings created") \
 	X(mappings_freed, "mappings freed with their last session") \
 	X(events_dropped, "mapping events not logged: the worker's event ring was full") \
+	X(stream_dropped, "session events not streamed to subscribers: the worker's stream ring was full") \
 	X(arp_replies, "ARP replies sent for our and NAT-owned addresses") \
 	X(arp_requests, "ARP requests sent to resolve next hops") \
 	X(arp_learned, "ARP packets passed to the neighbour table") \

@@ -5,8 +5,14 @@
  * parser and sp_apply, as the --commands file does. `sessions` and `stats`
  * answer one JSON document and close (the controller's status-socket form);
  * other commands answer result lines and `ok` or `error: MESSAGE`.
+ * `subscribe sessions` turns the connection into the session event stream
+ * (session_stream.h): from then on it only receives JSON lines, written
+ * without blocking from its own buffer; a subscriber that falls more than
+ * SP_STREAM_BACKLOG bytes behind is cut off (it resubscribes and gets a
+ * fresh snapshot) rather than stalling the control thread.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <poll.h>
 #include <stdio.h>
@@ -19,15 +25,22 @@
 
 #include "control.h"
 #include "events.h"
+#include "format.h"
+#include "log.h"
+#include "session_stream.h"
 #include "sp.h"
 
 #define SP_MAX_CLIENTS 8
 #define SP_CLIENT_BUF 4096
+/* ~100 k lines: a subscriber this far behind is not keeping up */
+#define SP_STREAM_BACKLOG (16u << 20)
 
 struct client {
 	int fd;
+	bool subscriber;
 	size_t len;
 	char buf[SP_CLIENT_BUF];
+	struct sp_buf out;              /* a subscriber's unsent lines */
 };
 
 static int listen_fd = -1;
@@ -107,9 +120,53 @@ sp_control_listen(const char *path, char *err, size_t errlen)
 static void
 client_close(struct client *c)
 {
+	if (c->subscriber)
+		sp_stream_unsubscribe();
+	c->subscriber = false;
+	sp_buf_free(&c->out);
 	close(c->fd);
 	c->fd = -1;
 	c->len = 0;
+}
+
+/* Sends what the subscriber's buffer holds, as much as the socket takes. */
+static void
+stream_flush(struct client *c)
+{
+	size_t sent = 0;
+
+	while (sent < c->out.len) {
+		ssize_t n = send(c->fd, c->out.p + sent, c->out.len - sent,
+				 MSG_DONTWAIT | MSG_NOSIGNAL);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			break;
+		if (n <= 0) {
+			client_close(c);
+			return;
+		}
+		sent += (size_t)n;
+	}
+	memmove(c->out.p, c->out.p + sent, c->out.len - sent);
+	c->out.len -= sent;
+	if (c->out.len > SP_STREAM_BACKLOG) {
+		sp_log("warning", "control socket: a session subscriber is %zu bytes behind; disconnected (it resubscribes for a new snapshot)",
+		       c->out.len);
+		client_close(c);
+	}
+}
+
+static void
+stream_start(struct client *c)
+{
+	int flags = fcntl(c->fd, F_GETFL);
+
+	fcntl(c->fd, F_SETFL, flags | O_NONBLOCK);
+	c->subscriber = true;
+	sp_stream_subscribe(&c->out);
+	stream_flush(c);
 }
 
 static void
@@ -143,9 +200,15 @@ client_line(struct client *c, const char *line)
 	bool json;
 	int rc;
 
+	if (c->subscriber)
+		return false; /* a stream takes no commands; EOF ends it */
 	rc = sp_cmd_parse(line, &cmd, err, sizeof(err));
 	if (rc == 0 && cmd.verb == SP_CMD_NONE)
 		return false;
+	if (rc == 0 && cmd.verb == SP_CMD_SUBSCRIBE && sp.running) {
+		stream_start(c);
+		return false;
+	}
 	/* a status command answers JSON, its errors too (cmd is zeroed first,
 	 * and the verb is set before its arguments are read) */
 	json = sp_verb_is_json(cmd.verb);
@@ -209,6 +272,8 @@ client_read(struct client *c)
 			client_close(c);
 			return;
 		}
+		if (c->fd < 0)
+			return;
 		memmove(c->buf, c->buf + used, c->len - used);
 		c->len -= used;
 	}
@@ -240,7 +305,28 @@ accept_clients(void)
 		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 		clients[i].fd = fd;
 		clients[i].len = 0;
+		clients[i].subscriber = false;
 	}
+}
+
+/* The workers' session records, to every subscriber (one format, copies). */
+static void
+stream_drain(void)
+{
+	struct sp_buf lines = { 0 };
+
+	if (__atomic_load_n(&sp_stream_subscribers, __ATOMIC_RELAXED) == 0)
+		return;
+	if (sp_stream_drain(&lines) > 0 || lines.len > 0)
+		for (unsigned i = 0; i < SP_MAX_CLIENTS; i++) {
+			struct client *c = &clients[i];
+
+			if (c->fd < 0 || !c->subscriber)
+				continue;
+			sp_buf_printf(&c->out, "%.*s", (int)lines.len, lines.p);
+			stream_flush(c);
+		}
+	sp_buf_free(&lines);
 }
 
 void
@@ -252,6 +338,7 @@ sp_control_poll(int timeout_ms)
 
 	sp_neigh_messages();
 	sp_events_drain();
+	stream_drain();
 	sp_rcu_reclaim(false);
 	if (listen_fd < 0) {
 		if (timeout_ms > 0)
@@ -265,14 +352,19 @@ sp_control_poll(int timeout_ms)
 		if (clients[i].fd < 0)
 			continue;
 		pfd[n].fd = clients[i].fd;
-		pfd[n].events = POLLIN;
+		pfd[n].events = POLLIN |
+				(clients[i].out.len > 0 ? POLLOUT : 0);
 		who[n++] = &clients[i];
 	}
 	if (poll(pfd, n, timeout_ms) <= 0)
 		return;
-	for (nfds_t i = 1; i < n; i++)
-		if (pfd[i].revents & (POLLIN | POLLHUP | POLLERR))
+	for (nfds_t i = 1; i < n; i++) {
+		if ((pfd[i].revents & POLLOUT) && who[i]->fd >= 0)
+			stream_flush(who[i]);
+		if ((pfd[i].revents & (POLLIN | POLLHUP | POLLERR)) &&
+		    who[i]->fd >= 0)
 			client_read(who[i]);
+	}
 	if (pfd[0].revents & POLLIN)
 		accept_clients();
 }

@@ -137,7 +137,11 @@ sp_translate(struct sp_worker *w, struct rte_mbuf *m, struct sp_pkt *p,
 	if (likely(!(p->tcp_flags & RTE_TCP_RST_FLAG)))
 		s->last_seen = w->now;
 	if (p->proto == IPPROTO_TCP) {
+		uint8_t before = s->tcp;
+
 		sp_nat_tcp_track(s, dir, p->tcp_flags);
+		if (unlikely(s->tcp != before))
+			sp_nat_tcp_changed(&w->nat, sidx, before, w->now);
 		/* closing: due sooner than the wheel has it */
 		if (unlikely(p->tcp_flags &
 			     (RTE_TCP_FIN_FLAG | RTE_TCP_RST_FLAG)))

@@ -74,11 +74,10 @@ sp_buf_free(struct sp_buf *b)
 	memset(b, 0, sizeof(*b));
 }
 
-static const char *const origin_names[] = { "snat", "inbound", "dnat" };
+const char *const sp_origin_names[] = { "snat", "inbound", "dnat" };
 
-/* A consistent copy of a live session slot, or 0. */
-static int
-session_copy(const struct sp_session *s, struct sp_session *out)
+int
+sp_session_copy(const struct sp_session *s, struct sp_session *out)
 {
 	for (int attempt = 0; attempt < 4; attempt++) {
 		uint32_t a = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
@@ -93,21 +92,21 @@ session_copy(const struct sp_session *s, struct sp_session *out)
 	return 0;
 }
 
+const char *const sp_tcp_phase_names[] = {
+	[SP_TCP_OPENING] = "opening", [SP_TCP_ESTABLISHED] = "established",
+	[SP_TCP_CLOSING] = "closing", [SP_TCP_RESET] = "reset",
+};
+
 static const char *
 tcp_state(const struct sp_session *s)
 {
-	if (s->proto != IPPROTO_TCP)
-		return NULL;
-	if (s->tcp & SP_TCP_RST)
-		return "reset";
-	if (s->tcp & (SP_TCP_FIN_I2O | SP_TCP_FIN_O2I))
-		return "closing";
-	return sp_nat_tcp_established(s) ? "established" : "opening";
+	return s->proto == IPPROTO_TCP ? sp_tcp_phase_names[sp_nat_tcp_phase(s)] :
+					 NULL;
 }
 
-static void
-endpoint(struct sp_buf *b, const char *name, rte_be32_t addr,
-	 rte_be16_t port)
+void
+sp_format_endpoint(struct sp_buf *b, const char *name, rte_be32_t addr,
+		   rte_be16_t port)
 {
 	char ip[16];
 
@@ -134,20 +133,20 @@ sp_format_sessions_json(struct sp_buf *b, const struct sp_session_filter *f,
 
 			if (limit != 0 && n >= limit)
 				break;
-			if (!session_copy(&nat->sessions[i], &s) ||
+			if (!sp_session_copy(&nat->sessions[i], &s) ||
 			    !sp_session_matches(&s, f))
 				continue;
 			sp_buf_printf(b, "%s\n {\"id\": %u, \"protocol\": %u, "
 				      "\"origin\": \"%s\", \"rule\": %u, ",
 				      n ? "," : "", s.id,
 				      s.proto,
-				      origin_names[s.origin < 3 ? s.origin : 0],
+				      sp_origin_names[s.origin < 3 ? s.origin : 0],
 				      s.rule_id);
-			endpoint(b, "internal", s.int_addr, s.int_port);
+			sp_format_endpoint(b, "internal", s.int_addr, s.int_port);
 			sp_buf_printf(b, ", ");
-			endpoint(b, "external", s.ext_addr, s.ext_port);
+			sp_format_endpoint(b, "external", s.ext_addr, s.ext_port);
 			sp_buf_printf(b, ", ");
-			endpoint(b, "remote", s.rem_addr, s.rem_port);
+			sp_format_endpoint(b, "remote", s.rem_addr, s.rem_port);
 			sp_buf_printf(b, ", \"age_s\": %.1f, \"idle_s\": %.1f, "
 				      "\"timeout_s\": %u, \"installed\": true, "
 				      "\"worker\": %u",

@@ -11,6 +11,7 @@
 #include <rte_malloc.h>
 
 #include "events.h"
+#include "session_stream.h"
 #include "qns.h"
 #include "sp.h"
 
@@ -298,6 +299,27 @@ sp_nat_tcp_established(const struct sp_session *s)
 	       ((t & syn) == syn || ((t & syn) == 0 && (t & seen) == seen));
 }
 
+enum sp_tcp_phase
+sp_nat_tcp_phase(const struct sp_session *s)
+{
+	if (s->tcp & SP_TCP_RST)
+		return SP_TCP_RESET;
+	if (s->tcp & (SP_TCP_FIN_I2O | SP_TCP_FIN_O2I))
+		return SP_TCP_CLOSING;
+	return sp_nat_tcp_established(s) ? SP_TCP_ESTABLISHED : SP_TCP_OPENING;
+}
+
+void
+sp_nat_tcp_changed(struct sp_nat *nat, uint32_t sidx, uint8_t before,
+		   uint32_t now)
+{
+	struct sp_session *s = &nat->sessions[sidx];
+	struct sp_session old = { .proto = s->proto, .tcp = before };
+
+	if (sp_nat_tcp_phase(&old) != sp_nat_tcp_phase(s))
+		sp_stream_push(nat, s, SP_STREAM_STATE, 0, now);
+}
+
 uint32_t
 sp_nat_timeout_ms(const struct sp_runtime *rt, const struct sp_session *s)
 {
@@ -388,6 +410,7 @@ session_open(struct sp_nat *nat, const struct sp_runtime *rt, uint8_t proto,
 	nat->cnt[SP_CNT_sessions_created]++;
 	wheel_insert(nat, idx, now + sp_nat_timeout_ms(rt, s));
 	seq_end(s);
+	sp_stream_push(nat, s, SP_STREAM_OPENED, 0, now);
 	*sidx = idx;
 	return SP_NAT_OK;
 }
@@ -472,6 +495,7 @@ sp_nat_delete(struct sp_nat *nat, const struct sp_session_filter *f,
 		if (s->proto == 0 || !sp_session_matches(s, f))
 			continue;
 		wheel_unlink(nat, i);
+		sp_stream_push(nat, s, SP_STREAM_CLOSED, SP_STREAM_DELETED, now);
 		sp_nat_remove(nat, i, now);
 		deleted++;
 	}
@@ -506,6 +530,8 @@ sp_nat_age(struct sp_nat *nat, const struct sp_runtime *rt, uint32_t now,
 		budget--;
 		expiry = s->last_seen + sp_nat_timeout_ms(rt, s);
 		if ((int32_t)(now - expiry) >= 0) {
+			sp_stream_push(nat, s, SP_STREAM_CLOSED,
+				       SP_STREAM_EXPIRED, now);
 			sp_nat_remove(nat, sidx, now);
 			nat->cnt[SP_CNT_sessions_expired]++;
 			expired++;

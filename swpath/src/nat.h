@@ -136,6 +136,7 @@ struct sp_nat {
 	uint32_t next_id;
 	uint64_t *cnt;                  /* the worker's counters */
 	struct rte_ring *events;        /* the worker's event_ring, or NULL */
+	struct rte_ring *stream;        /* session events (session_stream.h) */
 	uint32_t free_host;
 	struct sp_session *sessions;    /* [max_sessions] */
 	struct sp_mapping *mappings;    /* [max_sessions]: one per session at most */
@@ -250,6 +251,22 @@ uint32_t sp_nat_timeout_ms(const struct sp_runtime *rt,
 /* Updates the TCP state from a packet's flags in one direction. */
 static inline void
 sp_nat_tcp_track(struct sp_session *s, unsigned dir, uint8_t tcp_flags);
+
+/* A TCP session's phase as the sessions listing names it: opening,
+ * established, closing (a FIN seen), reset. */
+enum sp_tcp_phase {
+	SP_TCP_OPENING = 0,
+	SP_TCP_ESTABLISHED = 1,
+	SP_TCP_CLOSING = 2,
+	SP_TCP_RESET = 3,
+};
+
+enum sp_tcp_phase sp_nat_tcp_phase(const struct sp_session *s);
+
+/* After a segment changed s->tcp from `before`: a stream record when the
+ * phase changed (session_stream.h). Not per packet: only on a change. */
+void sp_nat_tcp_changed(struct sp_nat *nat, uint32_t sidx, uint8_t before,
+			uint32_t now);
 
 /*
  * Moves a session to the wheel slot of its current expiry: after a FIN or

@@ -21,6 +21,7 @@
 #include "log.h"
 #include "memory.h"
 #include "qns.h"
+#include "session_stream.h"
 #include "setup.h"
 #include "sp.h"
 #include "vlan.h"
@@ -251,7 +252,9 @@ sp_setup_workers(char *err, size_t errlen)
 			w->event_ring = sp_events_ring_create(i, socket);
 			w->nat.events = w->event_ring;
 		}
+		w->nat.stream = sp_stream_ring_create(i, socket);
 		if (w->in_ring == NULL || w->ctl_ring == NULL ||
+		    w->nat.stream == NULL ||
 		    (sp_events_enabled() && w->event_ring == NULL))
 			return sp_fail(err, errlen, "cannot create worker rings: %s",
 				    rte_strerror(rte_errno));
@@ -382,6 +385,7 @@ sp_teardown(void)
 		rte_ring_free(w->in_ring);
 		rte_ring_free(w->ctl_ring);
 		rte_ring_free(w->event_ring);
+		rte_ring_free(w->nat.stream);
 		rte_free(w);
 		sp.workers[i] = NULL;
 	}

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import socket
 import subprocess
 import sys
 import tempfile
@@ -27,7 +28,11 @@ from collections.abc import Callable
 from ipaddress import ip_address, ip_network
 from pathlib import Path
 
-from scapy.layers.inet import IP, UDP
+from quicknat.addr import format_ipv4
+from quicknat.controller.status import query
+from quicknat.nat.allocator import Endpoint
+from quicknat.offload.stream import SessionEvent, parse_event
+from scapy.layers.inet import IP, TCP, UDP
 from scapy.layers.l2 import Dot1Q, Ether
 from scapy.packet import Packet, Raw
 from scapy.sendrecv import AsyncSniffer, sendp
@@ -233,12 +238,178 @@ def case_not_slow_path_checks_the_mac(nat: Nat) -> None:
     eq(got[0][UDP].sport, MAPPINGS[HOSTS[3]][1], "the host's mapping again")
 
 
+class Stream:
+    """A `subscribe sessions` connection, read line by line (bounded waits)."""
+
+    def __init__(self, nat: Nat) -> None:
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(5)
+        self.sock.connect(str(nat.sock))
+        self.sock.sendall(b"subscribe sessions\n")
+        self.file = self.sock.makefile("rb")
+
+    def until(
+        self, done: Callable[[SessionEvent], bool], timeout: float = 5.0
+    ) -> list[SessionEvent]:
+        """Events up to and including the first that is done (AssertionError
+        after timeout)."""
+        events: list[SessionEvent] = []
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            self.sock.settimeout(max(0.05, deadline - time.monotonic()))
+            try:
+                line = self.file.readline()
+            except TimeoutError:
+                break
+            if not line:
+                raise AssertionError(f"the stream ended after {events}")
+            events.append(parse_event(line))
+            if done(events[-1]):
+                return events
+        raise AssertionError(f"no such event within {timeout} s; got {events}")
+
+    def until_kind(self, kind: str, n: int, timeout: float = 5.0) -> list[SessionEvent]:
+        """The first n events of one kind (others skipped)."""
+        seen: list[SessionEvent] = []
+
+        def done(e: SessionEvent) -> bool:
+            if e.kind == kind:
+                seen.append(e)
+            return len(seen) == n
+
+        self.until(done, timeout)
+        return seen
+
+    def until_closed(self, ids: set[int], timeout: float) -> list[SessionEvent]:
+        """The closed events of every session in ids (others' events skipped)."""
+        closed: dict[int, SessionEvent] = {}
+
+        def done(e: SessionEvent) -> bool:
+            if e.kind == "closed" and e.id in ids:
+                closed[e.id] = e
+            return closed.keys() >= ids
+
+        self.until(done, timeout)
+        return list(closed.values())
+
+    def close(self) -> None:
+        self.file.close()
+        self.sock.close()
+
+
+def text(endpoint: Endpoint | None) -> str:
+    assert endpoint is not None
+    return f"{format_ipv4(endpoint.address)}:{endpoint.port}"
+
+
+def case_stream_snapshot_then_tcp_life(nat: Nat) -> None:
+    """The offload manager's feed: a snapshot of what is open, then a TCP
+    session's open, state changes and deletion, as they happen."""
+    stream = Stream(nat)
+    try:
+        listed = query(nat.sock, "sessions")
+        assert isinstance(listed, list)
+        snapshot = stream.until(lambda e: e.kind == "synced")
+        opened = [e for e in snapshot if e.kind == "opened"]
+        assert all(e.snapshot for e in opened), opened
+        eq(sorted(e.id for e in opened), sorted(r["id"] for r in listed), "snapshot ids")
+        eq(snapshot[-1].count, len(listed), "synced count")
+        by_id = {r["id"]: r for r in listed}
+        for e in opened:
+            row = by_id[e.id]
+            eq(
+                (text(e.internal), text(e.external), text(e.remote)),
+                (row["internal"], row["external"], row["remote"]),
+                f"session {e.id}",
+            )
+
+        host = HOSTS[5]
+        syn = IP(src=host, dst=REMOTE, ttl=64) / TCP(sport=40000, dport=443, flags="S", seq=1)
+        out = exchange([from_switch(ZONE_INSIDE, SWITCH_IN_MAC, host_mac(host), syn)], 1)
+        eq(len(out), 1, "SYN translated")
+        ext, ext_port = out[0][IP].src, out[0][TCP].sport
+        (new,) = stream.until(lambda e: e.kind == "opened")
+        eq(
+            (new.protocol, new.origin, new.rule, new.tcp_state, new.snapshot),
+            (6, "snat", 1, "opening", False),
+        )
+        eq(
+            (text(new.internal), text(new.external), text(new.remote)),
+            (f"{host}:40000", f"{ext}:{ext_port}", f"{REMOTE}:443"),
+        )
+
+        def segment(flags: str, inbound: bool) -> Packet:
+            if inbound:
+                pkt = IP(src=REMOTE, dst=ext, ttl=60) / TCP(sport=443, dport=ext_port, flags=flags)
+                return from_switch(ZONE_OUTSIDE, SWITCH_OUT_MAC, GATEWAY_MAC, pkt)
+            pkt = IP(src=host, dst=REMOTE, ttl=64) / TCP(sport=40000, dport=443, flags=flags)
+            return from_switch(ZONE_INSIDE, SWITCH_IN_MAC, host_mac(host), pkt)
+
+        # SYN-ACK: established; ACKs change nothing; a FIN: closing
+        exchange([segment("SA", True), segment("A", False), segment("A", True)], 3)
+        (state,) = stream.until(lambda e: e.kind == "state")
+        eq((state.id, state.tcp_state), (new.id, "established"))
+        exchange([segment("FA", False)], 1)
+        (state,) = stream.until(lambda e: e.kind == "state")
+        eq((state.id, state.tcp_state), (new.id, "closing"))
+
+        eq(query(nat.sock, "sessions delete proto tcp"), {"deleted": 1})
+        (closed,) = stream.until(lambda e: e.kind == "closed")
+        eq(
+            (closed.id, closed.reason, text(closed.external)),
+            (new.id, "deleted", f"{ext}:{ext_port}"),
+        )
+        c = nat.stats()["counters"]
+        eq(c["stream_dropped"], 0, "stream_dropped")
+    finally:
+        stream.close()
+
+
+def case_stream_expiry(nat: Nat) -> None:
+    """Sessions that age out close on the stream, reason expired; a second
+    subscriber gets the same events. (A timeout applies to sessions opened
+    after it is set: the others are on the timer wheel for their old one.)"""
+    eq(nat.lines("timeouts udp 2"), ["ok"])
+    first, second = Stream(nat), Stream(nat)
+    try:
+        first.until(lambda e: e.kind == "synced")
+        second.until(lambda e: e.kind == "synced")
+        hosts = HOSTS[8:12]
+        exchange(
+            [
+                from_switch(
+                    ZONE_INSIDE,
+                    SWITCH_IN_MAC,
+                    host_mac(h),
+                    IP(src=h, dst=REMOTE, ttl=64) / UDP(sport=7000, dport=53),
+                )
+                for h in hosts
+            ],
+            len(hosts),
+        )
+        for stream in (first, second):
+            opened = stream.until_kind("opened", len(hosts))
+            eq(sorted(text(e.internal) for e in opened), sorted(f"{h}:7000" for h in hosts))
+            ids = {e.id for e in opened}
+            closed = stream.until_closed(ids, timeout=15)
+            eq({e.reason for e in closed}, {"expired"}, "reason")
+        left = query(nat.sock, "sessions")
+        assert isinstance(left, list)
+        eq([r for r in left if r["internal"].endswith(":7000")], [], "aged out")
+    finally:
+        eq(nat.lines("timeouts udp 300"), ["ok"])
+        first.close()
+        second.close()
+
+
 CASES: list[Callable[[Nat], None]] = [
     case_inside_misses_leave_tagged_outside,
     case_replies_come_back_tagged_inside,
     case_hairpin_between_two_hosts,
     case_bad_tags_dropped_and_counted,
     case_not_slow_path_checks_the_mac,
+    case_stream_snapshot_then_tcp_life,
+    case_stream_expiry,  # last: every session ages out
 ]
 
 

@@ -1,0 +1,94 @@
+"""A slow-path instance's session event stream (swpath's `subscribe sessions`,
+docs/swpath-commands.md): one JSON line per event, read as SessionEvents.
+
+The stream starts with a snapshot (every open session as an "opened" event
+with ``snapshot`` true) and a "synced" event, then carries "opened", "state"
+(a TCP session's phase changed) and "closed" (``reason`` expired or deleted)
+as they happen. "lost" says records were dropped (a worker's ring was full):
+the subscriber must resubscribe for a fresh snapshot. A session may be seen
+opened twice, or closed without having been seen open, around the snapshot;
+both are to be taken as they are.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from quicknat.addr import parse_ipv4
+from quicknat.nat.allocator import Endpoint
+
+KINDS = ("opened", "state", "closed", "synced", "lost")
+
+
+def _endpoint(text: str) -> Endpoint:
+    address, _, port = text.rpartition(":")
+    return Endpoint(parse_ipv4(address), int(port))
+
+
+@dataclass(frozen=True, slots=True)
+class SessionEvent:
+    kind: str
+    """One of KINDS."""
+    id: int = 0
+    """The session's id, as `quicknat sessions` lists it (unique per instance)."""
+    worker: int = 0
+    protocol: int = 0
+    origin: str = ""
+    """snat, inbound (opened from outside on a mapping) or dnat."""
+    rule: int = 0
+    internal: Endpoint | None = None
+    external: Endpoint | None = None
+    remote: Endpoint | None = None
+    tcp_state: str | None = None
+    """opening, established, closing or reset; None for UDP and ICMP."""
+    reason: str | None = None
+    """closed: expired or deleted."""
+    snapshot: bool = False
+    count: int = 0
+    """synced: sessions in the snapshot; lost: records dropped."""
+
+
+def parse_event(line: str | bytes) -> SessionEvent:
+    """One line of the stream; ValueError when it is not one."""
+    data = json.loads(line)
+    kind = data.get("event")
+    if kind not in KINDS:
+        raise ValueError(f"not a session event: {line!r}")
+    if kind == "synced":
+        return SessionEvent(kind, count=int(data["sessions"]))
+    if kind == "lost":
+        return SessionEvent(kind, count=int(data["records"]))
+    return SessionEvent(
+        kind,
+        id=int(data["id"]),
+        worker=int(data["worker"]),
+        protocol=int(data["protocol"]),
+        origin=str(data["origin"]),
+        rule=int(data["rule"]),
+        internal=_endpoint(data["internal"]),
+        external=_endpoint(data["external"]),
+        remote=_endpoint(data["remote"]),
+        tcp_state=data.get("tcp_state"),
+        reason=data.get("reason"),
+        snapshot=bool(data.get("snapshot", False)),
+    )
+
+
+async def subscribe(path: Path) -> AsyncIterator[SessionEvent]:
+    """Connects to swpath's control socket and yields its session events until
+    it closes the connection (swpath stopped, or this reader fell too far
+    behind: resubscribe)."""
+    reader, writer = await asyncio.open_unix_connection(str(path), limit=1 << 20)
+    try:
+        writer.write(b"subscribe sessions\n")
+        await writer.drain()
+        while line := await reader.readline():
+            if line.startswith(b"error:"):
+                raise ConnectionError(f"{path}: {line.decode().strip()}")
+            yield parse_event(line)
+    finally:
+        writer.close()

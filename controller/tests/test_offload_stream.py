@@ -1,0 +1,47 @@
+"""The session event stream's lines (swpath's `subscribe sessions`) as
+SessionEvents; the live format is checked against swpath itself by
+swpath/tests/sp_slow_path.py."""
+
+from __future__ import annotations
+
+import pytest
+from quicknat.addr import parse_ipv4
+from quicknat.nat.allocator import Endpoint
+from quicknat.offload.stream import parse_event
+
+
+def test_an_opened_line() -> None:
+    e = parse_event(
+        b'{"event": "opened", "id": 12, "worker": 1, "protocol": 6, "origin": "snat", '
+        b'"rule": 3, "internal": "10.0.0.15:40000", "external": "203.0.113.1:40001", '
+        b'"remote": "198.51.100.10:443", "tcp_state": "opening"}\n'
+    )
+    assert (e.kind, e.id, e.worker, e.protocol, e.origin, e.rule) == (
+        "opened",
+        12,
+        1,
+        6,
+        "snat",
+        3,
+    )
+    assert e.internal == Endpoint(parse_ipv4("10.0.0.15"), 40000)
+    assert e.external == Endpoint(parse_ipv4("203.0.113.1"), 40001)
+    assert e.remote == Endpoint(parse_ipv4("198.51.100.10"), 443)
+    assert (e.tcp_state, e.reason, e.snapshot) == ("opening", None, False)
+
+
+def test_closed_synced_and_lost() -> None:
+    closed = parse_event(
+        '{"event": "closed", "id": 4, "worker": 0, "protocol": 17, "origin": "dnat", '
+        '"rule": 9, "internal": "10.0.0.2:53", "external": "203.0.113.9:53", '
+        '"remote": "192.0.2.1:4000", "reason": "expired"}'
+    )
+    assert (closed.kind, closed.reason, closed.tcp_state) == ("closed", "expired", None)
+    assert parse_event('{"event": "synced", "sessions": 17}').count == 17
+    assert parse_event('{"event": "lost", "records": 3}').count == 3
+
+
+@pytest.mark.parametrize("line", ['{"event": "hello"}', "{}", '{"answer": 1}'])
+def test_other_lines_are_refused(line: str) -> None:
+    with pytest.raises(ValueError, match="not a session event"):
+        parse_event(line)
