@@ -884,6 +884,58 @@ parse_icmp(const struct words *words, struct sp_cmd_icmp *c, char *err,
 	return 0;
 }
 
+/* A.B.C.D:PORT */
+static int
+parse_endpoint(const char *s, uint32_t *addr, uint16_t *port)
+{
+	char buf[24];
+	const char *colon = strrchr(s, ':');
+	uint64_t n;
+
+	if (colon == NULL || (size_t)(colon - s) >= sizeof(buf))
+		return -1;
+	memcpy(buf, s, (size_t)(colon - s));
+	buf[colon - s] = '\0';
+	if (parse_ipv4(buf, addr) < 0 || parse_uint(colon + 1, 0, 65535, &n) < 0)
+		return -1;
+	*port = (uint16_t)n;
+	return 0;
+}
+
+static int
+parse_session(const struct words *words, struct sp_cmd_session *c, char *err,
+	      size_t errlen)
+{
+	static const char *const usage =
+		"session offload|idle|onload ID tcp|udp|icmp INTERNAL REMOTE (endpoints a.b.c.d:port)";
+	uint64_t id;
+
+	if (words->n != 6)
+		return sp_fail(err, errlen, "session: %s", usage);
+	if (strcmp(words->w[1], "offload") == 0)
+		c->action = SP_SESSION_OFFLOAD;
+	else if (strcmp(words->w[1], "idle") == 0)
+		c->action = SP_SESSION_IDLE;
+	else if (strcmp(words->w[1], "onload") == 0)
+		c->action = SP_SESSION_ONLOAD;
+	else
+		return sp_fail(err, errlen, "session %s: %s", words->w[1], usage);
+	if (parse_uint(words->w[2], 1, UINT32_MAX, &id) < 0)
+		return sp_fail(err, errlen, "session: id %s: must be 1..%u",
+			    words->w[2], UINT32_MAX);
+	c->id = (uint32_t)id;
+	if (parse_protocol(words->w[3], &c->proto) < 0 || c->proto == 0)
+		return sp_fail(err, errlen, "session: protocol %s: must be tcp, udp or icmp",
+			    words->w[3]);
+	if (parse_endpoint(words->w[4], &c->int_addr, &c->int_port) < 0)
+		return sp_fail(err, errlen, "session: internal %s: must be a.b.c.d:port",
+			    words->w[4]);
+	if (parse_endpoint(words->w[5], &c->rem_addr, &c->rem_port) < 0)
+		return sp_fail(err, errlen, "session: remote %s: must be a.b.c.d:port",
+			    words->w[5]);
+	return 0;
+}
+
 int
 sp_cmd_parse(const char *line, struct sp_cmd *cmd, char *err, size_t errlen)
 {
@@ -969,6 +1021,10 @@ sp_cmd_parse(const char *line, struct sp_cmd *cmd, char *err, size_t errlen)
 		cmd->verb = SP_CMD_SESSIONS;
 		return parse_sessions(&words, &cmd->u.sessions, err, errlen);
 	}
+	if (strcmp(verb, "session") == 0) {
+		cmd->verb = SP_CMD_SESSION;
+		return parse_session(&words, &cmd->u.session, err, errlen);
+	}
 	if (strcmp(verb, "subscribe") == 0) {
 		cmd->verb = SP_CMD_SUBSCRIBE;
 		if (words.n != 2 || strcmp(words.w[1], "sessions") != 0)
@@ -977,6 +1033,6 @@ sp_cmd_parse(const char *line, struct sp_cmd *cmd, char *err, size_t errlen)
 		return 0;
 	}
 	return sp_fail(err, errlen,
-		    "unknown command '%s' (interface, route, neighbor, pool, rule, timeouts, filtering, limits, icmp, logging, rules, sessions, stats, subscribe)",
+		    "unknown command '%s' (interface, route, neighbor, pool, rule, timeouts, filtering, limits, icmp, logging, rules, sessions, session, stats, subscribe)",
 		    verb);
 }

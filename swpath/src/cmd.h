@@ -78,6 +78,7 @@ enum sp_verb {
 	SP_CMD_SESSIONS,
 	SP_CMD_STATS,
 	SP_CMD_SUBSCRIBE,       /* subscribe sessions: the event stream */
+	SP_CMD_SESSION,         /* session offload|idle: offload mode */
 };
 
 enum sp_rule_target {
@@ -193,6 +194,24 @@ struct sp_cmd_sessions {
 	struct sp_session_filter filter;
 };
 
+/* `session offload|idle ID PROTO INTERNAL REMOTE` (offload mode): one
+ * session, named by its id and, to find it, its inside-to-outside key. */
+enum sp_session_action {
+	SP_SESSION_OFFLOAD = 1, /* the switch holds it: age it by the switch */
+	SP_SESSION_IDLE = 2,    /* the switch reported it idle */
+	SP_SESSION_ONLOAD = 3,  /* the switch no longer holds it */
+};
+
+struct sp_cmd_session {
+	uint8_t action;         /* enum sp_session_action */
+	uint8_t proto;
+	uint16_t int_port;      /* ICMP: the identifier */
+	uint16_t rem_port;
+	uint32_t id;
+	uint32_t int_addr;      /* host order */
+	uint32_t rem_addr;
+};
+
 struct sp_cmd {
 	enum sp_verb verb;
 	union {
@@ -208,6 +227,7 @@ struct sp_cmd {
 		struct sp_cmd_logging logging;
 		struct sp_cmd_icmp icmp;
 		struct sp_cmd_sessions sessions;
+		struct sp_cmd_session session;
 	} u;
 };
 

@@ -544,6 +544,20 @@ sp_apply(const struct sp_cmd *cmd, struct sp_buf *out, char *err,
 			return sp_fail(err, errlen, "stats: only at run time");
 		sp_format_stats_json(out);
 		return 0;
+	case SP_CMD_SESSION: {
+		/* to the worker that owns it: ids are n * workers + worker + 1 */
+		struct sp_cmd_session c = cmd->u.session;
+		struct sp_worker *w;
+
+		if (!sp.running)
+			return sp_fail(err, errlen, "session: only at run time");
+		w = sp.workers[(c.id - 1) % sp.n_workers];
+		if (rte_ring_sp_enqueue_elem(w->cmd_ring, &c, sizeof(c)) != 0)
+			return sp_fail(err, errlen,
+				    "session: worker %u is busy; try again",
+				    w->index);
+		return 0;
+	}
 	case SP_CMD_SUBSCRIBE:
 		/* the connection becomes the stream (ctl_socket.c) */
 		return sp_fail(err, errlen,

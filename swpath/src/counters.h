@@ -25,6 +25,8 @@
 	X(sessions_created, "sessions opened") \
 	X(sessions_expired, "sessions closed by their idle timeout") \
 	X(sessions_deleted, "sessions deleted by an operator (sessions delete|flush)") \
+	X(sessions_offloaded, "sessions the offload manager installed in the switch (aged by the switch's idle notifications)") \
+	X(offload_unknown, "offload manager commands about a session that was gone (closed meanwhile)") \
 	X(mappings_created, "endpoint-independent mappings created") \
 	X(mappings_freed, "mappings freed with their last session") \
 	X(events_dropped, "mapping events not logged: the worker's event ring was full") \

@@ -149,10 +149,11 @@ sp_format_sessions_json(struct sp_buf *b, const struct sp_session_filter *f,
 			sp_format_endpoint(b, "remote", s.rem_addr, s.rem_port);
 			sp_buf_printf(b, ", \"age_s\": %.1f, \"idle_s\": %.1f, "
 				      "\"timeout_s\": %u, \"installed\": true, "
-				      "\"worker\": %u",
+				      "\"offloaded\": %s, \"worker\": %u",
 				      (double)(uint32_t)(now - s.created) / 1000.0,
 				      (double)(uint32_t)(now - s.last_seen) / 1000.0,
-				      sp_nat_timeout_ms(rt, &s) / 1000u, w);
+				      sp_nat_timeout_ms(rt, &s) / 1000u,
+				      (s.flags & SP_SESS_OFFLOADED) ? "true" : "false", w);
 			state = tcp_state(&s);
 			if (state != NULL)
 				sp_buf_printf(b, ", \"tcp_state\": \"%s\"", state);

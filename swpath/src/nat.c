@@ -529,7 +529,13 @@ sp_nat_age(struct sp_nat *nat, const struct sp_runtime *rt, uint32_t now,
 		wheel_unlink(nat, sidx);
 		budget--;
 		expiry = s->last_seen + sp_nat_timeout_ms(rt, s);
-		if ((int32_t)(now - expiry) >= 0) {
+		if ((int32_t)(now - expiry) >= 0 &&
+		    unlikely((s->flags & (SP_SESS_OFFLOADED |
+					  SP_SESS_SWITCH_IDLE)) ==
+			     SP_SESS_OFFLOADED)) {
+			/* the switch may be forwarding it: ask again later */
+			wheel_insert(nat, sidx, now + sp_nat_timeout_ms(rt, s));
+		} else if ((int32_t)(now - expiry) >= 0) {
 			sp_stream_push(nat, s, SP_STREAM_CLOSED,
 				       SP_STREAM_EXPIRED, now);
 			sp_nat_remove(nat, sidx, now);
@@ -787,3 +793,52 @@ sp_nat_inbound(struct sp_nat *nat, const struct sp_runtime *rt,
 			    m->int_addr, m->int_port, m->ext.addr, m->ext.port,
 			    src, sport, midx, now, sidx);
 }
+
+/* -- offload mode ------------------------------------------------------------ */
+
+void
+sp_nat_session_cmd(struct sp_nat *nat, const struct sp_runtime *rt,
+		   const struct sp_cmd_session *c, uint32_t now)
+{
+	const struct sp_flow_key key = {
+		.src = rte_cpu_to_be_32(c->int_addr),
+		.dst = rte_cpu_to_be_32(c->rem_addr),
+		.sport = rte_cpu_to_be_16(c->int_port),
+		/* an ICMP query's key has its identifier as both ports */
+		.dport = rte_cpu_to_be_16(c->proto == IPPROTO_ICMP ?
+					  c->int_port : c->rem_port),
+		.proto = c->proto,
+	};
+	int64_t found = sp_nat_lookup(nat, &key);
+	uint32_t sidx;
+	struct sp_session *s;
+
+	if (found < 0 || (found & 1) != SP_DIR_IN2OUT ||
+	    nat->sessions[found >> 1].id != c->id) {
+		nat->cnt[SP_CNT_offload_unknown]++;
+		return;
+	}
+	sidx = (uint32_t)(found >> 1);
+	s = &nat->sessions[sidx];
+	switch (c->action) {
+	case SP_SESSION_OFFLOAD:
+		if (!(s->flags & SP_SESS_OFFLOADED))
+			nat->cnt[SP_CNT_sessions_offloaded]++;
+		s->flags = (uint8_t)((s->flags | SP_SESS_OFFLOADED) &
+				     ~SP_SESS_SWITCH_IDLE);
+		break;
+	case SP_SESSION_ONLOAD:
+		/* software again: its packets refresh it from now on */
+		s->flags &= (uint8_t)~(SP_SESS_OFFLOADED | SP_SESS_SWITCH_IDLE);
+		s->last_seen = now;
+		sp_nat_reschedule(nat, rt, sidx);
+		break;
+	case SP_SESSION_IDLE:
+		s->flags |= SP_SESS_SWITCH_IDLE;
+		/* due now unless swpath saw it within its timeout (a SYN, FIN
+		 * or RST it took from the switch): the wheel decides */
+		sp_nat_reschedule(nat, rt, sidx);
+		break;
+	}
+}
+

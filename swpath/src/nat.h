@@ -69,6 +69,12 @@ enum sp_origin {
 
 /* Session flags. */
 #define SP_SESS_HAIRPIN 0x01    /* remote is a NAT-owned address */
+/* Offload mode (docs/offload.md): the switch holds the session and forwards
+ * its packets, so last_seen says nothing; it ages only once the switch has
+ * reported it idle (SWITCH_IDLE) and swpath has seen nothing for its timeout
+ * either, so it is never expired while the switch still forwards it. */
+#define SP_SESS_OFFLOADED 0x02
+#define SP_SESS_SWITCH_IDLE 0x04
 
 struct sp_flow_key {
 	rte_be32_t src;
@@ -281,6 +287,15 @@ void sp_nat_reschedule(struct sp_nat *nat, const struct sp_runtime *rt,
  */
 unsigned sp_nat_age(struct sp_nat *nat, const struct sp_runtime *rt,
 		    uint32_t now, unsigned budget);
+
+struct sp_cmd_session;
+/*
+ * The offload manager's word on one of this worker's sessions (offload,
+ * idle, onload; cmd.h). A session that is gone, or another one now with the
+ * same key, is counted offload_unknown and left alone.
+ */
+void sp_nat_session_cmd(struct sp_nat *nat, const struct sp_runtime *rt,
+			const struct sp_cmd_session *c, uint32_t now);
 
 /* -- inline ---------------------------------------------------------------- */
 

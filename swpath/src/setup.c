@@ -253,8 +253,13 @@ sp_setup_workers(char *err, size_t errlen)
 			w->nat.events = w->event_ring;
 		}
 		w->nat.stream = sp_stream_ring_create(i, socket);
+		snprintf(name, sizeof(name), "sp_cmd_%u", i);
+		w->cmd_ring = rte_ring_create_elem(name,
+						   sizeof(struct sp_cmd_session),
+						   SP_CMD_RING_SIZE, socket,
+						   RING_F_SP_ENQ | RING_F_SC_DEQ);
 		if (w->in_ring == NULL || w->ctl_ring == NULL ||
-		    w->nat.stream == NULL ||
+		    w->nat.stream == NULL || w->cmd_ring == NULL ||
 		    (sp_events_enabled() && w->event_ring == NULL))
 			return sp_fail(err, errlen, "cannot create worker rings: %s",
 				    rte_strerror(rte_errno));
@@ -386,6 +391,7 @@ sp_teardown(void)
 		rte_ring_free(w->ctl_ring);
 		rte_ring_free(w->event_ring);
 		rte_ring_free(w->nat.stream);
+		rte_ring_free(w->cmd_ring);
 		rte_free(w);
 		sp.workers[i] = NULL;
 	}

@@ -32,6 +32,7 @@
 #define SP_MAX_ROUTES 4096
 #define SP_MAX_NEIGH 4096
 #define SP_RING_SIZE 4096
+#define SP_CMD_RING_SIZE 4096           /* session commands per worker */
 #define SP_TX_DRAIN_US 100
 #define SP_AGE_BUDGET 64
 #define SP_OWNED_MIN_PLEN 24
@@ -185,6 +186,7 @@ struct sp_worker {
 	struct sp_txq tx[SP_MAX_IFACES];        /* by interface index */
 	struct rte_ring *in_ring;               /* dispatch + handoff (MP/SC) */
 	struct rte_ring *ctl_ring;              /* packets from control (MP/SC) */
+	struct rte_ring *cmd_ring;              /* session commands (SP/SC) */
 	struct rte_ring *event_ring;            /* mapping events (SP/SC), or NULL */
 	uint32_t now;                           /* ms since start */
 	uint32_t resolve_addr;                  /* last SP_MSG_RESOLVE sent */

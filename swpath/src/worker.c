@@ -77,6 +77,18 @@ trunk_input(struct sp_worker *w, struct rte_mbuf **pkts, uint16_t n,
 	}
 }
 
+/* The offload manager's session commands for this worker (nat.h). */
+static void
+drain_cmd_ring(struct sp_worker *w, const struct sp_runtime *rt)
+{
+	struct sp_cmd_session c[SP_BURST];
+	unsigned n = rte_ring_sc_dequeue_burst_elem(w->cmd_ring, c, sizeof(c[0]),
+						    SP_BURST, NULL);
+
+	for (unsigned i = 0; i < n; i++)
+		sp_nat_session_cmd(&w->nat, rt, &c[i], w->now);
+}
+
 int
 sp_worker_main(void *arg)
 {
@@ -133,6 +145,8 @@ sp_worker_main(void *arg)
 			sp_tx_flush_all(w);
 			prev_tsc = cur;
 		}
+		if (unlikely(!rte_ring_empty(w->cmd_ring)))
+			drain_cmd_ring(w, rt);
 		sp_nat_age(&w->nat, rt, w->now, SP_AGE_BUDGET);
 		sp_frag_age(w->frag, w->now, SP_FRAG_AGE_BUDGET, w->cnt);
 		if (unlikely(__atomic_load_n(&w->del_req, __ATOMIC_ACQUIRE) !=

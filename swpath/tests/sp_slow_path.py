@@ -365,6 +365,30 @@ def case_stream_snapshot_then_tcp_life(nat: Nat) -> None:
         stream.close()
 
 
+def case_session_offload_command(nat: Nat) -> None:
+    """The offload manager marks a session the switch now holds; a command
+    about a session that is not there is counted, not applied."""
+    rows = query(nat.sock, "sessions src " + HOSTS[0])
+    assert isinstance(rows, list)
+    (row,) = [r for r in rows if r["remote"] == f"{REMOTE}:53"]
+    eq(row["offloaded"], False)
+    line = f"session offload {row['id']} udp {row['internal']} {row['remote']}"
+    eq(
+        nat.lines(
+            line, f"session offload {row['id'] + 1000} udp {row['internal']} {row['remote']}"
+        ),
+        ["ok", "ok"],
+    )
+    deadline = time.monotonic() + 2
+    while nat.stats()["counters"]["offload_unknown"] < 1 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    c = nat.stats()["counters"]
+    eq((c["sessions_offloaded"], c["offload_unknown"]), (1, 1), "counters")
+    rows = query(nat.sock, "sessions src " + HOSTS[0])
+    assert isinstance(rows, list)
+    eq([r["offloaded"] for r in rows if r["id"] == row["id"]], [True])
+
+
 def case_stream_expiry(nat: Nat) -> None:
     """Sessions that age out close on the stream, reason expired; a second
     subscriber gets the same events. (A timeout applies to sessions opened
@@ -409,6 +433,7 @@ CASES: list[Callable[[Nat], None]] = [
     case_bad_tags_dropped_and_counted,
     case_not_slow_path_checks_the_mac,
     case_stream_snapshot_then_tcp_life,
+    case_session_offload_command,
     case_stream_expiry,  # last: every session ages out
 ]
 

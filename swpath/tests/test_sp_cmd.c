@@ -79,6 +79,35 @@ test_interface(void **state)
 	parse_err("interface t0 zone inside port 0 slow_path true", "slow_path needs a vlan");
 }
 
+/* Offload mode's word on one session: its id and inside-to-outside key. */
+static void
+test_session(void **state)
+{
+	struct sp_cmd c = parse_ok("session offload 12 tcp 10.0.0.15:40000 198.51.100.10:443");
+
+	(void)state;
+	assert_int_equal(c.verb, SP_CMD_SESSION);
+	assert_int_equal(c.u.session.action, SP_SESSION_OFFLOAD);
+	assert_int_equal(c.u.session.id, 12);
+	assert_int_equal(c.u.session.proto, 6);
+	assert_int_equal(c.u.session.int_addr, 0x0a00000f);
+	assert_int_equal(c.u.session.int_port, 40000);
+	assert_int_equal(c.u.session.rem_addr, 0xc633640a);
+	assert_int_equal(c.u.session.rem_port, 443);
+	c = parse_ok("session idle 1 icmp 10.0.0.2:7 8.8.8.8:7");
+	assert_int_equal(c.u.session.action, SP_SESSION_IDLE);
+	c = parse_ok("session onload 3 udp 10.0.0.2:53 8.8.8.8:53");
+	assert_int_equal(c.u.session.action, SP_SESSION_ONLOAD);
+	parse_err("session evict 1 udp 10.0.0.2:53 8.8.8.8:53", "session evict: session offload|idle|onload");
+	parse_err("session offload 0 udp 10.0.0.2:53 8.8.8.8:53", "id 0: must be 1..");
+	parse_err("session offload 1 any 10.0.0.2:53 8.8.8.8:53", "protocol any: must be tcp, udp or icmp");
+	parse_err("session offload 1 udp 10.0.0.2 8.8.8.8:53", "internal 10.0.0.2: must be a.b.c.d:port");
+	parse_err("session offload 1 udp 10.0.0.2:53 8.8.8.8:65536", "remote 8.8.8.8:65536");
+	parse_err("session offload 1 udp 10.0.0.2:53", "session: session offload|idle|onload");
+	parse_ok("subscribe sessions");
+	parse_err("subscribe rules", "subscribe: what to? (subscribe sessions)");
+}
+
 static void
 test_route_neighbor(void **state)
 {
@@ -344,6 +373,7 @@ main(int argc, char **argv)
 		cmocka_unit_test(test_rule),
 		cmocka_unit_test(test_settings),
 		cmocka_unit_test(test_logging),
+		cmocka_unit_test(test_session),
 		cmocka_unit_test(test_misc),
 		cmocka_unit_test(test_golden_files),
 		cmocka_unit_test(test_json_string),

@@ -282,6 +282,81 @@ test_delete_by_filter(void **state)
 }
 
 static void
+session_cmd(uint8_t action, const struct sp_session *s, uint32_t id,
+	    uint32_t now)
+{
+	struct sp_cmd_session c = {
+		.action = action, .proto = s->proto, .id = id,
+		.int_addr = rte_be_to_cpu_32(s->int_addr),
+		.int_port = rte_be_to_cpu_16(s->int_port),
+		.rem_addr = rte_be_to_cpu_32(s->rem_addr),
+		.rem_port = rte_be_to_cpu_16(s->rem_port),
+	};
+
+	sp_nat_session_cmd(&nat, rt, &c, now);
+}
+
+/* Offload mode: a session the switch holds is not expired by swpath's own
+ * idle timer (its packets go through the switch); once the switch reports
+ * it idle it goes, at once if swpath saw nothing for its timeout, else when
+ * that runs out. Commands about a session that is gone change nothing. */
+static void
+test_offloaded_sessions_age_by_the_switch(void **state)
+{
+	struct sp_session *a, *b;
+	uint32_t id_a, id_b;
+
+	(void)state;
+	rt->timeout_ms[SP_TO_UDP] = 10000;
+	a = out_ok(IPPROTO_UDP, 0x0a000002, 5000, 0x08080808, 53, T0);
+	b = out_ok(IPPROTO_UDP, 0x0a000003, 5000, 0x08080808, 53, T0);
+	id_a = a->id;
+	id_b = b->id;
+	session_cmd(SP_SESSION_OFFLOAD, a, id_a, T0 + 1);
+	session_cmd(SP_SESSION_OFFLOAD, b, id_b, T0 + 1);
+	assert_int_equal(counters[SP_CNT_sessions_offloaded], 2);
+	assert_true(a->flags & SP_SESS_OFFLOADED);
+	/* far past their timeout: both stay, the switch holds them */
+	for (uint32_t t = T0; t <= T0 + 200000; t += 5000)
+		assert_int_equal(sp_nat_age(&nat, rt, t, 1000), 0);
+	assert_int_equal(nat.n_sessions, 2);
+	/* the switch says a is idle: it goes with the next ageing pass */
+	session_cmd(SP_SESSION_IDLE, a, id_a, T0 + 200000);
+	assert_int_equal(sp_nat_age(&nat, rt, T0 + 200500, 1000), 1);
+	assert_int_equal(nat.n_sessions, 1);
+	assert_int_equal(b->proto, IPPROTO_UDP);
+	/* b is back in software (say, a full table took it out): its own
+	 * timer runs from now */
+	session_cmd(SP_SESSION_ONLOAD, b, id_b, T0 + 200000);
+	assert_false(b->flags & SP_SESS_OFFLOADED);
+	assert_int_equal(sp_nat_age(&nat, rt, T0 + 205000, 1000), 0);
+	assert_int_equal(sp_nat_age(&nat, rt, T0 + 211000, 1000), 1);
+	assert_int_equal(nat.n_sessions, 0);
+	/* about sessions that are gone, or by the wrong id */
+	a = out_ok(IPPROTO_UDP, 0x0a000002, 5000, 0x08080808, 53, T0 + 212000);
+	session_cmd(SP_SESSION_OFFLOAD, a, id_a, T0 + 212000);
+	assert_false(a->flags & SP_SESS_OFFLOADED);
+	assert_int_equal(counters[SP_CNT_offload_unknown], 1);
+}
+
+/* A switch idle report for a session swpath itself saw within its timeout
+ * (a SYN, FIN or RST the switch sent it) waits for that timeout. */
+static void
+test_switch_idle_waits_for_software_traffic(void **state)
+{
+	struct sp_session *a;
+
+	(void)state;
+	rt->timeout_ms[SP_TO_UDP] = 10000;
+	a = out_ok(IPPROTO_UDP, 0x0a000002, 5000, 0x08080808, 53, T0);
+	session_cmd(SP_SESSION_OFFLOAD, a, a->id, T0);
+	a->last_seen = T0 + 50000; /* a packet through swpath */
+	session_cmd(SP_SESSION_IDLE, a, a->id, T0 + 52000);
+	assert_int_equal(sp_nat_age(&nat, rt, T0 + 55000, 1000), 0);
+	assert_int_equal(sp_nat_age(&nat, rt, T0 + 61000, 1000), 1);
+}
+
+static void
 test_hairpin_flag(void **state)
 {
 	struct sp_session *s;
@@ -530,6 +605,8 @@ main(void)
 		T(test_shortened_timeout_applies),
 		T(test_no_event_without_session),
 		T(test_delete_by_filter),
+		T(test_offloaded_sessions_age_by_the_switch),
+		T(test_switch_idle_waits_for_software_traffic),
 		T(test_hairpin_flag),
 		T(test_owner_checks),
 		T(test_indexes_under_churn),
