@@ -359,8 +359,11 @@ class NatEntries:
 
     def deletes(self, session: Session) -> list[p4r.Update]:
         """The two entries of a session, by key alone."""
+        return self.deletes_by_key(session.in2out, session.out2in)
+
+    def deletes_by_key(self, in2out: FlowKey, out2in: FlowKey) -> list[p4r.Update]:
         updates = []
-        for table, key in (("nat_in2out", session.in2out), ("nat_out2in", session.out2in)):
+        for table, key in (("nat_in2out", in2out), ("nat_out2in", out2in)):
             update = p4r.Update(type=p4r.Update.DELETE)
             self._fill(update, table, key)
             updates.append(update)

@@ -1,0 +1,259 @@
+"""The offload manager's rules (quicknat/offload/manager.py) against the real
+P4Info's entries, with the switch's Write and the instances' control sockets
+replaced by recorders: what is written, in which batches, and what each
+instance is told."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from finsy.proto import p4r
+from quicknat.addr import Prefix, parse_ipv4
+from quicknat.config.model import Timeouts
+from quicknat.controller.program import NatEntries, Pipeline
+from quicknat.controller.stats import Stats
+from quicknat.nat.allocator import Endpoint
+from quicknat.nat.session import FlowKey
+from quicknat.offload.manager import OffloadManager
+from quicknat.offload.stream import SessionEvent
+from quicknat.p4rt.client import UpdateError
+
+PIPELINE = Pipeline.load()
+TABLES = {t.preamble.id: t.preamble.name.rsplit(".", 1)[-1] for t in PIPELINE.p4info.proto.tables}
+TIMEOUTS = Timeouts()
+REMOTE = Endpoint(parse_ipv4("198.51.100.10"), 53)
+INSERT, MODIFY, DELETE = p4r.Update.INSERT, p4r.Update.MODIFY, p4r.Update.DELETE
+
+
+def event(
+    kind: str,
+    sid: int,
+    host: int = 10,
+    port: int = 5000,
+    protocol: int = 17,
+    tcp_state: str | None = None,
+    remote: Endpoint = REMOTE,
+    snapshot: bool = False,
+) -> SessionEvent:
+    return SessionEvent(
+        kind,
+        id=sid,
+        protocol=protocol,
+        origin="snat",
+        rule=1,
+        internal=Endpoint(parse_ipv4(f"10.0.0.{host}"), port),
+        external=Endpoint(parse_ipv4("203.0.113.1"), 20000 + host),
+        remote=remote,
+        tcp_state=tcp_state,
+        snapshot=snapshot,
+    )
+
+
+class Switch:
+    """Records each WriteRequest; fails the updates `fail` names (by session
+    index in the next write) with a code."""
+
+    def __init__(self) -> None:
+        self.writes: list[list[p4r.Update]] = []
+        self.fail: dict[int, int] = {}
+
+    async def write(self, updates: list[p4r.Update]) -> list[UpdateError]:
+        self.writes.append(updates)
+        errors = [UpdateError(2 * i, code, "no") for i, code in self.fail.items()]
+        self.fail = {}
+        return errors
+
+    def last(self) -> list[tuple[int, str, int]]:
+        """(type, table, idle timeout s) of the last write's updates."""
+        return [
+            (
+                u.type,
+                TABLES[u.entity.table_entry.table_id],
+                u.entity.table_entry.idle_timeout_ns // 10**9,
+            )
+            for u in self.writes[-1]
+        ]
+
+
+class Rig:
+    def __init__(self, capacity: int = 100, instances: int = 1) -> None:
+        self.switch = Switch()
+        self.told: list[tuple[int, str]] = []
+        self.stats = Stats()
+        self.m = OffloadManager(
+            NatEntries(PIPELINE.p4info),
+            TIMEOUTS,
+            [Prefix(parse_ipv4("203.0.113.0"), 29)],
+            self.stats,
+            self.switch.write,
+            lambda instance, lines: self.told.extend((instance, line) for line in lines),
+            capacity=capacity,
+            instances=instances,
+            now=lambda: 0.0,
+        )
+        for i in range(instances):
+            self.m.on_event(i, SessionEvent("synced"))
+
+    def flush(self) -> None:
+        async def run() -> None:
+            while self.m.has_work():
+                await self.m.flush()
+
+        asyncio.run(run())
+
+
+def test_sessions_are_installed_in_one_write_and_their_instance_told() -> None:
+    rig = Rig()
+    for sid in (1, 2, 3):
+        rig.m.on_event(0, event("opened", sid, host=sid))
+    rig.flush()
+    assert len(rig.switch.writes) == 1, "group commit: one write"
+    assert rig.switch.last() == [(INSERT, "nat_in2out", 300), (INSERT, "nat_out2in", 0)] * 3
+    assert rig.told == [
+        (0, f"session offload {i} udp 10.0.0.{i}:5000 198.51.100.10:53") for i in (1, 2, 3)
+    ]
+    assert rig.stats["offload.installed"] == 3
+    # a repeat (around a snapshot) changes nothing
+    rig.m.on_event(0, event("opened", 2, host=2, snapshot=True))
+    assert not rig.m.has_work()
+
+
+def test_closed_sessions_are_deleted_and_forgotten() -> None:
+    rig = Rig()
+    rig.m.on_event(0, event("opened", 1))
+    rig.flush()
+    rig.m.on_event(0, event("closed", 1))
+    rig.flush()
+    assert rig.switch.last() == [(DELETE, "nat_in2out", 0), (DELETE, "nat_out2in", 0)]
+    assert rig.m.sessions == {} and rig.m.by_key == {}
+    assert rig.stats["offload.deleted"] == 1
+
+
+def test_a_session_closed_during_its_insert_is_deleted_after_it() -> None:
+    rig = Rig()
+    rig.m.on_event(0, event("opened", 1))
+    batch = rig.m.installs.take_batch(10)  # its INSERT is out
+    rig.m.on_event(0, event("closed", 1))
+    asyncio.run(rig.m._install(batch))
+    assert rig.told == [], "not offloaded: it is gone"
+    rig.flush()
+    assert rig.switch.last() == [(DELETE, "nat_in2out", 0), (DELETE, "nat_out2in", 0)]
+
+
+def test_hairpin_and_overflow_stay_in_software() -> None:
+    rig = Rig(capacity=1)
+    rig.m.on_event(0, event("opened", 1, remote=Endpoint(parse_ipv4("203.0.113.4"), 20011)))
+    rig.m.on_event(0, event("opened", 2, host=2))
+    rig.m.on_event(0, event("opened", 3, host=3))  # no room
+    rig.flush()
+    assert len(rig.switch.writes) == 1 and len(rig.switch.writes[0]) == 2
+    assert rig.stats["offload.software_only.hairpin"] == 1
+    assert rig.stats["offload.software_only.table_full"] == 1
+    assert [line for _, line in rig.told] == [
+        "session offload 2 udp 10.0.0.2:5000 198.51.100.10:53"
+    ]
+    # their close is nothing to the switch
+    rig.m.on_event(0, event("closed", 3, host=3))
+    assert not rig.m.has_work()
+
+
+@pytest.mark.parametrize("code", [8, 2])  # RESOURCE_EXHAUSTED, BMv2's UNKNOWN
+def test_a_full_table_leaves_the_session_in_software(code: int) -> None:
+    rig = Rig()
+    rig.m.on_event(0, event("opened", 1))
+    rig.m.on_event(0, event("opened", 2, host=2))
+    rig.switch.fail = {1: code}
+    rig.flush()
+    # the failed session's entries are removed (one of the two may be in)
+    assert rig.switch.last() == [(DELETE, "nat_in2out", 0), (DELETE, "nat_out2in", 0)]
+    assert [line for _, line in rig.told] == [
+        "session offload 1 udp 10.0.0.10:5000 198.51.100.10:53"
+    ]
+    assert rig.stats["offload.software_only.table_full"] == 1
+    assert set(rig.m.sessions) == {(0, 1)}
+
+
+def test_tcp_phases_rewrite_the_idle_timeout() -> None:
+    rig = Rig()
+    rig.m.on_event(0, event("opened", 1, protocol=6, tcp_state="opening"))
+    rig.flush()
+    assert rig.switch.last()[0] == (INSERT, "nat_in2out", TIMEOUTS.tcp_transitory)
+    rig.m.on_event(0, event("state", 1, protocol=6, tcp_state="established"))
+    rig.flush()
+    assert rig.switch.last() == [(MODIFY, "nat_in2out", TIMEOUTS.tcp_established)]
+    rig.m.on_event(0, event("state", 1, protocol=6, tcp_state="closing"))
+    rig.flush()
+    assert rig.switch.last() == [(MODIFY, "nat_in2out", TIMEOUTS.tcp_transitory)]
+
+
+def test_idle_notifications_go_to_the_owning_instance() -> None:
+    rig = Rig(instances=2)
+    rig.m.on_event(1, event("opened", 7))
+    rig.flush()
+    key = FlowKey(17, parse_ipv4("10.0.0.10"), REMOTE.address, 5000, 53)
+    rig.m.on_idle(key)
+    assert rig.told[-1] == (1, "session idle 7 udp 10.0.0.10:5000 198.51.100.10:53")
+    assert not rig.m.has_work(), "the entries stay until the instance closes it"
+    rig.m.on_idle(FlowKey(17, 1, 2, 3, 4))  # not ours: nothing
+    assert len(rig.told) == 2
+
+
+def test_a_restarted_stream_keeps_what_its_snapshot_confirms() -> None:
+    rig = Rig()
+    for sid in (1, 2):
+        rig.m.on_event(0, event("opened", sid, host=sid))
+    rig.flush()
+    writes = len(rig.switch.writes)
+    rig.m.stream_restarted(0)
+    rig.m.on_event(0, event("opened", 2, host=2, snapshot=True))
+    assert len(rig.switch.writes) == writes
+    rig.m.on_event(0, SessionEvent("synced", count=1))
+    rig.flush()
+    assert rig.switch.last() == [(DELETE, "nat_in2out", 0), (DELETE, "nat_out2in", 0)]
+    assert set(rig.m.sessions) == {(0, 2)}
+
+
+def test_a_restarted_instance_reusing_an_id_for_another_flow() -> None:
+    rig = Rig()
+    rig.m.on_event(0, event("opened", 1, host=1))
+    rig.flush()
+    rig.m.on_event(0, event("opened", 1, host=9))
+    rig.flush()
+    kinds = [u.type for w in rig.switch.writes[1:] for u in w]
+    assert sorted(kinds) == sorted([DELETE, DELETE, INSERT, INSERT])
+    (s,) = rig.m.sessions.values()
+    assert s.internal.address == parse_ipv4("10.0.0.9")
+
+
+def test_entries_in_the_switch_are_adopted_or_swept() -> None:
+    rig = Rig(instances=2)
+    rig.m.on_event(0, event("opened", 1))
+    rig.flush()
+    (s,) = rig.m.sessions.values()
+    orphan = (FlowKey(17, 1, 2, 3, 4), FlowKey(17, 2, 5, 4, 6))
+    # a controller restart: both instances resubscribe, the switch is read back
+    rig.m.stream_restarted(0)
+    rig.m.stream_restarted(1)
+    rig.told.clear()
+    writes = len(rig.switch.writes)
+    rig.m.switch_entries([(s.in2out, s.out2in), orphan])
+    rig.m.on_event(0, event("opened", 1, snapshot=True))
+    rig.m.on_event(0, SessionEvent("synced", count=1))
+    rig.flush()
+    assert len(rig.switch.writes) == writes, "nothing swept before every instance synced"
+    rig.m.on_event(1, SessionEvent("synced", count=0))
+    rig.flush()
+    assert rig.stats["offload.adopted"] == 1
+    assert rig.switch.last() == [(DELETE, "nat_in2out", 0), (DELETE, "nat_out2in", 0)]
+    assert rig.stats["offload.stale_entries_deleted"] == 1
+    assert rig.m.installs.in_switch(s)
+
+
+def test_a_switch_that_lost_its_entries_is_refilled() -> None:
+    rig = Rig()
+    rig.m.on_event(0, event("opened", 1))
+    rig.flush()
+    rig.m.switch_entries([])  # a restarted switch: empty
+    rig.flush()
+    assert rig.switch.last() == [(INSERT, "nat_in2out", 300), (INSERT, "nat_out2in", 0)]
