@@ -27,6 +27,7 @@ ALLOWED = {
     "metrics": {"counters"},
     "p4rt": set(),
     "p4": set(),  # package data: the compiled P4 program
+    "offload": {"addr", "nat"},  # a slow-path instance's session events
 }
 # Layers without I/O: no event loop, socket, gRPC or subprocess.
 PURE = {

@@ -1,4 +1,4 @@
-"""The offload manager's rules (quicknat/offload/manager.py) against the real
+"""The offload manager's rules (quicknat/controller/offload.py) against the real
 P4Info's entries, with the switch's Write and the instances' control sockets
 replaced by recorders: what is written, in which batches, and what each
 instance is told."""
@@ -11,11 +11,11 @@ import pytest
 from finsy.proto import p4r
 from quicknat.addr import Prefix, parse_ipv4
 from quicknat.config.model import Timeouts
+from quicknat.controller.offload import OffloadManager
 from quicknat.controller.program import NatEntries, Pipeline
 from quicknat.controller.stats import Stats
 from quicknat.nat.allocator import Endpoint
 from quicknat.nat.session import FlowKey
-from quicknat.offload.manager import OffloadManager
 from quicknat.offload.stream import SessionEvent
 from quicknat.p4rt.client import UpdateError
 

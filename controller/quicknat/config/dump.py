@@ -11,7 +11,7 @@ from dataclasses import fields, is_dataclass
 from typing import Any
 
 from quicknat.addr import format_ipv4
-from quicknat.config.model import Config, Neighbor, Pool, Route
+from quicknat.config.model import Config, Neighbor, Pool, Route, SlowPath
 from quicknat.rules import DnatTo, Rule, SnatToAddress, SnatToPool
 
 # Fields holding a bare address as an int.
@@ -65,11 +65,22 @@ def _pool(pool: Pool) -> dict[str, Any]:
     }
 
 
+def _slow_path(sp: SlowPath) -> dict[str, Any]:
+    return {
+        "name": sp.name,
+        "port": sp.port,
+        "control": sp.control,
+        "ports": f"{sp.port_min}-{sp.port_max}",
+    }
+
+
 def to_data(obj: Any) -> Any:
     if isinstance(obj, Rule):
         return _rule(obj)
     if isinstance(obj, Pool):
         return _pool(obj)
+    if isinstance(obj, SlowPath):
+        return _slow_path(obj)
     data = {}
     for f in fields(obj):
         value = getattr(obj, f.name)
@@ -87,6 +98,7 @@ _TOML_ARRAYS = {
     "neighbors": "neighbor",
     "pools": "pool",
     "rules": "rule",
+    "slow_paths": "slow_path",
 }
 
 

@@ -189,6 +189,23 @@ class Logging:
 
 
 @dataclass(frozen=True, slots=True)
+class SlowPath:
+    """A slow-path instance behind the P4 switch (offload mode, docs/offload.md):
+    a swpath process that takes what the switch does not hold."""
+
+    name: str
+    port: int
+    """The switch's port toward it (zone 3: its frames come back translated)."""
+    control: str
+    """Its control socket (the session event stream and `session` commands)."""
+    port_min: int = 1024
+    port_max: int = 65535
+    """Its block of every pool's ports (RFC 7422): outside packets to a pool
+    address with a port in it go to this instance. Blocks do not overlap; the
+    instance's own configuration must give its pools the same range."""
+
+
+@dataclass(frozen=True, slots=True)
 class Config:
     source: str
     """The file the configuration was read from (for messages)."""
@@ -202,6 +219,8 @@ class Config:
     limits: Limits = field(default_factory=Limits)
     logging: Logging = field(default_factory=Logging)
     icmp: IcmpErrors = field(default_factory=IcmpErrors)
+    slow_paths: tuple[SlowPath, ...] = ()
+    """Offload mode's instances; none: controller mode."""
     warnings: tuple[str, ...] = ()
     """Accepted but questionable settings, e.g. timeouts below the RFC minimums."""
 

@@ -34,6 +34,7 @@ from quicknat.config.model import (
     Neighbor,
     Pool,
     Route,
+    SlowPath,
     Timeouts,
     Zone,
 )
@@ -49,7 +50,7 @@ from quicknat.rules import (
     Target,
 )
 
-ARRAY_SECTIONS = ("interface", "route", "neighbor", "pool", "rule")
+ARRAY_SECTIONS = ("interface", "route", "neighbor", "pool", "rule", "slow_path")
 TABLE_SECTIONS = ("timeouts", "filtering", "limits", "logging", "icmp")
 RULE_MATCH_FIELDS = ("id", "type", "prefix", "port", "protocol")
 RULE_FIELDS = (*RULE_MATCH_FIELDS, "pool", "to", "to_port")
@@ -128,6 +129,7 @@ class _Parser:
         self._check_pool_sizes(pools, rules)
         timeouts = self.timeouts()
         logging = self.logging()
+        slow_paths = self.slow_paths(interfaces)
         if self.p.errors:
             return None
         return Config(
@@ -142,6 +144,7 @@ class _Parser:
             limits=self.limits(),
             logging=logging,
             icmp=self.icmp(),
+            slow_paths=slow_paths,
             warnings=tuple(self.p.warnings),
         )
 
@@ -226,6 +229,38 @@ class _Parser:
         zones = {interface.zone for interface in result}
         if not self.p.errors and zones != {Zone.INSIDE, Zone.OUTSIDE}:
             self.p.error("interfaces", "need at least one inside and one outside interface")
+        return tuple(result)
+
+    # -- [[slow_path]] (offload mode) ------------------------------------------
+
+    def slow_paths(self, interfaces: tuple[Interface, ...]) -> tuple[SlowPath, ...]:
+        result: list[SlowPath] = []
+        ports = {i.port: i.name for i in interfaces if i.port is not None}
+        for index, entry in enumerate(_entries(self.p, self.data, "slow_path"), 1):
+            r = TableReader(
+                self.p, f"slow_path {index}", entry, ("name", "port", "control", "ports")
+            )
+            name = r.get("name", values.name, required=True)
+            port = r.get("port", lambda v: values.integer(v, 0, 511), required=True)
+            control = r.get("control", values.file_path, required=True)
+            block = r.get("ports", values.port_range) if r.has("ports") else (1024, 65535)
+            if name is not None and any(sp.name == name for sp in result):
+                r.error(f"name {name}: already used by another slow_path")
+                continue
+            if port is not None and port in ports:
+                r.error(f"port {port}: already used by {ports[port]}")
+                continue
+            if block is not None:
+                for other in result:
+                    if block[0] <= other.port_max and other.port_min <= block[1]:
+                        r.error(
+                            f"ports {block[0]}-{block[1]}: overlap slow_path {other.name}'s "
+                            f"{other.port_min}-{other.port_max} (each owns its own block, RFC 7422)"
+                        )
+            if name is None or port is None or control is None or block is None:
+                continue
+            ports[port] = f"slow_path {name}"
+            result.append(SlowPath(name, port, control, block[0], block[1]))
         return tuple(result)
 
     # -- [[route]] and [[neighbor]] --------------------------------------------
