@@ -10,9 +10,16 @@ import asyncio
 import pytest
 from finsy.proto import p4r
 from quicknat.addr import Prefix, parse_ipv4
+from quicknat.config import parse_config
 from quicknat.config.model import Timeouts
 from quicknat.controller.offload import OffloadManager
-from quicknat.controller.program import NatEntries, Pipeline
+from quicknat.controller.program import (
+    NatEntries,
+    Pipeline,
+    port_block_ternaries,
+    slow_path_entries,
+    static_entries,
+)
 from quicknat.controller.stats import Stats
 from quicknat.nat.allocator import Endpoint
 from quicknat.nat.session import FlowKey
@@ -257,3 +264,85 @@ def test_a_switch_that_lost_its_entries_is_refilled() -> None:
     rig.m.switch_entries([])  # a restarted switch: empty
     rig.flush()
     assert rig.switch.last() == [(INSERT, "nat_in2out", 300), (INSERT, "nat_out2in", 0)]
+
+
+def test_halves_are_swept_at_once() -> None:
+    rig = Rig()
+    rig.m.switch_entries([], [("nat_out2in", FlowKey(17, 1, 2, 3, 4))])
+    rig.flush()
+    assert rig.switch.last() == [(DELETE, "nat_out2in", 0)]
+    assert rig.stats["offload.stale_entries_deleted"] == 1
+
+
+@pytest.mark.parametrize(
+    ("low", "high"),
+    [(1024, 65535), (1, 65535), (1024, 32767), (32768, 65535), (5000, 5001), (7, 7), (1000, 1999)],
+)
+def test_port_blocks_as_ternaries_cover_exactly_the_range(low: int, high: int) -> None:
+    blocks = port_block_ternaries(low, high)
+    covered = {p for p in range(65536) if any(p & b.mask == b.value for b in blocks)}
+    assert covered == set(range(low, high + 1))
+    assert all(b.value & ~b.mask & 0xFFFF == 0 for b in blocks)
+
+
+def test_the_slow_path_entries_follow_the_configuration() -> None:
+    config = parse_config(
+        OFFLOAD_CONFIG.replace(
+            "# more",
+            '[[slow_path]]\nname = "sp1"\nport = 10\n'
+            'control = "/run/sp1.sock"\nports = "32768-65535"\n',
+        )
+    )
+    members, groups, tables = slow_path_entries(PIPELINE.p4info, config)
+    assert [m.action_profile_member.member_id for m in members] == [1, 2]
+    assert [m.member_id for m in groups[0].action_profile_group.members] == [1, 2]
+    names = [TABLES[t.table_entry.table_id] for t in tables]
+    # the inside zone's group; sp0's block 1024-32767 (5 ternaries), sp1's
+    # 32768-65535 (1); the pool's and the DNAT address's catch-alls
+    assert names == ["slow_path_in2out"] + ["slow_path_out2in"] * 8
+    priorities = [t.table_entry.priority for t in tables[1:]]
+    assert priorities == [10] * 6 + [1, 1]
+    static = static_entries(PIPELINE.p4info, config)
+    zones = [e for e in static if TABLES[e.table_id] == "port_zone"]
+    assert len(zones) == 4  # in0, out0, and the two slow-path ports (zone 3)
+
+
+OFFLOAD_CONFIG = """
+[[interface]]
+name = "in0"
+zone = "inside"
+port = 1
+address = "10.0.0.1/24"
+mac = "02:00:00:00:00:01"
+
+[[interface]]
+name = "out0"
+zone = "outside"
+port = 2
+address = "198.51.100.1/24"
+mac = "02:00:00:00:00:02"
+
+[[pool]]
+name = "public"
+addresses = ["203.0.113.0/30"]
+
+[[rule]]
+type = "snat"
+prefix = "10.0.0.0/24"
+pool = "public"
+
+[[rule]]
+type = "dnat"
+prefix = "203.0.113.9/32"
+port = 80
+protocol = "tcp"
+to = "10.0.0.5"
+
+[[slow_path]]
+name = "sp0"
+port = 9
+control = "/run/sp0.sock"
+ports = "1024-32767"
+
+# more
+"""

@@ -147,6 +147,7 @@ class OffloadManager:
         self._unclaimed: dict[FlowKey, FlowKey] = {}
         self._claimed: set[FlowKey] = set()
         self._stale_entries: list[tuple[FlowKey, FlowKey]] = []
+        self._halves: list[tuple[str, FlowKey]] = []
 
     # -- what comes in -------------------------------------------------------------
 
@@ -177,12 +178,18 @@ class OffloadManager:
                 s.stale = True
         self._software_only = {k for k in self._software_only if k[0] != instance}
 
-    def switch_entries(self, in2out_out2in: Iterable[tuple[FlowKey, FlowKey]]) -> None:
+    def switch_entries(
+        self,
+        in2out_out2in: Iterable[tuple[FlowKey, FlowKey]],
+        halves: Iterable[tuple[str, FlowKey]] = (),
+    ) -> None:
         """What the switch holds at (re)connection, read back: every session
         loses its install state, then each is adopted if its entries are there,
-        else queued; entries no instance claims are deleted once all synced."""
+        else queued; entries no instance claims are deleted once all synced,
+        entries without their other half (table, key) with the next flush."""
         for s in self.sessions.values():
             self.installs.forget(s)
+        self._halves += list(halves)
         self._unclaimed = dict(in2out_out2in)
         self._claimed = set()
         for s in list(self.sessions.values()):
@@ -299,7 +306,7 @@ class OffloadManager:
     # -- writes ---------------------------------------------------------------------------
 
     def has_work(self) -> bool:
-        return self.installs.has_work() or bool(self._stale_entries)
+        return self.installs.has_work() or bool(self._stale_entries or self._halves)
 
     async def flush(self) -> None:
         """One round of writes: a batch of INSERTs, then the DELETEs and MODIFYs
@@ -308,7 +315,7 @@ class OffloadManager:
         if batch:
             await self._install(batch)
         expiring = self.installs.take_expiring()
-        if expiring or self._stale_entries:
+        if expiring or self._stale_entries or self._halves:
             await self._delete(expiring)
         rewrites = self.installs.take_rewrites()
         if rewrites:
@@ -349,9 +356,11 @@ class OffloadManager:
         stale, self._stale_entries = self._stale_entries, []
         for in2out, out2in in stale:
             updates += self.entries.deletes_by_key(in2out, out2in)
+        halves, self._halves = self._halves, []
+        updates += [self.entries.delete_one(table, key) for table, key in halves]
         errors = await self._write(updates)
         self.stats["offload.delete_failed"] += sum(1 for e in errors if e.code != NOT_FOUND)
-        self.stats["offload.stale_entries_deleted"] += len(stale)
+        self.stats["offload.stale_entries_deleted"] += len(stale) + len(halves)
         for s in sessions:
             if self.installs.state(s) is InstallState.DELETING:
                 self.installs.deleted(s)

@@ -16,7 +16,12 @@ from finsy.proto import p4r
 from quicknat.addr import Prefix, format_ipv4
 from quicknat.config.model import Config, Interface, Zone
 from quicknat.nat.session import FlowKey, Rewrite, Session
-from quicknat.p4rt.entities import table_entry
+from quicknat.p4rt.entities import (
+    Ternary,
+    action_profile_group,
+    action_profile_member,
+    table_entry,
+)
 from quicknat.p4rt.p4info import P4Info
 from quicknat.rules import RuleKind
 
@@ -26,6 +31,10 @@ P4INFO = ARTIFACTS / "quicknat.p4info.txtpb"
 BMV2_JSON = ARTIFACTS / "quicknat.json"
 CPU_PORT = 255
 ZONE_VALUE = {Zone.INSIDE: 1, Zone.OUTSIDE: 2}
+ZONE_SLOW_PATH = 3  # p4src/include/define.p4: a port toward a slow-path instance
+SLOW_PATH_SELECTOR = "slow_path_selector"
+SLOW_PATH_GROUP = 1
+SLOW_PATH_MTU = 9216  # the tag adds 4 bytes to what leaves toward an instance
 
 
 class PuntReason(enum.IntEnum):
@@ -219,6 +228,17 @@ def static_entries(p4info: P4Info, config: Config) -> list[p4r.TableEntry]:
         entries.append(_route(p4info, route.prefix, interface, mac))
     for n in config.neighbors:
         entries.append(_route(p4info, Prefix(n.address, 32), by_name[n.interface], n.mac))
+    for sp in config.slow_paths:
+        entries.append(
+            table_entry(
+                p4info, "port_zone", {"ingress_port": sp.port}, "set_zone", {"zone": ZONE_SLOW_PATH}
+            )
+        )
+        entries.append(
+            table_entry(
+                p4info, "egress_mtu", {"egress_port": sp.port}, "set_mtu", {"mtu": SLOW_PATH_MTU}
+            )
+        )
     scopes = {("snat_scope", "ipv4_src", r.prefix) for r in config.rules if r.kind is RuleKind.SNAT}
     scopes |= {
         ("dnat_scope", "ipv4_dst", r.prefix) for r in config.rules if r.kind is RuleKind.DNAT
@@ -236,6 +256,94 @@ def static_entries(p4info: P4Info, config: Config) -> list[p4r.TableEntry]:
         action = "mark_owned" if table == "owned_source" else "mark_nat_required"
         entries.append(table_entry(p4info, table, {field: (prefix.address, prefix.length)}, action))
     return entries
+
+
+def port_block_ternaries(low: int, high: int) -> list[Ternary]:
+    """A port range as the fewest value/mask pairs that cover exactly it (a
+    ternary table has no range match): 1024-65535 is 1024/0xfc00, 2048/0xf800,
+    4096/0xf000 ... 32768/0x8000."""
+    out = []
+    while low <= high:
+        size = low & -low if low else 1 << 16
+        while low + size - 1 > high:
+            size >>= 1
+        out.append(Ternary(low, 0xFFFF & ~(size - 1)))
+        low += size
+    return out
+
+
+def slow_path_entries(p4info: P4Info, config: Config) -> list[list[p4r.Entity]]:
+    """Offload mode's entries (p4src/README.md, slow_path.p4), in the order they
+    may be written (members, then the group that names them, then the tables
+    that name the group): every instance a member of one selector group for
+    the inside zone; outside packets for a pool address by port block (RFC
+    7422) to the block's instance, and, at the lowest priority, what has no
+    port (ICMP errors) and DNAT addresses to the first instance."""
+    instances = config.slow_paths
+    if not instances:
+        return []
+    members = [
+        p4r.Entity(
+            action_profile_member=action_profile_member(
+                p4info, SLOW_PATH_SELECTOR, i + 1, "to_slow_path", {"port": sp.port}
+            )
+        )
+        for i, sp in enumerate(instances)
+    ]
+    group = p4r.Entity(
+        action_profile_group=action_profile_group(
+            p4info,
+            SLOW_PATH_SELECTOR,
+            SLOW_PATH_GROUP,
+            list(range(1, len(instances) + 1)),
+            len(instances),
+        )
+    )
+    tables = [
+        p4r.Entity(
+            table_entry=table_entry(
+                p4info,
+                "slow_path_in2out",
+                {"zone": ZONE_VALUE[Zone.INSIDE]},
+                group_id=SLOW_PATH_GROUP,
+            )
+        )
+    ]
+    prefixes = sorted({p for pool in config.pools for p in pool.addresses}, key=str)
+    for prefix in prefixes:
+        dst = Ternary(prefix.address, prefix.mask)
+        for sp in instances:
+            for block in port_block_ternaries(sp.port_min, sp.port_max):
+                match = {"ipv4_dst": dst, "has_ports": Ternary(1, 1), "l4_dport": block}
+                tables.append(
+                    p4r.Entity(
+                        table_entry=table_entry(
+                            p4info,
+                            "slow_path_out2in",
+                            match,
+                            "to_slow_path",
+                            {"port": sp.port},
+                            priority=10,
+                        )
+                    )
+                )
+    catch_all = prefixes + [
+        r.prefix for r in config.rules if r.kind is RuleKind.DNAT and r.prefix not in prefixes
+    ]
+    for prefix in catch_all:
+        tables.append(
+            p4r.Entity(
+                table_entry=table_entry(
+                    p4info,
+                    "slow_path_out2in",
+                    {"ipv4_dst": Ternary(prefix.address, prefix.mask)},
+                    "to_slow_path",
+                    {"port": instances[0].port},
+                    priority=1,
+                )
+            )
+        )
+    return [members, [group], tables]
 
 
 def cpu_clone_session() -> p4r.Entity:
@@ -362,9 +470,9 @@ class NatEntries:
         return self.deletes_by_key(session.in2out, session.out2in)
 
     def deletes_by_key(self, in2out: FlowKey, out2in: FlowKey) -> list[p4r.Update]:
-        updates = []
-        for table, key in (("nat_in2out", in2out), ("nat_out2in", out2in)):
-            update = p4r.Update(type=p4r.Update.DELETE)
-            self._fill(update, table, key)
-            updates.append(update)
-        return updates
+        return [self.delete_one("nat_in2out", in2out), self.delete_one("nat_out2in", out2in)]
+
+    def delete_one(self, table: str, key: FlowKey) -> p4r.Update:
+        update = p4r.Update(type=p4r.Update.DELETE)
+        self._fill(update, table, key)
+        return update

@@ -36,6 +36,8 @@ from quicknat.config.model import Config
 from quicknat.controller import program, systemd
 from quicknat.controller import stats as stats_module
 from quicknat.controller.install_state import InstallState
+from quicknat.controller.offload import OffloadManager
+from quicknat.controller.offload_io import OffloadIO
 from quicknat.controller.program import ConfigMismatch, Pipeline, PuntReason
 from quicknat.controller.punts import ERROR_COPIES, Punts
 from quicknat.controller.reconfigure import (
@@ -161,6 +163,28 @@ class Controller:
         )
         self._in2out_id = self.p4info.table("nat_in2out").id
         self._out2in_id = self.p4info.table("nat_out2in").id
+        # Offload mode ([[slow_path]]): the sessions are the instances', the
+        # switch their cache (docs/offload.md); controller mode without them.
+        self.offload: OffloadIO | None = None
+        if config.slow_paths:
+            manager = OffloadManager(
+                self.nat_entries,
+                config.timeouts,
+                config.public_prefixes(),
+                self.stats,
+                lambda updates: self.client.write(updates),
+                lambda instance, lines: self._offload_command(instance, lines),
+                capacity=capacity,
+                instances=len(config.slow_paths),
+                batch_max=options.batch_max,
+                now=self.now,
+            )
+            self.offload = OffloadIO(manager, config.slow_paths, self.stats, self.connected)
+        self.slow_path = program.slow_path_entries(self.p4info, config)
+
+    def _offload_command(self, instance: int, lines: list[str]) -> None:
+        assert self.offload is not None
+        self.offload.command(instance, lines)
 
     def now(self) -> float:
         return asyncio.get_running_loop().time()
@@ -174,6 +198,8 @@ class Controller:
             host, port = self.options.metrics
             metrics = await serve_metrics(host, port, self.stats_dict, "p4")
         backoff = 0.25
+        if self.offload is not None:
+            self.offload.start()
         try:
             while not stop.is_set():
                 try:
@@ -203,6 +229,8 @@ class Controller:
                     backoff = min(backoff * 2, self.options.reconnect_max_s)
         finally:
             systemd.notify("STOPPING=1")
+            if self.offload is not None:
+                await self.offload.stop()
             await self.client.close()
             if metrics is not None:
                 metrics.close()
@@ -265,6 +293,9 @@ class Controller:
             await self._write_checked([update(INSERT, e) for e in self.static], "static entries")
             await self._configure_meters()
             await self._configure_clone_session()
+            await self._configure_slow_paths()
+            if self.offload is not None:
+                self.offload.recover([], [])  # an empty switch: refilled from the instances
             await self.writes.install_now(sessions)
             self.stats["sessions_reinstalled"] += len(sessions)
             return
@@ -275,7 +306,11 @@ class Controller:
         await self._write_checked(retry, "static entries")
         await self._configure_meters()
         await self._configure_clone_session()
-        await self._recover()
+        await self._configure_slow_paths()
+        if self.offload is not None:
+            await self._recover_offloaded()
+        else:
+            await self._recover()
 
     async def _write_checked(self, updates: list[p4r.Update], what: str) -> None:
         for error in await self.client.write(updates):
@@ -305,6 +340,50 @@ class Controller:
             errors = await self.client.write([p4r.Update(type=MODIFY, entity=entity)])
         for error in errors:
             raise P4RuntimeError(f"writing the CPU clone session: {error.message}")
+
+    async def _configure_slow_paths(self) -> None:
+        """Offload mode's members, group and tables, in that order (each names
+        the one before); what is there already is made to match."""
+        for stage in self.slow_path:
+            errors = await self.client.write([p4r.Update(type=INSERT, entity=e) for e in stage])
+            retry = [
+                p4r.Update(type=MODIFY, entity=stage[e.index])
+                for e in errors
+                if e.code == ALREADY_EXISTS
+            ]
+            await self._write_checked(retry, "slow path entries")
+            for error in errors:
+                if error.code != ALREADY_EXISTS:
+                    raise P4RuntimeError(f"writing slow path entries: {error.message}")
+
+    async def _recover_offloaded(self) -> None:
+        """Offload mode's recovery: the sessions' entries the switch holds, as
+        (in2out, out2in) keys, for the offload manager to adopt as the
+        instances' snapshots claim them (and sweep the rest)."""
+        assert self.offload is not None
+        in2out = await self.client.read(
+            [p4r.Entity(table_entry=p4r.TableEntry(table_id=self._in2out_id))]
+        )
+        out2in = await self.client.read(
+            [p4r.Entity(table_entry=p4r.TableEntry(table_id=self._out2in_id))]
+        )
+        out_keys = {self._key(e.table_entry) for e in out2in}
+        pairs = []
+        halves = []  # an entry without its other half: swept with the rest
+        for entity in in2out:
+            key = self._key(entity.table_entry)
+            _, params = action_params(self.p4info, entity.table_entry)
+            address, port = params.get("addr", 0), params.get("port", 0)
+            icmp = key.protocol == 1
+            back = FlowKey(key.protocol, key.dst, address, port if icmp else key.dport, port)
+            if back in out_keys:
+                pairs.append((key, back))
+                out_keys.discard(back)
+            else:
+                halves.append(("nat_in2out", key))
+        halves += [("nat_out2in", k) for k in out_keys]
+        self.offload.recover(pairs, halves)
+        log.info("offload: %d sessions in the switch to reconcile", len(in2out))
 
     async def _recover(self) -> None:
         """Rebuild sessions from the switch's NAT tables (P4Runtime Read)."""
@@ -404,6 +483,11 @@ class Controller:
             self.stats["stream_other"] += 1
 
     def _on_idle_timeout(self, note: p4r.IdleTimeoutNotification) -> None:
+        if self.offload is not None:
+            for entry in note.table_entry:
+                self.stats["idle_timeouts"] += 1
+                self.offload.manager.on_idle(self._key(entry))
+            return
         for entry in note.table_entry:
             self.stats["idle_timeouts"] += 1
             session = self.nat.session_for(self._key(entry))

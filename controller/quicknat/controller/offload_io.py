@@ -1,0 +1,140 @@
+"""The offload manager's I/O (offload mode, docs/offload.md): one task per
+slow-path instance reading its session event stream (resubscribing with
+backoff when it ends), one task per instance sending it `session` lines in
+order, and the writer that flushes the manager (controller/offload.py) into
+the switch while the controller is connected. The controller service owns it:
+it calls `start` and `stop`, `recover` after each (re)connection, and
+`kick` after the manager got work from the switch (an idle notification).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from pathlib import Path
+
+from quicknat.config.model import SlowPath
+from quicknat.controller.offload import OffloadManager
+from quicknat.controller.stats import Stats
+from quicknat.nat.session import FlowKey
+from quicknat.offload.stream import subscribe
+from quicknat.p4rt.client import P4RuntimeError
+
+log = logging.getLogger("quicknat.offload")
+
+BACKOFF_MIN_S, BACKOFF_MAX_S = 0.25, 5.0
+
+IO_COUNTERS = ("offload.stream_reconnects", "offload.command_errors")
+
+
+class OffloadIO:
+    def __init__(
+        self,
+        manager: OffloadManager,
+        instances: tuple[SlowPath, ...],
+        stats: Stats,
+        connected: asyncio.Event,
+    ) -> None:
+        self.manager = manager
+        self.instances = instances
+        self.stats = stats
+        for name in IO_COUNTERS:
+            stats[name] += 0
+        self.connected = connected
+        self._work = asyncio.Event()
+        self._queues: list[asyncio.Queue[list[str]]] = [asyncio.Queue() for _ in instances]
+        self._tasks: list[asyncio.Task[None]] = []
+
+    # -- life ---------------------------------------------------------------------
+
+    def start(self) -> None:
+        for i in range(len(self.instances)):
+            self._tasks.append(asyncio.ensure_future(self._feed(i)))
+            self._tasks.append(asyncio.ensure_future(self._sender(i)))
+        self._tasks.append(asyncio.ensure_future(self._writer()))
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._tasks = []
+
+    def command(self, instance: int, lines: list[str]) -> None:
+        """The manager's `command`: lines for an instance, sent in order."""
+        self._queues[instance].put_nowait(lines)
+
+    def kick(self) -> None:
+        self._work.set()
+
+    # -- the switch -----------------------------------------------------------------
+
+    def recover(
+        self, pairs: list[tuple[FlowKey, FlowKey]], halves: list[tuple[str, FlowKey]]
+    ) -> None:
+        """After a (re)connection: the sessions' entries the switch holds (in2out
+        and out2in keys), for the manager to adopt or sweep, and entries
+        without their other half (table, key), to sweep."""
+        self.manager.switch_entries(pairs, halves)
+        self.kick()
+
+    async def _writer(self) -> None:
+        while True:
+            await self._work.wait()
+            self._work.clear()
+            while self.connected.is_set() and self.manager.has_work():
+                try:
+                    await self.manager.flush()
+                except P4RuntimeError as exc:
+                    log.warning("offload write: %s (again after the reconnection)", exc)
+                    break
+
+    # -- the instances ------------------------------------------------------------------
+
+    async def _feed(self, instance: int) -> None:
+        sp = self.instances[instance]
+        backoff = BACKOFF_MIN_S
+        said = False
+        while True:
+            self.manager.stream_restarted(instance)
+            try:
+                async for event in subscribe(Path(sp.control)):
+                    self.manager.on_event(instance, event)
+                    self._work.set()
+                    backoff = BACKOFF_MIN_S
+                    said = False
+                    if event.kind == "lost":
+                        log.warning("slow path %s dropped session events: resubscribing", sp.name)
+                        break
+            except (OSError, ConnectionError, ValueError) as exc:
+                if not said:
+                    log.warning("slow path %s (%s): %s; retrying", sp.name, sp.control, exc)
+                    said = True
+            self.stats["offload.stream_reconnects"] += 1
+            await asyncio.sleep(backoff)
+            backoff = min(backoff * 2, BACKOFF_MAX_S)
+
+    async def _sender(self, instance: int) -> None:
+        sp = self.instances[instance]
+        while True:
+            lines = await self._queues[instance].get()
+            while not self._queues[instance].empty():  # what queued meanwhile, in order
+                lines += self._queues[instance].get_nowait()
+            try:
+                reader, writer = await asyncio.open_unix_connection(sp.control)
+                writer.write("".join(line + "\n" for line in lines).encode())
+                writer.write_eof()
+                answers = (await asyncio.wait_for(reader.read(), 10)).decode().splitlines()
+                writer.close()
+            except (OSError, TimeoutError) as exc:
+                self.stats["offload.command_errors"] += len(lines)
+                log.warning(
+                    "slow path %s: %d session commands not sent: %s", sp.name, len(lines), exc
+                )
+                continue
+            errors = [a for a in answers if a.startswith("error:")]
+            if errors:
+                self.stats["offload.command_errors"] += len(errors)
+                log.warning("slow path %s: %s", sp.name, errors[0])
