@@ -22,7 +22,7 @@ from typing import Any
 from quicknat import log_format
 from quicknat.addr import parse_ipv4
 from quicknat.config import Config, ConfigError, load_config
-from quicknat.config.commands import config_commands
+from quicknat.config.commands import config_commands, slow_path_commands
 from quicknat.config.dump import config_to_data
 from quicknat.metrics import split_address
 from quicknat.nat.qns import Qns
@@ -67,7 +67,14 @@ def _lookup(config: Config, args: argparse.Namespace) -> int:
 
 
 def _swpath_commands(config: Config, args: argparse.Namespace) -> int:
-    print("\n".join(config_commands(config)))
+    if args.slow_path is None:
+        print("\n".join(config_commands(config)))
+        return 0
+    try:
+        print("\n".join(slow_path_commands(config, args.slow_path)))
+    except ValueError as exc:
+        print(f"quicknat swpath-commands: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
     return 0
 
 
@@ -307,6 +314,12 @@ def _parser() -> argparse.ArgumentParser:
         formatter_class=defaults,
     )
     commands.add_argument("config", help="the TOML configuration file")
+    commands.add_argument(
+        "--slow-path",
+        metavar="NAME",
+        help="the commands of this [[slow_path]] instance of the switch's configuration "
+        "(offload mode, docs/offload.md) instead of a stand-alone swpath's",
+    )
     commands.set_defaults(run=_swpath_commands)
     from quicknat.controller.program import BMV2_JSON, P4INFO
 

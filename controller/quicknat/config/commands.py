@@ -6,8 +6,10 @@ single parser and validator; the same lines are what its control socket takes.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from quicknat.addr import format_ipv4
-from quicknat.config.model import DEFAULT_MTU, Config, EventLog, Logging, Pool
+from quicknat.config.model import DEFAULT_MTU, Config, EventLog, Logging, Pool, Zone
 from quicknat.config.values import display
 from quicknat.rules import DnatTo, Rule, SnatToAddress, SnatToPool
 
@@ -89,4 +91,60 @@ def config_commands(config: Config) -> list[str]:
     on = "on" if icmp.unreachable_on_exhaustion else "off"
     lines.append(f"icmp unreachable_on_exhaustion {on} rate {icmp.rate} burst {icmp.burst}")
     lines.append(logging_command(config.logging))
+    return lines
+
+
+# A slow-path instance's link to the switch (docs/offload.md): two /30s of the
+# link-local range, one per zone; the switch answers no ARP on a slow-path
+# port and checks no destination MAC there, so its side is a static neighbour.
+SLOW_PATH_LINK = {
+    Zone.INSIDE: ("169.254.0.1/30", "169.254.0.2", "02:00:00:00:fe:01"),
+    Zone.OUTSIDE: ("169.254.0.5/30", "169.254.0.6", "02:00:00:00:fe:02"),
+}
+SLOW_PATH_SWITCH_MAC = "02:00:00:00:fe:fe"
+SLOW_PATH_VID = {Zone.INSIDE: 1, Zone.OUTSIDE: 2}  # p4src: the zone is the VID
+
+
+def slow_path_commands(config: Config, name: str) -> list[str]:
+    """The swpath commands of slow-path instance `name` of the switch's
+    configuration: the two zones as 802.1Q sub-interfaces of its DPDK port 0,
+    the inside networks and everything else back through the switch, and the
+    switch's pools cut to the instance's port block (RFC 7422), its rules,
+    timeouts, filtering, limits, ICMP and logging as they are.
+    ValueError when there is no such instance, or a pool has no port in its
+    block."""
+    by_name = {sp.name: sp for sp in config.slow_paths}
+    if name not in by_name:
+        known = ", ".join(by_name) or "none"
+        raise ValueError(f"no [[slow_path]] named {name!r} (there are: {known})")
+    sp = by_name[name]
+    pools = []
+    for pool in config.pools:
+        low, high = max(pool.port_min, sp.port_min), min(pool.port_max, sp.port_max)
+        if low > high:
+            raise ValueError(
+                f"pool {pool.name} ({pool.port_min}-{pool.port_max}) has no port in "
+                f"slow_path {name}'s block {sp.port_min}-{sp.port_max}"
+            )
+        pools.append(replace(pool, port_min=low, port_max=high))
+    lines = [f"# slow-path instance {name} of {config.source}"]
+    for zone in (Zone.INSIDE, Zone.OUTSIDE):
+        address, _, mac = SLOW_PATH_LINK[zone]
+        lines.append(
+            f"interface {zone} zone {zone} port 0 address {address} mac {mac} "
+            f"vlan {SLOW_PATH_VID[zone]} slow_path true"
+        )
+    inside = {i.name for i in config.interfaces if i.zone is Zone.INSIDE}
+    networks = {
+        str(i.address.network) for i in config.interfaces if i.zone is Zone.INSIDE and i.address
+    }
+    networks |= {str(r.prefix) for r in config.routes if r.interface in inside}
+    via_inside, via_outside = SLOW_PATH_LINK[Zone.INSIDE][1], SLOW_PATH_LINK[Zone.OUTSIDE][1]
+    lines += [f"route {n} dev inside via {via_inside}" for n in sorted(networks)]
+    lines.append(f"route 0.0.0.0/0 dev outside via {via_outside}")
+    lines.append(f"neighbor {via_inside} mac {SLOW_PATH_SWITCH_MAC} dev inside")
+    lines.append(f"neighbor {via_outside} mac {SLOW_PATH_SWITCH_MAC} dev outside")
+    shared = config_commands(replace(config, interfaces=(), routes=(), neighbors=(), pools=()))
+    lines += [pool_command(pool) for pool in pools]
+    lines += shared[1:]  # rules and settings (after its "# from" line)
     return lines
