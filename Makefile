@@ -13,7 +13,7 @@ APT_PACKAGES := build-essential pkg-config python3-venv python3-dev \
                 iproute2 ethtool iputils-ping mininet iperf3 curl nftables \
                 traceroute
 
-.PHONY: install all deps deps-apt deps-python build test lint bench bench-peers bench-qns bench-bmv2 bench-p4rt-clients bench-swpath fuzz p4 run run-bmv2 clean
+.PHONY: install all deps deps-apt deps-python build test lint bench bench-peers bench-qns bench-bmv2 bench-p4rt-clients bench-swpath fuzz p4 run run-bmv2 run-offload clean
 
 all: build
 
@@ -72,6 +72,11 @@ run: $(VENV)/.installed build
 # The same lab in Mininet with the NAT on BMv2 (needs simple_switch_grpc; says so if missing).
 run-bmv2: $(VENV)/.installed
 	$(PYTHON) topo/bmv2_lab.py $(if $(CLI),--cli)
+
+# Offload mode: BMv2 caches established flows in front of a swpath slow-path
+# instance (docs/offload.md; needs simple_switch_grpc and root).
+run-offload: $(VENV)/.installed build
+	$(VPY) topo/offload_lab.py $(if $(LAB_SHELL),--shell)
 
 # New-flow setup through the controller vs raw P4Runtime writes (needs simple_switch_grpc).
 bench-bmv2: $(VENV)/.installed

@@ -105,6 +105,14 @@ SUITES = [
         cwd=ROOT / "topo",  # `-m lab.e2e` finds the lab package here
     ),
     Suite(
+        "lab-e2e-offload",
+        [PY, "-m", "lab.e2e", "--lab", "offload"],
+        "the same end-to-end tests in offload mode: BMv2 caching a swpath slow-path instance",
+        requires=["simple_switch_grpc", "traceroute", "iperf3"],
+        root=True,
+        cwd=ROOT / "topo",
+    ),
+    Suite(
         "lab-e2e-bmv2",
         # Debian's python3: the Mininet lab needs its Mininet package.
         [SYSTEM_PY, "-m", "lab.e2e", "--lab", "bmv2"],

@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
-"""End-to-end tests with real clients in a lab: `python3 -m lab.e2e --lab swpath|bmv2`
+"""End-to-end tests with real clients in a lab: `python3 -m lab.e2e --lab swpath|bmv2|offload`
 (from topo/).
 
 The same tests on either lab (topo/lab/topology.py): `--lab swpath` builds the
 namespace lab with quicknat-swpath (topo/netns_lab.py), `--lab bmv2` the
 Mininet lab with BMv2 and the controller (topo/bmv2_lab.py; run it with
-Debian's python3, which has Mininet). One lab serves every test; it is torn
+Debian's python3, which has Mininet), `--lab offload` the namespace lab with
+BMv2, the controller as offload manager and a swpath slow-path instance
+(topo/lab/offload_lab.py; plus a test of its own). One lab serves every test; it is torn
 down at the end, on failure and on SIGINT/SIGTERM. Every wait is bounded.
 
 - traceroute -n, UDP and ICMP (-I), from h1 to far: hop 1 is the NAT (its
@@ -283,6 +285,71 @@ def test_metrics_move(lab: Nodes) -> None:
         exporter.wait(timeout=10)
 
 
+def test_offload_takes_established_flows(lab: Nodes) -> None:
+    """Offload mode: a flow's first packet goes through the slow-path instance,
+    which opens the session; the controller installs it in the switch, which
+    then translates the rest: the instance marks it offloaded and sees none of
+    its later packets, which all arrive."""
+    from lab.offload_lab import OffloadLab
+
+    assert isinstance(lab, OffloadLab)
+    sink = lab.start(
+        FAR.name,
+        ["python3", "-u", "-c", UDP_SINK, str(OFFLOAD_PORT), "30"],
+        "udp-sink.log",
+    )
+    try:
+        lab.run(H1.name, "python3", "-c", UDP_SEND, FAR.ip, str(OFFLOAD_PORT), "1")
+
+        def offloaded() -> list[dict[str, Any]]:
+            rows = json.loads(lab.quicknat("sessions", "--json", "--src", H1.ip, "--proto", "udp"))
+            return [r for r in rows if r["remote"] == f"{FAR.ip}:{OFFLOAD_PORT}" and r["offloaded"]]
+
+        deadline = time.monotonic() + 10
+        while not offloaded():
+            assert time.monotonic() < deadline, "the session was not offloaded in 10 s"
+            time.sleep(0.2)
+        before = json.loads(lab.quicknat("stats"))["counters"]["in2out"]
+        lab.run(H1.name, "python3", "-c", UDP_SEND, FAR.ip, str(OFFLOAD_PORT), "50")
+        time.sleep(1)
+        after = json.loads(lab.quicknat("stats"))["counters"]["in2out"]
+        assert after == before, f"the instance translated {after - before} of the 50 packets"
+        stats = lab.controller_stats()["counters"]
+        assert isinstance(stats, dict)
+        assert stats["offload.installed"] >= 1, stats
+    finally:
+        lab.stop_process(sink)
+    received = (lab.workdir / "udp-sink.log").read_text().split()
+    assert received and int(received[-1]) == 51, f"far received {received}"
+
+
+# far counts the datagrams on a port until its time is up (or it is stopped);
+# h1 sends N from one source port, so they are one session.
+UDP_SINK = """
+import signal, socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("", int(sys.argv[1])))
+s.settimeout(float(sys.argv[2]))
+n = 0
+signal.signal(signal.SIGTERM, lambda *a: (print(n), sys.exit(0)))
+try:
+    while True:
+        s.recv(2048)
+        n += 1
+except OSError:
+    print(n)
+"""
+UDP_SEND = """
+import socket, sys, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("", 47000))
+for _ in range(int(sys.argv[3])):
+    s.sendto(b"offload", (sys.argv[1], int(sys.argv[2])))
+    time.sleep(0.01)
+"""
+OFFLOAD_PORT = 9999
+
+
 TESTS: dict[str, Test] = {
     "traceroute_udp": test_traceroute_udp,
     "traceroute_icmp": test_traceroute_icmp,
@@ -290,6 +357,9 @@ TESTS: dict[str, Test] = {
     "iperf3_udp": test_iperf3_udp,
     "udp_hole_punching": test_udp_hole_punching,
     "metrics_move": test_metrics_move,
+}
+OFFLOAD_TESTS: dict[str, Test] = {
+    "offload_takes_established_flows": test_offload_takes_established_flows
 }
 
 
@@ -313,9 +383,11 @@ def run_tests(lab: Nodes, names: list[str]) -> tuple[int, int]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--lab", choices=["swpath", "bmv2"], required=True)
+    parser.add_argument("--lab", choices=["swpath", "bmv2", "offload"], required=True)
     parser.add_argument("tests", nargs="*", help=f"default: all of {', '.join(TESTS)}")
     args = parser.parse_args()
+    if args.lab == "offload":
+        TESTS.update(OFFLOAD_TESTS)
     names = args.tests or list(TESTS)
     unknown = [name for name in names if name not in TESTS]
     if unknown:
@@ -325,6 +397,10 @@ def main() -> int:
         from lab import netns_lab as lab_module
 
         reason = lab_module.missing()
+    elif args.lab == "offload":
+        from lab import offload_lab as lab_module  # type: ignore[no-redef]
+
+        reason = "; ".join(lab_module.missing()) or None
     else:
         from lab import bmv2_lab as lab_module  # type: ignore[no-redef]
 

@@ -1,0 +1,145 @@
+"""The namespace lab in offload mode (docs/offload.md): the NAT is BMv2 with
+the controller as offload manager, and a quicknat-swpath slow-path instance
+behind the switch's port 9 that takes every miss (`make run-offload`, lab.e2e).
+
+The nodes and links are the namespace lab's (topology.py); in the NAT's
+namespace BMv2 owns the lab's NAT ends plus `sp0`, whose veth peer `sp0-sw`
+is the instance's DPDK port 0. One configuration describes the system:
+topo/lab.toml plus the [[slow_path]] this module adds (its control socket
+lives in the work directory); the instance's commands come from it
+(`quicknat swpath-commands --slow-path sp0`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+from lab import topology
+from lab.bmv2 import switch_command
+from lab.netns import add_veth, set_up_plain
+from lab.netns_lab import NAT as NAT_NAMESPACE
+from lab.netns_lab import NetnsLab
+from lab.processes import signals_ignored, wait_for_unix_socket, wait_until
+from lab.swpath import QUICKNAT, swpath_command
+
+GRPC_PORT = 50011
+SLOW_PATH_PORT = 9  # the switch's port toward the instance
+SLOW_PATH, SLOW_PATH_PEER = "sp0", "sp0-sw"
+
+
+def missing() -> list[str]:
+    needs = [] if shutil.which("simple_switch_grpc") else ["simple_switch_grpc"]
+    if os.geteuid() != 0:
+        needs.append("root")
+    return needs
+
+
+def offload_config(workdir: Path) -> Path:
+    """topo/lab.toml with the lab's slow-path instance."""
+    path = workdir / "offload.toml"
+    path.write_text(
+        topology.CONFIG.read_text()
+        + "\n# The slow-path instance behind the switch (topo/lab/offload_lab.py).\n"
+        + f'[[slow_path]]\nname = "sp0"\nport = {SLOW_PATH_PORT}\n'
+        + f'control = "{workdir / "sp0.sock"}"\n'
+    )
+    return path
+
+
+class OffloadLab(NetnsLab):
+    def __init__(self, workdir: Path) -> None:
+        super().__init__(workdir)
+        # the sessions are the instance's (quicknat sessions/stats, the tests);
+        # the controller's socket tells the offload manager's counters
+        self.socket = workdir / "sp0.sock"
+        self.controller_socket = workdir / "controller.sock"
+        self.config = offload_config(workdir)
+
+    def build(self) -> None:
+        super().build()
+        add_veth(NAT_NAMESPACE, SLOW_PATH, NAT_NAMESPACE, SLOW_PATH_PEER)
+        for dev in (SLOW_PATH, SLOW_PATH_PEER):
+            set_up_plain(NAT_NAMESPACE, dev)
+            # the 802.1Q tags stay in the frames both ways
+            subprocess.run(
+                self.command(topology.NAT, "ethtool", "-K", dev, "rxvlan", "off", "txvlan", "off"),
+                capture_output=True,
+                check=False,
+            )
+
+    def start_offload(self) -> None:
+        """The instance, the switch, then the controller (until connected)."""
+        commands = self.workdir / "sp0.cmds"
+        compiled = subprocess.run(
+            [str(QUICKNAT), "swpath-commands", "--slow-path", "sp0", str(self.config)],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        )
+        commands.write_text(compiled.stdout)
+        command = swpath_command(
+            {0: SLOW_PATH_PEER}, commands, self.socket, f"quicknat-offload-{os.getpid()}"
+        )
+        instance = self.start(topology.NAT, command, "sp0.log")
+        wait_for_unix_socket(self.socket, 30, instance)
+        ports = {**topology.nat_ports(), SLOW_PATH_PORT: SLOW_PATH}
+        switch = self.start(
+            topology.NAT, switch_command(ports, f"127.0.0.1:{GRPC_PORT}", self.workdir), "switch.log"
+        )
+        controller_command = [
+            str(QUICKNAT),
+            "controller",
+            "--config",
+            str(self.config),
+            "--grpc-addr",
+            f"127.0.0.1:{GRPC_PORT}",
+            "--socket",
+            str(self.controller_socket),
+        ]
+        wait_until("the switch listens", lambda: self._listens(), 30, switch)
+        controller = self.start(topology.NAT, controller_command, "controller.log")
+        wait_until("the controller connects to the switch", self.connected, 30, controller)
+
+    def _listens(self) -> bool:
+        return self.listening(topology.NAT, GRPC_PORT)
+
+    def connected(self) -> bool:
+        try:
+            return bool(self.controller_stats()["connected"])
+        except (ValueError, KeyError, TypeError):
+            return False
+
+    def controller_stats(self) -> dict[str, object]:
+        """`quicknat stats` of the controller (the offload manager's counters)."""
+        proc = subprocess.run(
+            [str(QUICKNAT), "stats", "--socket", str(self.controller_socket)],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+        answer = json.loads(proc.stdout)
+        assert isinstance(answer, dict)
+        return answer
+
+
+@contextlib.contextmanager
+def running_lab(workdir: Path) -> Iterator[OffloadLab]:
+    """The lab built and its NAT running; torn down on the way out, whatever
+    happened."""
+    lab = OffloadLab(workdir)
+    try:
+        lab.build()
+        lab.start_offload()
+        yield lab
+    finally:
+        with signals_ignored():
+            lab.stop_processes()
+            lab.delete()
