@@ -91,7 +91,9 @@ class OffloadLab(NetnsLab):
         wait_for_unix_socket(self.socket, 30, instance)
         ports = {**topology.nat_ports(), SLOW_PATH_PORT: SLOW_PATH}
         switch = self.start(
-            topology.NAT, switch_command(ports, f"127.0.0.1:{GRPC_PORT}", self.workdir), "switch.log"
+            topology.NAT,
+            switch_command(ports, f"127.0.0.1:{GRPC_PORT}", self.workdir),
+            "switch.log",
         )
         controller_command = [
             str(QUICKNAT),
