@@ -13,7 +13,7 @@ APT_PACKAGES := build-essential pkg-config python3-venv python3-dev \
                 iproute2 ethtool iputils-ping mininet iperf3 curl nftables \
                 traceroute
 
-.PHONY: install all deps deps-apt deps-python build test lint bench bench-peers bench-qns bench-bmv2 bench-p4rt-clients bench-swpath fuzz p4 run run-bmv2 run-offload clean
+.PHONY: install all deps deps-apt deps-python build test lint bench bench-peers bench-qns bench-bmv2 bench-p4rt-clients bench-offload bench-swpath fuzz p4 run run-bmv2 run-offload clean
 
 all: build
 
@@ -53,7 +53,7 @@ lint: $(VENV)/.installed
 	$(VENV)/bin/mypy --config-file controller/pyproject.toml controller/quicknat
 
 # Every benchmark; each prints its figures and writes bench/results/NAME.json.
-bench: bench-qns bench-bmv2 bench-p4rt-clients bench-swpath bench-peers
+bench: bench-qns bench-bmv2 bench-p4rt-clients bench-offload bench-swpath bench-peers
 
 # QNS against a linear scan, C and Python: the paper's Table 1 on this machine.
 # QNS against DPDK's rte_acl on the same rules (issue #16's third comparison).
@@ -81,6 +81,11 @@ run-offload: $(VENV)/.installed build
 # New-flow setup through the controller vs raw P4Runtime writes (needs simple_switch_grpc).
 bench-bmv2: $(VENV)/.installed
 	$(VPY) bench/bmv2_bench.py
+
+# New flows in offload mode against controller mode, one lab, one run (issue #15;
+# needs simple_switch_grpc and root).
+bench-offload: $(VENV)/.installed build
+	$(VPY) bench/offload_bench.py
 
 # Our P4Runtime client against finsy.Switch on one BMv2 (issue #20).
 bench-p4rt-clients: $(VENV)/.installed

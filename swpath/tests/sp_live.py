@@ -378,8 +378,8 @@ def case_rules_at_run_time(nat: Nat) -> None:
         nat.lines("frobnicate"),
         [
             "error: unknown command 'frobnicate' (interface, route, neighbor, "
-            "pool, rule, timeouts, filtering, limits, icmp, logging, rules, sessions, stats, "
-            "subscribe)"
+            "pool, rule, timeouts, filtering, limits, icmp, logging, rules, sessions, session, "
+            "stats, subscribe)"
         ],
     )
     eq(nat.lines("interface x zone inside port 3"), ["error: interface: only at start-up"])

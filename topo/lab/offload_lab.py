@@ -53,16 +53,22 @@ def offload_config(workdir: Path) -> Path:
 
 
 class OffloadLab(NetnsLab):
-    def __init__(self, workdir: Path) -> None:
+    """With `slow_path` False, the same namespaces with BMv2 in controller mode
+    (topo/lab.toml as it is): bench/offload_bench.py compares the two."""
+
+    def __init__(self, workdir: Path, slow_path: bool = True) -> None:
         super().__init__(workdir)
+        self.slow_path = slow_path
         # the sessions are the instance's (quicknat sessions/stats, the tests);
         # the controller's socket tells the offload manager's counters
-        self.socket = workdir / "sp0.sock"
         self.controller_socket = workdir / "controller.sock"
-        self.config = offload_config(workdir)
+        self.socket = workdir / "sp0.sock" if slow_path else self.controller_socket
+        self.config = offload_config(workdir) if slow_path else topology.CONFIG
 
     def build(self) -> None:
         super().build()
+        if not self.slow_path:
+            return
         add_veth(NAT_NAMESPACE, SLOW_PATH, NAT_NAMESPACE, SLOW_PATH_PEER)
         for dev in (SLOW_PATH, SLOW_PATH_PEER):
             set_up_plain(NAT_NAMESPACE, dev)
@@ -75,21 +81,9 @@ class OffloadLab(NetnsLab):
 
     def start_offload(self) -> None:
         """The instance, the switch, then the controller (until connected)."""
-        commands = self.workdir / "sp0.cmds"
-        compiled = subprocess.run(
-            [str(QUICKNAT), "swpath-commands", "--slow-path", "sp0", str(self.config)],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=True,
-        )
-        commands.write_text(compiled.stdout)
-        command = swpath_command(
-            {0: SLOW_PATH_PEER}, commands, self.socket, f"quicknat-offload-{os.getpid()}"
-        )
-        instance = self.start(topology.NAT, command, "sp0.log")
-        wait_for_unix_socket(self.socket, 30, instance)
-        ports = {**topology.nat_ports(), SLOW_PATH_PORT: SLOW_PATH}
+        if self.slow_path:
+            self.start_instance()
+        ports = {**topology.nat_ports(), **({SLOW_PATH_PORT: SLOW_PATH} if self.slow_path else {})}
         switch = self.start(
             topology.NAT,
             switch_command(ports, f"127.0.0.1:{GRPC_PORT}", self.workdir),
@@ -108,6 +102,22 @@ class OffloadLab(NetnsLab):
         wait_until("the switch listens", lambda: self._listens(), 30, switch)
         controller = self.start(topology.NAT, controller_command, "controller.log")
         wait_until("the controller connects to the switch", self.connected, 30, controller)
+
+    def start_instance(self) -> None:
+        commands = self.workdir / "sp0.cmds"
+        compiled = subprocess.run(
+            [str(QUICKNAT), "swpath-commands", "--slow-path", "sp0", str(self.config)],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        )
+        commands.write_text(compiled.stdout)
+        command = swpath_command(
+            {0: SLOW_PATH_PEER}, commands, self.socket, f"quicknat-offload-{os.getpid()}"
+        )
+        instance = self.start(topology.NAT, command, "sp0.log")
+        wait_for_unix_socket(self.socket, 30, instance)
 
     def _listens(self) -> bool:
         return self.listening(topology.NAT, GRPC_PORT)
@@ -133,10 +143,10 @@ class OffloadLab(NetnsLab):
 
 
 @contextlib.contextmanager
-def running_lab(workdir: Path) -> Iterator[OffloadLab]:
+def running_lab(workdir: Path, slow_path: bool = True) -> Iterator[OffloadLab]:
     """The lab built and its NAT running; torn down on the way out, whatever
     happened."""
-    lab = OffloadLab(workdir)
+    lab = OffloadLab(workdir, slow_path)
     try:
         lab.build()
         lab.start_offload()

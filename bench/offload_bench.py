@@ -1,0 +1,214 @@
+#!/usr/bin/env python3
+"""`make bench-offload`: new flows through BMv2 in offload mode against
+controller mode, side by side in one run (issue #15).
+
+The same namespace lab (topo/lab/offload_lab.py) twice: BMv2 with the
+controller doing every new flow (packet-in, QNS, write, packet-out), then BMv2
+with a swpath slow-path instance taking them while the controller installs
+what it opens. Each round h1 opens FLOWS new UDP flows to far (one datagram
+from each of FLOWS source ports, paced at RATE flows/s), then sends each a
+second datagram once the first ones are through. far timestamps what arrives
+(one clock: CLOCK_MONOTONIC is the machine's, whatever the namespace):
+
+- first packets delivered, and their one-way latency (p50, p99): what a new
+  flow waits for;
+- when the switch holds every session (the controller's sessions_installed,
+  or offload.installed), counted from the first send: the write path's rate;
+- second packets delivered (the switch translating them, or the instance
+  when it does not hold them yet).
+
+Rounds alternate the order of the two modes. Needs root and
+simple_switch_grpc; writes bench/results/offload.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from lab.offload_lab import running_lab
+from lab.topology import FAR, H1
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS = REPO / "bench" / "results" / "offload.json"
+PORT = 9999
+
+# far: record (arrival time, sender's time, source port, round) per datagram
+SINK = """
+import signal, socket, sys, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 22)
+s.bind(("", int(sys.argv[1])))
+out = open(sys.argv[2], "w", buffering=1 << 16)
+signal.signal(signal.SIGTERM, lambda *a: (out.close(), sys.exit(0)))
+while True:
+    data, (_, port) = s.recvfrom(2048)
+    sent, rnd = data.decode().split()
+    out.write(f"{time.monotonic()} {sent} {port} {rnd}\\n")
+"""
+# h1: one datagram from each of N source ports at a rate; its send time inside
+SEND = """
+import socket, sys, time
+dst, port, n, rnd = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[5]
+rate, base = float(sys.argv[4]), int(sys.argv[6])
+start = time.monotonic()
+for i in range(n):
+    wait = start + i / rate - time.monotonic()
+    if wait > 0:
+        time.sleep(wait)
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind(("", base + i))
+    s.sendto(f"{time.monotonic()} {rnd}".encode(), (dst, port))
+    s.close()
+"""
+
+
+def installed(lab: Any, offload: bool) -> int:
+    counters = lab.controller_stats()["counters"]
+    return int(counters["offload.installed" if offload else "sessions_installed"])
+
+
+def run_mode(offload: bool, flows: int, rate: float, base: int) -> dict[str, Any]:
+    workdir = Path(tempfile.mkdtemp(prefix="quicknat-bench-offload-"))
+    with running_lab(workdir, slow_path=offload) as lab:
+        log = workdir / "arrivals.txt"
+        sink = lab.start(FAR.name, ["python3", "-u", "-c", SINK, str(PORT), str(log)], "sink.log")
+        time.sleep(0.5)
+        before = installed(lab, offload)
+        start = time.monotonic()
+        lab.run(
+            H1.name,
+            "python3",
+            "-c",
+            SEND,
+            FAR.ip,
+            str(PORT),
+            str(flows),
+            str(rate),
+            "1",
+            str(base),
+            timeout=flows / rate + 60,
+        )
+        sent_s = time.monotonic() - start
+        deadline = time.monotonic() + 60
+        while installed(lab, offload) - before < flows and time.monotonic() < deadline:
+            time.sleep(0.05)
+        all_installed_s = time.monotonic() - start
+        done = installed(lab, offload) - before
+        lab.run(
+            H1.name,
+            "python3",
+            "-c",
+            SEND,
+            FAR.ip,
+            str(PORT),
+            str(flows),
+            str(rate),
+            "2",
+            str(base),
+            timeout=flows / rate + 60,
+        )
+        time.sleep(2)
+        lab.stop_process(sink)
+        rows = [line.split() for line in log.read_text().splitlines() if line.strip()]
+        first = [float(r[0]) - float(r[1]) for r in rows if r[3] == "1"]
+        second = [r for r in rows if r[3] == "2"]
+        stats = lab.controller_stats()["counters"]
+    shutil.rmtree(workdir, ignore_errors=True)
+    first.sort()
+
+    def pct(q: float) -> float:
+        return first[min(len(first) - 1, int(q * len(first)))] * 1000 if first else float("nan")
+
+    return {
+        "mode": "offload" if offload else "controller",
+        "flows": flows,
+        "offered_flows_per_s": rate,
+        "send_s": round(sent_s, 3),
+        "first_delivered": len(first),
+        "first_latency_ms_p50": round(pct(0.5), 3),
+        "first_latency_ms_p99": round(pct(0.99), 3),
+        "installed": done,
+        "all_installed_s": round(all_installed_s, 3) if done >= flows else None,
+        "second_delivered": len(second),
+        "controller_counters": {
+            k: v
+            for k, v in stats.items()
+            if k.startswith(("offload.", "sessions_", "refused.")) and v
+        },
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--flows", type=int, default=2000)
+    parser.add_argument("--rate", type=float, default=1000.0, help="new flows per second offered")
+    parser.add_argument("--rounds", type=int, default=2)
+    args = parser.parse_args()
+    if os.geteuid() != 0 or shutil.which("simple_switch_grpc") is None:
+        print("bench-offload: skipped: needs root and simple_switch_grpc")
+        return 0
+    runs: list[dict[str, Any]] = []
+    for r in range(args.rounds):
+        order = (False, True) if r % 2 == 0 else (True, False)
+        for offload in order:
+            # fresh source ports each run: no session of an earlier one is reused
+            base = 20000 + (2 * r + offload) * (args.flows + 10)
+            result = run_mode(offload, args.flows, args.rate, base)
+            result["round"] = r
+            runs.append(result)
+            print(json.dumps({k: v for k, v in result.items() if k != "controller_counters"}))
+
+    def median(mode: str, field: str) -> float | None:
+        values = [x[field] for x in runs if x["mode"] == mode and x[field] is not None]
+        return statistics.median(values) if values else None
+
+    summary = {
+        mode: {
+            f: median(mode, f)
+            for f in (
+                "first_delivered",
+                "first_latency_ms_p50",
+                "first_latency_ms_p99",
+                "all_installed_s",
+                "second_delivered",
+            )
+        }
+        for mode in ("controller", "offload")
+    }
+    print(f"\n{'':24}{'controller':>14}{'offload':>14}   ({args.flows} flows at {args.rate:.0f}/s)")
+    for field in summary["controller"]:
+        c, o = summary["controller"][field], summary["offload"][field]
+        print(f"{field:24}{c!s:>14}{o!s:>14}")
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(
+        json.dumps(
+            {
+                "when": datetime.now(UTC).isoformat(timespec="seconds"),
+                "machine": {"cpus": os.cpu_count(), "kernel": platform.release()},
+                "command": "make bench-offload",
+                "flows": args.flows,
+                "offered_flows_per_s": args.rate,
+                "summary": summary,
+                "runs": runs,
+            },
+            indent=2,
+        )
+        + "\n"
+    )
+    print(f"\nwrote {RESULTS.relative_to(REPO)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
