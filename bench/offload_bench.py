@@ -82,8 +82,9 @@ def run_mode(offload: bool, flows: int, rate: float, base: int) -> dict[str, Any
     workdir = Path(tempfile.mkdtemp(prefix="quicknat-bench-offload-"))
     with running_lab(workdir, slow_path=offload) as lab:
         log = workdir / "arrivals.txt"
-        sink = lab.start(FAR.name, ["python3", "-u", "-c", SINK, str(PORT), str(log)], "sink.log")
-        time.sleep(0.5)
+        sink = lab.start_server(
+            FAR.name, ["python3", "-u", "-c", SINK, str(PORT), str(log)], PORT, "sink.log", udp=True
+        )
         before = installed(lab, offload)
         start = time.monotonic()
         lab.run(

@@ -293,10 +293,12 @@ def test_offload_takes_established_flows(lab: Nodes) -> None:
     from lab.offload_lab import OffloadLab
 
     assert isinstance(lab, OffloadLab)
-    sink = lab.start(
+    sink = lab.start_server(
         FAR.name,
         ["python3", "-u", "-c", UDP_SINK, str(OFFLOAD_PORT), "30"],
+        OFFLOAD_PORT,
         "udp-sink.log",
+        udp=True,
     )
     try:
         lab.run(H1.name, "python3", "-c", UDP_SEND, FAR.ip, str(OFFLOAD_PORT), "1")
