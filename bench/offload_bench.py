@@ -152,45 +152,58 @@ def run_mode(offload: bool, flows: int, rate: float, base: int) -> dict[str, Any
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--flows", type=int, default=2000)
-    parser.add_argument("--rate", type=float, default=1000.0, help="new flows per second offered")
+    parser.add_argument(
+        "--rates", default="1000,2000", help="new flows per second offered, comma-separated"
+    )
+    parser.add_argument("--seconds", type=float, default=2.0, help="offered for this long")
     parser.add_argument("--rounds", type=int, default=2)
     args = parser.parse_args()
     if os.geteuid() != 0 or shutil.which("simple_switch_grpc") is None:
         print("bench-offload: skipped: needs root and simple_switch_grpc")
         return 0
+    rates = [float(r) for r in args.rates.split(",")]
     runs: list[dict[str, Any]] = []
-    for r in range(args.rounds):
-        order = (False, True) if r % 2 == 0 else (True, False)
-        for offload in order:
-            # fresh source ports each run: no session of an earlier one is reused
-            base = 20000 + (2 * r + offload) * (args.flows + 10)
-            result = run_mode(offload, args.flows, args.rate, base)
-            result["round"] = r
-            runs.append(result)
-            print(json.dumps({k: v for k, v in result.items() if k != "controller_counters"}))
+    for rate in rates:
+        flows = int(rate * args.seconds)
+        for r in range(args.rounds):
+            order = (False, True) if r % 2 == 0 else (True, False)
+            for offload in order:
+                # fresh source ports each run: no session of an earlier one is reused
+                base = 20000 + (2 * r + offload) * (flows + 10) % 40000
+                result = run_mode(offload, flows, rate, base)
+                result["round"] = r
+                runs.append(result)
+                print(json.dumps({k: v for k, v in result.items() if k != "controller_counters"}))
 
-    def median(mode: str, field: str) -> float | None:
-        values = [x[field] for x in runs if x["mode"] == mode and x[field] is not None]
-        return statistics.median(values) if values else None
+    fields = (
+        "first_delivered",
+        "first_latency_ms_p50",
+        "first_latency_ms_p99",
+        "all_installed_s",
+        "second_delivered",
+    )
+
+    def median(rate: float, mode: str, field: str) -> float | None:
+        values = [
+            x[field]
+            for x in runs
+            if x["offered_flows_per_s"] == rate and x["mode"] == mode and x[field] is not None
+        ]
+        return round(statistics.median(values), 3) if values else None
 
     summary = {
-        mode: {
-            f: median(mode, f)
-            for f in (
-                "first_delivered",
-                "first_latency_ms_p50",
-                "first_latency_ms_p99",
-                "all_installed_s",
-                "second_delivered",
-            )
+        f"{rate:.0f}": {
+            mode: {f: median(rate, mode, f) for f in fields} for mode in ("controller", "offload")
         }
-        for mode in ("controller", "offload")
+        for rate in rates
     }
-    print(f"\n{'':24}{'controller':>14}{'offload':>14}   ({args.flows} flows at {args.rate:.0f}/s)")
-    for field in summary["controller"]:
-        c, o = summary["controller"][field], summary["offload"][field]
-        print(f"{field:24}{c!s:>14}{o!s:>14}")
+    for rate in rates:
+        table = summary[f"{rate:.0f}"]
+        flows = int(rate * args.seconds)
+        print(f"\n{'':24}{'controller':>14}{'offload':>14}   ({flows} new flows at {rate:.0f}/s)")
+        for field in fields:
+            c, o = table["controller"][field], table["offload"][field]
+            print(f"{field:24}{c!s:>14}{o!s:>14}")
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(
         json.dumps(
@@ -198,8 +211,8 @@ def main() -> int:
                 "when": datetime.now(UTC).isoformat(timespec="seconds"),
                 "machine": {"cpus": os.cpu_count(), "kernel": platform.release()},
                 "command": "make bench-offload",
-                "flows": args.flows,
-                "offered_flows_per_s": args.rate,
+                "seconds": args.seconds,
+                "rounds": args.rounds,
                 "summary": summary,
                 "runs": runs,
             },
