@@ -325,6 +325,49 @@ def test_offload_takes_established_flows(lab: Nodes) -> None:
     assert received and int(received[-1]) == 51, f"far received {received}"
 
 
+def test_offload_ageing_follows_the_switch(lab: Nodes) -> None:
+    """Offload mode's ageing: a flow the switch forwards outlives the UDP
+    timeout in the instance, which sees none of its packets; once it stops,
+    the switch reports its entry idle, the controller tells the instance,
+    which ends the session, and the controller deletes its entries."""
+    from lab.offload_lab import UDP_TIMEOUT_S, OffloadLab
+
+    assert isinstance(lab, OffloadLab)
+    sport = 47001
+
+    def sessions() -> list[dict[str, Any]]:
+        rows = json.loads(lab.quicknat("sessions", "--json", "--src", H1.ip, "--proto", "udp"))
+        return [r for r in rows if r["internal"] == f"{H1.ip}:{sport}"]
+
+    def counters() -> dict[str, int]:
+        stats = lab.controller_stats()["counters"]
+        assert isinstance(stats, dict)
+        return stats
+
+    before = counters()
+    send = UDP_SEND.replace("47000", str(sport))
+    lab.run(H1.name, "python3", "-c", send, FAR.ip, str(OFFLOAD_PORT), "1")
+    deadline = time.monotonic() + 10
+    while not [r for r in sessions() if r["offloaded"]]:
+        assert time.monotonic() < deadline, "the session was not offloaded in 10 s"
+        time.sleep(0.2)
+    (first,) = sessions()
+    # 1.6 timeouts of traffic through the switch, one datagram a second
+    for _ in range(int(UDP_TIMEOUT_S * 1.6)):
+        lab.run(H1.name, "python3", "-c", send, FAR.ip, str(OFFLOAD_PORT), "1")
+        time.sleep(1)
+    assert [r["id"] for r in sessions()] == [first["id"]], "a live offloaded flow was expired"
+    deadline = time.monotonic() + 4 * UDP_TIMEOUT_S
+    while sessions():
+        assert time.monotonic() < deadline, "the idle session did not end"
+        time.sleep(0.5)
+    deadline = time.monotonic() + 10
+    while counters()["offload.deleted"] <= before["offload.deleted"]:
+        assert time.monotonic() < deadline, "its entries were not deleted"
+        time.sleep(0.2)
+    assert counters()["offload.idle_forwarded"] > before["offload.idle_forwarded"]
+
+
 # far counts the datagrams on a port until its time is up (or it is stopped);
 # h1 sends N from one source port, so they are one session.
 UDP_SINK = """
@@ -361,7 +404,8 @@ TESTS: dict[str, Test] = {
     "metrics_move": test_metrics_move,
 }
 OFFLOAD_TESTS: dict[str, Test] = {
-    "offload_takes_established_flows": test_offload_takes_established_flows
+    "offload_takes_established_flows": test_offload_takes_established_flows,
+    "offload_ageing_follows_the_switch": test_offload_ageing_follows_the_switch,
 }
 
 

@@ -40,11 +40,19 @@ def missing() -> list[str]:
     return needs
 
 
+# The offload lab's UDP timeout: short, so that lab.e2e sees the switch's idle
+# notification end an offloaded session (and a live one outlast it).
+UDP_TIMEOUT_S = 10
+
+
 def offload_config(workdir: Path) -> Path:
-    """topo/lab.toml with the lab's slow-path instance."""
+    """topo/lab.toml with the lab's slow-path instance and UDP timeout."""
     path = workdir / "offload.toml"
+    text = topology.CONFIG.read_text()
+    lab_udp = "\nudp = 120 "
+    assert lab_udp in text, "topo/lab.toml's [timeouts] udp changed: update offload_lab.py"
     path.write_text(
-        topology.CONFIG.read_text()
+        text.replace(lab_udp, f"\nudp = {UDP_TIMEOUT_S} ")
         + "\n# The slow-path instance behind the switch (topo/lab/offload_lab.py).\n"
         + f'[[slow_path]]\nname = "sp0"\nport = {SLOW_PATH_PORT}\n'
         + f'control = "{workdir / "sp0.sock"}"\n'
