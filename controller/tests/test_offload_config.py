@@ -57,3 +57,15 @@ def test_an_instance_s_commands() -> None:
     assert sum(line.startswith("rule add") for line in lines) == 2
     with pytest.raises(ValueError, match="no \\[\\[slow_path\\]\\] named 'sp9'"):
         slow_path_commands(config, "sp9")
+
+
+def test_after_packets_reaches_the_instance() -> None:
+    text = OFFLOAD_CONFIG + "\n[offload]\nafter_packets = 2\n"
+    config = parse_config(text)
+    assert config.offload.after_packets == 2
+    assert slow_path_commands(config, "sp0")[-1] == "offload after_packets 2"
+    assert slow_path_commands(parse_config(OFFLOAD_CONFIG), "sp0")[-1] == (
+        "offload after_packets 1"
+    )
+    with pytest.raises(ConfigError, match="after_packets"):
+        parse_config(OFFLOAD_CONFIG + "\n[offload]\nafter_packets = 0\n")

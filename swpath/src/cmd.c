@@ -1021,6 +1021,19 @@ sp_cmd_parse(const char *line, struct sp_cmd *cmd, char *err, size_t errlen)
 		cmd->verb = SP_CMD_SESSIONS;
 		return parse_sessions(&words, &cmd->u.sessions, err, errlen);
 	}
+	if (strcmp(verb, "offload") == 0) {
+		uint64_t after;
+
+		cmd->verb = SP_CMD_OFFLOAD;
+		if (words.n != 3 || strcmp(words.w[1], "after_packets") != 0)
+			return sp_fail(err, errlen, "offload: offload after_packets N");
+		if (parse_uint(words.w[2], 1, 255, &after) < 0)
+			return sp_fail(err, errlen,
+				    "offload: after_packets %s: must be 1..255",
+				    words.w[2]);
+		cmd->u.after_packets = (uint8_t)after;
+		return 0;
+	}
 	if (strcmp(verb, "session") == 0) {
 		cmd->verb = SP_CMD_SESSION;
 		return parse_session(&words, &cmd->u.session, err, errlen);
@@ -1033,6 +1046,6 @@ sp_cmd_parse(const char *line, struct sp_cmd *cmd, char *err, size_t errlen)
 		return 0;
 	}
 	return sp_fail(err, errlen,
-		    "unknown command '%s' (interface, route, neighbor, pool, rule, timeouts, filtering, limits, icmp, logging, rules, sessions, session, stats, subscribe)",
+		    "unknown command '%s' (interface, route, neighbor, pool, rule, timeouts, filtering, limits, icmp, logging, rules, sessions, session, stats, subscribe, offload)",
 		    verb);
 }

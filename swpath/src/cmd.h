@@ -79,6 +79,7 @@ enum sp_verb {
 	SP_CMD_STATS,
 	SP_CMD_SUBSCRIBE,       /* subscribe sessions: the event stream */
 	SP_CMD_SESSION,         /* session offload|idle: offload mode */
+	SP_CMD_OFFLOAD,         /* offload after_packets N */
 };
 
 enum sp_rule_target {
@@ -228,6 +229,7 @@ struct sp_cmd {
 		struct sp_cmd_icmp icmp;
 		struct sp_cmd_sessions sessions;
 		struct sp_cmd_session session;
+		uint8_t after_packets;
 	} u;
 };
 

@@ -24,6 +24,7 @@
 #include "events.h"
 #include "fwd.h"
 #include "qns.h"
+#include "session_stream.h"
 #include "sp.h"
 
 /* -- RCU: retired memory waits for a grace period ----------------------- */
@@ -558,6 +559,11 @@ sp_apply(const struct sp_cmd *cmd, struct sp_buf *out, char *err,
 				    w->index);
 		return 0;
 	}
+	case SP_CMD_OFFLOAD:
+		/* read per packet by the workers; a byte, so no tearing */
+		__atomic_store_n(&sp_stream_after_packets, cmd->u.after_packets,
+				 __ATOMIC_RELAXED);
+		return 0;
 	case SP_CMD_SUBSCRIBE:
 		/* the connection becomes the stream (ctl_socket.c) */
 		return sp_fail(err, errlen,

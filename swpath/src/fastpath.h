@@ -10,6 +10,7 @@
 
 #include "fwd.h"
 #include "icmp_gen.h"
+#include "session_stream.h"
 
 /* A burst received on interface iface; outside: process as outside zone. */
 void sp_process_burst(struct sp_worker *w, struct rte_mbuf **pkts, uint16_t n,
@@ -136,6 +137,7 @@ sp_translate(struct sp_worker *w, struct rte_mbuf *m, struct sp_pkt *p,
 	/* RFC 7857 sec. 2.2: a RST does not refresh the session */
 	if (likely(!(p->tcp_flags & RTE_TCP_RST_FLAG)))
 		s->last_seen = w->now;
+	sp_stream_count(&w->nat, s, w->now);
 	if (p->proto == IPPROTO_TCP) {
 		uint8_t before = s->tcp;
 

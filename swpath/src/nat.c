@@ -381,6 +381,7 @@ session_open(struct sp_nat *nat, const struct sp_runtime *rt, uint8_t proto,
 	s->proto = proto;
 	s->origin = origin;
 	s->tcp = 0;
+	s->pkts = 0;
 	s->flags = sp_rt_owned(rt, rem_addr) ? SP_SESS_HAIRPIN : 0;
 	s->int_addr = rte_cpu_to_be_32(int_addr);
 	s->int_port = rte_cpu_to_be_16(int_port);
@@ -410,7 +411,8 @@ session_open(struct sp_nat *nat, const struct sp_runtime *rt, uint8_t proto,
 	nat->cnt[SP_CNT_sessions_created]++;
 	wheel_insert(nat, idx, now + sp_nat_timeout_ms(rt, s));
 	seq_end(s);
-	sp_stream_push(nat, s, SP_STREAM_OPENED, 0, now);
+	if (sp_stream_after_packets <= 1)
+		sp_stream_push(nat, s, SP_STREAM_OPENED, 0, now);
 	*sidx = idx;
 	return SP_NAT_OK;
 }

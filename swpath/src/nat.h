@@ -99,6 +99,9 @@ struct sp_session {
 	uint8_t flags;          /* SP_SESS_* */
 	uint16_t route[2];      /* route index per direction, or SP_ROUTE_NONE */
 	uint16_t neigh[2];      /* cached neighbour index, or SP_NEIGH_NONE */
+	uint8_t pkts;           /* packets translated, up to the stream's
+				 * after_packets (session_stream.h) */
+	uint8_t pad;
 	uint32_t last_seen;     /* ms */
 	uint32_t created;       /* ms */
 	uint32_t rule_id;       /* 0 for inbound sessions */
@@ -108,6 +111,9 @@ struct sp_session {
 	uint32_t seq;           /* odd while the worker rewrites the slot */
 	uint32_t id;            /* n * workers + worker + 1 (wraps) */
 };
+
+/* one cache line: the fast path reads one per packet */
+_Static_assert(sizeof(struct sp_session) == 64, "struct sp_session is a cache line");
 
 struct sp_mapping {
 	uint32_t int_addr;      /* host order */

@@ -14,6 +14,7 @@
 #define DRAIN_BURST 64
 
 uint32_t sp_stream_subscribers;
+uint8_t sp_stream_after_packets = 1;
 
 static uint64_t dropped_seen;   /* stream_dropped at the last drain */
 
@@ -104,7 +105,10 @@ sp_stream_subscribe(struct sp_buf *b)
 		for (uint32_t i = 0; i < nat->max_sessions; i++) {
 			struct sp_session s;
 
-			if (!sp_session_copy(&nat->sessions[i], &s))
+			/* not yet announced: its after_packets-th packet will */
+			if (!sp_session_copy(&nat->sessions[i], &s) ||
+			    (sp_stream_after_packets > 1 &&
+			     s.pkts < sp_stream_after_packets))
 				continue;
 			sp_buf_printf(b, "{\"event\": \"opened\", \"snapshot\": true, ");
 			session_fields(b, s.id, w, s.proto, s.origin, s.rule_id, &s);

@@ -63,6 +63,15 @@ struct sp_stream_record {
 /* Subscribers now; workers push only when it is not 0. */
 extern uint32_t sp_stream_subscribers;
 
+/*
+ * A session is announced ("opened") once it has this many packets (`offload
+ * after_packets N`, 1..255; 1: at its first). With 2, a flow of one packet
+ * (most DNS) never costs the switch a write. The fast path counts a session's
+ * packets in sp_session.pkts only until then.
+ */
+extern uint8_t sp_stream_after_packets;
+
+
 /* Worker side: a record for session s, if anyone listens. Never blocks. */
 static inline void
 sp_stream_push(struct sp_nat *nat, const struct sp_session *s, uint8_t type,
@@ -85,6 +94,16 @@ sp_stream_push(struct sp_nat *nat, const struct sp_session *s, uint8_t type,
 	};
 	if (unlikely(rte_ring_sp_enqueue_elem(nat->stream, &r, sizeof(r)) != 0))
 		nat->cnt[SP_CNT_stream_dropped]++;
+}
+
+/* The fast path, per translated packet: a session reaching after_packets. */
+static inline void
+sp_stream_count(struct sp_nat *nat, struct sp_session *s, uint32_t now)
+{
+	if (likely(s->pkts >= sp_stream_after_packets))
+		return;
+	if (++s->pkts == sp_stream_after_packets && s->pkts > 1)
+		sp_stream_push(nat, s, SP_STREAM_OPENED, 0, now);
 }
 
 /* -- control thread ---------------------------------------------------------- */

@@ -389,6 +389,39 @@ def case_session_offload_command(nat: Nat) -> None:
     eq([r["offloaded"] for r in rows if r["id"] == row["id"]], [True])
 
 
+def case_stream_after_packets(nat: Nat) -> None:
+    """`offload after_packets 2`: a one-packet flow is never announced (it
+    never costs the switch a write); a flow is announced at its second
+    packet, and a new subscriber's snapshot leaves the first kind out."""
+    eq(nat.lines("offload after_packets 2"), ["ok"])
+    stream = Stream(nat)
+    try:
+        stream.until(lambda e: e.kind == "synced")
+
+        def flow(host: str, sport: int) -> Packet:
+            pkt = IP(src=host, dst=REMOTE, ttl=64) / UDP(sport=sport, dport=53)
+            return from_switch(ZONE_INSIDE, SWITCH_IN_MAC, host_mac(host), pkt)
+
+        one, two = flow(HOSTS[6], 8000), flow(HOSTS[7], 8000)
+        exchange([one, two], 2)
+        later = Stream(nat)
+        try:
+            snapshot = later.until(lambda e: e.kind == "synced")
+            opened = [e for e in snapshot if e.kind == "opened"]
+            assert not [e for e in opened if text(e.internal).endswith(":8000")], opened
+        finally:
+            later.close()
+        exchange([two], 1)
+        (opened,) = stream.until_kind("opened", 1)
+        eq(text(opened.internal), f"{HOSTS[7]}:8000", "announced at its second packet")
+        rows = query(nat.sock, "sessions")
+        assert isinstance(rows, list)
+        eq(len([r for r in rows if r["internal"].endswith(":8000")]), 2, "both sessions open")
+    finally:
+        eq(nat.lines("offload after_packets 1"), ["ok"])
+        stream.close()
+
+
 def case_stream_expiry(nat: Nat) -> None:
     """Sessions that age out close on the stream, reason expired; a second
     subscriber gets the same events. (A timeout applies to sessions opened
@@ -434,6 +467,7 @@ CASES: list[Callable[[Nat], None]] = [
     case_not_slow_path_checks_the_mac,
     case_stream_snapshot_then_tcp_life,
     case_session_offload_command,
+    case_stream_after_packets,
     case_stream_expiry,  # last: every session ages out
 ]
 

@@ -104,6 +104,11 @@ test_session(void **state)
 	parse_err("session offload 1 udp 10.0.0.2 8.8.8.8:53", "internal 10.0.0.2: must be a.b.c.d:port");
 	parse_err("session offload 1 udp 10.0.0.2:53 8.8.8.8:65536", "remote 8.8.8.8:65536");
 	parse_err("session offload 1 udp 10.0.0.2:53", "session: session offload|idle|onload");
+	c = parse_ok("offload after_packets 2");
+	assert_int_equal(c.verb, SP_CMD_OFFLOAD);
+	assert_int_equal(c.u.after_packets, 2);
+	parse_err("offload after_packets 0", "after_packets 0: must be 1..255");
+	parse_err("offload packets 2", "offload: offload after_packets N");
 	parse_ok("subscribe sessions");
 	parse_err("subscribe rules", "subscribe: what to? (subscribe sessions)");
 }

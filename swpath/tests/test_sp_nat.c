@@ -17,6 +17,7 @@
 
 #include "events.h"
 #include "nat.h"
+#include "session_stream.h"
 #include "qns.h"
 #include "sp.h"
 
@@ -356,6 +357,41 @@ test_switch_idle_waits_for_software_traffic(void **state)
 	assert_int_equal(sp_nat_age(&nat, rt, T0 + 61000, 1000), 1);
 }
 
+/* The stream announces a session at its open, or with `offload
+ * after_packets N` at its N-th packet (one-packet flows never reach the
+ * switch); the snapshot leaves out what is not announced yet. */
+static void
+test_stream_after_packets(void **state)
+{
+	struct rte_ring *ring = sp_stream_ring_create(0, SOCKET_ID_ANY);
+	struct sp_stream_record r[4];
+	struct sp_session *a, *b;
+
+	(void)state;
+	assert_non_null(ring);
+	nat.stream = ring;
+	sp_stream_subscribers = 1;
+	a = out_ok(IPPROTO_UDP, 0x0a000002, 5000, 0x08080808, 53, T0);
+	assert_int_equal(rte_ring_count(ring), 1);
+	sp_stream_count(&nat, a, T0);
+	assert_int_equal(rte_ring_count(ring), 1);
+	sp_stream_after_packets = 2;
+	b = out_ok(IPPROTO_UDP, 0x0a000003, 5000, 0x08080808, 53, T0);
+	sp_stream_count(&nat, b, T0); /* its first packet */
+	assert_int_equal(rte_ring_count(ring), 1);
+	sp_stream_count(&nat, b, T0 + 1); /* its second */
+	sp_stream_count(&nat, b, T0 + 2);
+	assert_int_equal(rte_ring_count(ring), 2);
+	assert_int_equal(rte_ring_sc_dequeue_burst_elem(ring, r, sizeof(r[0]), 4, NULL), 2);
+	assert_int_equal(r[1].type, SP_STREAM_OPENED);
+	assert_int_equal(r[1].id, b->id);
+	assert_int_equal(r[1].time_ms, T0 + 1);
+	sp_stream_after_packets = 1;
+	sp_stream_subscribers = 0;
+	nat.stream = NULL;
+	rte_ring_free(ring);
+}
+
 static void
 test_hairpin_flag(void **state)
 {
@@ -607,6 +643,7 @@ main(void)
 		T(test_delete_by_filter),
 		T(test_offloaded_sessions_age_by_the_switch),
 		T(test_switch_idle_waits_for_software_traffic),
+		T(test_stream_after_packets),
 		T(test_hairpin_flag),
 		T(test_owner_checks),
 		T(test_indexes_under_churn),

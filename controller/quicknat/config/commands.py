@@ -147,4 +147,5 @@ def slow_path_commands(config: Config, name: str) -> list[str]:
     shared = config_commands(replace(config, interfaces=(), routes=(), neighbors=(), pools=()))
     lines += [pool_command(pool) for pool in pools]
     lines += shared[1:]  # rules and settings (after its "# from" line)
+    lines.append(f"offload after_packets {config.offload.after_packets}")
     return lines

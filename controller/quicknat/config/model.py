@@ -165,6 +165,15 @@ class IcmpErrors:
     """Errors the bucket holds: how many may leave at once after a quiet spell."""
 
 
+@dataclass(frozen=True, slots=True)
+class OffloadPolicy:
+    """Which sessions offload mode puts in the switch (docs/offload.md)."""
+
+    after_packets: int = 1
+    """A session is offered to the switch once it has had this many packets
+    (1..255): with 2, flows of one packet (most DNS) never cost a switch write."""
+
+
 class EventLog(enum.Enum):
     """Where mapping created / deleted events go (RFC 6888 REQ-12)."""
 
@@ -221,6 +230,7 @@ class Config:
     icmp: IcmpErrors = field(default_factory=IcmpErrors)
     slow_paths: tuple[SlowPath, ...] = ()
     """Offload mode's instances; none: controller mode."""
+    offload: OffloadPolicy = field(default_factory=OffloadPolicy)
     warnings: tuple[str, ...] = ()
     """Accepted but questionable settings, e.g. timeouts below the RFC minimums."""
 

@@ -32,6 +32,7 @@ from quicknat.config.model import (
     Limits,
     Logging,
     Neighbor,
+    OffloadPolicy,
     Pool,
     Route,
     SlowPath,
@@ -51,7 +52,7 @@ from quicknat.rules import (
 )
 
 ARRAY_SECTIONS = ("interface", "route", "neighbor", "pool", "rule", "slow_path")
-TABLE_SECTIONS = ("timeouts", "filtering", "limits", "logging", "icmp")
+TABLE_SECTIONS = ("timeouts", "filtering", "limits", "logging", "icmp", "offload")
 RULE_MATCH_FIELDS = ("id", "type", "prefix", "port", "protocol")
 RULE_FIELDS = (*RULE_MATCH_FIELDS, "pool", "to", "to_port")
 POOL_FIELDS = ("name", "addresses", "ports", "preserve_parity", "preserve_port")
@@ -145,6 +146,7 @@ class _Parser:
             logging=logging,
             icmp=self.icmp(),
             slow_paths=slow_paths,
+            offload=self.offload(),
             warnings=tuple(self.p.warnings),
         )
 
@@ -481,6 +483,11 @@ class _Parser:
             rate or default.rate,
             burst or default.burst,
         )
+
+    def offload(self) -> OffloadPolicy:
+        r = self._table("offload", ("after_packets",))
+        after = r.get("after_packets", lambda v: values.integer(v, 1, 255))
+        return OffloadPolicy(after or 1)
 
     def logging(self) -> Logging:
         r = self._table("logging", ("events", "file", "syslog_server", "ipfix_collector"))
