@@ -85,40 +85,21 @@ def run_mode(offload: bool, flows: int, rate: float, base: int) -> dict[str, Any
         sink = lab.start_server(
             FAR.name, ["python3", "-u", "-c", SINK, str(PORT), str(log)], PORT, "sink.log", udp=True
         )
+
+        def send(rnd: int) -> None:
+            args = (FAR.ip, str(PORT), str(flows), str(rate), str(rnd), str(base))
+            lab.run(H1.name, "python3", "-c", SEND, *args, timeout=flows / rate + 60)
+
         before = installed(lab, offload)
         start = time.monotonic()
-        lab.run(
-            H1.name,
-            "python3",
-            "-c",
-            SEND,
-            FAR.ip,
-            str(PORT),
-            str(flows),
-            str(rate),
-            "1",
-            str(base),
-            timeout=flows / rate + 60,
-        )
+        send(1)
         sent_s = time.monotonic() - start
         deadline = time.monotonic() + 60
         while installed(lab, offload) - before < flows and time.monotonic() < deadline:
             time.sleep(0.05)
         all_installed_s = time.monotonic() - start
         done = installed(lab, offload) - before
-        lab.run(
-            H1.name,
-            "python3",
-            "-c",
-            SEND,
-            FAR.ip,
-            str(PORT),
-            str(flows),
-            str(rate),
-            "2",
-            str(base),
-            timeout=flows / rate + 60,
-        )
+        send(2)
         time.sleep(2)
         lab.stop_process(sink)
         rows = [line.split() for line in log.read_text().splitlines() if line.strip()]

@@ -518,6 +518,24 @@ CASES: list[Callable[[Nat], None]] = [
 ]
 
 
+def run_cases(nat: Nat, cases: list[Callable[[Nat], None]]) -> tuple[int, int]:
+    """Each case in order against one running NAT: (passed, failed); a failure
+    is printed and the next case runs."""
+    passed = failed = 0
+    for fn in cases:
+        try:
+            fn(nat)
+        except Exception as exc:
+            failed += 1
+            print(f"FAIL {fn.__name__}: {exc}")
+            if not isinstance(exc, AssertionError):
+                traceback.print_exc()
+            continue
+        passed += 1
+        print(f"ok   {fn.__name__}")
+    return passed, failed
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--app", required=True)
@@ -538,17 +556,7 @@ def main() -> int:
     try:
         with tempfile.TemporaryDirectory(prefix="sp-live-") as tmp:
             nat = Nat(args.app, Path(tmp))
-            for fn in CASES:
-                try:
-                    fn(nat)
-                except Exception as exc:
-                    failed += 1
-                    print(f"FAIL {fn.__name__}: {exc}")
-                    if not isinstance(exc, AssertionError):
-                        traceback.print_exc()
-                    continue
-                passed += 1
-                print(f"ok   {fn.__name__}")
+            passed, failed = run_cases(nat, CASES)
             rc = nat.stop()
             nat.notify.settimeout(1)
             stopping = nat.notify.recv(64)

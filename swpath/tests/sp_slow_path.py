@@ -23,7 +23,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import traceback
 from collections.abc import Callable
 from ipaddress import ip_address, ip_network
 from pathlib import Path
@@ -36,7 +35,7 @@ from scapy.layers.inet import IP, TCP, UDP
 from scapy.layers.l2 import Dot1Q, Ether
 from scapy.packet import Packet, Raw
 from scapy.sendrecv import AsyncSniffer, sendp
-from sp_live import Nat, eq, sh
+from sp_live import Nat, eq, run_cases, sh
 
 TAG = f"s{os.getpid() % 100000}"
 SLOW, SWITCH = f"{TAG}p", f"{TAG}sw"  # swpath's port, the switch's port
@@ -492,17 +491,7 @@ def main() -> int:
     try:
         with tempfile.TemporaryDirectory(prefix="sp-slow-path-") as tmp:
             nat = Nat(args.app, Path(tmp), commands=COMMANDS, devices=(SLOW,))
-            for fn in CASES:
-                try:
-                    fn(nat)
-                except Exception as exc:
-                    failed += 1
-                    print(f"FAIL {fn.__name__}: {exc}")
-                    if not isinstance(exc, AssertionError):
-                        traceback.print_exc()
-                    continue
-                passed += 1
-                print(f"ok   {fn.__name__}")
+            passed, failed = run_cases(nat, CASES)
             rc = nat.stop()
             if rc == 0:
                 passed += 1
