@@ -10,7 +10,7 @@ APT_PACKAGES := build-essential pkg-config python3-venv python3-dev \
                 libjansson-dev libcmocka-dev valgrind \
                 libdpdk-dev dpdk-dev dpdk libpcap-dev \
                 clang-14 libclang-rt-14-dev \
-                iproute2 ethtool iputils-ping mininet iperf3 curl nftables \
+                iproute2 ethtool iputils-ping mininet iperf3 curl nftables iptables \
                 traceroute
 
 .PHONY: install all deps deps-apt deps-python build test lint bench bench-peers bench-qns bench-bmv2 bench-p4rt-clients bench-offload bench-swpath fuzz p4 run run-bmv2 run-offload clean
@@ -59,6 +59,7 @@ bench: bench-qns bench-bmv2 bench-p4rt-clients bench-offload bench-swpath bench-
 # QNS against DPDK's rte_acl on the same rules (issue #16's third comparison).
 bench-peers: $(VENV)/.installed build
 	$(VPY) bench/peers_bench.py
+	$(VPY) bench/rules_vs_flows.py
 
 bench-qns: $(VENV)/.installed build
 	$(VPY) bench/qns_bench.py

@@ -12,8 +12,9 @@ bench/results/peers.json and bench/results/peers.png.
 
 Targets (issue #16): QNS lookup within 1.5x of rte_acl's burst lookup at every
 size; one rule change at least 1,000x cheaper than an rte_acl rebuild at 10,000
-rules and above. The Linux and AF_XDP comparisons of that issue are not here yet
-(docs/benchmarks.md says so).
+rules and above. New flows against rules with iptables and nftables is
+bench/rules_vs_flows.py (the same target runs it); the AF_XDP comparison is
+not here yet (docs/benchmarks.md says so).
 """
 
 from __future__ import annotations

@@ -63,8 +63,10 @@ class NetnsLab(Nodes):
         for node in (topology.NAT, *(node.name for node in topology.NODES)):
             delete_namespace(namespace(node))
 
-    def start_swpath(self) -> None:
-        commands = compile_commands(topology.CONFIG, self.workdir / "nat.cmds")
+    def start_swpath(self, commands: Path | None = None) -> None:
+        """swpath with topo/lab.toml's commands, or `commands` (a benchmark's)."""
+        if commands is None:
+            commands = compile_commands(topology.CONFIG, self.workdir / "nat.cmds")
         command = swpath_command(
             topology.nat_ports(), commands, self.socket, f"quicknat-lab-{os.getpid()}"
         )
@@ -73,14 +75,16 @@ class NetnsLab(Nodes):
 
 
 @contextlib.contextmanager
-def running_lab(workdir: Path, nat: bool = True) -> Iterator[NetnsLab]:
-    """The lab built, with swpath running if `nat`; torn down on the way out,
-    whatever happened."""
+def running_lab(
+    workdir: Path, nat: bool = True, commands: Path | None = None
+) -> Iterator[NetnsLab]:
+    """The lab built, with swpath running if `nat` (on `commands` when given);
+    torn down on the way out, whatever happened."""
     lab = NetnsLab(workdir)
     try:
         lab.build()
         if nat:
-            lab.start_swpath()
+            lab.start_swpath(commands)
         yield lab
     finally:
         with signals_ignored():
