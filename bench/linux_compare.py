@@ -120,9 +120,11 @@ def measure(lab: Nodes, seconds: float, nat_pid: int | None) -> dict[str, Any]:
     return out
 
 
-def with_swpath(workdir: Path, seconds: float) -> dict[str, Any]:
-    (workdir / "swpath").mkdir()
-    with running_lab(workdir / "swpath") as lab:
+def with_swpath(workdir: Path, seconds: float, pmd: str) -> dict[str, Any]:
+    (workdir / f"swpath-{pmd}").mkdir()
+    with running_lab(workdir / f"swpath-{pmd}", pmd=pmd) as lab:
+        if lab.pmd != pmd:
+            return {"skipped": f"{pmd} not usable here"}
         lab.start_server(SRV.name, ["iperf3", "-s"], IPERF_PORT, "iperf3.log")
         assert lab.swpath is not None
         # The generator's first packets open the session; warm it up.
@@ -152,21 +154,34 @@ def compare(seconds: float) -> dict[str, Any]:
     if reason:
         return {"skipped": reason}
     workdir = Path(tempfile.mkdtemp(prefix="quicknat-linux-compare-"))
-    swpath = with_swpath(workdir, seconds)
+    # swpath on the lab's default, AF_XDP, and on af_packet; then the kernel
+    swpath = with_swpath(workdir, seconds, "af_xdp")
+    packet = with_swpath(workdir, seconds, "af_packet")
     nft = with_nftables(workdir, seconds)
-    ratio = {
-        name: round(swpath[name]["packets_per_s"] / nft[name]["packets_per_s"], 2)
-        for name in swpath
-        if nft[name]["packets_per_s"]
+
+    def ratio(mine: dict[str, Any]) -> dict[str, float]:
+        return {
+            name: round(mine[name]["packets_per_s"] / nft[name]["packets_per_s"], 2)
+            for name in nft
+            if name in mine and nft[name]["packets_per_s"]
+        }
+
+    return {
+        "swpath": swpath,
+        "swpath_af_packet": packet,
+        "nftables": nft,
+        "swpath_over_nftables_pps": ratio(swpath),
+        "swpath_af_packet_over_nftables_pps": ratio(packet),
     }
-    return {"swpath": swpath, "nftables": nft, "swpath_over_nftables_pps": ratio}
 
 
 def print_table(result: dict[str, Any]) -> None:
     if "skipped" in result:
         print(f"side by side with nftables: skipped ({result['skipped']})")
         return
-    print(f"{'netns lab, iperf3 h1 -> srv':34} {'swpath':>12} {'nftables':>12}")
+    columns = ("swpath", "swpath_af_packet", "nftables")
+    head = ("swpath AF_XDP", "af_packet", "nftables")
+    print(f"{'netns lab, iperf3 h1 -> srv':34} {head[0]:>14} {head[1]:>12} {head[2]:>12}")
     for name in ("udp_64B", "tcp"):
         for field, label in (
             ("packets_per_s", "packets/s"),
@@ -174,9 +189,12 @@ def print_table(result: dict[str, Any]) -> None:
             ("cpu_ns_per_packet_all", "CPU ns/packet, whole machine"),
             ("cpu_ns_per_packet_nat", "CPU ns/packet, NAT only"),
         ):
-            mine, linux = result["swpath"][name][field], result["nftables"][name][field]
-            print(f"{name + ' ' + label:34} {mine!s:>12} {linux!s:>12}")
-    print(f"swpath / nftables (packets/s): {result['swpath_over_nftables_pps']}")
+            values = [result[c].get(name, {}).get(field, "-") for c in columns]
+            print(f"{name + ' ' + label:34} {values[0]!s:>14} {values[1]!s:>12} {values[2]!s:>12}")
+    print(f"swpath AF_XDP / nftables (packets/s): {result['swpath_over_nftables_pps']}")
+    print(
+        f"swpath af_packet / nftables (packets/s): {result['swpath_af_packet_over_nftables_pps']}"
+    )
 
 
 def main() -> int:

@@ -45,6 +45,7 @@ class NetnsLab(Nodes):
     def __init__(self, workdir: Path) -> None:
         super().__init__(workdir, workdir / "swpath.sock")
         self.swpath: subprocess.Popen[bytes] | None = None
+        self.pmd = ""  # the PMD swpath runs on
 
     def command(self, node: str, *args: str) -> list[str]:
         return in_namespace(namespace(node), *args)
@@ -63,28 +64,50 @@ class NetnsLab(Nodes):
         for node in (topology.NAT, *(node.name for node in topology.NODES)):
             delete_namespace(namespace(node))
 
-    def start_swpath(self, commands: Path | None = None) -> None:
-        """swpath with topo/lab.toml's commands, or `commands` (a benchmark's)."""
+    def start_swpath(self, commands: Path | None = None, pmd: str | None = None) -> None:
+        """swpath with topo/lab.toml's commands, or `commands` (a benchmark's),
+        on AF_XDP where it works (the kernel's XDP on veth, DPDK's net_af_xdp),
+        else on af_packet, with one line saying why; `pmd` (or
+        $QUICKNAT_LAB_PMD) forces one."""
         if commands is None:
             commands = compile_commands(topology.CONFIG, self.workdir / "nat.cmds")
+        choice = pmd or os.environ.get("QUICKNAT_LAB_PMD", "af_xdp")
+        if choice == "af_xdp":
+            try:
+                self._start_swpath(commands, "af_xdp")
+                return
+            except RuntimeError:
+                log = (self.workdir / "swpath.log").read_text(errors="replace").splitlines()
+                why = next((x for x in reversed(log) if x.strip()), "no message")
+                print(f"swpath: AF_XDP not usable here ({why.strip()}); using af_packet")
+                (self.workdir / "swpath.log").rename(self.workdir / "swpath-af_xdp.log")
+        self._start_swpath(commands, "af_packet")
+
+    def _start_swpath(self, commands: Path, pmd: str) -> None:
         command = swpath_command(
-            topology.nat_ports(), commands, self.socket, f"quicknat-lab-{os.getpid()}"
+            topology.nat_ports(), commands, self.socket, f"quicknat-lab-{os.getpid()}", pmd
         )
         self.swpath = self.start(topology.NAT, command, "swpath.log")
-        wait_for_unix_socket(self.socket, 30, self.swpath)
+        try:
+            wait_for_unix_socket(self.socket, 30, self.swpath)
+        except RuntimeError:
+            self.stop_process(self.swpath)
+            self.swpath = None
+            raise
+        self.pmd = pmd
 
 
 @contextlib.contextmanager
 def running_lab(
-    workdir: Path, nat: bool = True, commands: Path | None = None
+    workdir: Path, nat: bool = True, commands: Path | None = None, pmd: str | None = None
 ) -> Iterator[NetnsLab]:
-    """The lab built, with swpath running if `nat` (on `commands` when given);
-    torn down on the way out, whatever happened."""
+    """The lab built, with swpath running if `nat` (on `commands` and `pmd`
+    when given); torn down on the way out, whatever happened."""
     lab = NetnsLab(workdir)
     try:
         lab.build()
         if nat:
-            lab.start_swpath(commands)
+            lab.start_swpath(commands, pmd)
         yield lab
     finally:
         with signals_ignored():

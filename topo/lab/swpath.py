@@ -33,11 +33,16 @@ def compile_commands(config: Path, out: Path) -> Path:
 
 
 def swpath_command(
-    ports: Mapping[int, str], commands: Path, control: Path, file_prefix: str
+    ports: Mapping[int, str],
+    commands: Path,
+    control: Path,
+    file_prefix: str,
+    pmd: str = "af_packet",
 ) -> list[str]:
-    """quicknat-swpath with DPDK port N on interface `ports[N]` (net_af_packet, so
-    no hugepages or NIC needed), its own EAL file prefix and control socket, so
-    that several instances (a lab, a test run) never share one.
+    """quicknat-swpath with DPDK port N on interface `ports[N]` (net_af_packet, or
+    net_af_xdp with pmd="af_xdp": no hugepages or NIC needed either way), its
+    own EAL file prefix and control socket, so that several instances (a lab, a
+    test run) never share one.
 
     DPDK numbers ports in --vdev order from 0, so a number below the highest
     that names no interface gets a net_null placeholder: a configuration written
@@ -45,7 +50,9 @@ def swpath_command(
     ports its configuration names, so a placeholder never sends or receives."""
     vdevs = []
     for port in range(max(ports) + 1):
-        if port in ports:
+        if port in ports and pmd == "af_xdp":
+            device = f"net_af_xdp{port},iface={ports[port]}"
+        elif port in ports:
             device = f"net_af_packet{port},iface={ports[port]},framecnt={AF_PACKET_FRAMES}"
         else:
             device = f"net_null{port}"
