@@ -3,7 +3,8 @@
 
 Builds the lab's topology (topo/lab/topology.py) out of network namespaces
 (qn-lab-NODE) and veths, starts quicknat-swpath with topo/lab.toml in the
-qn-lab-nat namespace on net_af_packet devices bound to its veth ends, then
+qn-lab-nat namespace on net_af_xdp devices bound to its veth ends (net_af_packet
+where AF_XDP does not work, with one line saying why), then
 shows translated traffic (topo/lab/demo.py): ping, a download with curl, iperf3
 TCP for 3 s, a traceroute through the NAT and the router beyond it, and the
 session table and counters swpath keeps. `--shell` then keeps the lab up until
