@@ -149,20 +149,34 @@ def test_a_session_closed_during_its_insert_is_deleted_after_it() -> None:
 
 
 def test_hairpin_and_overflow_stay_in_software() -> None:
-    rig = Rig(capacity=1)
+    rig = Rig(capacity=2)  # the last slot is kept for long-lived flows
     rig.m.on_event(0, event("opened", 1, remote=Endpoint(parse_ipv4("203.0.113.4"), 20011)))
     rig.m.on_event(0, event("opened", 2, host=2))
-    rig.m.on_event(0, event("opened", 3, host=3))  # no room
+    rig.m.on_event(0, event("opened", 3, host=3))  # nearly full: deferred
+    rig.m.on_event(0, event("opened", 4, host=4, protocol=6, tcp_state="opening"))
     rig.flush()
     assert len(rig.switch.writes) == 1 and len(rig.switch.writes[0]) == 2
     assert rig.stats["offload.software_only.hairpin"] == 1
-    assert rig.stats["offload.software_only.table_full"] == 1
-    assert [line for _, line in rig.told] == [
-        "session offload 2 udp 10.0.0.2:5000 198.51.100.10:53"
+    assert rig.stats["offload.deferred"] == 2
+    # the TCP session proves long-lived: it takes the last slot
+    rig.m.on_event(0, event("state", 4, host=4, protocol=6, tcp_state="established"))
+    rig.flush()
+    assert rig.switch.last() == [
+        (INSERT, "nat_in2out", TIMEOUTS.tcp_established),
+        (INSERT, "nat_out2in", 0),
     ]
+    # full now: the next one stays in software
+    rig.m.on_event(0, event("opened", 5, host=5, protocol=6, tcp_state="opening"))
+    rig.m.on_event(0, event("state", 5, host=5, protocol=6, tcp_state="established"))
+    rig.flush()
+    assert rig.stats["offload.software_only.table_full"] == 1
+    assert [line.split()[2] for _, line in rig.told] == ["2", "4"]
     # their close is nothing to the switch
+    writes = len(rig.switch.writes)
     rig.m.on_event(0, event("closed", 3, host=3))
-    assert not rig.m.has_work()
+    rig.m.on_event(0, event("closed", 5, host=5, protocol=6))
+    rig.flush()
+    assert len(rig.switch.writes) == writes
 
 
 @pytest.mark.parametrize("code", [8, 2])  # RESOURCE_EXHAUSTED, BMv2's UNKNOWN

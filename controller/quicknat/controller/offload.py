@@ -13,7 +13,10 @@ instance's control socket), so every rule below is unit-tested.
   (the remote is the NAT's own: their packets come back in through the switch
   as outside traffic, and swpath keeps the pair together) and, when the switch
   is full, the ones that do not fit: those stay in software, counted, never
-  refused or dropped (the instance already translates them).
+  refused or dropped (the instance already translates them). The last tenth
+  of the switch's tables is kept for long-lived flows: past that mark a
+  session waits in software (`offload.deferred`) until it is an established
+  TCP session, so short flows cannot crowd out the ones worth a slot.
 - **Ageing.** Only the inside-to-outside entry ages, as in controller mode. The
   switch's idle notification is forwarded (`session idle`); the instance ends
   the session when it too has seen nothing, and its `closed` event deletes the
@@ -52,6 +55,9 @@ RESOURCE_EXHAUSTED = 8  # google.rpc.Code
 UNKNOWN = 2  # BMv2's answer to a full table
 NOT_FOUND = 5
 
+#: The last 1/HIGH_WATER_SHARE of the switch's tables is kept for long-lived flows.
+HIGH_WATER_SHARE = 10
+
 #: The manager's counters (Stats names), all present from start-up.
 COUNTERS = (
     "offload.sessions_seen",
@@ -60,6 +66,7 @@ COUNTERS = (
     "offload.rewritten",
     "offload.software_only.hairpin",
     "offload.software_only.table_full",
+    "offload.deferred",
     "offload.install_failed",
     "offload.delete_failed",
     "offload.idle_forwarded",
@@ -82,6 +89,7 @@ class OffloadSession(Session):
     swpath_id: int = 0
     tcp_state: str | None = None
     closed: bool = False  # its instance closed it while its INSERT was out
+    deferred: bool = False  # the switch nearly full: waits to prove long-lived
     stale: bool = False  # its instance's stream restarted; not in the new snapshot yet
 
 
@@ -135,6 +143,8 @@ class OffloadManager:
         self._write = write
         self._command = command
         self.capacity = capacity
+        # Above this many sessions in the switch only long-lived flows go in.
+        self.high_water = capacity - max(1, capacity // HIGH_WATER_SHARE)
         self.batch_max = batch_max
         self.now = now
         self.installs: Installs[OffloadSession] = Installs()
@@ -158,7 +168,11 @@ class OffloadManager:
             s = self.sessions.get((instance, e.id))
             if s is not None and s.in2out == self._key_of(e) and s.tcp_state != e.tcp_state:
                 s.tcp_state = e.tcp_state
-                self.installs.want_rewrite(s)  # its idle timeout, with the next flush
+                if s.deferred and self._long_lived(s):
+                    s.deferred = False
+                    self._place(s)
+                else:
+                    self.installs.want_rewrite(s)  # its idle timeout, with the next flush
         elif e.kind == "closed":
             s = self.sessions.get((instance, e.id))
             if s is not None and s.in2out == self._key_of(e):
@@ -249,16 +263,26 @@ class OffloadManager:
             self.installs.adopt(s)
             self.stats["offload.adopted"] += 1
             self._command(s.instance, [command_line("offload", s)])
-        elif self._has_room():
+        elif self._used() < self.high_water or (
+            self._used() < self.capacity and self._long_lived(s)
+        ):
             self.installs.queue(s)
+        elif self._used() < self.capacity:
+            # nearly full: the last slots go to flows that have shown they
+            # last (an established TCP session), not to the next DNS query
+            s.deferred = True
+            self.stats["offload.deferred"] += 1
         else:
             self._to_software(s, "table_full")
 
-    def _has_room(self) -> bool:
-        used = self.installs.installed_count() + self.installs.count(
+    @staticmethod
+    def _long_lived(s: OffloadSession) -> bool:
+        return s.protocol == Protocol.TCP and s.tcp_state == "established"
+
+    def _used(self) -> int:
+        return self.installs.installed_count() + self.installs.count(
             InstallState.QUEUED, InstallState.INSTALLING
         )
-        return used < self.capacity
 
     def _to_software(self, s: OffloadSession, why: str) -> None:
         self.stats[f"offload.software_only.{why}"] += 1
