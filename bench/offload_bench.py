@@ -5,9 +5,10 @@ controller mode, side by side in one run (issue #15).
 The same namespace lab (topo/lab/offload_lab.py) twice: BMv2 with the
 controller doing every new flow (packet-in, QNS, write, packet-out), then BMv2
 with a swpath slow-path instance taking them while the controller installs
-what it opens. Each round h1 opens FLOWS new UDP flows to far (one datagram
-from each of FLOWS source ports, paced at RATE flows/s), then sends each a
-second datagram once the first ones are through. far timestamps what arrives
+what it opens. For each offered rate (--rates, new flows/s) each run has h1
+open rate x --seconds new UDP flows to far (one datagram from each of as many
+source ports, paced), then send each a second datagram once the first ones
+are through. far timestamps what arrives
 (one clock: CLOCK_MONOTONIC is the machine's, whatever the namespace):
 
 - first packets delivered, and their one-way latency (p50, p99): what a new
@@ -17,7 +18,8 @@ second datagram once the first ones are through. far timestamps what arrives
 - second packets delivered (the switch translating them, or the instance
   when it does not hold them yet).
 
-Rounds alternate the order of the two modes. Needs root and
+Rounds (--rounds) alternate the order of the two modes; the table is their
+median. Needs root and
 simple_switch_grpc; writes bench/results/offload.json.
 """
 

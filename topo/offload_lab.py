@@ -7,8 +7,8 @@ switch's port 9 that takes every miss (topo/lab/offload_lab.py). Shows the
 same translated traffic as `make run` (topo/lab/demo.py), then what the switch
 holds and the instance did. `--shell` keeps the lab up until Ctrl-C.
 Processes and namespaces are removed on exit, on error and on SIGINT/SIGTERM.
-Needs root, simple_switch_grpc (`make deps-p4` is not ours to give: see
-docs/offload.md) and `make build`.
+Needs root, simple_switch_grpc (BMv2, as for `make run-bmv2`: the README's
+P4 path) and `make build`.
 """
 
 from __future__ import annotations
