@@ -427,6 +427,91 @@ used_count(struct sp_pool_space *s, unsigned pi, uint32_t slot)
 	return &s->used[pi][slot < s->n_low][s->ports[slot] & 1];
 }
 
+/* A new binding of (pool, int_addr) to addr_idx (there is none), or NULL. */
+static struct sp_binding *
+binding_new(struct sp_pool *pool, struct sp_alloc_ctx *ctx, uint32_t int_addr,
+	    uint32_t addr_idx, uint32_t hash)
+{
+	uint32_t i = ctx->free_head;
+	struct sp_binding *b;
+
+	if (i == UINT32_MAX)
+		return NULL;
+	sp_hix_insert(&ctx->index, i, hash);
+	ctx->free_head = ctx->b[i].next_free;
+	ctx->n++;
+	b = &ctx->b[i];
+	b->int_addr = int_addr;
+	b->pool = pool->index;
+	b->addr_idx = addr_idx;
+	b->held = 0;
+	pool->space[ctx->worker * pool->n_addrs + addr_idx].hosts++;
+	return b;
+}
+
+/* Marks a slot in use by b's host and fills out. */
+static void
+slot_take(struct sp_pool *pool, struct sp_pool_space *s, struct sp_binding *b,
+	  unsigned pi, uint32_t addr_idx, uint32_t slot, struct sp_alloc *out)
+{
+	b->held++;
+	s->state[pi][slot] = SP_PORT_USED;
+	(*used_count(s, pi, slot))++;
+	out->addr = pool->addrs[addr_idx];
+	out->port = s->ports[slot];
+	out->pool = pool->index;
+	out->addr_idx = addr_idx;
+	out->slot = slot;
+}
+
+/* The index of addr in pool->addrs (prefixes expanded in order), or -1. */
+static int64_t
+pool_address_index(const struct sp_pool *pool, uint32_t addr)
+{
+	uint64_t base = 0;
+
+	for (uint32_t i = 0; i < pool->n_prefixes; i++) {
+		const struct sp_prefix *p = &pool->prefixes[i];
+		uint64_t size = 1ull << (32 - p->len);
+
+		if (addr >= p->addr && (uint64_t)addr - p->addr < size)
+			return (int64_t)(base + (addr - p->addr));
+		base += size;
+	}
+	return -1;
+}
+
+int
+sp_pool_claim(struct sp_pool *pool, struct sp_alloc_ctx *ctx, unsigned pi,
+	      uint32_t int_addr, uint32_t addr, uint16_t port,
+	      struct sp_alloc *out)
+{
+	int64_t a = pool_address_index(pool, addr);
+	struct sp_pool_space *s;
+	struct candidates all;
+	struct sp_binding *b;
+	uint32_t slot, hash;
+	int32_t pos;
+
+	if (a < 0)
+		return -ERANGE;
+	s = &pool->space[ctx->worker * pool->n_addrs + (uint32_t)a];
+	all = (struct candidates){ .lo = 0, .hi = s->n, .parity = -1 };
+	if (!pool_find_port(s, &all, port, &slot))
+		return -ERANGE;
+	if (s->state[pi][slot] == SP_PORT_USED)
+		return -EEXIST;
+	hash = binding_hash(ctx, pool->index, int_addr);
+	b = binding_find(ctx, pool->index, int_addr, hash, &pos);
+	if (b != NULL && b->addr_idx != (uint32_t)a)
+		return -EEXIST;
+	if (b == NULL &&
+	    (b = binding_new(pool, ctx, int_addr, (uint32_t)a, hash)) == NULL)
+		return -ENOMEM;
+	slot_take(pool, s, b, pi, (uint32_t)a, slot, out);
+	return 0;
+}
+
 int
 sp_pool_allocate(struct sp_pool *pool, struct sp_alloc_ctx *ctx,
 		 const struct sp_alloc_req *req, struct sp_alloc *out)
@@ -447,29 +532,10 @@ sp_pool_allocate(struct sp_pool *pool, struct sp_alloc_ctx *ctx,
 	rc = pool_choose_port(pool, s, req, &slot);
 	if (rc < 0)
 		return rc;
-	if (b == NULL) {
-		uint32_t i = ctx->free_head;
-
-		if (i == UINT32_MAX)
-			return -ENOMEM;
-		sp_hix_insert(&ctx->index, i, hash);
-		ctx->free_head = ctx->b[i].next_free;
-		ctx->n++;
-		b = &ctx->b[i];
-		b->int_addr = req->int_addr;
-		b->pool = pool->index;
-		b->addr_idx = addr_idx;
-		b->held = 0;
-		s->hosts++;
-	}
-	b->held++;
-	s->state[req->pi][slot] = SP_PORT_USED;
-	(*used_count(s, req->pi, slot))++;
-	out->addr = pool->addrs[addr_idx];
-	out->port = s->ports[slot];
-	out->pool = pool->index;
-	out->addr_idx = addr_idx;
-	out->slot = slot;
+	if (b == NULL && (b = binding_new(pool, ctx, req->int_addr, addr_idx,
+					  hash)) == NULL)
+		return -ENOMEM;
+	slot_take(pool, s, b, req->pi, addr_idx, slot, out);
 	return 0;
 }
 

@@ -143,6 +143,18 @@ void sp_pool_release(struct sp_pool *pool, struct sp_alloc_ctx *ctx,
 		     unsigned pi, uint32_t int_addr, const struct sp_alloc *a,
 		     uint32_t now_ms);
 
+/*
+ * Takes the one endpoint (addr, port) for int_addr, as sp_pool_allocate
+ * would have handed it out: a session a restarted swpath adopts
+ * (session_store.h), whose port must never be handed out again. Returns 0,
+ * -ERANGE (not a port of this pool that ctx's worker owns), -EEXIST (in use,
+ * or int_addr is paired with another of the pool's addresses: RFC 4787
+ * REQ-2), -ENOMEM (binding table full). No quota: the port was granted.
+ */
+int sp_pool_claim(struct sp_pool *pool, struct sp_alloc_ctx *ctx, unsigned pi,
+		  uint32_t int_addr, uint32_t addr, uint16_t port,
+		  struct sp_alloc *out);
+
 /* Ports held by int_addr in pool on ctx's worker (the quota's count). */
 uint32_t sp_pool_ports_held(const struct sp_alloc_ctx *ctx, uint16_t pool,
 			    uint32_t int_addr);

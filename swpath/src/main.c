@@ -35,6 +35,7 @@
 #include "format.h"
 #include "log.h"
 #include "qns.h"
+#include "session_store.h"
 #include "setup.h"
 #include "sp.h"
 #include "telemetry.h"
@@ -48,6 +49,7 @@ struct options {
 	const char *commands;
 	const char *control;
 	const char *dump;
+	const char *state;
 	unsigned exit_when_idle_ms;
 };
 
@@ -88,6 +90,8 @@ usage(FILE *f)
 		"  --seed N               seed of the port choice (reproducible runs)\n"
 		"  --exit-when-idle MS    exit after MS ms without packets (tests, pcap replay)\n"
 		"  --dump-on-exit FILE    write {\"stats\":..., \"sessions\":[...]} on exit\n"
+		"  --state FILE           keep the sessions in FILE (shared memory, e.g. under\n"
+		"                         /dev/shm): a restart with it takes them over\n"
 		"  --log-format FMT       text (default) or json: one object per line, the\n"
 		"                         controller's keys (time, level, process, message)\n"
 		"\n"
@@ -122,6 +126,7 @@ parse_options(int argc, char **argv, struct options *o)
 		{ "seed", required_argument, NULL, 'S' },
 		{ "exit-when-idle", required_argument, NULL, 'i' },
 		{ "dump-on-exit", required_argument, NULL, 'D' },
+		{ "state", required_argument, NULL, 'T' },
 		{ "log-format", required_argument, NULL, 'L' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -180,6 +185,9 @@ parse_options(int argc, char **argv, struct options *o)
 			break;
 		case 'D':
 			o->dump = optarg;
+			break;
+		case 'T':
+			o->state = optarg;
 			break;
 		case 'h':
 			usage(stdout);
@@ -674,6 +682,9 @@ main(int argc, char **argv)
 	if (strcmp(o.control, "none") != 0 &&
 	    sp_control_listen(o.control, err, sizeof(err)) < 0)
 		die_setup(err);
+	/* the predecessor's sessions, before any packet could open others */
+	if (o.state != NULL && sp_store_open(o.state, err, sizeof(err)) < 0)
+		die_setup(err);
 	sp_telemetry_register();
 
 	memset(&sa, 0, sizeof(sa));
@@ -715,10 +726,13 @@ main(int argc, char **argv)
 	/* what the workers logged last, the mappings that end with the
 	 * process, then the file is closed */
 	sp_events_drain();
-	sp_events_mappings_closed();
+	/* with --state they pass to the successor: they do not end here */
+	if (!sp_store_enabled())
+		sp_events_mappings_closed();
 	sp_events_close();
 	if (o.dump != NULL)
 		dump_on_exit(o.dump);
+	sp_store_close();
 	sp_control_close();
 	sp.running = false;
 	sp_teardown();

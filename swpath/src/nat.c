@@ -11,6 +11,7 @@
 #include <rte_malloc.h>
 
 #include "events.h"
+#include "session_store.h"
 #include "session_stream.h"
 #include "qns.h"
 #include "sp.h"
@@ -316,8 +317,11 @@ sp_nat_tcp_changed(struct sp_nat *nat, uint32_t sidx, uint8_t before,
 	struct sp_session *s = &nat->sessions[sidx];
 	struct sp_session old = { .proto = s->proto, .tcp = before };
 
-	if (sp_nat_tcp_phase(&old) != sp_nat_tcp_phase(s))
-		sp_stream_push(nat, s, SP_STREAM_STATE, 0, now);
+	if (sp_nat_tcp_phase(&old) == sp_nat_tcp_phase(s))
+		return;
+	sp_stream_push(nat, s, SP_STREAM_STATE, 0, now);
+	/* a successor times it out as what it is now */
+	sp_store_put(nat, sidx);
 }
 
 uint32_t
@@ -361,6 +365,32 @@ session_hash(const struct sp_nat *nat, const struct sp_session *s,
 }
 
 /*
+ * Links session idx, its fields set, into both keys of the flow index, its
+ * mapping's and its host's counts, and the wheel (at last_seen + timeout);
+ * takes it off the free list.
+ */
+static void
+session_link(struct sp_nat *nat, const struct sp_runtime *rt, uint32_t idx)
+{
+	struct sp_session *s = &nat->sessions[idx];
+
+	nat->free_session = s->next;
+	sp_hix_insert(&nat->flows, idx << 1 | SP_DIR_IN2OUT,
+		      session_hash(nat, s, SP_DIR_IN2OUT));
+	sp_hix_insert(&nat->flows, idx << 1 | SP_DIR_OUT2IN,
+		      session_hash(nat, s, SP_DIR_OUT2IN));
+	if (s->mapping != SP_NONE) {
+		nat->mappings[s->mapping].sessions++;
+		sp_hix_insert(&nat->remotes, idx,
+			      remote_hash(nat, s->mapping,
+					  rte_be_to_cpu_32(s->rem_addr)));
+	}
+	host_add_session(nat, rte_be_to_cpu_32(s->int_addr));
+	nat->n_sessions++;
+	wheel_insert(nat, idx, s->last_seen + sp_nat_timeout_ms(rt, s));
+}
+
+/*
  * Opens a session: both keys, the mapping's and the host's counts, the
  * wheel. Returns SP_NAT_OK or a drop counter.
  */
@@ -396,21 +426,10 @@ session_open(struct sp_nat *nat, const struct sp_runtime *rt, uint8_t proto,
 	s->rule_id = rule_id;
 	s->mapping = mapping;
 	s->id = nat->next_id++ * nat->n_workers + nat->worker + 1;
-	nat->free_session = s->next;
-	sp_hix_insert(&nat->flows, idx << 1 | SP_DIR_IN2OUT,
-		      session_hash(nat, s, SP_DIR_IN2OUT));
-	sp_hix_insert(&nat->flows, idx << 1 | SP_DIR_OUT2IN,
-		      session_hash(nat, s, SP_DIR_OUT2IN));
-	if (mapping != SP_NONE) {
-		nat->mappings[mapping].sessions++;
-		sp_hix_insert(&nat->remotes, idx,
-			      remote_hash(nat, mapping, rem_addr));
-	}
-	host_add_session(nat, int_addr);
-	nat->n_sessions++;
+	session_link(nat, rt, idx);
 	nat->cnt[SP_CNT_sessions_created]++;
-	wheel_insert(nat, idx, now + sp_nat_timeout_ms(rt, s));
 	seq_end(s);
+	sp_store_put(nat, idx);
 	if (sp_stream_after_packets <= 1)
 		sp_stream_push(nat, s, SP_STREAM_OPENED, 0, now);
 	*sidx = idx;
@@ -483,6 +502,7 @@ sp_nat_remove(struct sp_nat *nat, uint32_t sidx, uint32_t now)
 	nat->free_session = sidx;
 	nat->n_sessions--;
 	seq_end(s);
+	sp_store_put(nat, sidx);
 }
 
 uint32_t
@@ -599,13 +619,35 @@ existing(const struct sp_nat *nat, const struct sp_flow_key *key,
 	return 1;
 }
 
+/* A mapping of the internal endpoint to a (free list not empty). */
+static uint32_t
+mapping_insert(struct sp_nat *nat, uint8_t proto, uint32_t int_addr,
+	       uint16_t int_port, const struct sp_alloc *a)
+{
+	uint32_t idx = nat->free_mapping;
+	struct sp_mapping *m = &nat->mappings[idx];
+
+	nat->free_mapping = m->next_free;
+	m->int_addr = int_addr;
+	m->int_port = int_port;
+	m->proto = proto;
+	m->pi = (uint8_t)sp_proto_index(proto);
+	m->sessions = 0;
+	m->ext = *a;
+	sp_hix_insert(&nat->map_int, idx,
+		      endpoint_hash(&nat->map_int, proto, int_addr, int_port));
+	sp_hix_insert(&nat->map_ext, idx,
+		      endpoint_hash(&nat->map_ext, proto, a->addr, a->port));
+	nat->n_mappings++;
+	return idx;
+}
+
 static int
 mapping_new(struct sp_nat *nat, const struct sp_runtime *rt, uint64_t action,
 	    uint8_t proto, uint32_t int_addr, uint16_t int_port, uint32_t now,
 	    uint32_t *midx)
 {
 	struct sp_pool *pool;
-	struct sp_mapping *m;
 	struct sp_alloc a;
 	unsigned pi = sp_proto_index(proto);
 	struct sp_alloc_req req = {
@@ -613,10 +655,9 @@ mapping_new(struct sp_nat *nat, const struct sp_runtime *rt, uint64_t action,
 		.quota = rt->ports_per_host, .now_ms = now,
 		.reuse_ms = rt->reuse_ms,
 	};
-	uint32_t idx = nat->free_mapping;
 	int rc;
 
-	if (idx == SP_NONE)
+	if (nat->free_mapping == SP_NONE)
 		return SP_CNT_drop_table_full;
 	pool = __atomic_load_n(&sp.pools[SP_ACT_POOL(action)],
 			       __ATOMIC_ACQUIRE);
@@ -632,21 +673,8 @@ mapping_new(struct sp_nat *nat, const struct sp_runtime *rt, uint64_t action,
 		return SP_CNT_drop_pool_exhausted;
 	if (rc < 0)
 		return SP_CNT_drop_table_full;
-	m = &nat->mappings[idx];
-	nat->free_mapping = m->next_free;
-	m->int_addr = int_addr;
-	m->int_port = int_port;
-	m->proto = proto;
-	m->pi = (uint8_t)pi;
-	m->sessions = 0;
-	m->ext = a;
-	sp_hix_insert(&nat->map_int, idx,
-		      endpoint_hash(&nat->map_int, proto, int_addr, int_port));
-	sp_hix_insert(&nat->map_ext, idx,
-		      endpoint_hash(&nat->map_ext, proto, a.addr, a.port));
-	nat->n_mappings++;
+	*midx = mapping_insert(nat, proto, int_addr, int_port, &a);
 	nat->cnt[SP_CNT_mappings_created]++;
-	*midx = idx;
 	return SP_NAT_OK;
 }
 
@@ -723,6 +751,18 @@ sp_nat_outbound(struct sp_nat *nat, const struct sp_runtime *rt,
 	return SP_NAT_OK;
 }
 
+/* Where a DNAT rule sends (dst, dport): one address, or 1:1 by prefix. */
+static void
+dnat_target(const struct qns_rule *rule, uint32_t dst, uint16_t dport,
+	    uint32_t *int_addr, uint16_t *int_port)
+{
+	uint64_t u = rule->user;
+	uint32_t mask = rule->plen == 0 ? 0 : ~0u << (32 - rule->plen);
+
+	*int_addr = SP_ACT_TO(u) | (SP_ACT_TO_LEN(u) < 32 ? dst & ~mask : 0);
+	*int_port = SP_ACT_HAS_TO_PORT(u) ? SP_ACT_TO_PORT(u) : dport;
+}
+
 int
 sp_nat_inbound(struct sp_nat *nat, const struct sp_runtime *rt,
 	       const struct sp_flow_key *key, uint8_t tcp_flags, uint32_t now,
@@ -740,13 +780,10 @@ sp_nat_inbound(struct sp_nat *nat, const struct sp_runtime *rt,
 		return SP_NAT_OK;
 	rule = qns_lookup_kind(sp.qns, QNS_DNAT, key->proto, dst, dport);
 	if (rule != NULL && SP_ACT_KIND(rule->user) == SP_ACT_DNAT) {
-		uint64_t u = rule->user;
-		uint32_t rule_id = rule->id;
-		uint32_t mask = rule->plen == 0 ? 0 : ~0u << (32 - rule->plen);
-		uint32_t to = SP_ACT_TO(u);
-		uint32_t int_addr = to | (SP_ACT_TO_LEN(u) < 32 ? dst & ~mask : 0);
-		uint16_t int_port = SP_ACT_HAS_TO_PORT(u) ? SP_ACT_TO_PORT(u) :
-							    dport;
+		uint32_t rule_id = rule->id, int_addr;
+		uint16_t int_port;
+
+		dnat_target(rule, dst, dport, &int_addr, &int_port);
 
 		/* A DNAT session lives with its inside host (rss.h). */
 		if (check_owner && nat->n_workers > 1) {
@@ -842,5 +879,139 @@ sp_nat_session_cmd(struct sp_nat *nat, const struct sp_runtime *rt,
 		sp_nat_reschedule(nat, rt, sidx);
 		break;
 	}
+	/* a successor must not expire what the switch still forwards */
+	sp_store_put(nat, sidx);
 }
 
+
+/* -- a predecessor's sessions (session_store.h) ------------------------------ */
+
+const char *const sp_adopt_reasons[SP_ADOPT_MAX] = {
+	[SP_ADOPT_OK] = "adopted",
+	[SP_ADOPT_INVALID] = "not a valid record",
+	[SP_ADOPT_NO_RULE] = "no rule gives it now",
+	[SP_ADOPT_PORT] = "its port is not one of this worker's in the pool",
+	[SP_ADOPT_CONFLICT] = "its key or port is taken",
+	[SP_ADOPT_FULL] = "the table is full",
+};
+
+/* Whether the flow index has a key of rec in direction dir. */
+static bool
+key_taken(const struct sp_nat *nat, const struct sp_session *rec, unsigned dir)
+{
+	uint64_t w1, w0 = sp_session_key_words(rec, dir, &w1);
+
+	for (uint32_t e = sp_hix_first(&nat->flows,
+				       sp_hix_hash(&nat->flows, w0, w1));
+	     e != SP_HIX_NONE; e = sp_hix_next(&nat->flows, e)) {
+		uint64_t v1, v0 = sp_session_key_words(&nat->sessions[e >> 1],
+						       e & 1, &v1);
+
+		if (v0 == w0 && v1 == w1)
+			return true;
+	}
+	return false;
+}
+
+/* The mapping an SNAT or inbound session rec needs: found, or made with
+ * its port claimed from the pool of the rule that gives it now. */
+static enum sp_adopt
+adopt_mapping(struct sp_nat *nat, const struct sp_session *rec,
+	      uint32_t *rule_id, uint32_t *midx)
+{
+	uint32_t int_addr = rte_be_to_cpu_32(rec->int_addr);
+	uint16_t int_port = rte_be_to_cpu_16(rec->int_port);
+	uint32_t ext_addr = rte_be_to_cpu_32(rec->ext_addr);
+	uint16_t ext_port = rte_be_to_cpu_16(rec->ext_port);
+	const struct qns_rule *rule;
+	struct sp_mapping *m;
+	struct sp_pool *pool;
+	struct sp_alloc a;
+	int rc;
+
+	rule = qns_lookup_kind(sp.qns, QNS_SNAT, rec->proto, int_addr, int_port);
+	if (rule == NULL)
+		return SP_ADOPT_NO_RULE;
+	pool = __atomic_load_n(&sp.pools[SP_ACT_POOL(rule->user)],
+			       __ATOMIC_ACQUIRE);
+	if (pool == NULL)
+		return SP_ADOPT_NO_RULE;
+	*rule_id = rec->origin == SP_ORIGIN_SNAT ? rule->id : 0;
+	m = mapping_find(nat, 0, rec->proto, int_addr, int_port, midx);
+	if (m != NULL)
+		return m->ext.addr == ext_addr && m->ext.port == ext_port ?
+			SP_ADOPT_OK : SP_ADOPT_CONFLICT;
+	if (nat->free_mapping == SP_NONE)
+		return SP_ADOPT_FULL;
+	rc = sp_pool_claim(pool, &nat->alloc, sp_proto_index(rec->proto),
+			   int_addr, ext_addr, ext_port, &a);
+	if (rc == -ERANGE)
+		return SP_ADOPT_PORT;
+	if (rc == -EEXIST)
+		return SP_ADOPT_CONFLICT;
+	if (rc < 0)
+		return SP_ADOPT_FULL;
+	*midx = mapping_insert(nat, rec->proto, int_addr, int_port, &a);
+	return SP_ADOPT_OK;
+}
+
+enum sp_adopt
+sp_nat_adopt(struct sp_nat *nat, const struct sp_runtime *rt,
+	     const struct sp_session *rec, uint32_t *sidx)
+{
+	uint32_t idx = nat->free_session, midx = SP_NONE, rule_id, next, seq;
+	struct sp_session *s;
+	enum sp_adopt r;
+
+	if ((rec->proto != IPPROTO_TCP && rec->proto != IPPROTO_UDP &&
+	     rec->proto != IPPROTO_ICMP) || rec->origin > SP_ORIGIN_DNAT ||
+	    rec->int_port == 0 || rec->ext_port == 0)
+		return SP_ADOPT_INVALID;
+	if (idx == SP_NONE)
+		return SP_ADOPT_FULL;
+	if (key_taken(nat, rec, SP_DIR_IN2OUT) ||
+	    key_taken(nat, rec, SP_DIR_OUT2IN))
+		return SP_ADOPT_CONFLICT;
+	if (rec->origin == SP_ORIGIN_DNAT) {
+		uint32_t ext_addr = rte_be_to_cpu_32(rec->ext_addr), to;
+		uint16_t ext_port = rte_be_to_cpu_16(rec->ext_port), to_port;
+		const struct qns_rule *rule =
+			qns_lookup_kind(sp.qns, QNS_DNAT, rec->proto,
+					ext_addr, ext_port);
+
+		if (rule == NULL || SP_ACT_KIND(rule->user) != SP_ACT_DNAT)
+			return SP_ADOPT_NO_RULE;
+		dnat_target(rule, ext_addr, ext_port, &to, &to_port);
+		if (to != rte_be_to_cpu_32(rec->int_addr) ||
+		    to_port != rte_be_to_cpu_16(rec->int_port))
+			return SP_ADOPT_NO_RULE;
+		rule_id = rule->id;
+	} else {
+		r = adopt_mapping(nat, rec, &rule_id, &midx);
+		if (r != SP_ADOPT_OK)
+			return r;
+	}
+	s = &nat->sessions[idx];
+	next = s->next;
+	seq = s->seq;
+	*s = *rec;
+	s->next = next;
+	s->seq = seq;
+	/* what this process decides anew: owned addresses, routes, rules */
+	s->flags = (uint8_t)((rec->flags &
+			      (SP_SESS_OFFLOADED | SP_SESS_SWITCH_IDLE)) |
+			     (sp_rt_owned(rt, rte_be_to_cpu_32(rec->rem_addr)) ?
+				      SP_SESS_HAIRPIN : 0));
+	s->route[0] = s->route[1] = SP_ROUTE_UNSET;
+	s->neigh[0] = s->neigh[1] = SP_NEIGH_NONE;
+	s->rule_id = rule_id;
+	s->mapping = midx;
+	session_link(nat, rt, idx);
+	/* ids stay (the offload manager knows sessions by them): new ones
+	 * start above every adopted one */
+	if (rec->id / nat->n_workers >= nat->next_id)
+		nat->next_id = rec->id / nat->n_workers + 1;
+	nat->cnt[SP_CNT_sessions_adopted]++;
+	*sidx = idx;
+	return SP_ADOPT_OK;
+}

@@ -151,6 +151,8 @@ struct sp_nat {
 	struct rte_ring *stream;        /* session events (session_stream.h) */
 	uint32_t free_host;
 	struct sp_session *sessions;    /* [max_sessions] */
+	struct sp_session *store;       /* their copies for a successor
+					 * (session_store.h), or NULL */
 	struct sp_mapping *mappings;    /* [max_sessions]: one per session at most */
 	struct sp_host *hosts;          /* [max_sessions]: one per session at most */
 	/* Indexes of those records by their keys (hash_index.h): */
@@ -293,6 +295,32 @@ void sp_nat_reschedule(struct sp_nat *nat, const struct sp_runtime *rt,
  */
 unsigned sp_nat_age(struct sp_nat *nat, const struct sp_runtime *rt,
 		    uint32_t now, unsigned budget);
+
+/*
+ * Takes over a session a predecessor process left (session_store.h): rec as
+ * it was stored, its times already in this process's clock. Valid only if it
+ * still is under this configuration: its rule (SNAT: the internal endpoint's
+ * pool holds its external endpoint; DNAT: the rule still sends its external
+ * endpoint to its internal one), a port this worker owns and nobody holds,
+ * no other session with one of its keys. Re-creates its mapping (with the
+ * port claimed, sp_pool_claim), the host's count and the port binding,
+ * without mapping events (the mapping did not end). Returns SP_ADOPT_OK with
+ * *sidx, or why not. Only before the worker runs (the control thread's).
+ */
+enum sp_adopt {
+	SP_ADOPT_OK = 0,
+	SP_ADOPT_INVALID,       /* not a session this version writes */
+	SP_ADOPT_NO_RULE,       /* no rule gives it now */
+	SP_ADOPT_PORT,          /* its port is not in the pool, or not ours */
+	SP_ADOPT_CONFLICT,      /* a key or port another adopted session has */
+	SP_ADOPT_FULL,          /* the table is full */
+	SP_ADOPT_MAX
+};
+
+extern const char *const sp_adopt_reasons[SP_ADOPT_MAX];
+
+enum sp_adopt sp_nat_adopt(struct sp_nat *nat, const struct sp_runtime *rt,
+			   const struct sp_session *rec, uint32_t *sidx);
 
 struct sp_cmd_session;
 /*

@@ -89,16 +89,26 @@ class Nat:
     """A quicknat-swpath process on af_packet over devices (DPDK ports 0, 1, ...)."""
 
     def __init__(
-        self, app: str, tmp: Path, commands: str = COMMANDS, devices: tuple[str, ...] = (IN, OUT)
+        self,
+        app: str,
+        tmp: Path,
+        commands: str = COMMANDS,
+        devices: tuple[str, ...] = (IN, OUT),
+        extra: tuple[str, ...] = (),
+        name: str = "swpath",
     ) -> None:
+        """`extra`: swpath options after the usual ones; `name` keeps the
+        files of processes that share tmp apart (sp_restart.py)."""
         self.tmp = tmp
-        self.sock = tmp / "swpath.sock"
+        self.sock = tmp / f"{name}.sock"
         self.events = tmp / "events.log"
         (tmp / "cmds.txt").write_text(commands + f"logging events file file {self.events}\n")
-        self.prefix = f"quicknat-live-{os.getpid()}"
+        self.prefix = f"quicknat-live-{os.getpid()}-{name}"
         # systemd's readiness protocol, received as systemd would (case_systemd_notify)
+        notify = tmp / f"{name}-notify.sock"
+        notify.unlink(missing_ok=True)
         self.notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        self.notify.bind(str(tmp / "notify.sock"))
+        self.notify.bind(str(notify))
         vdevs = [
             w for i, dev in enumerate(devices) for w in ("--vdev", f"net_af_packet{i},iface={dev}")
         ]
@@ -119,13 +129,14 @@ class Nat:
             str(self.sock),
             "--lcores-workers",
             "2",
+            *extra,
         ]
         self.proc = subprocess.Popen(
             argv,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
-            env={**os.environ, "NOTIFY_SOCKET": str(tmp / "notify.sock")},
+            env={**os.environ, "NOTIFY_SOCKET": str(notify)},
         )
         deadline = time.time() + 20
         while time.time() < deadline:
@@ -166,6 +177,18 @@ class Nat:
                 self.proc.wait()
         shutil.rmtree(f"/var/run/dpdk/{self.prefix}", ignore_errors=True)
         return self.proc.returncode
+
+    def kill(self) -> None:
+        """kill -9: no clean exit of any kind."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(timeout=15)
+        self.stop()
+
+    def log(self) -> str:
+        """What it wrote on stderr (once it has exited)."""
+        assert self.proc.poll() is not None, "still running"
+        return self.proc.stderr.read() if self.proc.stderr else ""
 
 
 def exchange(

@@ -623,6 +623,169 @@ test_flow_hash_spread(void **state)
 	}
 }
 
+/* -- a predecessor's sessions (sp_nat_adopt, session_store.h) -------------- */
+
+static int
+out_rc(uint8_t proto, uint32_t src, uint16_t sport, uint32_t dst,
+       uint16_t dport, uint32_t now)
+{
+	struct sp_flow_key k = key(proto, src, sport, dst, dport);
+	uint32_t sidx;
+	unsigned owner;
+
+	return sp_nat_outbound(&nat, rt, &k, 0, now, 1, &sidx, &owner);
+}
+
+/* A restart: new tables and pools, the same configuration. */
+static void
+restart(void)
+{
+	teardown_test(NULL);
+	assert_int_equal(setup_test(NULL), 0);
+}
+
+static uint32_t
+adopt_ok(const struct sp_session *rec)
+{
+	uint32_t sidx;
+
+	assert_int_equal(sp_nat_adopt(&nat, rt, rec, &sidx), SP_ADOPT_OK);
+	return sidx;
+}
+
+static enum sp_adopt
+adopt(const struct sp_session *rec)
+{
+	uint32_t sidx;
+
+	return sp_nat_adopt(&nat, rt, rec, &sidx);
+}
+
+static void
+assert_both_keys(const struct sp_session *rec, uint32_t sidx)
+{
+	struct sp_flow_key k = key(rec->proto, rte_be_to_cpu_32(rec->int_addr),
+				   rte_be_to_cpu_16(rec->int_port),
+				   rte_be_to_cpu_32(rec->rem_addr),
+				   rte_be_to_cpu_16(rec->rem_port));
+
+	assert_int_equal(sp_nat_lookup(&nat, &k), (int64_t)(sidx << 1 | SP_DIR_IN2OUT));
+	k = key(rec->proto, rte_be_to_cpu_32(rec->rem_addr),
+		rte_be_to_cpu_16(rec->rem_port), rte_be_to_cpu_32(rec->ext_addr),
+		rte_be_to_cpu_16(rec->ext_port));
+	assert_int_equal(sp_nat_lookup(&nat, &k), (int64_t)(sidx << 1 | SP_DIR_OUT2IN));
+}
+
+static void
+test_adopt_takes_over(void **state)
+{
+	struct sp_session rec[3], *s, *in = NULL, *d = NULL;
+	uint32_t sidx[3], max_id = 0;
+
+	(void)state;
+	s = out_ok(IPPROTO_UDP, 0x0a000002, 5000, 0x08080808, 53, T0);
+	assert_int_equal(in_rc(IPPROTO_UDP, 0x08080808, 54,
+			       rte_be_to_cpu_32(s->ext_addr),
+			       rte_be_to_cpu_16(s->ext_port), T0 + 1, &in),
+			 SP_NAT_OK);
+	assert_int_equal(in_rc(IPPROTO_TCP, 0xc0000201, 40000, 0xcb00710b, 443,
+			       T0 + 2, &d), SP_NAT_OK);
+	s->flags |= SP_SESS_OFFLOADED;
+	rec[0] = *s;
+	rec[1] = *in;
+	rec[2] = *d;
+	restart();
+	for (unsigned i = 0; i < 3; i++) {
+		sidx[i] = adopt_ok(&rec[i]);
+		assert_both_keys(&rec[i], sidx[i]);
+		assert_int_equal(nat.sessions[sidx[i]].id, rec[i].id);
+		assert_int_equal(nat.sessions[sidx[i]].created, rec[i].created);
+		max_id = RTE_MAX(max_id, rec[i].id);
+	}
+	assert_int_equal(nat.n_sessions, 3);
+	/* the SNAT session and the inbound one share their mapping */
+	assert_int_equal(nat.n_mappings, 1);
+	assert_int_equal(counters[SP_CNT_sessions_adopted], 3);
+	assert_int_equal(counters[SP_CNT_sessions_created], 0);
+	assert_int_equal(counters[SP_CNT_mappings_created], 0);
+	assert_int_equal(nat.sessions[sidx[0]].rule_id, 1);
+	assert_int_equal(nat.sessions[sidx[1]].origin, SP_ORIGIN_INBOUND);
+	assert_int_equal(nat.sessions[sidx[2]].rule_id, 4);
+	assert_true(nat.sessions[sidx[0]].flags & SP_SESS_OFFLOADED);
+	/* the mapping is endpoint-independent as before (RFC 4787 REQ-1) */
+	s = out_ok(IPPROTO_UDP, 0x0a000002, 5000, 0x01010101, 53, T0 + 3);
+	assert_int_equal(s->ext_addr, rec[0].ext_addr);
+	assert_int_equal(s->ext_port, rec[0].ext_port);
+	/* new ids come after every adopted one */
+	assert_true(s->id > max_id);
+	/* and it all ends as an opened session would */
+	assert_int_equal(sp_nat_delete(&nat, &(struct sp_session_filter){ 0 },
+				       T0 + 4), 4);
+	assert_int_equal(nat.n_mappings, 0);
+}
+
+static void
+test_adopted_port_never_handed_out(void **state)
+{
+	struct sp_session rec, other;
+	struct sp_session *s;
+
+	(void)state;
+	/* "tiny" has one even port, 5000: parity is preserved (RFC 4787) */
+	s = out_ok(IPPROTO_UDP, 0x0a090001, 6000, 0x08080808, 53, T0);
+	assert_int_equal(rte_be_to_cpu_16(s->ext_port), 5000);
+	rec = *s;
+	restart();
+	adopt_ok(&rec);
+	/* without the claim, this host would get 5000 */
+	assert_int_equal(out_rc(IPPROTO_UDP, 0x0a090002, 6002, 0x08080808, 53,
+				T0 + 1), SP_CNT_drop_pool_exhausted);
+	/* the same record twice: its keys are taken */
+	assert_int_equal(adopt(&rec), SP_ADOPT_CONFLICT);
+	/* another host claiming the same port */
+	other = rec;
+	other.int_addr = rte_cpu_to_be_32(0x0a090003);
+	assert_int_equal(adopt(&other), SP_ADOPT_CONFLICT);
+	assert_int_equal(nat.n_sessions, 1);
+	assert_int_equal(nat.n_mappings, 1);
+}
+
+static void
+test_adopt_refuses_what_the_configuration_no_longer_gives(void **state)
+{
+	struct sp_session rec, dnat, bad;
+	struct sp_session *d = NULL;
+
+	(void)state;
+	rec = *out_ok(IPPROTO_UDP, 0x0a000002, 5000, 0x08080808, 53, T0);
+	assert_int_equal(in_rc(IPPROTO_TCP, 0xc0000201, 40000, 0xcb00710b, 443,
+			       T0, &d), SP_NAT_OK);
+	dnat = *d;
+	restart();
+	bad = rec;
+	bad.proto = IPPROTO_GRE;
+	assert_int_equal(adopt(&bad), SP_ADOPT_INVALID);
+	bad = rec;
+	bad.int_addr = rte_cpu_to_be_32(0x0a050001);   /* no SNAT rule */
+	assert_int_equal(adopt(&bad), SP_ADOPT_NO_RULE);
+	bad = rec;
+	bad.ext_addr = rte_cpu_to_be_32(0xc6336407);   /* "tiny"'s address */
+	assert_int_equal(adopt(&bad), SP_ADOPT_PORT);
+	bad = rec;
+	bad.ext_port = rte_cpu_to_be_16(80);           /* below the range */
+	assert_int_equal(adopt(&bad), SP_ADOPT_PORT);
+	bad = dnat;
+	bad.int_port = rte_cpu_to_be_16(8444);         /* the rule says 8443 */
+	assert_int_equal(adopt(&bad), SP_ADOPT_NO_RULE);
+	/* nothing of the refused ones stayed behind */
+	assert_int_equal(nat.n_sessions, 0);
+	assert_int_equal(nat.n_mappings, 0);
+	assert_int_equal(nat.alloc.n, 0);
+	adopt_ok(&rec);
+	adopt_ok(&dnat);
+	assert_int_equal(nat.n_sessions, 2);
+}
+
 static int
 setup(void **state)
 {
@@ -648,6 +811,9 @@ main(void)
 		T(test_owner_checks),
 		T(test_indexes_under_churn),
 		T(test_flow_hash_spread),
+		T(test_adopt_takes_over),
+		T(test_adopted_port_never_handed_out),
+		T(test_adopt_refuses_what_the_configuration_no_longer_gives),
 	};
 
 	return SP_RUN_TESTS(tests, setup, NULL);

@@ -1,0 +1,282 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Live tests of swpath restarts that keep established flows (--state,
+swpath/src/session_store.h): sp_live's set-up (two veth pairs, af_packet, two
+workers with software RSS, scapy on the far ends), one process replaced by
+another with the same command line.
+
+- kill -9, then a restart: every session is taken over by the worker that
+  owns it; replies to the old external endpoints come back with no packet
+  from inside first; the inside's next packets keep their endpoints; new
+  hosts, until the pool runs dry, never get an adopted port; no mapping is
+  logged created twice.
+- SIGTERM, then a restart: the sessions keep their age and idle time, no
+  mapping is logged deleted (it did not end), the log says it stopped cleanly.
+- a second process on a state file in use refuses to start, and says why.
+- a file that is not a state file: a warning, and a start with no sessions.
+
+Run as root: sp_restart.py --app PATH/quicknat-swpath. Ends with
+"N passed, M failed" (skipped without root or veth support).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from quicknat.controller.status import query
+from scapy.layers.inet import IP, UDP
+from scapy.layers.l2 import Ether
+from scapy.packet import Packet, Raw
+from sp_live import (
+    COMMANDS,
+    HOSTS,
+    IN_PEER,
+    MAC_GW,
+    MAC_IN,
+    MAC_OUT,
+    OUT_PEER,
+    Nat,
+    eq,
+    exchange,
+    host_mac,
+    make_links,
+    remove_links,
+)
+
+# 16 ports on one address, so that new hosts can run the pool dry
+POOL_PORTS = (20000, 20015)
+CMDS = COMMANDS.replace(
+    "pool public ports 1024-65535 addresses 203.0.113.0/29",
+    f"pool public ports {POOL_PORTS[0]}-{POOL_PORTS[1]} addresses 203.0.113.1/32",
+)
+REMOTE = "8.8.8.8"
+Endpoint = tuple[str, int]
+
+
+def outbound(hosts: list[str], sport: Callable[[int], int]) -> dict[str, Endpoint]:
+    """One UDP datagram from each host (source port sport(i)) to REMOTE: the
+    external endpoint each one left with."""
+    out = exchange(
+        IN_PEER,
+        [
+            Ether(src=host_mac(h), dst=MAC_IN)
+            / IP(src=h, dst=REMOTE)
+            / UDP(sport=sport(i), dport=53)
+            / Raw(h.encode())
+            for i, h in enumerate(hosts)
+        ],
+        OUT_PEER,
+        len(hosts),
+    )
+    return {
+        bytes(p[UDP].payload).decode(): (p[IP].src, p[UDP].sport)
+        for p in out
+        if UDP in p and p[Ether].src == MAC_OUT
+    }
+
+
+def replies(mapped: dict[str, Endpoint]) -> list[Packet]:
+    """A reply from REMOTE to each external endpoint: what reached inside."""
+    back = exchange(
+        OUT_PEER,
+        [
+            Ether(src=MAC_GW, dst=MAC_OUT)
+            / IP(src=REMOTE, dst=ext)
+            / UDP(sport=53, dport=port)
+            / Raw(h.encode())
+            for h, (ext, port) in mapped.items()
+        ],
+        IN_PEER,
+        len(mapped),
+    )
+    return [p for p in back if UDP in p and p[Ether].src == MAC_IN]
+
+
+def assert_replies_reach(mapped: dict[str, Endpoint], sport: Callable[[int], int]) -> None:
+    got = {bytes(p[UDP].payload).decode(): (p[IP].dst, p[UDP].dport) for p in replies(mapped)}
+    want = {h: (h, sport(HOSTS.index(h))) for h in mapped}
+    eq(got, want, "replies to the old external endpoints")
+
+
+def counters(nat: Nat) -> dict[str, int]:
+    answer: Any = query(nat.sock, "stats")
+    return answer["counters"]  # type: ignore[no-any-return]
+
+
+def sessions(nat: Nat) -> list[dict[str, Any]]:
+    rows = query(nat.sock, "sessions")
+    assert isinstance(rows, list)
+    return rows
+
+
+def event_lines(nat: Nat, word: str) -> list[str]:
+    lines = nat.events.read_text().splitlines() if nat.events.exists() else []
+    return [line for line in lines if f" {word} " in f" {line} "]
+
+
+@contextmanager
+def processes() -> Iterator[list[Nat]]:
+    """The processes a case starts, every one stopped on the way out."""
+    started: list[Nat] = []
+    try:
+        yield started
+    finally:
+        for nat in started:
+            nat.stop()
+
+
+def sport_of(i: int) -> int:
+    return 6000 + 2 * i
+
+
+def case_crash_keeps_flows(app: str, tmp: Path) -> None:
+    state = tmp / "crash.state"
+    adopted = HOSTS[:4]
+    with processes() as started:
+        first = Nat(app, tmp, CMDS, extra=("--state", str(state)))
+        started.append(first)
+        mapped = outbound(adopted, sport_of)
+        eq(sorted(mapped), sorted(adopted), "translated before")
+        deadline = time.time() + 10
+        while len(event_lines(first, "created")) < len(adopted):
+            assert time.time() < deadline, "the mappings were not logged"
+            time.sleep(0.05)
+        first.kill()
+
+        second = Nat(app, tmp, CMDS, extra=("--state", str(state)))
+        started.append(second)
+        c = counters(second)
+        eq((c["sessions_adopted"], c["sessions_discarded"]), (len(adopted), 0), "adopted")
+        # the outside first: no packet from inside has re-created anything
+        assert_replies_reach(mapped, sport_of)
+        eq(counters(second)["sessions_created"], 0, "sessions opened anew")
+        # the inside keeps its endpoints
+        eq(outbound(adopted, sport_of), mapped, "the same external endpoints")
+        # new hosts until the pool is dry: never an adopted port
+        fresh = outbound(HOSTS[4:28], lambda i: 7000 + i)
+        taken = set(mapped.values())
+        clash = {h: ext for h, ext in fresh.items() if ext in taken}
+        eq(clash, {}, "adopted ports handed out again")
+        assert len(set(fresh.values())) == len(fresh), "one port handed out twice"
+        assert len(fresh) <= POOL_PORTS[1] - POOL_PORTS[0] + 1 - len(adopted), len(fresh)
+        assert counters(second)["drop_pool_exhausted"] > 0, "the pool did not run dry"
+        second.stop()
+        # the adopted mappings were logged once, by the first process
+        eq(len(event_lines(second, "created")), len(adopted) + len(fresh), "created lines")
+        log = second.log()
+        assert f"took over {len(adopted)} of {len(adopted)} sessions" in log, log
+        assert "did not stop cleanly" in log, log
+
+
+def case_clean_stop_keeps_age(app: str, tmp: Path) -> None:
+    state = tmp / "clean.state"
+    hosts = HOSTS[:2]
+    with processes() as started:
+        first = Nat(app, tmp, CMDS, extra=("--state", str(state)))
+        started.append(first)
+        mapped = outbound(hosts, sport_of)
+        eq(sorted(mapped), sorted(hosts), "translated before")
+        time.sleep(2)
+        deleted = len(event_lines(first, "deleted"))
+        eq(first.stop(), 0, "exit status")
+        eq(len(event_lines(first, "deleted")), deleted, "mappings logged ended at exit")
+
+        second = Nat(app, tmp, CMDS, extra=("--state", str(state)))
+        started.append(second)
+        rows = sessions(second)
+        eq(len(rows), len(hosts), "sessions")
+        for row in rows:
+            assert row["age_s"] >= 2.0, row
+            assert row["idle_s"] >= 2.0, row  # a clean stop stored last_seen
+        assert_replies_reach(mapped, sport_of)
+        second.stop()
+        log = second.log()
+        assert f"took over {len(hosts)} of {len(hosts)} sessions" in log, log
+        assert "stopped cleanly" in log, log
+
+
+def case_state_in_use_refused(app: str, tmp: Path) -> None:
+    state = tmp / "busy.state"
+    with processes() as started:
+        first = Nat(app, tmp, CMDS, extra=("--state", str(state)))
+        started.append(first)
+        argv = [*first.proc.args]  # type: ignore[misc]
+        argv[argv.index("--control") + 1] = str(tmp / "other.sock")
+        argv[argv.index("--file-prefix") + 1] = f"{first.prefix}-other"
+        other = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+        assert other.returncode != 0, other.stderr
+        want = f"is in use by a running quicknat-swpath (pid {first.proc.pid})"
+        assert want in other.stderr, other.stderr
+        eq(first.proc.poll(), None, "the first one still runs")
+
+
+def case_bad_file_starts_empty(app: str, tmp: Path) -> None:
+    state = tmp / "bad.state"
+    state.write_bytes(b"not a state file" * 300)
+    with processes() as started:
+        nat = Nat(app, tmp, CMDS, extra=("--state", str(state)))
+        started.append(nat)
+        eq(sessions(nat), [], "sessions")
+        eq(counters(nat)["sessions_adopted"], 0)
+        nat.stop()
+        assert "not a swpath state file; starting with no sessions" in nat.log()
+    assert state.read_bytes()[:8] == b"QNSWSESS", "the file was not made ours"
+
+
+CASES = [
+    case_crash_keeps_flows,
+    case_clean_stop_keeps_age,
+    case_state_in_use_refused,
+    case_bad_file_starts_empty,
+]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--app", required=True)
+    parser.add_argument("cases", nargs="*", help="default: all")
+    args = parser.parse_args()
+    cases = [c for c in CASES if not args.cases or c.__name__ in args.cases]
+    if os.geteuid() != 0:
+        print("sp_restart: skipped: needs root")
+        print(f"0 passed, 0 failed, {len(cases)} skipped")
+        return 0
+    try:
+        make_links()
+    except subprocess.CalledProcessError as exc:
+        remove_links()
+        print(f"sp_restart: skipped: cannot create veth pairs ({exc.stderr.decode().strip()})")
+        print(f"0 passed, 0 failed, {len(cases)} skipped")
+        return 0
+    passed = failed = 0
+    try:
+        for case in cases:
+            with tempfile.TemporaryDirectory(prefix="sp-restart-") as tmp:
+                try:
+                    case(args.app, Path(tmp))
+                except Exception as exc:
+                    failed += 1
+                    print(f"FAIL {case.__name__}: {exc}")
+                    if not isinstance(exc, AssertionError):
+                        traceback.print_exc()
+                    continue
+                passed += 1
+                print(f"ok   {case.__name__}")
+    finally:
+        remove_links()
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
