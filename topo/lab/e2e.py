@@ -395,6 +395,121 @@ for _ in range(int(sys.argv[3])):
 OFFLOAD_PORT = 9999
 
 
+def test_swpath_restart_keeps_flows(lab: Nodes) -> None:
+    """swpath killed with -9 mid-transfer and started again with the same
+    command line (--state, docs/swpath.md): an iperf3 TCP transfer and a UDP
+    stream both carry on through the external endpoints they had, and the new
+    process opened no session for them."""
+    from lab.netns_lab import NetnsLab
+
+    assert isinstance(lab, NetnsLab)
+    seconds, rate = 8, 200
+    sink = lab.start_server(
+        FAR.name,
+        ["python3", "-u", "-c", SEQ_SINK, str(STREAM_PORT), str(seconds + 20)],
+        STREAM_PORT,
+        "seq-sink.log",
+        udp=True,
+    )
+    stream = lab.start(
+        H1.name,
+        ["python3", "-u", "-c", SEQ_SEND, FAR.ip, str(STREAM_PORT), str(rate), str(seconds)],
+        "seq-send.log",
+    )
+    tcp = subprocess.Popen(
+        lab.command(
+            H1.name,
+            "iperf3",
+            "-c",
+            FAR.ip,
+            "-J",
+            "-t",
+            str(seconds),
+            "-i",
+            "1",
+            "--connect-timeout",
+            "5000",
+        ),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        time.sleep(2.5)
+        before = {r["internal"]: r["external"] for r in h1_sessions(lab)}
+        gap = lab.restart_swpath()
+        after_restart = json.loads(lab.quicknat("stats"))["counters"]
+        out, _ = tcp.communicate(timeout=seconds + 40)
+        stream.wait(timeout=seconds + 20)
+    finally:
+        if tcp.poll() is None:
+            tcp.kill()
+            tcp.wait()
+        lab.stop_process(sink)
+    result = json.loads(out)
+    assert "error" not in result, f"iperf3 TCP broke: {result['error']}"
+    end = result["end"]
+    last = result["intervals"][-1]["sum"]
+    print(
+        f"restart took {gap:.2f} s; TCP {end['sum_received']['bytes']} bytes, "
+        f"{last['bytes']} in its last second"
+    )
+    assert last["bytes"] > 0, "TCP sent nothing after the restart"
+    got = json.loads((lab.workdir / "seq-sink.log").read_text().splitlines()[-1])
+    sent = seconds * rate
+    print(f"UDP: {got['received']} of {sent} datagrams, last {got['last']}, from {got['sources']}")
+    assert len(got["sources"]) == 1, f"the stream came from several endpoints: {got['sources']}"
+    assert got["last"] >= sent - rate, f"the stream stopped at {got['last']} of {sent}"
+    assert got["received"] >= sent - rate * (gap + 1), (
+        f"{sent - got['received']} lost in {gap:.2f} s"
+    )
+    assert after_restart["sessions_adopted"] >= 3, after_restart  # TCP control + data, UDP
+    assert after_restart["sessions_discarded"] == 0, after_restart
+    now = {r["internal"]: r["external"] for r in h1_sessions(lab)}
+    kept = {k: v for k, v in before.items() if k in now}
+    assert kept and all(now[k] == v for k, v in kept.items()), (before, now)
+
+
+def h1_sessions(lab: Nodes) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = json.loads(lab.quicknat("sessions", "--json", "--src", H1.ip))
+    return rows
+
+
+# far records which endpoint each numbered datagram came from; h1 sends them
+# at a rate from one port, for a time.
+SEQ_SINK = """
+import json, signal, socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("", int(sys.argv[1])))
+s.settimeout(float(sys.argv[2]))
+seen, sources, last = set(), set(), -1
+def done(*_):
+    print(json.dumps({"received": len(seen), "last": last, "sources": sorted(sources)}))
+    sys.exit(0)
+signal.signal(signal.SIGTERM, done)
+try:
+    while True:
+        data, peer = s.recvfrom(64)
+        n = int(data)
+        seen.add(n)
+        sources.add("%s:%d" % peer)
+        last = max(last, n)
+except OSError:
+    done()
+"""
+SEQ_SEND = """
+import socket, sys, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("", 47100))
+rate, n = int(sys.argv[3]), int(sys.argv[3]) * int(sys.argv[4])
+start = time.monotonic()
+for i in range(n):
+    s.sendto(b"%d" % i, (sys.argv[1], int(sys.argv[2])))
+    time.sleep(max(0.0, start + (i + 1) / rate - time.monotonic()))
+"""
+STREAM_PORT = 9998
+
+
 TESTS: dict[str, Test] = {
     "traceroute_udp": test_traceroute_udp,
     "traceroute_icmp": test_traceroute_icmp,
@@ -402,6 +517,9 @@ TESTS: dict[str, Test] = {
     "iperf3_udp": test_iperf3_udp,
     "udp_hole_punching": test_udp_hole_punching,
     "metrics_move": test_metrics_move,
+}
+SWPATH_TESTS: dict[str, Test] = {
+    "swpath_restart_keeps_flows": test_swpath_restart_keeps_flows,
 }
 OFFLOAD_TESTS: dict[str, Test] = {
     "offload_takes_established_flows": test_offload_takes_established_flows,
@@ -434,6 +552,8 @@ def main() -> int:
     args = parser.parse_args()
     if args.lab == "offload":
         TESTS.update(OFFLOAD_TESTS)
+    if args.lab == "swpath":
+        TESTS.update(SWPATH_TESTS)
     names = args.tests or list(TESTS)
     unknown = [name for name in names if name not in TESTS]
     if unknown:

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,7 +20,7 @@ from lab.netns import (
 )
 from lab.nodes import QUICKNAT, Nodes
 from lab.processes import signals_ignored, wait_for_unix_socket
-from lab.swpath import SWPATH, compile_commands, swpath_command
+from lab.swpath import SWPATH, compile_commands, state_file, swpath_command
 
 REPO = Path(__file__).resolve().parents[2]
 NAT = "qn-lab-nat"
@@ -46,6 +48,9 @@ class NetnsLab(Nodes):
         super().__init__(workdir, workdir / "swpath.sock")
         self.swpath: subprocess.Popen[bytes] | None = None
         self.pmd = ""  # the PMD swpath runs on
+        self.prefix = f"quicknat-lab-{os.getpid()}"
+        self.state = state_file(self.prefix)  # its sessions, for a restart
+        self.commands: Path | None = None
 
     def command(self, node: str, *args: str) -> list[str]:
         return in_namespace(namespace(node), *args)
@@ -63,6 +68,7 @@ class NetnsLab(Nodes):
     def delete(self) -> None:
         for node in (topology.NAT, *(node.name for node in topology.NODES)):
             delete_namespace(namespace(node))
+        self.state.unlink(missing_ok=True)
 
     def start_swpath(self, commands: Path | None = None, pmd: str | None = None) -> None:
         """swpath with topo/lab.toml's commands, or `commands` (a benchmark's),
@@ -85,8 +91,9 @@ class NetnsLab(Nodes):
 
     def _start_swpath(self, commands: Path, pmd: str) -> None:
         command = swpath_command(
-            topology.nat_ports(), commands, self.socket, f"quicknat-lab-{os.getpid()}", pmd
+            topology.nat_ports(), commands, self.socket, self.prefix, pmd, self.state
         )
+        self.commands = commands
         self.swpath = self.start(topology.NAT, command, "swpath.log")
         try:
             wait_for_unix_socket(self.socket, 30, self.swpath)
@@ -95,6 +102,18 @@ class NetnsLab(Nodes):
             self.swpath = None
             raise
         self.pmd = pmd
+
+    def restart_swpath(self, sig: int = signal.SIGKILL) -> float:
+        """Ends swpath with `sig` (kill -9 by default: a crash) and runs the same
+        command again, which takes over its sessions; the seconds from the
+        signal until the new one serves its control socket."""
+        assert self.swpath is not None and self.commands is not None
+        start = time.monotonic()
+        os.killpg(self.swpath.pid, sig)
+        self.swpath.wait(15)
+        self.procs.remove(self.swpath)
+        self._start_swpath(self.commands, self.pmd)
+        return time.monotonic() - start
 
 
 @contextlib.contextmanager

@@ -32,12 +32,19 @@ def compile_commands(config: Path, out: Path) -> Path:
     return out
 
 
+def state_file(file_prefix: str) -> Path:
+    """Where an instance keeps its sessions for a successor (--state): shared
+    memory, named after its EAL file prefix, which is unique per lab."""
+    return Path("/dev/shm") / f"{file_prefix}.state"
+
+
 def swpath_command(
     ports: Mapping[int, str],
     commands: Path,
     control: Path,
     file_prefix: str,
     pmd: str = "af_packet",
+    state: Path | None = None,
 ) -> list[str]:
     """quicknat-swpath with DPDK port N on interface `ports[N]` (net_af_packet, or
     net_af_xdp with pmd="af_xdp": no hugepages or NIC needed either way), its
@@ -47,7 +54,9 @@ def swpath_command(
     DPDK numbers ports in --vdev order from 0, so a number below the highest
     that names no interface gets a net_null placeholder: a configuration written
     for BMv2's port numbers (from 1) then runs unchanged. swpath starts only the
-    ports its configuration names, so a placeholder never sends or receives."""
+    ports its configuration names, so a placeholder never sends or receives.
+    With `state` (state_file()), the same command run again takes over the
+    sessions of the process it replaces (docs/swpath.md)."""
     vdevs = []
     for port in range(max(ports) + 1):
         if port in ports and pmd == "af_xdp":
@@ -72,4 +81,5 @@ def swpath_command(
         str(commands),
         "--control",
         str(control),
+        *(["--state", str(state)] if state is not None else []),
     ]
