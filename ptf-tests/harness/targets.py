@@ -45,7 +45,8 @@ class Target:
     # Whether stop_nat() then start_nat(reset=False) finds the sessions again.
     keeps_sessions_across_restart = False
     # Whether the data plane runs apart from the NAT's control part, so that it
-    # can be restarted alone (restart_switch).
+    # can be restarted alone (restart_switch), and forwards established flows
+    # while the NAT's process is stopped.
     has_separate_switch = False
     # Whether fragments are reassembled before the NAT sees them (then the NAT's
     # own virtual reassembly is not what a scenario exercises).
@@ -294,8 +295,9 @@ class SwpathTarget(Target):
 
     name = "swpath"
     counters: ClassVar[dict[str, str]] = {c.name: c.swpath for c in VOCABULARY}
-    # Sessions live in the process: a restart starts from empty tables.
-    keeps_sessions_across_restart = False
+    # Sessions outlive the process in its --state file (session_store.h): a
+    # restart takes them over, unless it starts afresh (reset).
+    keeps_sessions_across_restart = True
     # DPDK's af_packet PMD joins its sockets to a fanout group with
     # PACKET_FANOUT_FLAG_DEFRAG, so the kernel hands swpath whole datagrams
     # (on other PMDs swpath translates the fragments themselves: frag.h,
@@ -314,13 +316,19 @@ class SwpathTarget(Target):
             compile_commands(self.config, self.commands)
 
     def start_nat(self, reset: bool = True) -> None:
-        if not reset:
-            raise AssertionError(
-                "swpath keeps its sessions in its process: a restart cannot recover them"
-            )
+        """reset: without the sessions of a process before it."""
+        # in the run's work directory, with the logs (not tmpfs: a test's few
+        # sessions need no speed, and nothing is left behind elsewhere)
+        state = self.workdir / "swpath.state"
+        if reset:
+            state.unlink(missing_ok=True)
         self.socket.unlink(missing_ok=True)
         command = swpath_command(
-            Topology().target_ports(), self.commands, self.socket, f"quicknat-ptf-{os.getpid()}"
+            Topology().target_ports(),
+            self.commands,
+            self.socket,
+            f"quicknat-ptf-{os.getpid()}",
+            state=state,
         )
         if self.table_size is not None:
             command += ["--sessions", str(self.table_size)]
