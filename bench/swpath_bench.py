@@ -8,9 +8,10 @@ One run measures, side by side:
   sessions;
 - dpdk-testpmd --forward-mode=macswap on two net_null ports, one forwarding
   core, both ports counted: the same no-NIC I/O, with no NAT work;
-- new sessions per second (every packet opens a session), memory per session
-  per direction (DPDK heap taken by one worker's tables for 1M sessions), and
-  two workers against one;
+- new sessions per second (every packet opens a session), with and without
+  --state (session_store.h: a copy of each new session for a successor),
+  memory per session per direction (DPDK heap taken by one worker's tables
+  for 1M sessions), and two workers against one;
 - side by side with Linux (bench/linux_compare.py): the `make run` namespace
   topology with swpath, then with nftables snat, the same iperf3 traffic
   (skipped with the reason when not root or without iperf3/nft).
@@ -136,8 +137,12 @@ def main() -> int:
         pmd = testpmd(s)
         est_1m = bench("established", 1_000_000, s)
         two = bench("established", 65536, s, workers=2)
+        # the price of --state: 1M new sessions with and without their copies
+        new = bench("new", 1_000_000, 0)
+        new_state = bench("new-state", 1_000_000, 0)
         rounds.append({"established_64k": est_64k, "testpmd_pps": round(pmd),
-                       "established_1m": est_1m, "two_workers": two})  # fmt: skip
+                       "established_1m": est_1m, "two_workers": two,
+                       "new_1m": new, "new_1m_state": new_state})  # fmt: skip
     mem = bench("memory", 1_000_000, 0)
     linux = linux_compare.compare(s)
 
@@ -153,6 +158,9 @@ def main() -> int:
         ),
         # the first pass of the 1M runs: every packet opens a session
         "new_sessions_per_s": round(median(lambda r: r["established_1m"]["new_per_s"])),
+        "new_sessions_state_ratio": round(
+            median(lambda r: r["new_1m_state"]["new_per_s"] / r["new_1m"]["new_per_s"]), 3
+        ),
         "bytes_per_session_per_direction": mem["bytes_per_session_per_direction"],
         "two_workers_mpps": round(median(lambda r: r["two_workers"]["established_pps"]) / 1e6, 2),
         "two_workers_speedup": round(
@@ -198,6 +206,7 @@ def main() -> int:
         ("swpath 64k / testpmd", figures["ratio_to_testpmd"], ">= 0.40", met["ratio_to_testpmd"]),
         ("new sessions per s, 1 core", figures["new_sessions_per_s"], ">= 1M",
          met["new_sessions_per_s"]),
+        ("new sessions, --state / without", figures["new_sessions_state_ratio"], "", None),
         ("bytes/session/direction, 1M", figures["bytes_per_session_per_direction"], "<= 128",
          met["bytes_per_session_per_direction"]),
         ("2 workers / 1 (2 vCPUs!)", figures["two_workers_speedup"], ">= 1.8",

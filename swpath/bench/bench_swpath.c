@@ -9,9 +9,11 @@
  * alloc/free and a 60-byte write per packet, the work of a NIC driver, but
  * no PCIe or descriptor rings.
  *
- *   bench_swpath new|established|memory SESSIONS SECONDS WORKERS [hugepages]
+ *   bench_swpath new|new-state|established|memory SESSIONS SECONDS WORKERS [hugepages]
  *
  * new: opens SESSIONS sessions, one first packet each (new sessions/s).
+ * new-state: the same with the sessions kept for a successor (--state, a
+ * file in /dev/shm: session_store.h), the price of a new flow's copy.
  * established: opens them, then cycles over all flows for SECONDS (Mpps).
  * memory: heap bytes one worker's tables take for SESSIONS sessions.
  * hugepages: EAL on hugepages (reserved beforehand), as deployed; without
@@ -32,6 +34,7 @@
 #include <rte_udp.h>
 
 #include "fastpath.h"
+#include "session_store.h"
 #include "sp_harness.h"
 
 #define FRAME_LEN 60
@@ -206,6 +209,7 @@ main(int argc, char **argv)
 	uint32_t per_worker = sessions / workers + sessions / workers / 4 + 1024;
 	double pps, new_pps;
 	uint64_t created = 0;
+	static char state[64];
 
 	if (sp_harness_init(argv[0], commands, workers,
 			    strcmp(mode, "memory") == 0 ? sessions : per_worker,
@@ -230,6 +234,16 @@ main(int argc, char **argv)
 		sp_harness_fini();
 		return 0;
 	}
+	if (strcmp(mode, "new-state") == 0) {
+		char err[512];
+
+		snprintf(state, sizeof(state), "/dev/shm/sp-bench-%d.state",
+			 (int)getpid());
+		if (sp_store_open(state, err, sizeof(err)) < 0) {
+			fprintf(stderr, "%s\n", err);
+			return 2;
+		}
+	}
 	frame_init();
 	if (assign_flows(sessions) < 0)
 		return 2;
@@ -245,6 +259,10 @@ main(int argc, char **argv)
 	       (unsigned long long)sp_counter_sum(SP_CNT_tx));
 	for (unsigned i = 0; i < workers; i++)
 		free(gens[i].flows);
+	if (state[0] != '\0') {
+		sp_store_close();
+		unlink(state);
+	}
 	sp_harness_fini();
 	return 0;
 }
