@@ -139,14 +139,23 @@ def sport_of(i: int) -> int:
     return 6000 + 2 * i
 
 
+def start_with_flows(
+    app: str, tmp: Path, state: Path, hosts: list[str], started: list[Nat]
+) -> tuple[Nat, dict[str, Endpoint]]:
+    """A process on `state` and a UDP flow from each host through it: the
+    process and the external endpoint of each."""
+    nat = Nat(app, tmp, CMDS, extra=("--state", str(state)))
+    started.append(nat)
+    mapped = outbound(hosts, sport_of)
+    eq(sorted(mapped), sorted(hosts), "translated before the restart")
+    return nat, mapped
+
+
 def case_crash_keeps_flows(app: str, tmp: Path) -> None:
     state = tmp / "crash.state"
     adopted = HOSTS[:4]
     with processes() as started:
-        first = Nat(app, tmp, CMDS, extra=("--state", str(state)))
-        started.append(first)
-        mapped = outbound(adopted, sport_of)
-        eq(sorted(mapped), sorted(adopted), "translated before")
+        first, mapped = start_with_flows(app, tmp, state, adopted, started)
         deadline = time.time() + 10
         while len(event_lines(first, "created")) < len(adopted):
             assert time.time() < deadline, "the mappings were not logged"
@@ -182,10 +191,7 @@ def case_clean_stop_keeps_age(app: str, tmp: Path) -> None:
     state = tmp / "clean.state"
     hosts = HOSTS[:2]
     with processes() as started:
-        first = Nat(app, tmp, CMDS, extra=("--state", str(state)))
-        started.append(first)
-        mapped = outbound(hosts, sport_of)
-        eq(sorted(mapped), sorted(hosts), "translated before")
+        first, mapped = start_with_flows(app, tmp, state, hosts, started)
         time.sleep(2)
         deleted = len(event_lines(first, "deleted"))
         eq(first.stop(), 0, "exit status")
