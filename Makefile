@@ -60,6 +60,7 @@ bench: bench-qns bench-bmv2 bench-p4rt-clients bench-offload bench-swpath bench-
 bench-peers: $(VENV)/.installed build
 	$(VPY) bench/peers_bench.py
 	$(VPY) bench/rules_vs_flows.py
+	$(VPY) bench/linux_compare.py
 
 bench-qns: $(VENV)/.installed build
 	$(VPY) bench/qns_bench.py

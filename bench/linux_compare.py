@@ -31,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -198,13 +199,35 @@ def print_table(result: dict[str, Any]) -> None:
 
 
 def main() -> int:
+    """Alone (and in `make bench-peers`): the table, and its JSON in
+    bench/results/linux_compare.json (`make bench-swpath` keeps the same
+    figures in swpath.json's linux_side_by_side)."""
+    from qns_bench import RESULTS, machine
+
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--seconds", type=float, default=5.0)
+    ap.add_argument("--out", type=Path, default=RESULTS / "linux_compare.json")
     args = ap.parse_args()
     result = compare(args.seconds)
     print_table(result)
-    print(json.dumps(result, indent=2))
-    return 0 if "skipped" not in result else 2
+    if "skipped" in result:
+        return 2
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(
+        json.dumps(
+            {
+                "benchmark": "linux_compare",
+                "date": datetime.now(UTC).isoformat(timespec="seconds"),
+                "machine": machine(),
+                "seconds_per_run": args.seconds,
+                **result,
+            },
+            indent=2,
+        )
+        + "\n"
+    )
+    print(f"wrote {args.out}")
+    return 0
 
 
 if __name__ == "__main__":
