@@ -268,7 +268,7 @@ sp_store_open(const char *path, char *err, size_t errlen)
 	}
 	fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) < 0 ||
-	    posix_fallocate(fd, 0, (off_t)size) != 0) {
+	    (errno = posix_fallocate(fd, 0, (off_t)size)) != 0) {
 		int e = errno;
 
 		if (fd >= 0)

@@ -708,6 +708,14 @@ def test_startup_errors(tmp: Path) -> None:
         f"quicknat-swpath: {tmp}/c.txt:7: logging: file {tmp}/no/such/dir.log: "
         "No such file or directory",
     )
+    # a state file (--state) where none can be made
+    line = startup_error(tmp, BASE, app=("--state", f"{tmp}/no/such/dir.state"))
+    assert line.startswith(f"quicknat-swpath: state {tmp}/no/such/dir.state.new: cannot make a "), (
+        line
+    )
+    assert line.endswith("No such file or directory (a tmpfs such as /dev/shm or /run is meant)"), (
+        line
+    )
     line = startup_error(tmp, BASE + "logging events kafka\n")
     eq(line, f"quicknat-swpath: {tmp}/c.txt:7: logging: events kafka: must be none, syslog or file")
     line = startup_error(tmp, "interface in0 zone inside port 0\n")
