@@ -20,6 +20,11 @@ down at the end, on failure and on SIGINT/SIGTERM. Every wait is bounded.
   the rendezvous server on srv; each must get the other's message from the
   other's public endpoint, which is hairpinning (RFC 4787 REQ-9), and the NAT's
   sessions must hold those endpoints.
+- swpath lab only: swpath killed with -9 in the middle of an iperf3 TCP
+  transfer and a UDP stream, then started again with its --state: both carry
+  on through the same external endpoints.
+- offload lab only: the switch takes established flows, ages them, and keeps
+  them while a killed slow-path instance is replaced.
 
 The last line is `lab-e2e-LAB: N passed, M failed, K skipped` for `make test`.
 """
@@ -285,6 +290,46 @@ def test_metrics_move(lab: Nodes) -> None:
         exporter.wait(timeout=10)
 
 
+def offload_counters(lab: Nodes) -> dict[str, int]:
+    """The controller's counters (the offload manager's among them)."""
+    from lab.offload_lab import OffloadLab
+
+    assert isinstance(lab, OffloadLab)
+    stats = lab.controller_stats()["counters"]
+    assert isinstance(stats, dict)
+    return stats
+
+
+def udp_sessions_of(lab: Nodes, sport: int) -> list[dict[str, Any]]:
+    """The instance's sessions of h1's UDP source port `sport`."""
+    rows = json.loads(lab.quicknat("sessions", "--json", "--src", H1.ip, "--proto", "udp"))
+    return [r for r in rows if r["internal"] == f"{H1.ip}:{sport}"]
+
+
+def start_udp_sink(lab: Nodes, log: str, seconds: int) -> subprocess.Popen[bytes]:
+    """far's UDP_SINK on OFFLOAD_PORT, counting into `log`."""
+    return lab.start_server(
+        FAR.name,
+        ["python3", "-u", "-c", UDP_SINK, str(OFFLOAD_PORT), str(seconds)],
+        OFFLOAD_PORT,
+        log,
+        udp=True,
+    )
+
+
+def send_until_offloaded(lab: Nodes, sport: int) -> dict[str, Any]:
+    """One datagram from h1's `sport` to far, then until its session is marked
+    offloaded (bounded): that session."""
+    send = UDP_SEND.replace("47000", str(sport))
+    lab.run(H1.name, "python3", "-c", send, FAR.ip, str(OFFLOAD_PORT), "1")
+    deadline = time.monotonic() + 10
+    while not [r for r in udp_sessions_of(lab, sport) if r["offloaded"]]:
+        assert time.monotonic() < deadline, "the session was not offloaded in 10 s"
+        time.sleep(0.2)
+    (session,) = udp_sessions_of(lab, sport)
+    return session
+
+
 def test_offload_takes_established_flows(lab: Nodes) -> None:
     """Offload mode: a flow's first packet goes through the slow-path instance,
     which opens the session; the controller installs it in the switch, which
@@ -293,31 +338,15 @@ def test_offload_takes_established_flows(lab: Nodes) -> None:
     from lab.offload_lab import OffloadLab
 
     assert isinstance(lab, OffloadLab)
-    sink = lab.start_server(
-        FAR.name,
-        ["python3", "-u", "-c", UDP_SINK, str(OFFLOAD_PORT), "30"],
-        OFFLOAD_PORT,
-        "udp-sink.log",
-        udp=True,
-    )
+    sink = start_udp_sink(lab, "udp-sink.log", 30)
     try:
-        lab.run(H1.name, "python3", "-c", UDP_SEND, FAR.ip, str(OFFLOAD_PORT), "1")
-
-        def offloaded() -> list[dict[str, Any]]:
-            rows = json.loads(lab.quicknat("sessions", "--json", "--src", H1.ip, "--proto", "udp"))
-            return [r for r in rows if r["remote"] == f"{FAR.ip}:{OFFLOAD_PORT}" and r["offloaded"]]
-
-        deadline = time.monotonic() + 10
-        while not offloaded():
-            assert time.monotonic() < deadline, "the session was not offloaded in 10 s"
-            time.sleep(0.2)
+        send_until_offloaded(lab, 47000)
         before = json.loads(lab.quicknat("stats"))["counters"]["in2out"]
         lab.run(H1.name, "python3", "-c", UDP_SEND, FAR.ip, str(OFFLOAD_PORT), "50")
         time.sleep(1)
         after = json.loads(lab.quicknat("stats"))["counters"]["in2out"]
         assert after == before, f"the instance translated {after - before} of the 50 packets"
-        stats = lab.controller_stats()["counters"]
-        assert isinstance(stats, dict)
+        stats = offload_counters(lab)
         assert stats["offload.installed"] >= 1, stats
     finally:
         lab.stop_process(sink)
@@ -336,22 +365,14 @@ def test_offload_ageing_follows_the_switch(lab: Nodes) -> None:
     sport = 47001
 
     def sessions() -> list[dict[str, Any]]:
-        rows = json.loads(lab.quicknat("sessions", "--json", "--src", H1.ip, "--proto", "udp"))
-        return [r for r in rows if r["internal"] == f"{H1.ip}:{sport}"]
+        return udp_sessions_of(lab, sport)
 
     def counters() -> dict[str, int]:
-        stats = lab.controller_stats()["counters"]
-        assert isinstance(stats, dict)
-        return stats
+        return offload_counters(lab)
 
     before = counters()
     send = UDP_SEND.replace("47000", str(sport))
-    lab.run(H1.name, "python3", "-c", send, FAR.ip, str(OFFLOAD_PORT), "1")
-    deadline = time.monotonic() + 10
-    while not [r for r in sessions() if r["offloaded"]]:
-        assert time.monotonic() < deadline, "the session was not offloaded in 10 s"
-        time.sleep(0.2)
-    (first,) = sessions()
+    first = send_until_offloaded(lab, sport)
     # 1.6 timeouts of traffic through the switch, one datagram a second
     for _ in range(int(UDP_TIMEOUT_S * 1.6)):
         lab.run(H1.name, "python3", "-c", send, FAR.ip, str(OFFLOAD_PORT), "1")
@@ -366,6 +387,49 @@ def test_offload_ageing_follows_the_switch(lab: Nodes) -> None:
         assert time.monotonic() < deadline, "its entries were not deleted"
         time.sleep(0.2)
     assert counters()["offload.idle_forwarded"] > before["offload.idle_forwarded"]
+
+
+def test_offload_instance_restart_keeps_switch_sessions(lab: Nodes) -> None:
+    """The slow-path instance killed with -9 and started again (--state): it
+    takes its sessions over with their ids, so its new stream's snapshot
+    confirms what the switch holds: no entry is deleted or installed again,
+    the flow keeps going through the switch on its external endpoint, and new
+    flows open again through the new instance."""
+    from lab.offload_lab import OffloadLab
+
+    assert isinstance(lab, OffloadLab)
+    sport = 47002
+    send = UDP_SEND.replace("47000", str(sport))
+    sink = start_udp_sink(lab, "restart-sink.log", 60)
+    try:
+        first = send_until_offloaded(lab, sport)
+        before = offload_counters(lab)
+        gap = lab.restart_swpath()
+        deadline = time.monotonic() + 10
+        while offload_counters(lab)["offload.resyncs"] <= before["offload.resyncs"]:
+            assert time.monotonic() < deadline, "the controller did not resubscribe"
+            time.sleep(0.2)
+        (again,) = udp_sessions_of(lab, sport)
+        assert (again["id"], again["external"], again["offloaded"]) == (
+            first["id"],
+            first["external"],
+            True,
+        ), (first, again)
+        lab.run(H1.name, "python3", "-c", send, FAR.ip, str(OFFLOAD_PORT), "50")
+        in2out = json.loads(lab.quicknat("stats"))["counters"]["in2out"]
+        time.sleep(1)
+        after = offload_counters(lab)
+        # a new flow, through the new instance
+        lab.run(H1.name, "python3", "-c", UDP_SEND.replace("47000", "47003"), FAR.ip,
+                str(OFFLOAD_PORT), "1")  # fmt: skip
+    finally:
+        lab.stop_process(sink)
+    received = (lab.workdir / "restart-sink.log").read_text().split()
+    print(f"instance restart took {gap:.2f} s; far received {received[-1] if received else 0}")
+    assert in2out == 0, f"the new instance translated {in2out} packets of the offloaded flow"
+    for name in ("offload.deleted", "offload.installed", "offload.stale_entries_deleted"):
+        assert after[name] == before[name], f"{name}: {before[name]} -> {after[name]}"
+    assert received and int(received[-1]) == 52, f"far received {received}"
 
 
 # far counts the datagrams on a port until its time is up (or it is stopped);
@@ -524,6 +588,9 @@ SWPATH_TESTS: dict[str, Test] = {
 OFFLOAD_TESTS: dict[str, Test] = {
     "offload_takes_established_flows": test_offload_takes_established_flows,
     "offload_ageing_follows_the_switch": test_offload_ageing_follows_the_switch,
+    "offload_instance_restart_keeps_switch_sessions": (
+        test_offload_instance_restart_keeps_switch_sessions
+    ),
 }
 
 

@@ -121,11 +121,17 @@ class OffloadLab(NetnsLab):
             check=True,
         )
         commands.write_text(compiled.stdout)
+        self._start_swpath(commands, "af_packet")
+
+    def _start_swpath(self, commands: Path, pmd: str) -> None:
+        """The instance on the switch's veth (af_packet keeps the 802.1Q tags),
+        with its sessions kept for a restart (restart_swpath)."""
         command = swpath_command(
-            {0: SLOW_PATH_PEER}, commands, self.socket, f"quicknat-offload-{os.getpid()}"
+            {0: SLOW_PATH_PEER}, commands, self.socket, self.prefix, pmd, self.state
         )
-        instance = self.start(topology.NAT, command, "sp0.log")
-        wait_for_unix_socket(self.socket, 30, instance)
+        self.commands, self.pmd = commands, pmd
+        self.swpath = self.start(topology.NAT, command, "sp0.log")
+        wait_for_unix_socket(self.socket, 30, self.swpath)
 
     def _listens(self) -> bool:
         return self.listening(topology.NAT, GRPC_PORT)
