@@ -546,13 +546,16 @@ sp_apply(const struct sp_cmd *cmd, struct sp_buf *out, char *err,
 		sp_format_stats_json(out);
 		return 0;
 	case SP_CMD_SESSION: {
-		/* to the worker that owns it: ids are n * workers + worker + 1 */
+		/* to the worker that owns it, its inside host's (rss.h); not by
+		 * its id, which a session adopted from a predecessor with
+		 * another worker count keeps (session_store.h) */
 		struct sp_cmd_session c = cmd->u.session;
 		struct sp_worker *w;
 
 		if (!sp.running)
 			return sp_fail(err, errlen, "session: only at run time");
-		w = sp.workers[(c.id - 1) % sp.n_workers];
+		w = sp.workers[sp.n_workers > 1 ?
+				       sp_owner_inside(&sp.rss, c.int_addr) : 0];
 		if (rte_ring_sp_enqueue_elem(w->cmd_ring, &c, sizeof(c)) != 0)
 			return sp_fail(err, errlen,
 				    "session: worker %u is busy; try again",

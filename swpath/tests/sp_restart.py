@@ -12,6 +12,9 @@ another with the same command line.
   logged created twice.
 - SIGTERM, then a restart: the sessions keep their age and idle time, no
   mapping is logged deleted (it did not end), the log says it stopped cleanly.
+- one worker, then two: sessions move to the worker that owns them now where
+  it owns their port too (else discarded, counted, logged), keep their ids,
+  and `session` commands reach them there.
 - a second process on a state file in use refuses to start, and says why.
 - a file that is not a state file: a warning, and a start with no sessions.
 
@@ -211,6 +214,50 @@ def case_clean_stop_keeps_age(app: str, tmp: Path) -> None:
         assert "stopped cleanly" in log, log
 
 
+def case_more_workers_after_restart(app: str, tmp: Path) -> None:
+    """One worker, then two: each session moves to the worker that owns it
+    now if that worker also owns its port (the RSS partition, rss.h), else it
+    is discarded and counted; an adopted session keeps its id, and the offload
+    manager's `session` commands reach it on its new worker."""
+    state = tmp / "workers.state"
+    hosts = HOSTS[:8]  # the pool's 8 even ports (parity is preserved)
+    one = ("--state", str(state), "--lcores-workers", "1")
+    with processes() as started:
+        first = Nat(app, tmp, CMDS, extra=one)
+        started.append(first)
+        mapped = outbound(hosts, sport_of)
+        eq(sorted(mapped), sorted(hosts), "translated before the restart")
+        ids = {r["internal"]: r["id"] for r in sessions(first)}
+        first.kill()
+
+        second = Nat(app, tmp, CMDS, extra=("--state", str(state)))  # two workers
+        started.append(second)
+        c = counters(second)
+        rows = sessions(second)
+        eq(c["sessions_adopted"] + c["sessions_discarded"], len(hosts), "accounted for")
+        eq(len(rows), c["sessions_adopted"])
+        assert rows, "no session could stay (all ports now another worker's?)"
+        eq({r["worker"] for r in rows}, {0, 1}, "adopted on both workers")
+        for r in rows:
+            eq(r["id"], ids[r["internal"]], "the id kept")
+        commands = [f"session offload {r['id']} udp {r['internal']} {r['remote']}" for r in rows]
+        eq(second.lines(*commands), ["ok"] * len(rows))
+        deadline = time.time() + 2
+        while counters(second)["sessions_offloaded"] < len(rows) and time.time() < deadline:
+            time.sleep(0.05)
+        c = counters(second)
+        eq((c["sessions_offloaded"], c["offload_unknown"]), (len(rows), 0), "commands applied")
+        # the adopted ones answer from outside, on their old endpoints
+        kept = {
+            bytes_host: mapped[bytes_host]
+            for bytes_host in (r["internal"].split(":")[0] for r in rows)
+        }
+        assert_replies_reach(kept, sport_of)
+        second.stop()
+        if c["sessions_discarded"]:
+            assert "its port is not one of this worker's in the pool" in second.log()
+
+
 def case_state_in_use_refused(app: str, tmp: Path) -> None:
     state = tmp / "busy.state"
     with processes() as started:
@@ -242,6 +289,7 @@ def case_bad_file_starts_empty(app: str, tmp: Path) -> None:
 CASES = [
     case_crash_keeps_flows,
     case_clean_stop_keeps_age,
+    case_more_workers_after_restart,
     case_state_in_use_refused,
     case_bad_file_starts_empty,
 ]
