@@ -16,7 +16,10 @@ are through. far timestamps what arrives
 - when the switch holds every session (the controller's sessions_installed,
   or offload.installed), counted from the first send: the write path's rate;
 - second packets delivered (the switch translating them, or the instance
-  when it does not hold them yet).
+  when it does not hold them yet);
+- the CPU time the controller and the switch spent per new flow, from the
+  first send until the switch holds every session (their process times;
+  `ip netns exec` execs, so the lab's pids are theirs).
 
 Rounds (--rounds) alternate the order of the two modes; the table is their
 median. Needs root and
@@ -40,6 +43,7 @@ from typing import Any
 
 from lab.offload_lab import running_lab
 from lab.topology import FAR, H1
+from linux_compare import process_cpu
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "bench" / "results" / "offload.json"
@@ -80,6 +84,14 @@ def installed(lab: Any, offload: bool) -> int:
     return int(counters["offload.installed" if offload else "sessions_installed"])
 
 
+# Issue #15's target: the controller's CPU per offloaded flow.
+TARGET_CPU_US = 50
+
+
+def processes(lab: Any) -> dict[str, Any]:
+    return {"controller": lab.controller, "switch": lab.switch}
+
+
 def run_mode(offload: bool, flows: int, rate: float, base: int) -> dict[str, Any]:
     workdir = Path(tempfile.mkdtemp(prefix="quicknat-bench-offload-"))
     with running_lab(workdir, slow_path=offload) as lab:
@@ -93,6 +105,7 @@ def run_mode(offload: bool, flows: int, rate: float, base: int) -> dict[str, Any
             lab.run(H1.name, "python3", "-c", SEND, *args, timeout=flows / rate + 60)
 
         before = installed(lab, offload)
+        cpu0 = {p: process_cpu(proc.pid) for p, proc in processes(lab).items()}
         start = time.monotonic()
         send(1)
         sent_s = time.monotonic() - start
@@ -101,6 +114,10 @@ def run_mode(offload: bool, flows: int, rate: float, base: int) -> dict[str, Any
             time.sleep(0.05)
         all_installed_s = time.monotonic() - start
         done = installed(lab, offload) - before
+        cpu_us = {
+            p: round((process_cpu(proc.pid) - cpu0[p]) / max(done, 1) * 1e6)
+            for p, proc in processes(lab).items()
+        }
         send(2)
         time.sleep(2)
         lab.stop_process(sink)
@@ -125,6 +142,8 @@ def run_mode(offload: bool, flows: int, rate: float, base: int) -> dict[str, Any
         "installed": done,
         "all_installed_s": round(all_installed_s, 3) if done >= flows else None,
         "second_delivered": len(second),
+        "controller_cpu_us_per_flow": cpu_us["controller"],
+        "switch_cpu_us_per_flow": cpu_us["switch"],
         "controller_counters": {
             k: v
             for k, v in stats.items()
@@ -164,6 +183,8 @@ def main() -> int:
         "first_latency_ms_p99",
         "all_installed_s",
         "second_delivered",
+        "controller_cpu_us_per_flow",
+        "switch_cpu_us_per_flow",
     )
 
     def median(rate: float, mode: str, field: str) -> float | None:
@@ -187,6 +208,13 @@ def main() -> int:
         for field in fields:
             c, o = table["controller"][field], table["offload"][field]
             print(f"{field:24}{c!s:>14}{o!s:>14}")
+    offloaded = [x["controller_cpu_us_per_flow"] for x in runs if x["mode"] == "offload"]
+    cpu_per_offloaded_flow = statistics.median(offloaded) if offloaded else None
+    met = cpu_per_offloaded_flow is not None and cpu_per_offloaded_flow <= TARGET_CPU_US
+    print(
+        f"\ncontroller CPU per offloaded flow (median of every offload run): "
+        f"{cpu_per_offloaded_flow} us (target <= {TARGET_CPU_US}: {'met' if met else 'NOT met'})"
+    )
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(
         json.dumps(
@@ -197,6 +225,9 @@ def main() -> int:
                 "seconds": args.seconds,
                 "rounds": args.rounds,
                 "summary": summary,
+                "controller_cpu_us_per_offloaded_flow": cpu_per_offloaded_flow,
+                "target_controller_cpu_us_per_offloaded_flow": TARGET_CPU_US,
+                "met": {"controller_cpu_us_per_offloaded_flow": met},
                 "runs": runs,
             },
             indent=2,

@@ -92,7 +92,7 @@ class OffloadLab(NetnsLab):
         if self.slow_path:
             self.start_instance()
         ports = {**topology.nat_ports(), **({SLOW_PATH_PORT: SLOW_PATH} if self.slow_path else {})}
-        switch = self.start(
+        self.switch = switch = self.start(
             topology.NAT,
             switch_command(ports, f"127.0.0.1:{GRPC_PORT}", self.workdir),
             "switch.log",
@@ -108,7 +108,9 @@ class OffloadLab(NetnsLab):
             str(self.controller_socket),
         ]
         wait_until("the switch listens", lambda: self._listens(), 30, switch)
-        controller = self.start(topology.NAT, controller_command, "controller.log")
+        self.controller = controller = self.start(
+            topology.NAT, controller_command, "controller.log"
+        )
         wait_until("the controller connects to the switch", self.connected, 30, controller)
 
     def start_instance(self) -> None:
