@@ -22,7 +22,9 @@ are through. far timestamps what arrives
   `ip netns exec` execs, so the lab's pids are theirs).
 
 Rounds (--rounds) alternate the order of the two modes; the table is their
-median. Needs root and
+median. Then a full-table run in each mode (--overflow flows, 500/s, through
+the program built with 64-entry connection tables): what each delivers, and
+where the flows the switch cannot hold go. Needs root and
 simple_switch_grpc; writes bench/results/offload.json.
 """
 
@@ -152,6 +154,51 @@ def run_mode(offload: bool, flows: int, rate: float, base: int) -> dict[str, Any
     }
 
 
+SMALL = REPO / "p4src" / "build" / "small"  # 64-entry connection tables
+
+
+def run_overflow(offload: bool, flows: int, rate: float, base: int) -> dict[str, Any]:
+    """More concurrent flows than the switch's table holds (the program built
+    with 64 entries): what each mode delivers, and where the overflow goes."""
+    workdir = Path(tempfile.mkdtemp(prefix="quicknat-bench-overflow-"))
+    with running_lab(workdir, slow_path=offload, program=SMALL) as lab:
+        log = workdir / "arrivals.txt"
+        sink = lab.start_server(
+            FAR.name, ["python3", "-u", "-c", SINK, str(PORT), str(log)], PORT, "sink.log", udp=True
+        )
+
+        def send(rnd: int) -> None:
+            args = (FAR.ip, str(PORT), str(flows), str(rate), str(rnd), str(base))
+            lab.run(H1.name, "python3", "-c", SEND, *args, timeout=flows / rate + 60)
+
+        send(1)
+        # until the switch's count stops moving (bounded)
+        last, deadline = -1, time.monotonic() + 20
+        while installed(lab, offload) != last and time.monotonic() < deadline:
+            last = installed(lab, offload)
+            time.sleep(1)
+        send(2)
+        time.sleep(2)
+        lab.stop_process(sink)
+        rows = [line.split() for line in log.read_text().splitlines() if line.strip()]
+        stats = lab.controller_stats()["counters"]
+    shutil.rmtree(workdir, ignore_errors=True)
+    return {
+        "mode": "offload" if offload else "controller",
+        "table_entries": 64,
+        "flows": flows,
+        "offered_flows_per_s": rate,
+        "first_delivered": sum(1 for r in rows if r[3] == "1"),
+        "second_delivered": sum(1 for r in rows if r[3] == "2"),
+        "in_switch": last,
+        "controller_counters": {
+            k: v
+            for k, v in stats.items()
+            if k.startswith(("offload.", "sessions_", "refused.")) and v
+        },
+    }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument(
@@ -159,6 +206,12 @@ def main() -> int:
     )
     parser.add_argument("--seconds", type=float, default=2.0, help="offered for this long")
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument(
+        "--overflow",
+        type=int,
+        default=2000,
+        help="concurrent flows for the full-table run (64-entry tables); 0 skips it",
+    )
     args = parser.parse_args()
     if os.geteuid() != 0 or shutil.which("simple_switch_grpc") is None:
         print("bench-offload: skipped: needs root and simple_switch_grpc")
@@ -208,6 +261,17 @@ def main() -> int:
         for field in fields:
             c, o = table["controller"][field], table["offload"][field]
             print(f"{field:24}{c!s:>14}{o!s:>14}")
+    overflow = [
+        run_overflow(offload, args.overflow, 500.0, 50000 - args.overflow * (1 + offload))
+        for offload in (False, True)
+        if args.overflow
+    ]
+    for o in overflow:
+        print(
+            f"\nfull table ({o['table_entries']} entries), {o['flows']} flows, {o['mode']} mode: "
+            f"first packets {o['first_delivered']}, second {o['second_delivered']}, "
+            f"in the switch {o['in_switch']}; {o['controller_counters']}"
+        )
     offloaded = [x["controller_cpu_us_per_flow"] for x in runs if x["mode"] == "offload"]
     cpu_per_offloaded_flow = statistics.median(offloaded) if offloaded else None
     met = cpu_per_offloaded_flow is not None and cpu_per_offloaded_flow <= TARGET_CPU_US
@@ -228,6 +292,7 @@ def main() -> int:
                 "controller_cpu_us_per_offloaded_flow": cpu_per_offloaded_flow,
                 "target_controller_cpu_us_per_offloaded_flow": TARGET_CPU_US,
                 "met": {"controller_cpu_us_per_offloaded_flow": met},
+                "overflow": overflow,
                 "runs": runs,
             },
             indent=2,

@@ -64,9 +64,12 @@ class OffloadLab(NetnsLab):
     """With `slow_path` False, the same namespaces with BMv2 in controller mode
     (topo/lab.toml as it is): bench/offload_bench.py compares the two."""
 
-    def __init__(self, workdir: Path, slow_path: bool = True) -> None:
+    def __init__(self, workdir: Path, slow_path: bool = True, program: Path | None = None) -> None:
+        """`program`: a directory with another build of the P4 program (e.g.
+        p4src/build/small/, 64-entry connection tables) for the controller."""
         super().__init__(workdir)
         self.slow_path = slow_path
+        self.program = program
         # the sessions are the instance's (quicknat sessions/stats, the tests);
         # the controller's socket tells the offload manager's counters
         self.controller_socket = workdir / "controller.sock"
@@ -107,6 +110,13 @@ class OffloadLab(NetnsLab):
             "--socket",
             str(self.controller_socket),
         ]
+        if self.program is not None:
+            controller_command += [
+                "--p4info",
+                str(self.program / "quicknat.p4info.txtpb"),
+                "--bmv2-json",
+                str(self.program / "quicknat.json"),
+            ]
         wait_until("the switch listens", lambda: self._listens(), 30, switch)
         self.controller = controller = self.start(
             topology.NAT, controller_command, "controller.log"
@@ -159,10 +169,12 @@ class OffloadLab(NetnsLab):
 
 
 @contextlib.contextmanager
-def running_lab(workdir: Path, slow_path: bool = True) -> Iterator[OffloadLab]:
+def running_lab(
+    workdir: Path, slow_path: bool = True, program: Path | None = None
+) -> Iterator[OffloadLab]:
     """The lab built and its NAT running; torn down on the way out, whatever
     happened."""
-    lab = OffloadLab(workdir, slow_path)
+    lab = OffloadLab(workdir, slow_path, program)
     try:
         lab.build()
         lab.start_offload()
