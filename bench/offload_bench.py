@@ -39,6 +39,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -94,17 +95,27 @@ def processes(lab: Any) -> dict[str, Any]:
     return {"controller": lab.controller, "switch": lab.switch}
 
 
+def traffic(
+    lab: Any, log: Path, flows: int, rate: float, base: int
+) -> tuple[Any, Callable[[int], None]]:
+    """far's sink, logging arrivals to `log`, and h1's sender of round N:
+    `flows` new flows at `rate` from source ports base, base + 1, ..."""
+    sink = lab.start_server(
+        FAR.name, ["python3", "-u", "-c", SINK, str(PORT), str(log)], PORT, "sink.log", udp=True
+    )
+
+    def send(rnd: int) -> None:
+        args = (FAR.ip, str(PORT), str(flows), str(rate), str(rnd), str(base))
+        lab.run(H1.name, "python3", "-c", SEND, *args, timeout=flows / rate + 60)
+
+    return sink, send
+
+
 def run_mode(offload: bool, flows: int, rate: float, base: int) -> dict[str, Any]:
     workdir = Path(tempfile.mkdtemp(prefix="quicknat-bench-offload-"))
     with running_lab(workdir, slow_path=offload) as lab:
         log = workdir / "arrivals.txt"
-        sink = lab.start_server(
-            FAR.name, ["python3", "-u", "-c", SINK, str(PORT), str(log)], PORT, "sink.log", udp=True
-        )
-
-        def send(rnd: int) -> None:
-            args = (FAR.ip, str(PORT), str(flows), str(rate), str(rnd), str(base))
-            lab.run(H1.name, "python3", "-c", SEND, *args, timeout=flows / rate + 60)
+        sink, send = traffic(lab, log, flows, rate, base)
 
         before = installed(lab, offload)
         cpu0 = {p: process_cpu(proc.pid) for p, proc in processes(lab).items()}
@@ -163,13 +174,7 @@ def run_overflow(offload: bool, flows: int, rate: float, base: int) -> dict[str,
     workdir = Path(tempfile.mkdtemp(prefix="quicknat-bench-overflow-"))
     with running_lab(workdir, slow_path=offload, program=SMALL) as lab:
         log = workdir / "arrivals.txt"
-        sink = lab.start_server(
-            FAR.name, ["python3", "-u", "-c", SINK, str(PORT), str(log)], PORT, "sink.log", udp=True
-        )
-
-        def send(rnd: int) -> None:
-            args = (FAR.ip, str(PORT), str(flows), str(rate), str(rnd), str(base))
-            lab.run(H1.name, "python3", "-c", SEND, *args, timeout=flows / rate + 60)
+        sink, send = traffic(lab, log, flows, rate, base)
 
         send(1)
         # until the switch's count stops moving (bounded)
