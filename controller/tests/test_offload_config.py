@@ -49,8 +49,9 @@ def test_an_instance_s_commands() -> None:
         "interface outside zone outside port 0 address 169.254.0.5/30 mac 02:00:00:00:fe:02 "
         "vlan 2 slow_path true",
     ]
-    assert "route 10.0.0.0/24 dev inside via 169.254.0.2" in lines
-    assert "route 0.0.0.0/0 dev outside via 169.254.0.6" in lines
+    # through the switch; its errors come from the switch's address facing the host
+    assert "route 10.0.0.0/24 dev inside via 169.254.0.2 source 10.0.0.1" in lines
+    assert "route 0.0.0.0/0 dev outside via 169.254.0.6 source 198.51.100.1" in lines
     # the pool cut to its block; rules as the switch's
     (pool,) = [line for line in lines if line.startswith("pool ")]
     assert pool.startswith("pool public ports 32768-65535 ")
@@ -69,3 +70,19 @@ def test_after_packets_reaches_the_instance() -> None:
     )
     with pytest.raises(ConfigError, match="after_packets"):
         parse_config(OFFLOAD_CONFIG + "\n[offload]\nafter_packets = 0\n")
+
+
+def test_an_instance_checks_the_switch_s_smallest_mtu_and_routed_networks() -> None:
+    """The switch drops what is over its egress port's MTU without an error,
+    so the instance checks it (and sends fragmentation needed); an inside
+    network behind a router takes its errors from that interface's address."""
+    extra = (
+        '[[interface]]\nname = "in1"\nzone = "inside"\nport = 3\n'
+        'address = "10.1.0.1/24"\nmtu = 1400\n\n'
+        '[[route]]\nprefix = "172.16.0.0/16"\ninterface = "in1"\nvia = "10.1.0.254"\n'
+    )
+    lines = slow_path_commands(parse_config(OFFLOAD_CONFIG.replace("# more", extra)), "sp0")
+    assert " mtu 1400 vlan 1 " in lines[1]  # the smaller of in0 (1500) and in1
+    assert " mtu " not in lines[2]  # out0: the default
+    assert "route 172.16.0.0/16 dev inside via 169.254.0.2 source 10.1.0.1" in lines
+    assert "route 10.1.0.0/24 dev inside via 169.254.0.2 source 10.1.0.1" in lines

@@ -442,9 +442,16 @@ parse_route(const struct words *words, struct sp_cmd_route *c, char *err,
 					    "route %s: via %s: not an IPv4 address",
 					    words->w[1], v);
 			c->has_via = true;
+		} else if (strcmp(k, "source") == 0) {
+			VALUE();
+			if (parse_ipv4(v, &c->source) < 0)
+				return sp_fail(err, errlen,
+					    "route %s: source %s: not an IPv4 address",
+					    words->w[1], v);
+			c->has_source = true;
 		} else {
 			return sp_fail(err, errlen,
-				    "route %s: unknown word '%s' (dev, via)",
+				    "route %s: unknown word '%s' (dev, via, source)",
 				    words->w[1], k);
 		}
 	}

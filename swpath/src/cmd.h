@@ -105,6 +105,8 @@ struct sp_cmd_route {
 	char dev[SP_NAME_MAX];
 	bool has_via;
 	uint32_t via;
+	bool has_source;
+	uint32_t source;
 };
 
 struct sp_cmd_neighbor {

@@ -219,6 +219,7 @@ apply_route(const struct sp_cmd_route *c, char *err, size_t errlen)
 		.iface = (uint16_t)iface,
 		.has_via = c->has_via,
 		.via = c->via,
+		.source = c->has_source ? rte_cpu_to_be_32(c->source) : 0,
 	};
 	sp.n_routes++;
 	return 0;

@@ -124,14 +124,10 @@ sp_icmp_error_send(struct sp_worker *w, struct rte_mbuf *m, uint16_t iface,
 		sp_drop(w, m, SP_CNT_icmp_error_rate_limited);
 		return;
 	}
-	if (sp_icmp_error_build(m, ifc->addr_be, type, code, mtu,
-				w->icmp_ident++) < 0) {
-		sp_drop(w, m, SP_CNT_icmp_error_suppressed);
-		return;
-	}
-	eth = rte_pktmbuf_mtod(m, struct rte_ether_hdr *);
-	ip = (struct rte_ipv4_hdr *)(eth + 1);
-	ri = sp_route_lookup(ip->dst_addr);
+	/* the error goes to the packet's sender */
+	ip = rte_pktmbuf_mtod_offset(m, struct rte_ipv4_hdr *,
+				     sizeof(struct rte_ether_hdr));
+	ri = sp_route_lookup(ip->src_addr);
 	if (ri == SP_ROUTE_NONE) {
 		sp_drop(w, m, SP_CNT_drop_no_route);
 		return;
@@ -143,6 +139,14 @@ sp_icmp_error_send(struct sp_worker *w, struct rte_mbuf *m, uint16_t iface,
 		sp_drop(w, m, SP_CNT_icmp_error_suppressed);
 		return;
 	}
+	if (sp_icmp_error_build(m, sp.routes[ri].source != 0 ?
+				sp.routes[ri].source : ifc->addr_be,
+				type, code, mtu, w->icmp_ident++) < 0) {
+		sp_drop(w, m, SP_CNT_icmp_error_suppressed);
+		return;
+	}
+	eth = rte_pktmbuf_mtod(m, struct rte_ether_hdr *);
+	ip = (struct rte_ipv4_hdr *)(eth + 1);
 	if (sp_send(w, m, eth, ip->dst_addr, ri, &neigh) < 0)
 		return;
 	if (type == SP_ICMP_TIME_EXCEEDED)

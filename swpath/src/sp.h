@@ -80,6 +80,12 @@ struct sp_route {
 	uint8_t has_via;
 	uint8_t connected;              /* from an interface address */
 	uint32_t via;                   /* host order */
+	/* The source of the NAT's own ICMP errors to hosts this route
+	 * reaches; 0: the address of the interface the offending packet
+	 * came in on. A slow-path instance's interfaces have link-local
+	 * addresses, so it sends its errors as the switch's interface that
+	 * faces the host (docs/offload.md). */
+	rte_be32_t source;
 };
 
 struct sp_neigh_key {

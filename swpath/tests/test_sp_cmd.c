@@ -123,8 +123,13 @@ test_route_neighbor(void **state)
 	assert_int_equal(c.u.route.prefix.len, 0);
 	assert_true(c.u.route.has_via);
 	assert_int_equal(c.u.route.via, 0xc63364fe);
+	assert_false(c.u.route.has_source);
 	c = parse_ok("route 10.0.0.0/24 dev in0  # connected");
 	assert_false(c.u.route.has_via);
+	c = parse_ok("route 10.0.1.0/24 dev inside via 169.254.0.2 source 10.0.1.1");
+	assert_true(c.u.route.has_source);
+	assert_int_equal(c.u.route.source, 0x0a000101);
+	parse_err("route 10.0.1.0/24 dev inside source 10.0.1", "source 10.0.1");
 	parse_err("route 10.0.0.1/24 dev in0", "host bits set");
 	parse_err("route 10.0.0.0/33 dev in0", "0..32");
 	parse_err("route 10.0.0.0/24", "missing dev");

@@ -94,6 +94,28 @@ def config_commands(config: Config) -> list[str]:
     return lines
 
 
+RUNTIME_SETTINGS = ("timeouts ", "filtering ", "limits ", "icmp ")
+
+
+def runtime_commands(running: dict[int, str], wanted: Config, flush: bool) -> list[str]:
+    """The run-time commands that turn a swpath process whose rules are
+    `running` (id -> its `rule add` line, as `rules` lists them) into
+    `wanted`'s rules and settings: a removed or changed rule deleted (with
+    `flush`, its sessions too), a new or changed one added, and the
+    settings that change at run time. `quicknat reload` sends these to
+    swpath, and the controller in offload mode to each instance."""
+    target = {rule.id: rule_command(rule) for rule in wanted.rules}
+    commands = []
+    for rule_id, line in running.items():
+        if target.get(rule_id) != line:  # removed or changed
+            commands.append(f"rule del {rule_id}")
+            if flush:
+                commands.append(f"sessions delete rule {rule_id}")
+    commands += [line for rule_id, line in target.items() if running.get(rule_id) != line]
+    commands += [c for c in config_commands(wanted) if c.startswith(RUNTIME_SETTINGS)]
+    return commands
+
+
 # A slow-path instance's link to the switch (docs/offload.md): two /30s of the
 # link-local range, one per zone; the switch answers no ARP on a slow-path
 # port and checks no destination MAC there, so its side is a static neighbour.
@@ -103,6 +125,34 @@ SLOW_PATH_LINK = {
 }
 SLOW_PATH_SWITCH_MAC = "02:00:00:00:fe:fe"
 SLOW_PATH_VID = {Zone.INSIDE: 1, Zone.OUTSIDE: 2}  # p4src: the zone is the VID
+
+
+def _slow_path_routes(config: Config) -> list[tuple[str, Zone, str]]:
+    """An instance's routes, all through the switch: each inside network
+    (connected or routed), and the default route outside. Each names the
+    switch's own address on the port toward those hosts as the `source` of
+    the instance's ICMP errors (RFC 1812 sec. 4.3.2.4: the error comes from
+    the router the host talks to, not from the instance's link-local
+    address, which the host never sees)."""
+    by_name = {i.name: i for i in config.interfaces}
+
+    def source(interface: str) -> str:
+        address = by_name[interface].address
+        return "" if address is None else f" source {format_ipv4(address.address)}"
+
+    inside: dict[str, str] = {}
+    for i in config.interfaces:
+        if i.zone is Zone.INSIDE and i.address is not None and not i.slow_path:
+            inside[str(i.address.network)] = source(i.name)
+    for r in config.routes:
+        if by_name[r.interface].zone is Zone.INSIDE:
+            inside.setdefault(str(r.prefix), source(r.interface))
+    routes = [(prefix, Zone.INSIDE, inside[prefix]) for prefix in sorted(inside)]
+    outside = [r.interface for r in config.routes if r.prefix.length == 0]
+    outside += [i.name for i in config.interfaces if i.zone is Zone.OUTSIDE and i.address]
+    outside = [n for n in outside if by_name[n].zone is Zone.OUTSIDE]
+    routes.append(("0.0.0.0/0", Zone.OUTSIDE, source(outside[0]) if outside else ""))
+    return routes
 
 
 def slow_path_commands(config: Config, name: str) -> list[str]:
@@ -130,20 +180,24 @@ def slow_path_commands(config: Config, name: str) -> list[str]:
     lines = [f"# slow-path instance {name} of {config.source}"]
     for zone in (Zone.INSIDE, Zone.OUTSIDE):
         address, _, mac = SLOW_PATH_LINK[zone]
+        # What the instance sends back leaves by one of the switch's ports of
+        # the zone, and the switch drops (without an ICMP error) what is over
+        # that port's MTU: the instance checks the smallest, and sends the
+        # fragmentation needed itself (RFC 1191).
+        mtus = [i.mtu for i in config.interfaces if i.zone is zone and not i.slow_path]
+        mtu = f" mtu {min(mtus)}" if mtus and min(mtus) != DEFAULT_MTU else ""
         lines.append(
-            f"interface {zone} zone {zone} port 0 address {address} mac {mac} "
+            f"interface {zone} zone {zone} port 0 address {address} mac {mac}{mtu} "
             f"vlan {SLOW_PATH_VID[zone]} slow_path true"
         )
-    inside = {i.name for i in config.interfaces if i.zone is Zone.INSIDE}
-    networks = {
-        str(i.address.network) for i in config.interfaces if i.zone is Zone.INSIDE and i.address
-    }
-    networks |= {str(r.prefix) for r in config.routes if r.interface in inside}
-    via_inside, via_outside = SLOW_PATH_LINK[Zone.INSIDE][1], SLOW_PATH_LINK[Zone.OUTSIDE][1]
-    lines += [f"route {n} dev inside via {via_inside}" for n in sorted(networks)]
-    lines.append(f"route 0.0.0.0/0 dev outside via {via_outside}")
-    lines.append(f"neighbor {via_inside} mac {SLOW_PATH_SWITCH_MAC} dev inside")
-    lines.append(f"neighbor {via_outside} mac {SLOW_PATH_SWITCH_MAC} dev outside")
+    lines += [
+        f"route {prefix} dev {zone} via {SLOW_PATH_LINK[zone][1]}{source}"
+        for prefix, zone, source in _slow_path_routes(config)
+    ]
+    lines += [
+        f"neighbor {SLOW_PATH_LINK[zone][1]} mac {SLOW_PATH_SWITCH_MAC} dev {zone}"
+        for zone in (Zone.INSIDE, Zone.OUTSIDE)
+    ]
     shared = config_commands(replace(config, interfaces=(), routes=(), neighbors=(), pools=()))
     lines += [pool_command(pool) for pool in pools]
     lines += shared[1:]  # rules and settings (after its "# from" line)
