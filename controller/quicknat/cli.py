@@ -536,23 +536,14 @@ def _runtime(args: argparse.Namespace) -> int:
 def _reload_swpath(socket_path: Path, args: argparse.Namespace) -> list[str]:
     """swpath reads no TOML: the new file's rules and settings as the commands
     that turn the running ones into them."""
-    from quicknat.config.commands import config_commands, rule_command
+    from quicknat.config.commands import runtime_commands
     from quicknat.controller.status import line_command, query
 
     if not args.config:
         raise ValueError("reload: quicknat-swpath has no configuration file: give --config FILE")
     config = load_config(args.config)
     running = {int(line.split()[3]): line for line in line_command(socket_path, "rules")}
-    wanted = {rule.id: rule_command(rule) for rule in config.rules}
-    commands = []
-    for rule_id, line in running.items():
-        if wanted.get(rule_id) != line:  # removed or changed
-            commands.append(f"rule del {rule_id}")
-            if args.flush:
-                commands.append(f"sessions delete rule {rule_id}")
-    commands += [line for rule_id, line in wanted.items() if running.get(rule_id) != line]
-    settings = ("timeouts ", "filtering ", "limits ", "icmp ")
-    commands += [c for c in config_commands(config) if c.startswith(settings)]
+    commands = runtime_commands(running, config, args.flush)
     for command in commands:
         if command.startswith("sessions "):
             query(socket_path, command)

@@ -66,6 +66,20 @@ class OffloadIO:
         """The manager's `command`: lines for an instance, sent in order."""
         self._queues[instance].put_nowait(lines)
 
+    async def configure(self, lines: list[str]) -> list[str]:
+        """Run-time commands for every instance, now (rule changes and
+        settings: `runtime_commands`): what went wrong, each naming its
+        instance; an instance that cannot be reached is one."""
+        errors = []
+        for sp in self.instances:
+            try:
+                answers = await _exchange(sp.control, lines)
+            except (OSError, TimeoutError) as exc:
+                errors.append(f"slow path {sp.name}: {exc or type(exc).__name__}")
+                continue
+            errors += [f"slow path {sp.name}: {a}" for a in answers if a.startswith("error:")]
+        return errors
+
     def kick(self) -> None:
         self._work.set()
 
@@ -123,11 +137,7 @@ class OffloadIO:
             while not self._queues[instance].empty():  # what queued meanwhile, in order
                 lines += self._queues[instance].get_nowait()
             try:
-                reader, writer = await asyncio.open_unix_connection(sp.control)
-                writer.write("".join(line + "\n" for line in lines).encode())
-                writer.write_eof()
-                answers = (await asyncio.wait_for(reader.read(), 10)).decode().splitlines()
-                writer.close()
+                answers = await _exchange(sp.control, lines)
             except (OSError, TimeoutError) as exc:
                 self.stats["offload.command_errors"] += len(lines)
                 log.warning(
@@ -138,3 +148,15 @@ class OffloadIO:
             if errors:
                 self.stats["offload.command_errors"] += len(errors)
                 log.warning("slow path %s: %s", sp.name, errors[0])
+
+
+async def _exchange(control: str, lines: list[str]) -> list[str]:
+    """Lines to an instance's control socket on one connection, and its
+    answers (one result line per command, `error: ...` for a refused one)."""
+    reader, writer = await asyncio.open_unix_connection(control)
+    try:
+        writer.write("".join(line + "\n" for line in lines).encode())
+        writer.write_eof()
+        return (await asyncio.wait_for(reader.read(), 10)).decode().splitlines()
+    finally:
+        writer.close()

@@ -3,9 +3,11 @@
 A change is a new Config, validated by the one configuration parser as a file
 would be (the running configuration as TOML data, edited, parsed again), then
 compared with the running one: rules, timeouts, filtering, limits, ICMP errors,
-routes and neighbours change at run time; interfaces, pools and event logging
-need a restart (ports in use, sockets open). The switch gets the difference of
-the static entries; established sessions keep their mappings (service.py).
+routes and neighbours change at run time; interfaces, pools, event logging and
+offload mode's instances need a restart (ports in use, sockets open). The
+switch gets the difference of the static entries, and in offload mode each
+instance the commands of the change first; established sessions keep their
+mappings (service.py).
 
 The `rule add` words are swpath's command language (docs/swpath-commands.md),
 so one line changes either data path.
@@ -23,7 +25,8 @@ from quicknat.config.dump import config_to_toml_data
 from quicknat.config.model import Config
 from quicknat.config.parse import ConfigError, config_from_data
 
-RESTART_ONLY = ("interfaces", "pools", "logging")
+# offload mode's instances and policy are set up with them at start
+RESTART_ONLY = ("interfaces", "pools", "logging", "slow_paths", "offload")
 _RULE_WORDS = {"id", "type", "prefix", "port", "protocol", "pool", "to", "to_port"}
 _INTEGERS = {"id", "port", "to_port"}
 

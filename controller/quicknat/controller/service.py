@@ -31,7 +31,7 @@ from finsy.proto import p4r
 
 from quicknat.addr import format_ipv4
 from quicknat.config import ConfigError, load_config
-from quicknat.config.commands import rule_command
+from quicknat.config.commands import rule_command, runtime_commands
 from quicknat.config.model import Config
 from quicknat.controller import program, systemd
 from quicknat.controller import stats as stats_module
@@ -536,9 +536,23 @@ class Controller:
         check_runtime_change(self.config, new)
         try:
             static = program.static_entries(self.p4info, new)
+            slow_path = program.slow_path_entries(self.p4info, new)
         except ConfigMismatch as exc:
             raise ReconfigureError(str(exc)) from None
-        diff = entry_diff(self.static, static)
+        # Offload mode: the instances decide every new flow, so they get the
+        # change first; the switch then steers to them what is new in scope
+        # (a DNAT address: slow_path_out2in).
+        if self.offload is not None:
+            running = {rule.id: rule_command(rule) for rule in self.config.rules}
+            refused = await self.offload.configure(runtime_commands(running, new, flush))
+            if refused:
+                raise ReconfigureError(
+                    "; ".join(refused) + " (instances not named took the change; "
+                    "the switch and the controller's configuration are unchanged)"
+                )
+        diff = entry_diff(
+            [*self.static, *_table_entries(self.slow_path)], [*static, *_table_entries(slow_path)]
+        )
         if diff and self.connected.is_set():
             updates = [update(DELETE, e) for e in diff.deletes]
             updates += [update(MODIFY, e) for e in diff.modifies]
@@ -554,7 +568,7 @@ class Controller:
         # them otherwise): what `flush` takes the sessions of
         kept = {r.id: r for r in new.rules}
         removed = {r.id for r in self.config.rules if kept.get(r.id) != r}
-        self.static = static
+        self.static, self.slow_path = static, slow_path
         self.nat.reconfigure(new)
         self.punts.config = new
         self.config = new
@@ -612,9 +626,11 @@ class Controller:
         return rows
 
     def stats_dict(self) -> dict[str, object]:
+        # in offload mode the switch holds what the offload manager installed
+        installs = self.offload.manager.installs if self.offload else self.writes.installs
         return {
             "sessions": self.nat.session_count,
-            "installed": self.writes.installs.installed_count(),
+            "installed": installs.installed_count(),
             "connected": self.connected.is_set(),
             "stream_queue_dropped": self.client.dropped,
             "pools": pool_usage(self.nat),
@@ -640,6 +656,12 @@ def pool_usage(nat: Nat) -> list[dict[str, object]]:
         in_use = {"tcp": used.get(6, 0), "udp": used.get(17, 0), "icmp": used.get(1, 0)}
         rows.append({"name": pool.name, "ports": ports, "in_use": in_use})
     return rows
+
+
+def _table_entries(stages: list[list[p4r.Entity]]) -> list[p4r.TableEntry]:
+    """The table entries of slow_path_entries' stages (its members and group
+    follow the instances, which change only with a restart)."""
+    return [e.table_entry for stage in stages for e in stage if e.HasField("table_entry")]
 
 
 def _counter_names() -> list[str]:
