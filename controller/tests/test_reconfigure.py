@@ -9,11 +9,13 @@ from pathlib import Path
 
 import pytest
 from quicknat.config import parse_config
+from quicknat.config.commands import rule_command, runtime_commands
 from quicknat.controller import reconfigure as rc
 from quicknat.controller.program import Pipeline, static_entries
 from quicknat.controller.service import Controller, ControllerOptions
 from quicknat.controller.status import SessionQuery
-from test_controller_expiry import CONFIG, DELETE, INSERT, Run, frame, kinds
+from test_controller_expiry import CONFIG, DELETE, INSERT, Run, StubSwitch, frame, kinds
+from test_offload_manager import OFFLOAD_CONFIG
 
 DNAT = "id 50 type dnat prefix 203.0.113.50/32 port 80 protocol tcp to 10.0.0.10 to_port 8080"
 
@@ -169,3 +171,80 @@ def test_the_switch_refuses_swpath_s_sub_interfaces() -> None:
     pipeline = Pipeline.load()
     with pytest.raises(ValueError, match="interface inside: 'vlan' and 'slow_path' are swpath's"):
         static_entries(pipeline.p4info, config)
+
+
+def test_runtime_commands_turn_running_rules_into_the_wanted_ones() -> None:
+    """What quicknat reload sends swpath, and the controller each instance."""
+    config = parse_config(CONFIG)
+    (kept,) = [rule_command(r) for r in config.rules]
+    running = {1: kept, 7: "rule add id 7 type snat prefix 10.9.0.0/16 protocol any pool public"}
+    wanted = rc.with_rule(config, rc.rule_from_words(DNAT.split()))
+    commands = runtime_commands(running, wanted, flush=True)
+    rules = [c for c in commands if c.startswith(("rule ", "sessions "))]
+    assert rules == [
+        "rule del 7",
+        "sessions delete rule 7",
+        "rule add id 50 type dnat prefix 203.0.113.50/32 port 80 protocol tcp "
+        "to 10.0.0.10/32 to_port 8080",
+    ]
+    assert [c.split()[0] for c in commands[3:]] == ["timeouts", "filtering", "limits", "icmp"]
+    assert "sessions delete rule 7" not in runtime_commands(running, wanted, flush=False)
+
+
+class StubInstance:
+    """A slow-path instance's control socket: records the lines it gets and
+    answers each `ok`, or `error: ...` for one containing `refuse`."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.lines: list[str] = []
+
+    async def start(self) -> asyncio.AbstractServer:
+        async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            for line in (await reader.read()).decode().splitlines():
+                self.lines.append(line)
+                refused = "refuse" in line or "203.0.113.66" in line
+                writer.write(b"error: refused\n" if refused else b"ok\n")
+            writer.close()
+
+        return await asyncio.start_unix_server(serve, str(self.path))
+
+
+def test_offload_mode_changes_every_instance_then_the_switch(tmp_path: Path) -> None:
+    """A rule added at run time in offload mode: the instance gets its
+    commands first, then the switch steers the new DNAT address to it
+    (slow_path_out2in); a change the instance refuses leaves the switch and
+    the configuration as they were, and says which instance refused."""
+    control = tmp_path / "sp0.sock"
+    text = OFFLOAD_CONFIG.replace("/run/sp0.sock", str(control))
+
+    async def scenario() -> None:
+        instance = StubInstance(control)
+        server = await instance.start()
+        controller = Controller(parse_config(text), ControllerOptions(), Pipeline.load())
+        switch = StubSwitch()
+        controller.client = switch  # type: ignore[assignment]
+        controller.connected.set()
+        await controller.line_command(f"rule add {DNAT}")
+        assert instance.lines[0] == (
+            "rule add id 50 type dnat prefix 203.0.113.50/32 port 80 protocol tcp "
+            "to 10.0.0.10/32 to_port 8080"
+        )
+        (write,) = switch.writes
+        steering = controller.p4info.table("slow_path_out2in").id
+        assert INSERT in kinds(write)
+        assert any(u.entity.table_entry.table_id == steering for u in write)
+        # refused by the instance: nothing else changes
+        refused = DNAT.replace("50", "66")
+        with pytest.raises(rc.ReconfigureError, match="slow path sp0: error: refused"):
+            await controller.line_command(f"rule add {refused}")
+        assert len(switch.writes) == 1
+        assert [r.id for r in controller.config.rules] == [1, 2, 50]
+        server.close()
+        await server.wait_closed()
+        # an instance that cannot be reached is named too
+        with pytest.raises(rc.ReconfigureError, match="slow path sp0: "):
+            await controller.line_command("rule del 50")
+        assert [r.id for r in controller.config.rules] == [1, 2, 50]
+
+    asyncio.run(scenario())
