@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""Run the PTF suite against one data path: `ptf-tests/run.py --target bmv2|swpath`.
+"""Run the PTF suite against one data path: `ptf-tests/run.py --target bmv2|swpath|offload`.
 
 Creates the namespace topology (topo/lab/netns.py), starts the switch when the
-target needs one (BMv2; swpath is started by each test), runs PTF inside the
+target needs one (BMv2, alone or in offload mode in front of a swpath instance
+on a slow-path link; swpath is started by each test), runs PTF inside the
 namespace with configs/ptf.toml, and always cleans up: processes
 are stopped and the namespace deleted even when a test or the run fails.
 The last line is `N passed, M failed, K skipped` for `make test`'s summary.
@@ -37,11 +38,15 @@ def requirements(target: str) -> str | None:
     """Why the target cannot run here, or None."""
     if os.geteuid() != 0:
         return "needs root (network namespace)"
-    if target == "bmv2" and shutil.which("simple_switch_grpc") is None:
+    if target in ("bmv2", "offload") and shutil.which("simple_switch_grpc") is None:
         return "simple_switch_grpc not on PATH"
-    if target == "swpath" and not SWPATH.exists():
+    if target in ("swpath", "offload") and not SWPATH.exists():
         return f"{SWPATH.relative_to(REPO)} not built (make build)"
     return None
+
+
+def topology(target: str) -> Topology:
+    return Topology(slow_path=target == "offload")
 
 
 def summarize(output: str) -> tuple[int, int, int]:
@@ -57,11 +62,11 @@ def summarize(output: str) -> tuple[int, int, int]:
 def inside(args: argparse.Namespace) -> int:
     """The part that runs inside the namespace."""
     workdir = Path(args.workdir)
-    topo = Topology()
+    topo = topology(args.target)
     switch = None
     try:
-        if args.target == "bmv2":
-            command = switch_command(topo.target_ports(), f"127.0.0.1:{GRPC_PORT}", workdir)
+        if args.target in ("bmv2", "offload"):
+            command = switch_command(topo.switch_ports(), f"127.0.0.1:{GRPC_PORT}", workdir)
             switch = start(command, workdir / "switch.log")
             # Tests that restart the switch replace this pid (harness/targets.py).
             (workdir / SWITCH_PID).write_text(str(switch.pid))
@@ -109,7 +114,7 @@ def inside(args: argparse.Namespace) -> int:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--target", choices=["bmv2", "swpath"], required=True)
+    parser.add_argument("--target", choices=["bmv2", "swpath", "offload"], required=True)
     parser.add_argument("--workdir", help="logs go here (default: a new temporary directory)")
     parser.add_argument("--inside", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument(
@@ -126,7 +131,7 @@ def main() -> int:
         return EXIT_SKIPPED
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix=f"quicknat-ptf-{args.target}-"))
     workdir.mkdir(parents=True, exist_ok=True)
-    topo = Topology()
+    topo = topology(args.target)
     topo.create()
     try:
         inner = [

@@ -97,6 +97,13 @@ SUITES = [
         root=True,
     ),
     Suite(
+        "ptf-offload",
+        [PY, "ptf-tests/run.py", "--target", "offload"],
+        "the same PTF scenarios in offload mode: BMv2 caching a swpath slow-path instance",
+        requires=["simple_switch_grpc"],
+        root=True,
+    ),
+    Suite(
         "lab-e2e-swpath",
         [PY, "-m", "lab.e2e", "--lab", "swpath"],
         "traceroute, iperf3 and UDP hole punching through swpath in the namespace lab",

@@ -1,7 +1,8 @@
 """The data paths under test, as PTF tests see them.
 
 A test asks its target to start the NAT (the controller for BMv2, the swpath
-process for DPDK), to list sessions and counters, and to restart. The packet
+process for DPDK, both for offload mode), to list sessions and counters, and to
+restart. The packet
 scenarios are written once against this interface: they name counters by the
 canonical names of COUNTERS, and each target says where it keeps each one.
 """
@@ -19,14 +20,14 @@ from typing import Any, ClassVar
 import grpc
 from finsy.proto import p4r, p4r_grpc
 from lab.bmv2 import switch_command
-from lab.netns import Topology
+from lab.netns import SLOW_PATH_PORT, Topology
 from lab.processes import start, stop, wait_for_tcp, wait_for_unix_socket
 from lab.swpath import QUICKNAT, compile_commands, swpath_command
 from quicknat.controller.program import DropReason, Pipeline
 from quicknat.controller.status import query
-from quicknat.counters import VOCABULARY
+from quicknat.counters import VOCABULARY, Counter
 
-from harness.configs import variant
+from harness.configs import merged, variant
 
 REPO = Path(__file__).resolve().parents[2]
 # The connection-table size of p4src/build/small/ (make -C p4src), and the
@@ -94,13 +95,17 @@ class Target:
         AssertionError with its message when it fails."""
         command, *rest = args  # the options before `rule`'s words
         proc = subprocess.run(
-            [str(QUICKNAT), command, "--socket", str(self.socket), *rest],
+            [str(QUICKNAT), command, "--socket", str(self.cli_socket(command)), *rest],
             capture_output=True,
             text=True,
             timeout=30,
         )
         assert proc.returncode == 0, f"quicknat {' '.join(args)}: {proc.stderr.strip()}"
         return proc.stdout
+
+    def cli_socket(self, command: str) -> Path:
+        """Where `quicknat COMMAND` goes."""
+        return self.socket
 
     def delete_sessions(self, words: str) -> int:
         """`sessions delete ...` or `sessions flush`: how many were deleted."""
@@ -157,7 +162,8 @@ class Bmv2Target(Target):
         os.killpg(pid, signal.SIGKILL)
         self.wait_until("the old switch is gone", lambda: not _alive(pid), 10)
         host, port = self.grpc_addr.rsplit(":", 1)
-        command = switch_command(Topology().target_ports(), self.grpc_addr, self.workdir)
+        topology = Topology(slow_path=self.name == OffloadTarget.name)
+        command = switch_command(topology.switch_ports(), self.grpc_addr, self.workdir)
         switch = start(command, self.workdir / "switch.log")
         pid_file.write_text(str(switch.pid))
         wait_for_tcp(host, int(port), 30, switch)
@@ -169,6 +175,8 @@ class Bmv2Target(Target):
         table_size: int | None = None,
     ) -> None:
         super().__init__(params, overlay, table_size)
+        # the controller's status socket (in offload mode self.socket is the instance's)
+        self.controller_socket = self.socket
         self.grpc_addr = params["grpc_addr"]
         # the program built with 64-entry connection tables (make -C p4src)
         build = REPO / "p4src" / "build" / ("small" if table_size else "")
@@ -194,13 +202,30 @@ class Bmv2Target(Target):
 
     def start_nat(self, reset: bool = True) -> None:
         # election id 2: a standby (start_standby) has 1
-        args = [*self.controller_command(self.socket), "-v", "--election-id", "2"]
+        args = [*self.controller_command(self.controller_socket), "-v", "--election-id", "2"]
         if reset:
             # each scenario starts from empty tables, whatever the last one left
             args += ["--reset", "--force"]
-        self.socket.unlink(missing_ok=True)
+        self.controller_socket.unlink(missing_ok=True)
         self.proc = start(args, self.workdir / "controller.log")
         self.wait_until("controller connected", self._connected, 30)
+
+    def controller_stats(self) -> dict[str, Any]:
+        """`quicknat stats` of the controller: its counters, `installed`
+        (sessions the switch holds), `connected`."""
+        answer = query(self.controller_socket, "stats")
+        assert isinstance(answer, dict)
+        return answer
+
+    def wait_in_switch(self, sessions: int) -> None:
+        """Until the switch holds this many sessions: at once on BMv2 (the
+        controller installs before the first packet leaves), soon in offload
+        mode (the manager installs what the instance announced)."""
+        self.wait_until(
+            f"{sessions} sessions in the switch",
+            lambda: self.controller_stats()["installed"] == sessions,
+            10,
+        )
 
     def start_standby(self) -> tuple[subprocess.Popen[bytes], Path]:
         """A second controller, `--standby` with a lower election id: it waits
@@ -219,7 +244,9 @@ class Bmv2Target(Target):
 
     def adopt(self, proc: subprocess.Popen[bytes], socket: Path) -> None:
         """The standby is this target's controller from now on."""
-        self.proc, self.socket = proc, socket
+        if self.socket == self.controller_socket:
+            self.socket = socket
+        self.proc, self.controller_socket = proc, socket
 
     def reset_refused(self) -> str:
         """Runs `quicknat controller --reset` (no --force) against the switch
@@ -236,14 +263,14 @@ class Bmv2Target(Target):
                 f"see {self.workdir / 'controller.log'}"
             )
         try:
-            return bool(self.stats()["connected"])
+            return bool(self.controller_stats()["connected"])
         except OSError:
             return False
 
     def read_counter(self, native: str) -> int:
         if native.startswith("drop."):
             return self.drops().get(native.removeprefix("drop."), 0)
-        return super().read_counter(native)
+        return int(self.controller_stats()["counters"].get(native, 0))
 
     def data_plane_timeouts(self) -> list[int] | None:
         table_id = self.pipeline.p4info.table("nat_in2out").id
@@ -339,4 +366,116 @@ class SwpathTarget(Target):
             raise AssertionError(f"{exc}; see {self.workdir / 'swpath.log'}") from exc
 
 
-TARGETS: dict[str, type[Target]] = {"bmv2": Bmv2Target, "swpath": SwpathTarget}
+# The slow-path instance of the offload target, and the prefix of its counters'
+# names in OffloadTarget.counters.
+INSTANCE = "sp0"
+
+
+def _offload_counter(c: Counter) -> str:
+    """Where offload mode counts `c` (docs/offload.md), `+` between places: a
+    packet meets the switch (its drops, and the controller answering its TTL
+    and MTU copies, as in controller mode) or, on a miss, a slow-path
+    instance (everything else, under swpath's names), never both; so a
+    canonical counter is the sum of the two."""
+    return _OFFLOAD_ONLY.get(c.name, f"{c.p4}+{INSTANCE}.{c.swpath}")
+
+
+_OFFLOAD_ONLY = {
+    # the controller's packet-ins are the switch's TTL and MTU copies now
+    "new_flows": f"{INSTANCE}.sessions_created",
+    # the switch drops what is for an address the NAT does not own; the
+    # instance refuses what is for the pool without a mapping
+    "unsolicited_no_mapping": "drop.no_mapping",
+    "unsolicited": f"{INSTANCE}.drop_unsolicited",
+    # the switch's parser sees every packet first: no instance gets one it rejects
+    "malformed_dropped": "drop.parser_error",
+    "truncated_dropped": "drop.parser_error",
+}
+
+
+class OffloadTarget(Bmv2Target):
+    """Offload mode (docs/offload.md): BMv2 caches the established sessions,
+    one quicknat-swpath instance behind the switch's port SLOW_PATH_PORT takes
+    every miss, and the controller is the offload manager between them. The
+    sessions (and so `sessions`, `stats`, the CLI) are the instance's."""
+
+    name = "offload"
+    counters: ClassVar[dict[str, str]] = {c.name: _offload_counter(c) for c in VOCABULARY}
+    # The instance is on af_packet too, and the kernel takes the 802.1Q tag
+    # off before its defragmenting fanout looks at the packet (SwpathTarget).
+    reassembles_fragments = True
+
+    def __init__(
+        self,
+        params: dict[str, Any],
+        overlay: dict[str, Any] | None = None,
+        table_size: int | None = None,
+    ) -> None:
+        workdir = Path(params["workdir"])
+        instance_socket = workdir / f"{INSTANCE}.sock"
+        # every port of every pool is the one instance's block
+        slow_path = {"name": INSTANCE, "port": SLOW_PATH_PORT, "control": str(instance_socket)}
+        slow_path["ports"] = "1-65535"
+        super().__init__(params, merged(overlay or {}, {"slow_path": [slow_path]}), table_size)
+        self.socket = instance_socket
+        self.instance: subprocess.Popen[bytes] | None = None
+        self.commands = self.workdir / f"{self.config.stem}.{INSTANCE}.cmds"
+        if not self.commands.exists():  # compiled once per run and config
+            compiled = subprocess.run(
+                [str(QUICKNAT), "swpath-commands", "--slow-path", INSTANCE, str(self.config)],
+                capture_output=True,
+                text=True,
+                timeout=30,
+                check=True,
+            )
+            self.commands.write_text(compiled.stdout)
+
+    def start_nat(self, reset: bool = True) -> None:
+        """The instance (reset: without its sessions of before), then the
+        controller."""
+        state = self.workdir / f"{INSTANCE}.state"
+        if reset:
+            state.unlink(missing_ok=True)
+        self.socket.unlink(missing_ok=True)
+        command = swpath_command(
+            {0: Topology.slow_path_instance_end},
+            self.commands,
+            self.socket,
+            f"quicknat-ptf-{os.getpid()}",
+            state=state,
+        )
+        if self.table_size is not None:
+            command += ["--sessions", str(self.table_size)]
+        self.instance = start(command, self.workdir / f"{INSTANCE}.log")
+        try:
+            wait_for_unix_socket(self.socket, 30, self.instance)
+        except RuntimeError as exc:
+            raise AssertionError(f"{exc}; see {self.workdir / f'{INSTANCE}.log'}") from exc
+        super().start_nat(reset)
+
+    def stop_nat(self) -> None:
+        super().stop_nat()
+        stop(self.instance)
+        self.instance = None
+
+    def cli_socket(self, command: str) -> Path:
+        """Rules are the system's: the controller changes the switch and
+        every instance (docs/offload.md)."""
+        return self.controller_socket if command in ("rule", "rules", "reload") else self.socket
+
+    def read_counter(self, native: str) -> int:
+        total = 0
+        for place in native.split("+"):
+            if place.startswith(f"{INSTANCE}."):
+                counters = self.stats()["counters"]
+                total += int(counters.get(place.removeprefix(f"{INSTANCE}."), 0))
+            else:
+                total += super().read_counter(place)
+        return total
+
+
+TARGETS: dict[str, type[Target]] = {
+    "bmv2": Bmv2Target,
+    "swpath": SwpathTarget,
+    "offload": OffloadTarget,
+}

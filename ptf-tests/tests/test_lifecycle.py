@@ -83,6 +83,8 @@ class ControllerRestartKeepsFlows(QuickNatTest):
         out = self.receive(OUTSIDE)
         external, port = out[IP].src, out[UDP].sport
         opened = time.monotonic()
+        if isinstance(self.target, Bmv2Target):
+            self.target.wait_in_switch(1)
         self.target.stop_nat()
         if self.target.has_separate_switch:
             # Established flows keep working while the NAT's control part is
@@ -122,6 +124,7 @@ class StandbyControllerTakesOver(QuickNatTest):
             self.send(INSIDE, from_inside("10.0.0.10", "198.51.100.10", udp(7100, 53)))
             out = self.receive(OUTSIDE)
             external, port = out[IP].src, out[UDP].sport
+            self.target.wait_in_switch(1)
             self.target.kill_nat()
             killed = time.monotonic()
             # established: translated by the switch alone while no one is primary
@@ -136,7 +139,7 @@ class StandbyControllerTakesOver(QuickNatTest):
             standby.kill()
             raise
         self.target.adopt(standby, standby_socket)
-        stats = self.target.stats()
+        stats = self.target.controller_stats()
         self.assertEqual(stats["counters"]["takeovers"], 1)
         sessions = self.target.sessions()
         self.assertEqual([s["external"] for s in sessions], [f"{external}:{port}"])
@@ -150,20 +153,23 @@ class StandbyControllerTakesOver(QuickNatTest):
 @group("restart")
 class SwitchRestartReinstallsSessions(QuickNatTest):
     def runTest(self) -> None:
-        if not self.target.has_separate_switch:
+        if not isinstance(self.target, Bmv2Target):
             self.skipTest(f"{self.target.name}: the data plane and its control are one process")
         self.send(INSIDE, from_inside("10.0.0.10", "198.51.100.10", udp(7100, 53)))
         out = self.receive(OUTSIDE)
         external, port = out[IP].src, out[UDP].sport
-        pushes = self.target.stats()["counters"].get("pipeline_pushes", 0)
+        self.target.wait_in_switch(1)
+        controller = self.target.controller_stats
+        pushes = controller()["counters"].get("pipeline_pushes", 0)
         self.target.restart_switch()  # a crash: no program, empty tables
         # The controller reconnects, pushes the pipeline again and reinstalls
-        # what it knows, so the flow keeps its mapping.
+        # what it knows (offload mode: what the instance holds), so the flow
+        # keeps its mapping.
         self.target.wait_until(
             "controller reinstalled the switch",
             lambda: (
-                self.target.stats()["counters"].get("pipeline_pushes", 0) > pushes
-                and self.target.stats()["installed"] == 1
+                controller()["counters"].get("pipeline_pushes", 0) > pushes
+                and controller()["installed"] == 1
             ),
             30,
         )
@@ -192,6 +198,7 @@ class ResetRefusesWhileTheSwitchHoldsSessions(QuickNatTest):
         self.send(INSIDE, from_inside("10.0.0.10", "198.51.100.10", udp(7002, 53)))
         out = self.receive(OUTSIDE)
         external, port = out[IP].src, out[UDP].sport
+        self.target.wait_in_switch(1)
         self.target.stop_nat()
         message = self.target.reset_refused()
         self.assertIn("--reset would drop the 1 sessions", message)

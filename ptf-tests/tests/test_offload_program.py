@@ -76,7 +76,10 @@ class OffloadProgramTest(QuickNatTest):
 
     def skip_unless_switch(self) -> None:
         if self.target.name != "bmv2":
-            self.skipTest("offload mode is the P4 program's (swpath is the slow path)")
+            self.skipTest(
+                "the program's offload tables, written by the test itself: on the bmv2 target "
+                "(the offload target runs them with the controller and an instance)"
+            )
 
     def write(self, updates: Sequence[p4r.Update]) -> None:
         async def run() -> None:

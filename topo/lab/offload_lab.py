@@ -22,14 +22,13 @@ from pathlib import Path
 
 from lab import topology
 from lab.bmv2 import switch_command
-from lab.netns import add_veth, set_up_plain
+from lab.netns import SLOW_PATH_PORT, add_veth, set_up_plain
 from lab.netns_lab import NAT as NAT_NAMESPACE
 from lab.netns_lab import NetnsLab
 from lab.processes import signals_ignored, wait_for_unix_socket, wait_until
 from lab.swpath import QUICKNAT, swpath_command
 
 GRPC_PORT = 50011
-SLOW_PATH_PORT = 9  # the switch's port toward the instance
 SLOW_PATH, SLOW_PATH_PEER = "sp0", "sp0-sw"
 
 
@@ -82,13 +81,7 @@ class OffloadLab(NetnsLab):
             return
         add_veth(NAT_NAMESPACE, SLOW_PATH, NAT_NAMESPACE, SLOW_PATH_PEER)
         for dev in (SLOW_PATH, SLOW_PATH_PEER):
-            set_up_plain(NAT_NAMESPACE, dev)
-            # the 802.1Q tags stay in the frames both ways
-            subprocess.run(
-                self.command(topology.NAT, "ethtool", "-K", dev, "rxvlan", "off", "txvlan", "off"),
-                capture_output=True,
-                check=False,
-            )
+            set_up_plain(NAT_NAMESPACE, dev)  # the 802.1Q tags stay in the frames
 
     def start_offload(self) -> None:
         """The instance, the switch, then the controller (until connected)."""
