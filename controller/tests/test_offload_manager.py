@@ -6,6 +6,7 @@ instance is told."""
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 
 import pytest
 from finsy.proto import p4r
@@ -88,6 +89,7 @@ class Rig:
         self.switch = Switch()
         self.told: list[tuple[int, str]] = []
         self.stats = Stats()
+        self.clock = 0.0
         self.m = OffloadManager(
             NatEntries(PIPELINE.p4info),
             TIMEOUTS,
@@ -97,7 +99,7 @@ class Rig:
             lambda instance, lines: self.told.extend((instance, line) for line in lines),
             capacity=capacity,
             instances=instances,
-            now=lambda: 0.0,
+            now=lambda: self.clock,
         )
         for i in range(instances):
             self.m.on_event(i, SessionEvent("synced"))
@@ -245,6 +247,94 @@ def test_a_restarted_instance_reusing_an_id_for_another_flow() -> None:
     assert sorted(kinds) == sorted([DELETE, DELETE, INSERT, INSERT])
     (s,) = rig.m.sessions.values()
     assert s.internal.address == parse_ipv4("10.0.0.9")
+
+
+def restarted_without_its_sessions(rig: Rig, run: int = 7) -> int:
+    """The instance's stream starts again with an empty snapshot from another
+    run (it restarted without its --state file): the writes so far."""
+    writes = len(rig.switch.writes)
+    rig.told.clear()
+    rig.m.stream_restarted(0)
+    rig.m.on_event(0, SessionEvent("synced", count=0, run=run))
+    return writes
+
+
+def test_a_restarted_instance_that_lost_its_sessions_gets_the_switch_s_back() -> None:
+    """No offloaded flow breaks when its instance restarts without its
+    sessions: the switch's entries stay, the instance is handed each session
+    (`session adopt`, with its external endpoint and TCP phase) and announces
+    it under an id of its new run, which then names it."""
+    rig = Rig()
+    rig.m.on_event(0, event("opened", 1, host=1))
+    rig.m.on_event(0, event("opened", 2, host=2, protocol=6, tcp_state="established"))
+    rig.flush()
+    writes = restarted_without_its_sessions(rig)
+    rig.flush()
+    assert len(rig.switch.writes) == writes  # nothing deleted
+    assert sorted(rig.told) == [
+        (0, "session adopt tcp 10.0.0.2:5000 203.0.113.1:20002 198.51.100.10:53 snat established"),
+        (0, "session adopt udp 10.0.0.1:5000 203.0.113.1:20001 198.51.100.10:53 snat"),
+    ]
+    assert rig.m.sessions == {}
+    # the new run's ids, in another order than before
+    rig.m.on_event(0, event("opened", 1, host=2, protocol=6, tcp_state="established"))
+    rig.m.on_event(0, event("opened", 2, host=1))
+    rig.flush()
+    assert len(rig.switch.writes) == writes
+    assert {k: s.internal.address for k, s in rig.m.sessions.items()} == {
+        (0, 1): parse_ipv4("10.0.0.2"),
+        (0, 2): parse_ipv4("10.0.0.1"),
+    }
+    assert rig.stats["offload.handed_back"] == 2
+    # known by their new ids from now on: the switch's idle report, a close
+    rig.told.clear()
+    rig.m.on_idle(rig.m.sessions[0, 2].in2out)
+    assert rig.told == [(0, "session idle 2 udp 10.0.0.1:5000 198.51.100.10:53")]
+    rig.m.on_event(0, event("closed", 2, host=1))
+    rig.flush()
+    assert rig.switch.last() == [(DELETE, "nat_in2out", 0), (DELETE, "nat_out2in", 0)]
+    assert set(rig.m.sessions) == {(0, 1)}
+
+
+def test_a_session_handed_back_but_not_taken_is_deleted() -> None:
+    """The restarted instance mapped one flow anew before it got the session
+    back (another external port): the switch's old entries go, the new
+    session is installed. One it never announces is deleted after the wait."""
+    rig = Rig()
+    for sid in (1, 2):
+        rig.m.on_event(0, event("opened", sid, host=sid))
+    rig.flush()
+    writes = restarted_without_its_sessions(rig)
+    anew = event("opened", 1, host=1)
+    assert anew.external is not None
+    rig.m.on_event(0, replace(anew, external=Endpoint(anew.external.address, 30001)))
+    rig.flush()
+    # the old entries first: the new session has the same inside-to-outside key
+    kinds = [u.type for w in rig.switch.writes[writes:] for u in w]
+    assert kinds == [DELETE, DELETE, INSERT, INSERT]
+    (s,) = rig.m.sessions.values()
+    assert s.external.port == 30001
+    rig.clock = 4.0
+    rig.m.tick()
+    assert rig.stats["offload.handback_refused"] == 0
+    rig.clock = 6.0
+    rig.m.tick()
+    rig.flush()
+    assert rig.stats["offload.handback_refused"] == 1
+    assert rig.switch.last() == [(DELETE, "nat_in2out", 0), (DELETE, "nat_out2in", 0)]
+
+
+def test_sessions_missing_from_the_same_run_s_snapshot_are_closed() -> None:
+    """A stream that only reconnected (the same run): what its snapshot
+    lacks closed meanwhile, and is not handed back."""
+    rig = Rig()
+    rig.m.on_event(0, SessionEvent("synced", run=7))
+    rig.m.on_event(0, event("opened", 1, host=1))
+    rig.flush()
+    restarted_without_its_sessions(rig, run=7)
+    rig.flush()
+    assert rig.told == []
+    assert rig.switch.last() == [(DELETE, "nat_in2out", 0), (DELETE, "nat_out2in", 0)]
 
 
 def test_entries_in_the_switch_are_adopted_or_swept() -> None:

@@ -909,14 +909,63 @@ parse_endpoint(const char *s, uint32_t *addr, uint16_t *port)
 	return 0;
 }
 
+/* `session adopt PROTO INTERNAL EXTERNAL REMOTE ORIGIN [PHASE]` */
+static int
+parse_session_adopt(const struct words *words, struct sp_cmd_session *c,
+		    const char *usage, char *err, size_t errlen)
+{
+	static const char *const origins[] = { "snat", "inbound", "dnat" };
+	static const char *const phases[] = { "opening", "established",
+					      "closing", "reset" };
+	unsigned i;
+
+	if (words->n != 7 && words->n != 8)
+		return sp_fail(err, errlen, "session: %s", usage);
+	c->action = SP_SESSION_ADOPT;
+	if (parse_protocol(words->w[2], &c->proto) < 0 || c->proto == 0)
+		return sp_fail(err, errlen, "session: protocol %s: must be tcp, udp or icmp",
+			    words->w[2]);
+	if (parse_endpoint(words->w[3], &c->int_addr, &c->int_port) < 0 ||
+	    parse_endpoint(words->w[4], &c->ext_addr, &c->ext_port) < 0 ||
+	    parse_endpoint(words->w[5], &c->rem_addr, &c->rem_port) < 0)
+		return sp_fail(err, errlen,
+			    "session adopt: endpoints must be a.b.c.d:port");
+	for (i = 0; i < (sizeof(origins) / sizeof(origins[0])); i++)
+		if (strcmp(words->w[6], origins[i]) == 0)
+			break;
+	if (i == (sizeof(origins) / sizeof(origins[0])))
+		return sp_fail(err, errlen,
+			    "session adopt: origin %s: must be snat, inbound or dnat",
+			    words->w[6]);
+	c->origin = (uint8_t)i;
+	if (words->n == 8) {
+		if (c->proto != 6)
+			return sp_fail(err, errlen,
+				    "session adopt: a phase is for TCP only");
+		for (i = 0; i < (sizeof(phases) / sizeof(phases[0])); i++)
+			if (strcmp(words->w[7], phases[i]) == 0)
+				break;
+		if (i == (sizeof(phases) / sizeof(phases[0])))
+			return sp_fail(err, errlen,
+				    "session adopt: phase %s: must be opening, established, closing or reset",
+				    words->w[7]);
+		c->tcp_phase = (uint8_t)i;
+	}
+	return 0;
+}
+
 static int
 parse_session(const struct words *words, struct sp_cmd_session *c, char *err,
 	      size_t errlen)
 {
 	static const char *const usage =
-		"session offload|idle|onload ID tcp|udp|icmp INTERNAL REMOTE (endpoints a.b.c.d:port)";
+		"session offload|idle|onload ID tcp|udp|icmp INTERNAL REMOTE, or "
+		"session adopt tcp|udp|icmp INTERNAL EXTERNAL REMOTE snat|inbound|dnat "
+		"[opening|established|closing|reset] (endpoints a.b.c.d:port)";
 	uint64_t id;
 
+	if (words->n >= 2 && strcmp(words->w[1], "adopt") == 0)
+		return parse_session_adopt(words, c, usage, err, errlen);
 	if (words->n != 6)
 		return sp_fail(err, errlen, "session: %s", usage);
 	if (strcmp(words->w[1], "offload") == 0)

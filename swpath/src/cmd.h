@@ -197,12 +197,15 @@ struct sp_cmd_sessions {
 	struct sp_session_filter filter;
 };
 
-/* `session offload|idle ID PROTO INTERNAL REMOTE` (offload mode): one
- * session, named by its id and, to find it, its inside-to-outside key. */
+/* `session offload|idle|onload ID PROTO INTERNAL REMOTE` (offload mode):
+ * one session, named by its id and, to find it, its inside-to-outside key.
+ * `session adopt PROTO INTERNAL EXTERNAL REMOTE ORIGIN [PHASE]`: a session
+ * the switch holds that this process does not know, handed back. */
 enum sp_session_action {
 	SP_SESSION_OFFLOAD = 1, /* the switch holds it: age it by the switch */
 	SP_SESSION_IDLE = 2,    /* the switch reported it idle */
 	SP_SESSION_ONLOAD = 3,  /* the switch no longer holds it */
+	SP_SESSION_ADOPT = 4,   /* take it over (nat.h sp_nat_handback) */
 };
 
 struct sp_cmd_session {
@@ -210,9 +213,14 @@ struct sp_cmd_session {
 	uint8_t proto;
 	uint16_t int_port;      /* ICMP: the identifier */
 	uint16_t rem_port;
-	uint32_t id;
+	uint16_t ext_port;      /* adopt */
+	uint32_t id;            /* not adopt: the process gives it one */
 	uint32_t int_addr;      /* host order */
 	uint32_t rem_addr;
+	uint32_t ext_addr;      /* adopt */
+	uint8_t origin;         /* adopt: SP_ORIGIN_* */
+	uint8_t tcp_phase;      /* adopt: enum sp_tcp_phase */
+	uint8_t pad[2];
 };
 
 struct sp_cmd {

@@ -27,6 +27,8 @@
 	X(sessions_deleted, "sessions deleted by an operator (sessions delete|flush)") \
 	X(sessions_adopted, "sessions taken over from the previous process at start (--state)") \
 	X(sessions_discarded, "sessions of the previous process not taken over: torn by a crash or not valid under this configuration (the start-up log says why)") \
+	X(sessions_handed_back, "sessions the switch held that this process did not know, handed back by the offload manager and taken over") \
+	X(handback_refused, "sessions handed back that this process could not take over (no rule gives them now, port not its own, key taken, table full)") \
 	X(sessions_offloaded, "sessions the offload manager installed in the switch (aged by the switch's idle notifications)") \
 	X(offload_unknown, "offload manager commands about a session that was gone (closed meanwhile)") \
 	X(mappings_created, "endpoint-independent mappings created") \

@@ -21,6 +21,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <rte_cycles.h>
@@ -696,6 +697,13 @@ main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 
 	startup_log_end();
+	{
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		sp.run_id = ((uint64_t)ts.tv_sec * 1000000000u +
+			     (uint64_t)ts.tv_nsec) ^ ((uint64_t)getpid() << 40);
+	}
 	sp.running = true;
 	for (unsigned i = 0; i < sp.n_workers; i++)
 		rte_eal_remote_launch(sp_worker_main, sp.workers[i],

@@ -852,6 +852,10 @@ sp_nat_session_cmd(struct sp_nat *nat, const struct sp_runtime *rt,
 	uint32_t sidx;
 	struct sp_session *s;
 
+	if (c->action == SP_SESSION_ADOPT) {
+		sp_nat_handback(nat, rt, c, now);
+		return;
+	}
 	if (found < 0 || (found & 1) != SP_DIR_IN2OUT ||
 	    nat->sessions[found >> 1].id != c->id) {
 		nat->cnt[SP_CNT_offload_unknown]++;
@@ -992,6 +996,7 @@ sp_nat_adopt(struct sp_nat *nat, const struct sp_runtime *rt,
 			return r;
 	}
 	s = &nat->sessions[idx];
+	seq_begin(s);           /* the control thread may be listing them */
 	next = s->next;
 	seq = s->seq;
 	*s = *rec;
@@ -1011,7 +1016,68 @@ sp_nat_adopt(struct sp_nat *nat, const struct sp_runtime *rt,
 	 * start above every adopted one */
 	if (rec->id / nat->n_workers >= nat->next_id)
 		nat->next_id = rec->id / nat->n_workers + 1;
-	nat->cnt[SP_CNT_sessions_adopted]++;
+	seq_end(s);
 	*sidx = idx;
 	return SP_ADOPT_OK;
+}
+
+/* The TCP flags that give a session the phase (sp_nat_tcp_phase). */
+static uint8_t
+tcp_flags_of(enum sp_tcp_phase phase)
+{
+	const uint8_t open = SP_TCP_SYN_I2O | SP_TCP_SYN_O2I |
+			     SP_TCP_SEEN_I2O | SP_TCP_SEEN_O2I;
+
+	switch (phase) {
+	case SP_TCP_ESTABLISHED:
+		return open;
+	case SP_TCP_CLOSING:
+		return open | SP_TCP_FIN_I2O;
+	case SP_TCP_RESET:
+		return open | SP_TCP_RST;
+	default:
+		return SP_TCP_SYN_I2O | SP_TCP_SEEN_I2O;
+	}
+}
+
+void
+sp_nat_handback(struct sp_nat *nat, const struct sp_runtime *rt,
+		const struct sp_cmd_session *c, uint32_t now)
+{
+	struct sp_session rec = {
+		.int_addr = rte_cpu_to_be_32(c->int_addr),
+		.ext_addr = rte_cpu_to_be_32(c->ext_addr),
+		.rem_addr = rte_cpu_to_be_32(c->rem_addr),
+		.int_port = rte_cpu_to_be_16(c->int_port),
+		.ext_port = rte_cpu_to_be_16(c->ext_port),
+		.rem_port = rte_cpu_to_be_16(c->rem_port),
+		.proto = c->proto,
+		.origin = c->origin,
+		.tcp = c->proto == IPPROTO_TCP ?
+			tcp_flags_of((enum sp_tcp_phase)c->tcp_phase) : 0,
+		/* the switch forwards it: aged by its idle notifications */
+		.flags = SP_SESS_OFFLOADED,
+		/* announced now, below; never again by its packet count */
+		.pkts = sp_stream_after_packets,
+		.last_seen = now,
+		.created = now,
+	};
+	struct sp_session *s;
+	enum sp_adopt r;
+	uint32_t sidx;
+
+	r = sp_nat_adopt(nat, rt, &rec, &sidx);
+	if (r != SP_ADOPT_OK) {
+		nat->cnt[SP_CNT_handback_refused]++;
+		return;
+	}
+	s = &nat->sessions[sidx];
+	/* an id of this process's: the manager learns it from the stream */
+	seq_begin(s);
+	s->id = nat->next_id++ * nat->n_workers + nat->worker + 1;
+	seq_end(s);
+	nat->cnt[SP_CNT_sessions_handed_back]++;
+	nat->cnt[SP_CNT_sessions_offloaded]++;
+	sp_store_put(nat, sidx);
+	sp_stream_push(nat, s, SP_STREAM_OPENED, 0, now);
 }

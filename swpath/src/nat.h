@@ -326,10 +326,23 @@ struct sp_cmd_session;
 /*
  * The offload manager's word on one of this worker's sessions (offload,
  * idle, onload; cmd.h). A session that is gone, or another one now with the
- * same key, is counted offload_unknown and left alone.
+ * same key, is counted offload_unknown and left alone. `adopt` is
+ * sp_nat_handback's.
  */
 void sp_nat_session_cmd(struct sp_nat *nat, const struct sp_runtime *rt,
 			const struct sp_cmd_session *c, uint32_t now);
+
+/*
+ * A session the switch holds and this process does not know, handed back
+ * by the offload manager after the instance lost its sessions (it started
+ * without its --state file): taken over as sp_nat_adopt takes a
+ * predecessor's (its port claimed, never handed out again), with a new id,
+ * offloaded, and announced on the stream (`opened`), which tells the
+ * manager its id. Refused (counted handback_refused) where sp_nat_adopt
+ * would refuse it; the manager then deletes its entries.
+ */
+void sp_nat_handback(struct sp_nat *nat, const struct sp_runtime *rt,
+		     const struct sp_cmd_session *c, uint32_t now);
 
 /* -- inline ---------------------------------------------------------------- */
 

@@ -193,8 +193,9 @@ adopt_from(int fd, const char *path, uint32_t now)
 			a = sp_nat_adopt(&sp.workers[owner]->nat, rt, &rec,
 					 &sidx);
 			reasons[a]++;
-			if (a != SP_ADOPT_OK)
-				sp.workers[owner]->cnt[SP_CNT_sessions_discarded]++;
+			sp.workers[owner]->cnt[a == SP_ADOPT_OK ?
+					       SP_CNT_sessions_adopted :
+					       SP_CNT_sessions_discarded]++;
 		}
 	}
 	/* new ids above every adopted one, on every worker (nat.h) */

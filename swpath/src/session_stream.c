@@ -3,6 +3,7 @@
  * The control thread's half of the session event stream (session_stream.h):
  * the rings, the snapshot a subscription starts with, and the JSON lines.
  */
+#include <inttypes.h>
 #include <stdio.h>
 
 #include <rte_lcore.h>
@@ -116,7 +117,8 @@ sp_stream_subscribe(struct sp_buf *b)
 			n++;
 		}
 	}
-	sp_buf_printf(b, "{\"event\": \"synced\", \"sessions\": %u}\n", n);
+	sp_buf_printf(b, "{\"event\": \"synced\", \"sessions\": %u, \"run\": %" PRIu64 "}\n",
+		      n, sp.run_id);
 }
 
 void

@@ -255,6 +255,10 @@ struct sp_app {
 	struct sp_rss rss;
 	bool hw_rss;
 	bool running;                   /* workers launched */
+	/* This process's run, as the session stream's `synced` tells it: a
+	 * subscriber that sees another value knows the instance restarted
+	 * (and whatever it did not take over is gone from it). */
+	uint64_t run_id;
 	struct sp_worker *workers[SP_MAX_WORKERS];
 	struct rte_ring *tx_rings[SP_MAX_IFACES];
 	struct rte_ring *msg_ring;

@@ -395,7 +395,8 @@ def case_stream_after_packets(nat: Nat) -> None:
     eq(nat.lines("offload after_packets 2"), ["ok"])
     stream = Stream(nat)
     try:
-        stream.until(lambda e: e.kind == "synced")
+        (run,) = [e.run for e in stream.until(lambda e: e.kind == "synced")[-1:]]
+        assert run != 0, "synced carries the process's run"
 
         def flow(host: str, sport: int) -> Packet:
             pkt = IP(src=host, dst=REMOTE, ttl=64) / UDP(sport=sport, dport=53)
@@ -406,6 +407,7 @@ def case_stream_after_packets(nat: Nat) -> None:
         later = Stream(nat)
         try:
             snapshot = later.until(lambda e: e.kind == "synced")
+            eq(snapshot[-1].run, run, "one process, one run")
             opened = [e for e in snapshot if e.kind == "opened"]
             assert not [e for e in opened if text(e.internal).endswith(":8000")], opened
         finally:

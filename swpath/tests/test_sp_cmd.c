@@ -104,6 +104,20 @@ test_session(void **state)
 	parse_err("session offload 1 udp 10.0.0.2 8.8.8.8:53", "internal 10.0.0.2: must be a.b.c.d:port");
 	parse_err("session offload 1 udp 10.0.0.2:53 8.8.8.8:65536", "remote 8.8.8.8:65536");
 	parse_err("session offload 1 udp 10.0.0.2:53", "session: session offload|idle|onload");
+	/* a session the switch holds, handed back (no id: the process gives one) */
+	c = parse_ok("session adopt tcp 10.0.0.15:40000 203.0.113.1:40000 198.51.100.10:443 snat established");
+	assert_int_equal(c.u.session.action, SP_SESSION_ADOPT);
+	assert_int_equal(c.u.session.ext_addr, 0xcb007101);
+	assert_int_equal(c.u.session.ext_port, 40000);
+	assert_int_equal(c.u.session.rem_port, 443);
+	assert_int_equal(c.u.session.origin, 0);
+	assert_int_equal(c.u.session.tcp_phase, 1);
+	c = parse_ok("session adopt udp 10.0.0.20:8080 203.0.113.80:80 198.51.100.10:5555 dnat");
+	assert_int_equal(c.u.session.origin, 2);
+	parse_err("session adopt udp 10.0.0.2:53 203.0.113.1:53 8.8.8.8:53 snat established", "a phase is for TCP only");
+	parse_err("session adopt tcp 10.0.0.2:53 203.0.113.1:53 8.8.8.8:53 masquerade", "origin masquerade");
+	parse_err("session adopt tcp 10.0.0.2:53 203.0.113.1 8.8.8.8:53 snat", "endpoints must be");
+	parse_err("session adopt tcp 10.0.0.2:53 8.8.8.8:53 snat", "session adopt tcp|udp|icmp");
 	c = parse_ok("offload after_packets 2");
 	assert_int_equal(c.verb, SP_CMD_OFFLOAD);
 	assert_int_equal(c.u.after_packets, 2);

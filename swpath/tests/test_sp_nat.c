@@ -705,7 +705,6 @@ test_adopt_takes_over(void **state)
 	assert_int_equal(nat.n_sessions, 3);
 	/* the SNAT session and the inbound one share their mapping */
 	assert_int_equal(nat.n_mappings, 1);
-	assert_int_equal(counters[SP_CNT_sessions_adopted], 3);
 	assert_int_equal(counters[SP_CNT_sessions_created], 0);
 	assert_int_equal(counters[SP_CNT_mappings_created], 0);
 	assert_int_equal(nat.sessions[sidx[0]].rule_id, 1);
@@ -786,6 +785,70 @@ test_adopt_refuses_what_the_configuration_no_longer_gives(void **state)
 	assert_int_equal(nat.n_sessions, 2);
 }
 
+/* -- a session handed back by the offload manager (sp_nat_handback) --------- */
+
+static struct sp_cmd_session
+handback_of(const struct sp_session *rec, enum sp_tcp_phase phase)
+{
+	return (struct sp_cmd_session){
+		.action = SP_SESSION_ADOPT,
+		.proto = rec->proto,
+		.int_addr = rte_be_to_cpu_32(rec->int_addr),
+		.int_port = rte_be_to_cpu_16(rec->int_port),
+		.ext_addr = rte_be_to_cpu_32(rec->ext_addr),
+		.ext_port = rte_be_to_cpu_16(rec->ext_port),
+		.rem_addr = rte_be_to_cpu_32(rec->rem_addr),
+		.rem_port = rte_be_to_cpu_16(rec->rem_port),
+		.origin = rec->origin,
+		.tcp_phase = (uint8_t)phase,
+	};
+}
+
+static void
+test_handback_takes_the_switch_s_session(void **state)
+{
+	struct sp_session rec, bad;
+	struct sp_session *s;
+	struct sp_cmd_session c;
+	struct sp_flow_key k;
+	uint32_t newer;
+	int64_t found;
+
+	(void)state;
+	rec = *out_ok(IPPROTO_TCP, 0x0a000002, 5000, 0x08080808, 443, T0);
+	restart();      /* the instance lost it; the switch still forwards it */
+	newer = out_ok(IPPROTO_UDP, 0x0a000003, 5001, 0x08080808, 53, T0)->id;
+	c = handback_of(&rec, SP_TCP_ESTABLISHED);
+	sp_nat_session_cmd(&nat, rt, &c, T0 + 1);
+	assert_int_equal(counters[SP_CNT_sessions_handed_back], 1);
+	assert_int_equal(counters[SP_CNT_handback_refused], 0);
+	k = key(IPPROTO_TCP, 0x0a000002, 5000, 0x08080808, 443);
+	found = sp_nat_lookup(&nat, &k);
+	assert_true(found >= 0);
+	assert_both_keys(&rec, (uint32_t)(found >> 1));
+	s = &nat.sessions[found >> 1];
+	/* offloaded (aged by the switch), established, an id of its own */
+	assert_true(s->flags & SP_SESS_OFFLOADED);
+	assert_int_equal(sp_nat_tcp_phase(s), SP_TCP_ESTABLISHED);
+	assert_true(s->id > newer);
+	assert_int_equal(s->rule_id, 1);
+	/* its mapping is back: endpoint-independent (RFC 4787 REQ-1) */
+	s = out_ok(IPPROTO_TCP, 0x0a000002, 5000, 0x01010101, 443, T0 + 2);
+	assert_int_equal(s->ext_port, rec.ext_port);
+	assert_int_equal(s->ext_addr, rec.ext_addr);
+	/* twice: its keys are taken */
+	sp_nat_session_cmd(&nat, rt, &c, T0 + 3);
+	assert_int_equal(counters[SP_CNT_handback_refused], 1);
+	/* one no rule gives */
+	bad = rec;
+	bad.int_addr = rte_cpu_to_be_32(0x0a050001);
+	c = handback_of(&bad, SP_TCP_OPENING);
+	sp_nat_session_cmd(&nat, rt, &c, T0 + 3);
+	assert_int_equal(counters[SP_CNT_handback_refused], 2);
+	assert_int_equal(counters[SP_CNT_sessions_handed_back], 1);
+	assert_int_equal(nat.n_sessions, 3);
+}
+
 static int
 setup(void **state)
 {
@@ -814,6 +877,7 @@ main(void)
 		T(test_adopt_takes_over),
 		T(test_adopted_port_never_handed_out),
 		T(test_adopt_refuses_what_the_configuration_no_longer_gives),
+		T(test_handback_takes_the_switch_s_session),
 	};
 
 	return SP_RUN_TESTS(tests, setup, NULL);

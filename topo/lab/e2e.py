@@ -432,6 +432,43 @@ def test_offload_instance_restart_keeps_switch_sessions(lab: Nodes) -> None:
     assert received and int(received[-1]) == 52, f"far received {received}"
 
 
+def test_offload_instance_without_its_state_gets_switch_sessions_back(lab: Nodes) -> None:
+    """The slow-path instance killed with -9 and started again without its
+    state file (as after a reboot): its snapshot is empty, so the controller
+    hands it back the sessions the switch holds (`session adopt`). The
+    instance takes each over with its external endpoint, marked offloaded,
+    under a new id; no entry is deleted or installed again, and the flow
+    keeps going through the switch on the same mapping."""
+    from lab.offload_lab import OffloadLab
+
+    assert isinstance(lab, OffloadLab)
+    sport = 47004
+    send = UDP_SEND.replace("47000", str(sport))
+    sink = start_udp_sink(lab, "handback-sink.log", 60)
+    try:
+        first = send_until_offloaded(lab, sport)
+        before = offload_counters(lab)
+        lab.restart_swpath(keep_state=False)
+        deadline = time.monotonic() + 10
+        while not [r for r in udp_sessions_of(lab, sport) if r["offloaded"]]:
+            assert time.monotonic() < deadline, "the session was not handed back in 10 s"
+            time.sleep(0.2)
+        (again,) = udp_sessions_of(lab, sport)
+        lab.run(H1.name, "python3", "-c", send, FAR.ip, str(OFFLOAD_PORT), "50")
+        time.sleep(1)
+        counters = json.loads(lab.quicknat("stats"))["counters"]
+        after = offload_counters(lab)
+    finally:
+        lab.stop_process(sink)
+    received = (lab.workdir / "handback-sink.log").read_text().split()
+    assert again["external"] == first["external"], (first, again)
+    assert (counters["sessions_handed_back"], counters["in2out"]) == (1, 0), counters
+    assert after["offload.handed_back"] == before["offload.handed_back"] + 1, after
+    for name in ("offload.deleted", "offload.installed", "offload.handback_refused"):
+        assert after[name] == before[name], f"{name}: {before[name]} -> {after[name]}"
+    assert received and int(received[-1]) == 51, f"far received {received}"
+
+
 # far counts the datagrams on a port until its time is up (or it is stopped);
 # h1 sends N from one source port, so they are one session.
 UDP_SINK = """
@@ -590,6 +627,9 @@ OFFLOAD_TESTS: dict[str, Test] = {
     "offload_ageing_follows_the_switch": test_offload_ageing_follows_the_switch,
     "offload_instance_restart_keeps_switch_sessions": (
         test_offload_instance_restart_keeps_switch_sessions
+    ),
+    "offload_instance_without_its_state_gets_switch_sessions_back": (
+        test_offload_instance_without_its_state_gets_switch_sessions_back
     ),
 }
 

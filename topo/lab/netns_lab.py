@@ -103,15 +103,18 @@ class NetnsLab(Nodes):
             raise
         self.pmd = pmd
 
-    def restart_swpath(self, sig: int = signal.SIGKILL) -> float:
+    def restart_swpath(self, sig: int = signal.SIGKILL, keep_state: bool = True) -> float:
         """Ends swpath with `sig` (kill -9 by default: a crash) and runs the same
-        command again, which takes over its sessions; the seconds from the
-        signal until the new one serves its control socket."""
+        command again, which takes over its sessions (unless `keep_state` is
+        False: its state file is deleted in between, as a reboot would); the
+        seconds from the signal until the new one serves its control socket."""
         assert self.swpath is not None and self.commands is not None
         start = time.monotonic()
         os.killpg(self.swpath.pid, sig)
         self.swpath.wait(15)
         self.procs.remove(self.swpath)
+        if not keep_state:
+            self.state.unlink(missing_ok=True)
         self._start_swpath(self.commands, self.pmd)
         return time.monotonic() - start
 

@@ -26,9 +26,17 @@ instance's control socket), so every rule below is unit-tested.
   tcp_established while established, tcp_transitory otherwise (RFC 7857 2.2).
 - **Resynchronisation.** When an instance's stream starts again (it restarted,
   or the connection dropped), its sessions wait for the new snapshot: those in
-  it are kept (same id and key), the others are closed. Sessions the switch
-  holds at start (read back) are adopted when an instance claims them; after
-  every instance has synced, entries nobody claimed are deleted.
+  it are kept (same id and key). Of the others, when the instance restarted
+  (another `run` in its `synced`) and lost them (no --state file, or records
+  it could not take over), those the switch holds are **handed back**:
+  `session adopt` gives the instance the session as the switch has it, the
+  instance takes it over with its port and announces it under a new id,
+  and the switch's entries stay, so the flow never breaks. One the instance
+  opened anew meanwhile (its own mapping), or refused (no `opened` within
+  HANDBACK_WAIT_S), is deleted from the switch. Within one run a session
+  missing from the snapshot really closed, and is closed. Sessions the
+  switch holds at start (read back) are adopted when an instance claims
+  them; after every instance has synced, entries nobody claimed are deleted.
 """
 
 from __future__ import annotations
@@ -58,6 +66,9 @@ NOT_FOUND = 5
 #: The last 1/HIGH_WATER_SHARE of the switch's tables is kept for long-lived flows.
 HIGH_WATER_SHARE = 10
 
+#: How long a session handed back may wait for its instance's `opened`.
+HANDBACK_WAIT_S = 5.0
+
 #: The manager's counters (Stats names), all present from start-up.
 COUNTERS = (
     "offload.sessions_seen",
@@ -73,6 +84,8 @@ COUNTERS = (
     "offload.adopted",
     "offload.stale_entries_deleted",
     "offload.resyncs",
+    "offload.handed_back",
+    "offload.handback_refused",
 )
 
 Write = Callable[[list[p4r.Update]], Awaitable[list[UpdateError]]]
@@ -91,6 +104,7 @@ class OffloadSession(Session):
     closed: bool = False  # its instance closed it while its INSERT was out
     deferred: bool = False  # the switch nearly full: waits to prove long-lived
     stale: bool = False  # its instance's stream restarted; not in the new snapshot yet
+    handed_back: float | None = None  # when `session adopt` went to its restarted instance
 
 
 def session_of(uid: int, instance: int, e: SessionEvent, now: float) -> OffloadSession:
@@ -111,12 +125,29 @@ def session_of(uid: int, instance: int, e: SessionEvent, now: float) -> OffloadS
     )
 
 
+def _endpoint(address: int, port: int) -> str:
+    return f"{format_ipv4(address)}:{port}"
+
+
 def command_line(action: str, s: OffloadSession) -> str:
     """`session ACTION ...` for the session's instance (docs/swpath-commands.md)."""
     proto = Protocol(s.protocol).name.lower()
-    internal = f"{format_ipv4(s.internal.address)}:{s.internal.port}"
-    remote = f"{format_ipv4(s.remote_address)}:{s.remote_port}"
+    internal = _endpoint(s.internal.address, s.internal.port)
+    remote = _endpoint(s.remote_address, s.remote_port)
     return f"session {action} {s.swpath_id} {proto} {internal} {remote}"
+
+
+def adopt_line(s: OffloadSession) -> str:
+    """`session adopt ...`: the session as the switch holds it, for an
+    instance that lost it (docs/swpath-commands.md)."""
+    proto = Protocol(s.protocol).name.lower()
+    endpoints = [
+        _endpoint(s.internal.address, s.internal.port),
+        _endpoint(s.external.address, s.external.port),
+        _endpoint(s.remote_address, s.remote_port),
+    ]
+    phase = [s.tcp_state] if s.protocol == Protocol.TCP and s.tcp_state else []
+    return " ".join(["session", "adopt", proto, *endpoints, s.origin.value, *phase])
 
 
 class OffloadManager:
@@ -153,6 +184,9 @@ class OffloadManager:
         self.by_key: dict[FlowKey, OffloadSession] = {}  # in2out key: idle notifications
         self._software_only: set[tuple[int, int]] = set()  # kept in software
         self._synced = [False] * instances
+        self._runs: list[int | None] = [None] * instances  # each instance's last `run`
+        # sessions handed back to a restarted instance, until it announces them
+        self._handing_back: dict[FlowKey, OffloadSession] = {}
         # entries found in the switch at start, not yet claimed (in2out key -> out2in key)
         self._unclaimed: dict[FlowKey, FlowKey] = {}
         self._claimed: set[FlowKey] = set()
@@ -179,7 +213,7 @@ class OffloadManager:
                 self._close(s)
             self._software_only.discard((instance, e.id))
         elif e.kind == "synced":
-            self._instance_synced(instance)
+            self._instance_synced(instance, e.run)
         # "lost": the service resubscribes (stream_restarted), nothing to do here
 
     def stream_restarted(self, instance: int) -> None:
@@ -201,7 +235,7 @@ class OffloadManager:
         loses its install state, then each is adopted if its entries are there,
         else queued; entries no instance claims are deleted once all synced,
         entries without their other half (table, key) with the next flush."""
-        for s in self.sessions.values():
+        for s in [*self.sessions.values(), *self._handing_back.values()]:
             self.installs.forget(s)
         self._halves += list(halves)
         self._unclaimed = dict(in2out_out2in)
@@ -236,6 +270,18 @@ class OffloadManager:
         sid = (instance, e.id)
         known = self.sessions.get(sid)
         key = self._key_of(e)
+        back = self._handing_back.get(key)
+        if back is not None and back.instance == instance:
+            del self._handing_back[key]
+            back.handed_back = None
+            if back.external == e.external:  # taken over: the switch's entries stay
+                back.swpath_id = e.id
+                back.tcp_state = e.tcp_state
+                self.sessions[sid] = back
+                if not self.installs.in_switch(back):  # the switch restarted meanwhile
+                    self._place(back)
+                return
+            self._close(back)  # the instance mapped the flow anew: its entries go
         if known is not None:
             if known.in2out == key:  # the snapshot, or a repeat around it
                 known.stale = False
@@ -307,12 +353,37 @@ class OffloadManager:
         if self.by_key.get(s.in2out) is s:
             del self.by_key[s.in2out]
 
-    def _instance_synced(self, instance: int) -> None:
+    def _instance_synced(self, instance: int, run: int) -> None:
         self._synced[instance] = True
+        restarted = self._runs[instance] not in (None, run)
+        self._runs[instance] = run
         for s in [s for s in self.sessions.values() if s.instance == instance and s.stale]:
             s.stale = False
-            self._close(s)
+            if restarted and self.installs.in_switch(s) and not s.closed:
+                self._hand_back(s)
+            else:
+                self._close(s)
         self._maybe_sweep()
+
+    def _hand_back(self, s: OffloadSession) -> None:
+        """The switch forwards a session its restarted instance lost: give
+        it back (`session adopt`); it comes back under a new id (_opened)."""
+        del self.sessions[s.instance, s.swpath_id]  # the new run's ids start again
+        s.handed_back = self.now()
+        self._handing_back[s.in2out] = s
+        self.stats["offload.handed_back"] += 1
+        self._command(s.instance, [adopt_line(s)])
+
+    def tick(self) -> None:
+        """Called about every second: sessions handed back that their
+        instance did not take over in time are deleted from the switch."""
+        now = self.now()
+        for key, s in list(self._handing_back.items()):
+            if s.handed_back is not None and now - s.handed_back > HANDBACK_WAIT_S:
+                del self._handing_back[key]
+                s.handed_back = None
+                self.stats["offload.handback_refused"] += 1
+                self._close(s)
 
     def _maybe_sweep(self) -> None:
         if all(self._synced) and self._unclaimed:
@@ -333,14 +404,18 @@ class OffloadManager:
         return self.installs.has_work() or bool(self._stale_entries or self._halves)
 
     async def flush(self) -> None:
-        """One round of writes: a batch of INSERTs, then the DELETEs and MODIFYs
-        asked for meanwhile. The service calls it again while has_work()."""
-        batch = self.installs.take_batch(self.batch_max)
-        if batch:
-            await self._install(batch)
+        """One round of writes: the DELETEs asked for meanwhile, a batch of
+        INSERTs, then the MODIFYs. The service calls it again while
+        has_work(). Deletes go first: a flow whose session closed and opened
+        again (an instance's new mapping for a flow handed back, an id
+        reused) has the same inside-to-outside key, which the switch holds
+        once."""
         expiring = self.installs.take_expiring()
         if expiring or self._stale_entries or self._halves:
             await self._delete(expiring)
+        batch = self.installs.take_batch(self.batch_max)
+        if batch:
+            await self._install(batch)
         rewrites = self.installs.take_rewrites()
         if rewrites:
             await self._rewrite(rewrites)

@@ -53,6 +53,7 @@ class OffloadIO:
             self._tasks.append(asyncio.ensure_future(self._feed(i)))
             self._tasks.append(asyncio.ensure_future(self._sender(i)))
         self._tasks.append(asyncio.ensure_future(self._writer()))
+        self._tasks.append(asyncio.ensure_future(self._ticker()))
 
     async def stop(self) -> None:
         for task in self._tasks:
@@ -104,6 +105,14 @@ class OffloadIO:
                 except P4RuntimeError as exc:
                     log.warning("offload write: %s (again after the reconnection)", exc)
                     break
+
+    async def _ticker(self) -> None:
+        """The manager's clock (sessions handed back that were not taken)."""
+        while True:
+            await asyncio.sleep(1.0)
+            self.manager.tick()
+            if self.manager.has_work():
+                self._work.set()
 
     # -- the instances ------------------------------------------------------------------
 

@@ -50,6 +50,9 @@ class SessionEvent:
     snapshot: bool = False
     count: int = 0
     """synced: sessions in the snapshot; lost: records dropped."""
+    run: int = 0
+    """synced: the instance's process run; another value than the last
+    subscription's means it restarted."""
 
 
 def parse_event(line: str | bytes) -> SessionEvent:
@@ -59,7 +62,7 @@ def parse_event(line: str | bytes) -> SessionEvent:
     if kind not in KINDS:
         raise ValueError(f"not a session event: {line!r}")
     if kind == "synced":
-        return SessionEvent(kind, count=int(data["sessions"]))
+        return SessionEvent(kind, count=int(data["sessions"]), run=int(data.get("run", 0)))
     if kind == "lost":
         return SessionEvent(kind, count=int(data["records"]))
     return SessionEvent(
