@@ -22,10 +22,15 @@ are through. far timestamps what arrives
   `ip netns exec` execs, so the lab's pids are theirs).
 
 Rounds (--rounds) alternate the order of the two modes; the table is their
-median. Then a full-table run in each mode (--overflow flows, 500/s, through
-the program built with 64-entry connection tables): what each delivers, and
-where the flows the switch cannot hold go. Needs root and
-simple_switch_grpc; writes bench/results/offload.json.
+median. Then the setup rate (--setup-rate, --setup-flows): one-packet flows
+offered faster than any mode sets them up, in controller mode, offload mode,
+and offload mode with `after_packets = 2` (one-packet flows never cost the
+switch a write): flows delivered per second, and the ratio to controller
+mode (issue #15's targets: 2.5x and 5x). Then a full-table run in each mode
+(--overflow flows, 500/s, through the program built with 64-entry
+connection tables): what each delivers, and where the flows the switch
+cannot hold go. Needs root and simple_switch_grpc; writes
+bench/results/offload.json.
 """
 
 from __future__ import annotations
@@ -165,6 +170,49 @@ def run_mode(offload: bool, flows: int, rate: float, base: int) -> dict[str, Any
     }
 
 
+# Issue #15's targets for the new-flow setup rate against controller mode.
+TARGET_SETUP_RATIO = 2.5
+TARGET_SETUP_RATIO_ONE_PACKET = 5.0  # one-packet flows, after_packets = 2
+
+SETUP_MODES = {  # name: (slow path, after_packets)
+    "controller": (False, 1),
+    "offload": (True, 1),
+    "offload, after_packets 2": (True, 2),
+}
+
+
+def run_setup(mode: str, flows: int, rate: float, base: int) -> dict[str, Any]:
+    """One-packet flows (most DNS) offered faster than a mode can set them up:
+    how many first packets it delivers per second, and how many sessions it
+    writes to the switch meanwhile."""
+    slow_path, after_packets = SETUP_MODES[mode]
+    workdir = Path(tempfile.mkdtemp(prefix="quicknat-bench-setup-"))
+    with running_lab(workdir, slow_path=slow_path, after_packets=after_packets) as lab:
+        log = workdir / "arrivals.txt"
+        sink, send = traffic(lab, log, flows, rate, base)
+        before = installed(lab, slow_path)
+        start = time.monotonic()
+        send(1)
+        sent_s = time.monotonic() - start
+        time.sleep(2)  # the last ones through the queues
+        lab.stop_process(sink)
+        writes = installed(lab, slow_path) - before
+        arrivals = sorted(float(line.split()[0]) for line in log.read_text().splitlines())
+    shutil.rmtree(workdir, ignore_errors=True)
+    # from the first send to the last arrival: what the mode sustained
+    span = (arrivals[-1] - start) if arrivals else float("nan")
+    return {
+        "mode": mode,
+        "flows": flows,
+        "offered_flows_per_s": rate,
+        # the generator's own pace (with its start-up), to show it is not the limit
+        "send_s": round(sent_s, 3),
+        "first_delivered": len(arrivals),
+        "setup_flows_per_s": round(len(arrivals) / span) if arrivals else 0,
+        "switch_writes": writes,
+    }
+
+
 SMALL = REPO / "p4src" / "build" / "small"  # 64-entry connection tables
 
 
@@ -211,6 +259,19 @@ def main() -> int:
     )
     parser.add_argument("--seconds", type=float, default=2.0, help="offered for this long")
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument(
+        "--setup-rate",
+        type=float,
+        default=8000.0,
+        help="one-packet flows offered per second in the setup-rate run, more than any "
+        "mode sets up here; 0 skips it",
+    )
+    parser.add_argument(
+        "--setup-flows",
+        type=int,
+        default=4000,
+        help="flows of the setup-rate run (h1's: at most the lab's ports_per_host, 4096)",
+    )
     parser.add_argument(
         "--overflow",
         type=int,
@@ -266,6 +327,32 @@ def main() -> int:
         for field in fields:
             c, o = table["controller"][field], table["offload"][field]
             print(f"{field:24}{c!s:>14}{o!s:>14}")
+    setup = []
+    if args.setup_rate:
+        flows = args.setup_flows
+        for r in range(args.rounds):
+            names = list(SETUP_MODES) if r % 2 == 0 else list(reversed(SETUP_MODES))
+            for i, mode in enumerate(names):
+                base = 10000 + (r * len(SETUP_MODES) + i) * (flows + 10) % 45000
+                result = run_setup(mode, flows, args.setup_rate, base)
+                result["round"] = r
+                setup.append(result)
+                print(json.dumps(result))
+    setup_rate = {
+        mode: statistics.median([x["setup_flows_per_s"] for x in setup if x["mode"] == mode])
+        for mode in SETUP_MODES
+        if any(x["mode"] == mode for x in setup)
+    }
+    setup_ratio = {
+        mode: round(rate / setup_rate["controller"], 2)
+        for mode, rate in setup_rate.items()
+        if mode != "controller" and setup_rate.get("controller")
+    }
+    if setup:
+        print(f"\nsetup rate, one-packet flows offered at {args.setup_rate:.0f}/s (median):")
+        for mode, rate in setup_rate.items():
+            ratio = f"  ({setup_ratio[mode]}x controller mode)" if mode in setup_ratio else ""
+            print(f"  {mode:28}{rate:>8} flows/s{ratio}")
     overflow = [
         run_overflow(offload, args.overflow, 500.0, 50000 - args.overflow * (1 + offload))
         for offload in (False, True)
@@ -280,6 +367,12 @@ def main() -> int:
     offloaded = [x["controller_cpu_us_per_flow"] for x in runs if x["mode"] == "offload"]
     cpu_per_offloaded_flow = statistics.median(offloaded) if offloaded else None
     met = cpu_per_offloaded_flow is not None and cpu_per_offloaded_flow <= TARGET_CPU_US
+    ratio_met = {
+        "setup_ratio": setup_ratio.get("offload", 0) >= TARGET_SETUP_RATIO,
+        "setup_ratio_one_packet": (
+            setup_ratio.get("offload, after_packets 2", 0) >= TARGET_SETUP_RATIO_ONE_PACKET
+        ),
+    }
     print(
         f"\ncontroller CPU per offloaded flow (median of every offload run): "
         f"{cpu_per_offloaded_flow} us (target <= {TARGET_CPU_US}: {'met' if met else 'NOT met'})"
@@ -296,7 +389,17 @@ def main() -> int:
                 "summary": summary,
                 "controller_cpu_us_per_offloaded_flow": cpu_per_offloaded_flow,
                 "target_controller_cpu_us_per_offloaded_flow": TARGET_CPU_US,
-                "met": {"controller_cpu_us_per_offloaded_flow": met},
+                "met": {"controller_cpu_us_per_offloaded_flow": met, **ratio_met},
+                "setup": {
+                    "offered_flows_per_s": args.setup_rate,
+                    "flows_per_s": setup_rate,
+                    "ratio_to_controller_mode": setup_ratio,
+                    "targets": {
+                        "offload": TARGET_SETUP_RATIO,
+                        "offload, after_packets 2": TARGET_SETUP_RATIO_ONE_PACKET,
+                    },
+                    "runs": setup,
+                },
                 "overflow": overflow,
                 "runs": runs,
             },

@@ -44,8 +44,9 @@ def missing() -> list[str]:
 UDP_TIMEOUT_S = 10
 
 
-def offload_config(workdir: Path) -> Path:
-    """topo/lab.toml with the lab's slow-path instance and UDP timeout."""
+def offload_config(workdir: Path, after_packets: int = 1) -> Path:
+    """topo/lab.toml with the lab's slow-path instance and UDP timeout, and
+    the offload policy's after_packets."""
     path = workdir / "offload.toml"
     text = topology.CONFIG.read_text()
     lab_udp = "\nudp = 120 "
@@ -55,6 +56,7 @@ def offload_config(workdir: Path) -> Path:
         + "\n# The slow-path instance behind the switch (topo/lab/offload_lab.py).\n"
         + f'[[slow_path]]\nname = "sp0"\nport = {SLOW_PATH_PORT}\n'
         + f'control = "{workdir / "sp0.sock"}"\n'
+        + f"\n[offload]\nafter_packets = {after_packets}\n"
     )
     return path
 
@@ -63,9 +65,16 @@ class OffloadLab(NetnsLab):
     """With `slow_path` False, the same namespaces with BMv2 in controller mode
     (topo/lab.toml as it is): bench/offload_bench.py compares the two."""
 
-    def __init__(self, workdir: Path, slow_path: bool = True, program: Path | None = None) -> None:
+    def __init__(
+        self,
+        workdir: Path,
+        slow_path: bool = True,
+        program: Path | None = None,
+        after_packets: int = 1,
+    ) -> None:
         """`program`: a directory with another build of the P4 program (e.g.
-        p4src/build/small/, 64-entry connection tables) for the controller."""
+        p4src/build/small/, 64-entry connection tables) for the controller;
+        `after_packets`: the offload policy's ([offload] in the configuration)."""
         super().__init__(workdir)
         self.slow_path = slow_path
         self.program = program
@@ -73,7 +82,7 @@ class OffloadLab(NetnsLab):
         # the controller's socket tells the offload manager's counters
         self.controller_socket = workdir / "controller.sock"
         self.socket = workdir / "sp0.sock" if slow_path else self.controller_socket
-        self.config = offload_config(workdir) if slow_path else topology.CONFIG
+        self.config = offload_config(workdir, after_packets) if slow_path else topology.CONFIG
 
     def build(self) -> None:
         super().build()
@@ -163,11 +172,11 @@ class OffloadLab(NetnsLab):
 
 @contextlib.contextmanager
 def running_lab(
-    workdir: Path, slow_path: bool = True, program: Path | None = None
+    workdir: Path, slow_path: bool = True, program: Path | None = None, after_packets: int = 1
 ) -> Iterator[OffloadLab]:
     """The lab built and its NAT running; torn down on the way out, whatever
     happened."""
-    lab = OffloadLab(workdir, slow_path, program)
+    lab = OffloadLab(workdir, slow_path, program, after_packets)
     try:
         lab.build()
         lab.start_offload()
