@@ -116,9 +116,11 @@ def traffic(
     return sink, send
 
 
-def run_mode(offload: bool, flows: int, rate: float, base: int) -> dict[str, Any]:
+def run_mode(
+    offload: bool, flows: int, rate: float, base: int, batch_window_ms: int = 10
+) -> dict[str, Any]:
     workdir = Path(tempfile.mkdtemp(prefix="quicknat-bench-offload-"))
-    with running_lab(workdir, slow_path=offload) as lab:
+    with running_lab(workdir, slow_path=offload, batch_window_ms=batch_window_ms) as lab:
         log = workdir / "arrivals.txt"
         sink, send = traffic(lab, log, flows, rate, base)
 
@@ -260,6 +262,12 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=2.0, help="offered for this long")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument(
+        "--batch-window-ms",
+        type=int,
+        default=10,
+        help="offload mode's [offload] batch_window_ms in the rate runs",
+    )
+    parser.add_argument(
         "--setup-rate",
         type=float,
         default=8000.0,
@@ -291,7 +299,7 @@ def main() -> int:
             for offload in order:
                 # fresh source ports each run: no session of an earlier one is reused
                 base = 20000 + (2 * r + offload) * (flows + 10) % 40000
-                result = run_mode(offload, flows, rate, base)
+                result = run_mode(offload, flows, rate, base, args.batch_window_ms)
                 result["round"] = r
                 runs.append(result)
                 print(json.dumps({k: v for k, v in result.items() if k != "controller_counters"}))
@@ -386,6 +394,7 @@ def main() -> int:
                 "command": "make bench-offload",
                 "seconds": args.seconds,
                 "rounds": args.rounds,
+                "batch_window_ms": args.batch_window_ms,
                 "summary": summary,
                 "controller_cpu_us_per_offloaded_flow": cpu_per_offloaded_flow,
                 "target_controller_cpu_us_per_offloaded_flow": TARGET_CPU_US,

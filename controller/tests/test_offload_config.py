@@ -86,3 +86,11 @@ def test_an_instance_checks_the_switch_s_smallest_mtu_and_routed_networks() -> N
     assert " mtu " not in lines[2]  # out0: the default
     assert "route 172.16.0.0/16 dev inside via 169.254.0.2 source 10.1.0.1" in lines
     assert "route 10.1.0.0/24 dev inside via 169.254.0.2 source 10.1.0.1" in lines
+
+
+def test_batch_window_defaults_to_10_ms_and_may_be_0() -> None:
+    assert parse_config(OFFLOAD_CONFIG).offload.batch_window_ms == 10
+    config = parse_config(OFFLOAD_CONFIG + "\n[offload]\nbatch_window_ms = 0\n")
+    assert config.offload.batch_window_ms == 0
+    with pytest.raises(ConfigError, match="batch_window_ms"):
+        parse_config(OFFLOAD_CONFIG + "\n[offload]\nbatch_window_ms = 1001\n")

@@ -44,9 +44,9 @@ def missing() -> list[str]:
 UDP_TIMEOUT_S = 10
 
 
-def offload_config(workdir: Path, after_packets: int = 1) -> Path:
+def offload_config(workdir: Path, after_packets: int = 1, batch_window_ms: int = 10) -> Path:
     """topo/lab.toml with the lab's slow-path instance and UDP timeout, and
-    the offload policy's after_packets."""
+    the offload policy ([offload])."""
     path = workdir / "offload.toml"
     text = topology.CONFIG.read_text()
     lab_udp = "\nudp = 120 "
@@ -57,6 +57,7 @@ def offload_config(workdir: Path, after_packets: int = 1) -> Path:
         + f'[[slow_path]]\nname = "sp0"\nport = {SLOW_PATH_PORT}\n'
         + f'control = "{workdir / "sp0.sock"}"\n'
         + f"\n[offload]\nafter_packets = {after_packets}\n"
+        + f"batch_window_ms = {batch_window_ms}\n"
     )
     return path
 
@@ -71,10 +72,11 @@ class OffloadLab(NetnsLab):
         slow_path: bool = True,
         program: Path | None = None,
         after_packets: int = 1,
+        batch_window_ms: int = 10,
     ) -> None:
         """`program`: a directory with another build of the P4 program (e.g.
         p4src/build/small/, 64-entry connection tables) for the controller;
-        `after_packets`: the offload policy's ([offload] in the configuration)."""
+        `after_packets`, `batch_window_ms`: the offload policy ([offload])."""
         super().__init__(workdir)
         self.slow_path = slow_path
         self.program = program
@@ -82,7 +84,11 @@ class OffloadLab(NetnsLab):
         # the controller's socket tells the offload manager's counters
         self.controller_socket = workdir / "controller.sock"
         self.socket = workdir / "sp0.sock" if slow_path else self.controller_socket
-        self.config = offload_config(workdir, after_packets) if slow_path else topology.CONFIG
+        self.config = (
+            offload_config(workdir, after_packets, batch_window_ms)
+            if slow_path
+            else topology.CONFIG
+        )
 
     def build(self) -> None:
         super().build()
@@ -172,11 +178,15 @@ class OffloadLab(NetnsLab):
 
 @contextlib.contextmanager
 def running_lab(
-    workdir: Path, slow_path: bool = True, program: Path | None = None, after_packets: int = 1
+    workdir: Path,
+    slow_path: bool = True,
+    program: Path | None = None,
+    after_packets: int = 1,
+    batch_window_ms: int = 10,
 ) -> Iterator[OffloadLab]:
     """The lab built and its NAT running; torn down on the way out, whatever
     happened."""
-    lab = OffloadLab(workdir, slow_path, program, after_packets)
+    lab = OffloadLab(workdir, slow_path, program, after_packets, batch_window_ms)
     try:
         lab.build()
         lab.start_offload()

@@ -485,9 +485,14 @@ class _Parser:
         )
 
     def offload(self) -> OffloadPolicy:
-        r = self._table("offload", ("after_packets",))
+        r = self._table("offload", ("after_packets", "batch_window_ms"))
         after = r.get("after_packets", lambda v: values.integer(v, 1, 255))
-        return OffloadPolicy(after or 1)
+        window = r.get("batch_window_ms", lambda v: values.integer(v, 0, 1000))
+        default = OffloadPolicy()
+        return OffloadPolicy(
+            after or default.after_packets,
+            default.batch_window_ms if window is None else window,
+        )
 
     def logging(self) -> Logging:
         r = self._table("logging", ("events", "file", "syslog_server", "ipfix_collector"))

@@ -37,6 +37,7 @@ class OffloadIO:
         instances: tuple[SlowPath, ...],
         stats: Stats,
         connected: asyncio.Event,
+        batch_window_ms: int = 0,  # [offload] batch_window_ms
     ) -> None:
         self.manager = manager
         self.instances = instances
@@ -44,6 +45,7 @@ class OffloadIO:
         for name in IO_COUNTERS:
             stats[name] += 0
         self.connected = connected
+        self.batch_window_s = batch_window_ms / 1000
         self._work = asyncio.Event()
         self._queues: list[asyncio.Queue[list[str]]] = [asyncio.Queue() for _ in instances]
         self._tasks: list[asyncio.Task[None]] = []
@@ -100,6 +102,9 @@ class OffloadIO:
     async def _writer(self) -> None:
         while True:
             await self._work.wait()
+            if self.batch_window_s:
+                # gather what else comes meanwhile ([offload] batch_window_ms)
+                await asyncio.sleep(self.batch_window_s)
             self._work.clear()
             while self.connected.is_set() and self.manager.has_work():
                 try:

@@ -179,7 +179,13 @@ class Controller:
                 batch_max=options.batch_max,
                 now=self.now,
             )
-            self.offload = OffloadIO(manager, config.slow_paths, self.stats, self.connected)
+            self.offload = OffloadIO(
+                manager,
+                config.slow_paths,
+                self.stats,
+                self.connected,
+                config.offload.batch_window_ms,
+            )
         self.slow_path = program.slow_path_entries(self.p4info, config)
 
     def _offload_command(self, instance: int, lines: list[str]) -> None:
