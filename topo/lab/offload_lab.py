@@ -19,6 +19,7 @@ import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from lab import topology
 from lab.bmv2 import switch_command
@@ -44,21 +45,42 @@ def missing() -> list[str]:
 UDP_TIMEOUT_S = 10
 
 
-def offload_config(workdir: Path, after_packets: int = 1, batch_window_ms: int = 10) -> Path:
-    """topo/lab.toml with the lab's slow-path instance and UDP timeout, and
-    the offload policy ([offload])."""
-    path = workdir / "offload.toml"
+def _replaced(text: str, old: str, new: str) -> str:
+    assert old in text, f"topo/lab.toml no longer has {old.strip()!r}: update offload_lab.py"
+    return text.replace(old, new)
+
+
+def lab_config(
+    workdir: Path,
+    slow_path: bool = True,
+    after_packets: int = 1,
+    batch_window_ms: int = 10,
+    udp_timeout: int | None = None,
+    per_host: int | None = None,
+) -> Path:
+    """topo/lab.toml as this lab runs it: in offload mode with the lab's
+    slow-path instance, the offload policy ([offload]) and UDP_TIMEOUT_S;
+    `udp_timeout` and `per_host` (both [limits]) where a benchmark needs
+    others (many flows from one host, alive together)."""
     text = topology.CONFIG.read_text()
-    lab_udp = "\nudp = 120 "
-    assert lab_udp in text, "topo/lab.toml's [timeouts] udp changed: update offload_lab.py"
-    path.write_text(
-        text.replace(lab_udp, f"\nudp = {UDP_TIMEOUT_S} ")
-        + "\n# The slow-path instance behind the switch (topo/lab/offload_lab.py).\n"
-        + f'[[slow_path]]\nname = "sp0"\nport = {SLOW_PATH_PORT}\n'
-        + f'control = "{workdir / "sp0.sock"}"\n'
-        + f"\n[offload]\nafter_packets = {after_packets}\n"
-        + f"batch_window_ms = {batch_window_ms}\n"
-    )
+    udp = udp_timeout if udp_timeout is not None else (UDP_TIMEOUT_S if slow_path else None)
+    if udp is not None:
+        text = _replaced(text, "\nudp = 120 ", f"\nudp = {udp} ")
+    if per_host is not None:
+        text = _replaced(text, "\nports_per_host = 4096\n", f"\nports_per_host = {per_host}\n")
+        text = _replaced(
+            text, "\nsessions_per_host = 4096\n", f"\nsessions_per_host = {per_host}\n"
+        )
+    if slow_path:
+        text += (
+            "\n# The slow-path instance behind the switch (topo/lab/offload_lab.py).\n"
+            + f'[[slow_path]]\nname = "sp0"\nport = {SLOW_PATH_PORT}\n'
+            + f'control = "{workdir / "sp0.sock"}"\n'
+            + f"\n[offload]\nafter_packets = {after_packets}\n"
+            + f"batch_window_ms = {batch_window_ms}\n"
+        )
+    path = workdir / ("offload.toml" if slow_path else "controller.toml")
+    path.write_text(text)
     return path
 
 
@@ -71,12 +93,11 @@ class OffloadLab(NetnsLab):
         workdir: Path,
         slow_path: bool = True,
         program: Path | None = None,
-        after_packets: int = 1,
-        batch_window_ms: int = 10,
+        **settings: Any,
     ) -> None:
         """`program`: a directory with another build of the P4 program (e.g.
         p4src/build/small/, 64-entry connection tables) for the controller;
-        `after_packets`, `batch_window_ms`: the offload policy ([offload])."""
+        `settings`: lab_config's (the offload policy, timeouts, limits)."""
         super().__init__(workdir)
         self.slow_path = slow_path
         self.program = program
@@ -84,11 +105,7 @@ class OffloadLab(NetnsLab):
         # the controller's socket tells the offload manager's counters
         self.controller_socket = workdir / "controller.sock"
         self.socket = workdir / "sp0.sock" if slow_path else self.controller_socket
-        self.config = (
-            offload_config(workdir, after_packets, batch_window_ms)
-            if slow_path
-            else topology.CONFIG
-        )
+        self.config = lab_config(workdir, slow_path, **settings)
 
     def build(self) -> None:
         super().build()
@@ -178,15 +195,11 @@ class OffloadLab(NetnsLab):
 
 @contextlib.contextmanager
 def running_lab(
-    workdir: Path,
-    slow_path: bool = True,
-    program: Path | None = None,
-    after_packets: int = 1,
-    batch_window_ms: int = 10,
+    workdir: Path, slow_path: bool = True, program: Path | None = None, **settings: Any
 ) -> Iterator[OffloadLab]:
     """The lab built and its NAT running; torn down on the way out, whatever
     happened."""
-    lab = OffloadLab(workdir, slow_path, program, after_packets, batch_window_ms)
+    lab = OffloadLab(workdir, slow_path, program, **settings)
     try:
         lab.build()
         lab.start_offload()
