@@ -217,6 +217,8 @@ class Controller:
                     await self._sync()
                     backoff = 0.25
                     self.connected.set()
+                    if self.offload is not None:
+                        self.offload.kick()  # what the manager queued while not connected
                     status = (
                         f"primary for device {self.options.device_id} at {self.options.grpc_addr}"
                     )
@@ -292,6 +294,10 @@ class Controller:
             # first await, so nobody (`quicknat stats`) sees stale "installed".
             sessions = list(self.nat.sessions())
             self.writes.installs.lose_all(sessions)
+            if self.offload is not None:
+                # an empty switch: refilled from the instances (the writer
+                # waits for the connection, set once this sync is done)
+                self.offload.recover([], [])
             await self.client.set_pipeline(
                 self.p4info.proto, self.pipeline.device_config, self.pipeline.cookie
             )
@@ -300,8 +306,6 @@ class Controller:
             await self._configure_meters()
             await self._configure_clone_session()
             await self._configure_slow_paths()
-            if self.offload is not None:
-                self.offload.recover([], [])  # an empty switch: refilled from the instances
             await self.writes.install_now(sessions)
             self.stats["sessions_reinstalled"] += len(sessions)
             return
