@@ -346,24 +346,32 @@ class SwpathTarget(Target):
         """reset: without the sessions of a process before it."""
         # in the run's work directory, with the logs (not tmpfs: a test's few
         # sessions need no speed, and nothing is left behind elsewhere)
-        state = self.workdir / "swpath.state"
-        if reset:
-            state.unlink(missing_ok=True)
-        self.socket.unlink(missing_ok=True)
-        command = swpath_command(
-            Topology().target_ports(),
-            self.commands,
-            self.socket,
-            f"quicknat-ptf-{os.getpid()}",
-            state=state,
-        )
-        if self.table_size is not None:
-            command += ["--sessions", str(self.table_size)]
-        self.proc = start(command, self.workdir / "swpath.log")
-        try:
-            wait_for_unix_socket(self.socket, 30, self.proc)
-        except RuntimeError as exc:
-            raise AssertionError(f"{exc}; see {self.workdir / 'swpath.log'}") from exc
+        self.proc = start_swpath(self, Topology().target_ports(), self.commands, "swpath", reset)
+
+
+def start_swpath(
+    target: Target, ports: dict[int, str], commands: Path, name: str, reset: bool
+) -> subprocess.Popen[bytes]:
+    """quicknat-swpath for a target, serving target.socket, logging to
+    NAME.log, its sessions in NAME.state (reset: without those of a process
+    before it)."""
+    # in the run's work directory, with the logs (not tmpfs: a test's few
+    # sessions need no speed, and nothing is left behind elsewhere)
+    state = target.workdir / f"{name}.state"
+    if reset:
+        state.unlink(missing_ok=True)
+    target.socket.unlink(missing_ok=True)
+    command = swpath_command(
+        ports, commands, target.socket, f"quicknat-ptf-{os.getpid()}", state=state
+    )
+    if target.table_size is not None:
+        command += ["--sessions", str(target.table_size)]
+    proc = start(command, target.workdir / f"{name}.log")
+    try:
+        wait_for_unix_socket(target.socket, 30, proc)
+    except RuntimeError as exc:
+        raise AssertionError(f"{exc}; see {target.workdir / f'{name}.log'}") from exc
+    return proc
 
 
 # The slow-path instance of the offload target, and the prefix of its counters'
@@ -421,36 +429,13 @@ class OffloadTarget(Bmv2Target):
         self.instance: subprocess.Popen[bytes] | None = None
         self.commands = self.workdir / f"{self.config.stem}.{INSTANCE}.cmds"
         if not self.commands.exists():  # compiled once per run and config
-            compiled = subprocess.run(
-                [str(QUICKNAT), "swpath-commands", "--slow-path", INSTANCE, str(self.config)],
-                capture_output=True,
-                text=True,
-                timeout=30,
-                check=True,
-            )
-            self.commands.write_text(compiled.stdout)
+            compile_commands(self.config, self.commands, slow_path=INSTANCE)
 
     def start_nat(self, reset: bool = True) -> None:
         """The instance (reset: without its sessions of before), then the
         controller."""
-        state = self.workdir / f"{INSTANCE}.state"
-        if reset:
-            state.unlink(missing_ok=True)
-        self.socket.unlink(missing_ok=True)
-        command = swpath_command(
-            {0: Topology.slow_path_instance_end},
-            self.commands,
-            self.socket,
-            f"quicknat-ptf-{os.getpid()}",
-            state=state,
-        )
-        if self.table_size is not None:
-            command += ["--sessions", str(self.table_size)]
-        self.instance = start(command, self.workdir / f"{INSTANCE}.log")
-        try:
-            wait_for_unix_socket(self.socket, 30, self.instance)
-        except RuntimeError as exc:
-            raise AssertionError(f"{exc}; see {self.workdir / f'{INSTANCE}.log'}") from exc
+        ports = {0: Topology.slow_path_instance_end}
+        self.instance = start_swpath(self, ports, self.commands, INSTANCE, reset)
         super().start_nat(reset)
 
     def stop_nat(self) -> None:

@@ -27,7 +27,7 @@ from lab.netns import SLOW_PATH_PORT, add_veth, set_up_plain
 from lab.netns_lab import NAT as NAT_NAMESPACE
 from lab.netns_lab import NetnsLab
 from lab.processes import signals_ignored, wait_for_unix_socket, wait_until
-from lab.swpath import QUICKNAT, swpath_command
+from lab.swpath import QUICKNAT, compile_commands, swpath_command
 
 GRPC_PORT = 50011
 SLOW_PATH, SLOW_PATH_PEER = "sp0", "sp0-sw"
@@ -149,15 +149,7 @@ class OffloadLab(NetnsLab):
         wait_until("the controller connects to the switch", self.connected, 30, controller)
 
     def start_instance(self) -> None:
-        commands = self.workdir / "sp0.cmds"
-        compiled = subprocess.run(
-            [str(QUICKNAT), "swpath-commands", "--slow-path", "sp0", str(self.config)],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=True,
-        )
-        commands.write_text(compiled.stdout)
+        commands = compile_commands(self.config, self.workdir / "sp0.cmds", slow_path="sp0")
         self._start_swpath(commands, "af_packet")
 
     def _start_swpath(self, commands: Path, pmd: str) -> None:

@@ -18,11 +18,13 @@ QUICKNAT = Path(os.environ.get("QUICKNAT", REPO / ".venv" / "bin" / "quicknat"))
 AF_PACKET_FRAMES = 32768
 
 
-def compile_commands(config: Path, out: Path) -> Path:
+def compile_commands(config: Path, out: Path, slow_path: str | None = None) -> Path:
     """The TOML configuration as swpath's command lines, written to `out`, by
-    the one configuration parser (`quicknat swpath-commands`)."""
+    the one configuration parser (`quicknat swpath-commands`); with
+    `slow_path`, those of that [[slow_path]] instance (offload mode)."""
+    instance = ["--slow-path", slow_path] if slow_path is not None else []
     compiled = subprocess.run(
-        [str(QUICKNAT), "swpath-commands", str(config)],
+        [str(QUICKNAT), "swpath-commands", *instance, str(config)],
         capture_output=True,
         text=True,
         timeout=30,
