@@ -909,7 +909,21 @@ parse_endpoint(const char *s, uint32_t *addr, uint16_t *port)
 	return 0;
 }
 
-/* `session adopt PROTO INTERNAL EXTERNAL REMOTE ORIGIN [PHASE]` */
+/* The index of word w in names[0..n), or n. */
+static unsigned
+word_index(const char *w, const char *const *names, unsigned n)
+{
+	unsigned i = 0;
+
+	while (i < n && strcmp(w, names[i]) != 0)
+		i++;
+	return i;
+}
+
+#define N_OF(a) ((unsigned)(sizeof(a) / sizeof((a)[0])))
+
+/* `session adopt PROTO INTERNAL EXTERNAL REMOTE ORIGIN [PHASE]`; the names
+ * are format.c's sp_origin_names and phase names (this parser has no DPDK) */
 static int
 parse_session_adopt(const struct words *words, struct sp_cmd_session *c,
 		    const char *usage, char *err, size_t errlen)
@@ -930,10 +944,8 @@ parse_session_adopt(const struct words *words, struct sp_cmd_session *c,
 	    parse_endpoint(words->w[5], &c->rem_addr, &c->rem_port) < 0)
 		return sp_fail(err, errlen,
 			    "session adopt: endpoints must be a.b.c.d:port");
-	for (i = 0; i < (sizeof(origins) / sizeof(origins[0])); i++)
-		if (strcmp(words->w[6], origins[i]) == 0)
-			break;
-	if (i == (sizeof(origins) / sizeof(origins[0])))
+	i = word_index(words->w[6], origins, N_OF(origins));
+	if (i == N_OF(origins))
 		return sp_fail(err, errlen,
 			    "session adopt: origin %s: must be snat, inbound or dnat",
 			    words->w[6]);
@@ -942,10 +954,8 @@ parse_session_adopt(const struct words *words, struct sp_cmd_session *c,
 		if (c->proto != 6)
 			return sp_fail(err, errlen,
 				    "session adopt: a phase is for TCP only");
-		for (i = 0; i < (sizeof(phases) / sizeof(phases[0])); i++)
-			if (strcmp(words->w[7], phases[i]) == 0)
-				break;
-		if (i == (sizeof(phases) / sizeof(phases[0])))
+		i = word_index(words->w[7], phases, N_OF(phases));
+		if (i == N_OF(phases))
 			return sp_fail(err, errlen,
 				    "session adopt: phase %s: must be opening, established, closing or reset",
 				    words->w[7]);
