@@ -70,6 +70,13 @@ const zone_t ZONE_INSIDE    = 1;
 const zone_t ZONE_OUTSIDE   = 2;
 const zone_t ZONE_SLOW_PATH = 3;
 
+// Slow-path tags that are not a zone (slow_path.p4): an instance sends a
+// packet for another with that one's peer VID (SLOW_PATH_VID_PEER_MIN and
+// up, one per instance: slow_path_peer), and the switch hands it over
+// tagged SLOW_PATH_VID_HANDOFF (outside, from a peer).
+const bit<12> SLOW_PATH_VID_HANDOFF  = 4;
+const bit<12> SLOW_PATH_VID_PEER_MIN = 16;
+
 // packet_out.mode
 enum bit<8> PacketOutMode_t {
     DIRECT = 0, // send the payload out of egress_port as is, no pipeline

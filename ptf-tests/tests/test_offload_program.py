@@ -45,6 +45,7 @@ from scapy.packet import Packet
 INSERT, MODIFY = p4r.Update.INSERT, p4r.Update.MODIFY
 ZONE_INSIDE, ZONE_OUTSIDE, ZONE_SLOW_PATH = 1, 2, 3
 SELECTOR = "slow_path_selector"
+REMOTE = "198.51.100.10"
 POOL = "203.0.113.0"  # the public pool, 203.0.113.0/30 (configs/ptf.toml)
 TEST_ELECTION_ID = 100  # above the controller's, so the test is primary
 
@@ -357,3 +358,87 @@ class OffloadPortBlocksPickTheInstance(OffloadProgramTest):
         self.send(OUTSIDE, error)
         self.expect(INSIDE2, tagged(error, ZONE_OUTSIDE))
         self.expect_nothing()
+
+
+@group("offload")
+class OffloadPinnedHostsSkipTheSelector(OffloadProgramTest):
+    """slow_path_pin sends a rule's hosts (a DNAT server) to the instance
+    that takes their outside packets, whatever the selector's hash says;
+    other hosts still go by the hash."""
+
+    def runTest(self) -> None:
+        self.skip_unless_switch()
+        # switch ports 2 and 3 (PTF OUTSIDE, INSIDE2) are the two instances
+        self.slow_path_ports([2, 3], inside_ports=[2, 3])
+        hashed: dict[str, int] = {}
+
+        def from_host(src: str, l4: Packet) -> Packet:
+            return Ether(src="02:00:00:00:01:99", dst=ROUTER_IN_MAC) / IP(src=src, dst=REMOTE) / l4
+
+        for n in range(100, 132):
+            src = f"10.0.0.{n}"
+            self.send(INSIDE, from_host(src, udp(5000, 53)))
+            for candidate in (OUTSIDE, INSIDE2):
+                if self.arrived(candidate, timeout=0.3) is not None:
+                    hashed[src] = candidate
+        on_outside = sorted(src for src, port in hashed.items() if port == OUTSIDE)
+        self.assertTrue(on_outside, f"no host hashed to switch port 2: {hashed}")
+        server = on_outside[0]
+        self.write(
+            [
+                update(
+                    INSERT,
+                    table_entry(
+                        self.p4info,
+                        "slow_path_pin",
+                        {"zone": ZONE_INSIDE, "ipv4_src": (ip(server), 32)},
+                        "to_slow_path",
+                        {"port": 3},
+                    ),
+                )
+            ]
+        )
+        reply = from_host(server, udp(80, 40000))
+        self.send(INSIDE, reply)
+        self.expect(INSIDE2, tagged(reply, ZONE_INSIDE))
+        other = on_outside[1] if len(on_outside) > 1 else None
+        if other is not None:
+            pkt = from_host(other, udp(5001, 53))
+            self.send(INSIDE, pkt)
+            self.expect(OUTSIDE, tagged(pkt, ZONE_INSIDE))
+        self.expect_nothing()
+
+
+@group("offload")
+class OffloadPeerVidHandsOver(OffloadProgramTest):
+    """An instance sends a packet for another with that one's peer VID: the
+    switch hands it over untouched but for the tag (the hand-off VID, 4), no
+    NAT, no routing; a peer VID without an entry is dropped SLOW_PATH_TAG."""
+
+    def runTest(self) -> None:
+        self.skip_unless_switch()
+        # switch ports 1 (PTF INSIDE) and 3 (INSIDE2) are the instances
+        self.slow_path_ports([1, 3], inside_ports=[1])
+        self.write(
+            [
+                update(
+                    INSERT,
+                    table_entry(
+                        self.p4info, "slow_path_peer", {"vid": 16 + i}, "hand_off", {"port": port}
+                    ),
+                )
+                for i, port in enumerate((1, 3))
+            ]
+        )
+        # a hairpin's first pass on the instance at port 1: our own source
+        hairpin = IP(src="203.0.113.1", dst="203.0.113.2", ttl=63) / udp(2000, 40000) / b"h"
+        frame = Ether(src="02:00:00:00:0f:01", dst="02:00:00:00:fe:fe")
+        self.send(INSIDE, frame / Dot1Q(vlan=17) / hairpin)
+        self.expect(INSIDE2, frame / Dot1Q(vlan=4) / hairpin)
+
+        tag = self.drops("slow_path_tag")
+        self.send(INSIDE, frame / Dot1Q(vlan=18) / hairpin)
+        # the hand-off VID itself is the switch's to send, not to take
+        self.send(INSIDE, frame / Dot1Q(vlan=4) / hairpin)
+        self.expect_nothing()
+        self.assertEqual(self.drops("slow_path_tag"), tag + 2)

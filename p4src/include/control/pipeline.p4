@@ -8,9 +8,11 @@
 //   packet-out decode -> (DIRECT: out, nothing else runs;
 //                         ROUTE: routing_v4 only, the controller translated)
 //   parser / checksum errors -> port_zone ->
-//   slow-path port: untag -> routing_v4 only (translated by swpath)
+//   slow-path port: untag -> routing_v4 only (translated by swpath);
+//                   a peer VID: slow_path_peer, out to that instance
 //   ARP:  arp_reply
-//   IPv4: input_check (flags, ports, addresses) -> slow_path_in2out |
+//   IPv4: input_check (flags, ports, addresses) -> slow_path_pin /
+//         slow_path_in2out |
 //         slow_path_out2in (offload mode) -> nat_in2out | nat_out2in
 //         hit:  rewrite -> routing_v4
 //         miss: local_address (echo reply) -> dnat_scope / snat_scope
@@ -44,6 +46,7 @@ control QuickNatIngress(inout headers_t hdr,
     NatIngress() nat;
     NatScopeIngress() nat_scope;
     SlowPathIngress() slow_path;
+    SlowPathPeerIngress() slow_path_peer;
     RoutingIngress() routing;
     PacketInIngress() punt;
 
@@ -69,21 +72,23 @@ control QuickNatIngress(inout headers_t hdr,
             // carries it, and always (slow_path.p4).
             if (local_md.drop_reason == DropReason_t.NONE) {
                 if (local_md.zone == ZONE_SLOW_PATH) {
-                    if (!hdr.vlan.isValid()
-                            || (hdr.vlan.vid != (bit<12>)ZONE_INSIDE
-                                && hdr.vlan.vid != (bit<12>)ZONE_OUTSIDE)) {
+                    if (!hdr.vlan.isValid()) {
                         local_md.drop_reason = DropReason_t.SLOW_PATH_TAG;
-                    } else {
+                    } else if (hdr.vlan.vid == (bit<12>)ZONE_INSIDE
+                               || hdr.vlan.vid == (bit<12>)ZONE_OUTSIDE) {
                         hdr.ethernet.eth_type = hdr.vlan.eth_type;
                         hdr.vlan.setInvalid();
                         local_md.from_slow_path = true;
+                    } else {
+                        // for another instance, or a drop (SLOW_PATH_TAG)
+                        slow_path_peer.apply(hdr, local_md);
                     }
                 } else if (hdr.vlan.isValid()) {
                     local_md.drop_reason = DropReason_t.UNSUPPORTED_ETHERTYPE;
                 }
             }
 
-            if (local_md.drop_reason == DropReason_t.NONE) {
+            if (local_md.drop_reason == DropReason_t.NONE && !local_md.forward) {
                 if (hdr.arp.isValid()) {
                     if (local_md.from_slow_path) {
                         // instances use static neighbours: nothing to answer

@@ -19,6 +19,16 @@
 //                 lowest-priority entry per pool prefix catches what has no
 //                 port (ICMP errors: the switch does not parse the packet
 //                 they quote, so one instance takes them all).
+//   pinned:       slow_path_pin, LPM on the inside source ahead of the
+//                 selector: the hosts of rules that are not a pool's (DNAT
+//                 servers, SNAT to one address) live on the instance that
+//                 takes their outside packets (the lowest-priority entry's).
+// Between instances (several behind one switch): an instance sends a packet
+// that belongs to another (an ICMP error about the other's port, a hairpin
+// to the other's mapping) back with a peer VID (>= SLOW_PATH_VID_PEER_MIN);
+// slow_path_peer sends it on to that instance tagged SLOW_PATH_VID_HANDOFF,
+// untouched: the owner takes it as an outside packet it is given, not one
+// from a link (its source may be our own address).
 // The packet goes out of the instance's port as it arrived, with an 802.1Q
 // tag whose VID is the zone it arrived from. What comes back on a
 // slow-path port (zone ZONE_SLOW_PATH, VID = the zone it leaves to) is
@@ -38,6 +48,22 @@ control SlowPathIngress(inout headers_t hdr,
     }
 
     // One member per instance, one group of them all; crc16 over ipv4_src.
+    // slow_path_pin: inside-zone packets whose source a rule that is not a
+    // pool's covers; zone exact (1), ipv4_src LPM -> to_slow_path(port).
+    // Miss: the selector.
+    table slow_path_pin {
+        key = {
+            local_md.zone: exact @name("zone");
+            hdr.ipv4.src_addr: lpm @name("ipv4_src");
+        }
+        actions = {
+            to_slow_path;
+            @defaultonly NoAction;
+        }
+        const default_action = NoAction();
+        size = SLOW_PATH_PIN_TABLE_SIZE;
+    }
+
     @name("slow_path_selector")
     action_selector(HashAlgorithm.crc16, SLOW_PATH_MEMBERS, 16) slow_path_selector;
 
@@ -81,9 +107,44 @@ control SlowPathIngress(inout headers_t hdr,
         if (local_md.injected) {
             // a controller-mode packet-out: the controller decided already
         } else if (local_md.zone == ZONE_INSIDE) {
-            slow_path_in2out.apply();
+            if (!slow_path_pin.apply().hit) {
+                slow_path_in2out.apply();
+            }
         } else if (local_md.zone == ZONE_OUTSIDE) {
             slow_path_out2in.apply();
+        }
+    }
+}
+
+// A packet an instance hands to another (a tagged frame from a slow-path
+// port whose VID is a peer VID): re-tagged SLOW_PATH_VID_HANDOFF, out of the
+// owner's port, nothing else changed (the sender translated what it could).
+control SlowPathPeerIngress(inout headers_t hdr,
+                            inout local_metadata_t local_md) {
+
+    action hand_off(PortId_t port) {
+        hdr.vlan.vid = SLOW_PATH_VID_HANDOFF;
+        local_md.egress_port = port;
+        local_md.forward = true;
+    }
+
+    // slow_path_peer: vid exact -> hand_off(port), one entry per instance
+    // (its peer VID). Miss: drop SLOW_PATH_TAG.
+    table slow_path_peer {
+        key = {
+            hdr.vlan.vid: exact @name("vid");
+        }
+        actions = {
+            hand_off;
+            @defaultonly NoAction;
+        }
+        const default_action = NoAction();
+        size = SLOW_PATH_PEER_TABLE_SIZE;
+    }
+
+    apply {
+        if (!slow_path_peer.apply().hit) {
+            local_md.drop_reason = DropReason_t.SLOW_PATH_TAG;
         }
     }
 }
