@@ -498,6 +498,69 @@ parse_neighbor(const struct words *words, struct sp_cmd_neighbor *c,
 	return 0;
 }
 
+/* "LOW-HIGH" within 1-65535, LOW <= HIGH. */
+static int
+parse_port_range(const char *s, uint16_t *low, uint16_t *high)
+{
+	uint64_t lo, hi;
+	char buf[16];
+	char *dash;
+
+	if (strlen(s) >= sizeof(buf))
+		return -1;
+	strcpy(buf, s);
+	dash = strchr(buf, '-');
+	if (dash == NULL)
+		return -1;
+	*dash = '\0';
+	if (parse_uint(buf, 1, 65535, &lo) < 0 ||
+	    parse_uint(dash + 1, 1, 65535, &hi) < 0 || lo > hi)
+		return -1;
+	*low = (uint16_t)lo;
+	*high = (uint16_t)hi;
+	return 0;
+}
+
+static int
+parse_peer(const struct words *words, struct sp_cmd_peer *c, char *err,
+	   size_t errlen)
+{
+	const char *verb = "peer";
+	const char *v;
+	bool has_vid = false, has_ports = false;
+
+	for (unsigned i = 1; i < words->n; i++) {
+		const char *k = words->w[i];
+		uint64_t n;
+
+		if (strcmp(k, "vid") == 0) {
+			VALUE();
+			/* 1-15 are the zones' and the hand-off's (slow_path.p4) */
+			if (parse_uint(v, 16, 4094, &n) < 0)
+				return sp_fail(err, errlen,
+					    "peer: vid %s: must be 16..4094", v);
+			c->vid = (uint16_t)n;
+			has_vid = true;
+		} else if (strcmp(k, "ports") == 0) {
+			VALUE();
+			if (parse_port_range(v, &c->port_min, &c->port_max) < 0)
+				return sp_fail(err, errlen,
+					    "peer: ports %s: must be LOW-HIGH within 1-65535",
+					    v);
+			has_ports = true;
+		} else if (strcmp(k, "self") == 0) {
+			c->self = true;
+		} else {
+			return sp_fail(err, errlen,
+				    "peer: unknown word '%s' (vid, ports, self)", k);
+		}
+	}
+	if (!has_vid || !has_ports)
+		return sp_fail(err, errlen,
+			    "peer: needs a vid and ports (peer vid V ports LOW-HIGH [self])");
+	return 0;
+}
+
 static bool
 is_pool_keyword(const char *w)
 {
@@ -528,23 +591,9 @@ parse_pool(const struct words *words, struct sp_cmd_pool *c, char *err,
 		const char *k = words->w[i];
 
 		if (strcmp(k, "ports") == 0) {
-			uint64_t lo, hi;
-			char buf[16];
-			char *dash;
-
 			VALUE();
-			if (strlen(v) >= sizeof(buf))
+			if (parse_port_range(v, &c->port_min, &c->port_max) < 0)
 				goto bad_range;
-			strcpy(buf, v);
-			dash = strchr(buf, '-');
-			if (dash == NULL)
-				goto bad_range;
-			*dash = '\0';
-			if (parse_uint(buf, 1, 65535, &lo) < 0 ||
-			    parse_uint(dash + 1, 1, 65535, &hi) < 0 || lo > hi)
-				goto bad_range;
-			c->port_min = (uint16_t)lo;
-			c->port_max = (uint16_t)hi;
 		} else if (strcmp(k, "preserve_parity") == 0 ||
 			   strcmp(k, "preserve_port") == 0) {
 			bool *flag = strcmp(k, "preserve_parity") == 0 ?
@@ -1100,6 +1149,10 @@ sp_cmd_parse(const char *line, struct sp_cmd *cmd, char *err, size_t errlen)
 		cmd->u.after_packets = (uint8_t)after;
 		return 0;
 	}
+	if (strcmp(verb, "peer") == 0) {
+		cmd->verb = SP_CMD_PEER;
+		return parse_peer(&words, &cmd->u.peer, err, errlen);
+	}
 	if (strcmp(verb, "session") == 0) {
 		cmd->verb = SP_CMD_SESSION;
 		return parse_session(&words, &cmd->u.session, err, errlen);
@@ -1112,6 +1165,6 @@ sp_cmd_parse(const char *line, struct sp_cmd *cmd, char *err, size_t errlen)
 		return 0;
 	}
 	return sp_fail(err, errlen,
-		    "unknown command '%s' (interface, route, neighbor, pool, rule, timeouts, filtering, limits, icmp, logging, rules, sessions, session, stats, subscribe, offload)",
+		    "unknown command '%s' (interface, route, neighbor, pool, rule, timeouts, filtering, limits, icmp, logging, rules, sessions, session, stats, subscribe, offload, peer)",
 		    verb);
 }

@@ -80,6 +80,7 @@ enum sp_verb {
 	SP_CMD_SUBSCRIBE,       /* subscribe sessions: the event stream */
 	SP_CMD_SESSION,         /* session offload|idle: offload mode */
 	SP_CMD_OFFLOAD,         /* offload after_packets N */
+	SP_CMD_PEER,            /* peer vid V ports LOW-HIGH [self] */
 };
 
 enum sp_rule_target {
@@ -223,6 +224,15 @@ struct sp_cmd_session {
 	uint8_t pad[2];
 };
 
+/* `peer vid V ports LOW-HIGH [self]`: one slow-path instance behind the
+ * switch, in the switch's order (the first takes what no block has), and
+ * whether it is this one (peer.h). */
+struct sp_cmd_peer {
+	uint16_t vid;           /* its peer VID (slow_path_peer) */
+	uint16_t port_min, port_max;    /* its port block of the pools */
+	bool self;
+};
+
 struct sp_cmd {
 	enum sp_verb verb;
 	union {
@@ -239,6 +249,7 @@ struct sp_cmd {
 		struct sp_cmd_icmp icmp;
 		struct sp_cmd_sessions sessions;
 		struct sp_cmd_session session;
+		struct sp_cmd_peer peer;
 		uint8_t after_packets;
 	} u;
 };

@@ -23,6 +23,7 @@
 #include "event_export.h"
 #include "events.h"
 #include "fwd.h"
+#include "peer.h"
 #include "qns.h"
 #include "session_stream.h"
 #include "sp.h"
@@ -568,6 +569,8 @@ sp_apply(const struct sp_cmd *cmd, struct sp_buf *out, char *err,
 		__atomic_store_n(&sp_stream_after_packets, cmd->u.after_packets,
 				 __ATOMIC_RELAXED);
 		return 0;
+	case SP_CMD_PEER:
+		return sp_peer_add(&cmd->u.peer, err, errlen);
 	case SP_CMD_SUBSCRIBE:
 		/* the connection becomes the stream (ctl_socket.c) */
 		return sp_fail(err, errlen,

@@ -3,6 +3,7 @@
 
 #include "fastpath.h"
 #include "frag.h"
+#include "peer.h"
 #include "qns.h"
 
 /*
@@ -356,13 +357,19 @@ void
 sp_hairpin(struct sp_worker *w, struct rte_mbuf *m, struct sp_pkt *p,
 	   uint16_t iface, const struct sp_runtime *rt)
 {
-	/* It enters again as from outside: the worker RSS would give it there
-	 * (for an ICMP error, the owner of the quoted packet's source). */
-	unsigned owner = sp.n_workers > 1 ?
-		sp_owner_of(m, SP_ZONE_OUTSIDE) : 0;
+	int peer = sp_peer_elsewhere(m);
+	unsigned owner;
 
 	RTE_SET_USED(p);
 	SP_INC(w, hairpin);
+	/* a mapping of another instance behind the switch (peer.h) */
+	if (unlikely(peer >= 0)) {
+		sp_peer_send(w, m, (unsigned)peer);
+		return;
+	}
+	/* It enters again as from outside: the worker RSS would give it there
+	 * (for an ICMP error, the owner of the quoted packet's source). */
+	owner = sp.n_workers > 1 ? sp_owner_of(m, SP_ZONE_OUTSIDE) : 0;
 	if (owner != w->index) {
 		sp_handoff(w, m, owner, SP_META_OUTSIDE);
 		return;
@@ -378,41 +385,40 @@ sp_dispatch_owner(struct rte_mbuf *m, uint16_t iface)
 }
 
 /*
- * Software RSS over the same fields as the NIC would hash (rss.h). Anything
- * that is not a well-formed flow stays with worker 0, which drops or answers
- * it after a full parse.
+ * The external end of an outside packet: its destination (address, port;
+ * ICMP echo: identifier), or for an ICMP error the quoted packet's source,
+ * which was ours. 0 when it has none (not IPv4, a fragment, truncated).
  */
-unsigned
-sp_owner_of(struct rte_mbuf *m, unsigned zone)
+int
+sp_outside_end(struct rte_mbuf *m, uint32_t *addr, uint16_t *port)
 {
 	uint16_t len = rte_pktmbuf_data_len(m);
 	const uint8_t *d = rte_pktmbuf_mtod(m, const uint8_t *);
 	const struct rte_ipv4_hdr *ip;
 	const uint8_t *l4;
 	unsigned ihl;
-	uint16_t port;
+	rte_be16_t be_port;
 
 	if (len < sizeof(struct rte_ether_hdr) + sizeof(*ip) ||
 	    ((const struct rte_ether_hdr *)d)->ether_type !=
 		    RTE_BE16(RTE_ETHER_TYPE_IPV4))
 		return 0;
 	ip = (const struct rte_ipv4_hdr *)(d + sizeof(struct rte_ether_hdr));
-	if (zone == SP_ZONE_INSIDE)
-		return sp_owner_inside(&sp.rss, rte_be_to_cpu_32(ip->src_addr));
 	ihl = (ip->version_ihl & 0x0f) * 4u;
 	if (ihl < 20 || len < sizeof(struct rte_ether_hdr) + ihl + 8 ||
 	    (ip->fragment_offset &
 	     RTE_BE16(RTE_IPV4_HDR_MF_FLAG | RTE_IPV4_HDR_OFFSET_MASK)))
 		return 0;
 	l4 = (const uint8_t *)ip + ihl;
+	*addr = rte_be_to_cpu_32(ip->dst_addr);
 	switch (ip->next_proto_id) {
 	case IPPROTO_TCP:
 	case IPPROTO_UDP:
-		memcpy(&port, l4 + 2, sizeof(port));
+		memcpy(&be_port, l4 + 2, sizeof(be_port));
 		break;
 	case IPPROTO_ICMP:
 		if (l4[0] == SP_ICMP_ECHO_REQUEST || l4[0] == SP_ICMP_ECHO_REPLY) {
-			memcpy(&port, l4 + 4, sizeof(port));
+			memcpy(&be_port, l4 + 4, sizeof(be_port));
 			break;
 		}
 		if (sp_icmp_is_error(l4[0])) {
@@ -428,19 +434,46 @@ sp_owner_of(struct rte_mbuf *m, unsigned zone)
 				return 0;
 			l4 = (const uint8_t *)in + iihl;
 			if (in->next_proto_id == IPPROTO_ICMP)
-				memcpy(&port, l4 + 4, sizeof(port));
+				memcpy(&be_port, l4 + 4, sizeof(be_port));
 			else
-				memcpy(&port, l4, sizeof(port));
-			return sp_owner_outside(&sp.rss,
-						rte_be_to_cpu_32(in->src_addr),
-						rte_be_to_cpu_16(port));
+				memcpy(&be_port, l4, sizeof(be_port));
+			*addr = rte_be_to_cpu_32(in->src_addr);
+			break;
 		}
 		return 0;
 	default:
 		return 0;
 	}
-	return sp_owner_outside(&sp.rss, rte_be_to_cpu_32(ip->dst_addr),
-				rte_be_to_cpu_16(port));
+	*port = rte_be_to_cpu_16(be_port);
+	return 1;
+}
+
+/*
+ * Software RSS over the same fields as the NIC would hash (rss.h). Anything
+ * that is not a well-formed flow stays with worker 0, which drops or answers
+ * it after a full parse.
+ */
+unsigned
+sp_owner_of(struct rte_mbuf *m, unsigned zone)
+{
+	uint32_t addr;
+	uint16_t port;
+
+	if (zone == SP_ZONE_INSIDE) {
+		uint16_t len = rte_pktmbuf_data_len(m);
+		const uint8_t *d = rte_pktmbuf_mtod(m, const uint8_t *);
+		const struct rte_ipv4_hdr *ip = (const void *)
+			(d + sizeof(struct rte_ether_hdr));
+
+		if (len < sizeof(struct rte_ether_hdr) + sizeof(*ip) ||
+		    ((const struct rte_ether_hdr *)d)->ether_type !=
+			    RTE_BE16(RTE_ETHER_TYPE_IPV4))
+			return 0;
+		return sp_owner_inside(&sp.rss, rte_be_to_cpu_32(ip->src_addr));
+	}
+	if (!sp_outside_end(m, &addr, &port))
+		return 0;
+	return sp_owner_outside(&sp.rss, addr, port);
 }
 
 void

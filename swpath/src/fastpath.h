@@ -30,6 +30,9 @@ void sp_dispatch_burst(struct sp_worker *w, struct rte_mbuf **pkts,
 unsigned sp_dispatch_owner(struct rte_mbuf *m, uint16_t iface);
 /* The same for a packet arriving in zone (SP_ZONE_*), whatever its port. */
 unsigned sp_owner_of(struct rte_mbuf *m, unsigned zone);
+/* An outside packet's external (address, port), host order: its
+ * destination, or an ICMP error's quoted source; 0 when it has none. */
+int sp_outside_end(struct rte_mbuf *m, uint32_t *addr, uint16_t *port);
 
 /* in2out.c, out2in.c */
 void sp_in2out_miss(struct sp_worker *w, struct rte_mbuf *m, struct sp_pkt *p,

@@ -37,17 +37,13 @@ sp_txq_flush_ring(struct sp_worker *w, struct sp_txq *q)
 	q->n = 0;
 }
 
-/* Queues m for output on interface iface. */
+/* Queues frame m, tagged already if it must be, on interface iface's
+ * queue. */
 static inline void
-sp_tx(struct sp_worker *w, uint16_t iface, struct rte_mbuf *m)
+sp_tx_frame(struct sp_worker *w, uint16_t iface, struct rte_mbuf *m)
 {
 	struct sp_txq *q = &w->tx[iface];
 
-	if (unlikely(sp.ifaces[iface].vlan != 0) &&
-	    unlikely(sp_vlan_tag(&sp.ifaces[iface], m) < 0)) {
-		sp_drop(w, m, SP_CNT_drop_slow_path_tag);
-		return;
-	}
 	SP_INC(w, tx);
 	if (q->buf != NULL) {
 		rte_eth_tx_buffer(q->port, q->queue, q->buf, m);
@@ -56,6 +52,18 @@ sp_tx(struct sp_worker *w, uint16_t iface, struct rte_mbuf *m)
 	q->pend[q->n++] = m;
 	if (q->n == SP_BURST)
 		sp_txq_flush_ring(w, q);
+}
+
+/* Queues m for output on interface iface. */
+static inline void
+sp_tx(struct sp_worker *w, uint16_t iface, struct rte_mbuf *m)
+{
+	if (unlikely(sp.ifaces[iface].vlan != 0) &&
+	    unlikely(sp_vlan_tag(&sp.ifaces[iface], m) < 0)) {
+		sp_drop(w, m, SP_CNT_drop_slow_path_tag);
+		return;
+	}
+	sp_tx_frame(w, iface, m);
 }
 
 static inline void

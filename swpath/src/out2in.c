@@ -6,6 +6,7 @@
  */
 #include "fastpath.h"
 #include "icmp_error.h"
+#include "peer.h"
 
 void
 sp_out2in_miss(struct sp_worker *w, struct rte_mbuf *m, struct sp_pkt *p,
@@ -59,6 +60,16 @@ sp_out2in_icmp_error(struct sp_worker *w, struct rte_mbuf *m,
 	key.dport = *sp_inner_sport(&in);
 	d = sp_nat_lookup(&w->nat, &key);
 	if (d < 0) {
+		/* another instance's port: the switch sends us every error
+		 * (peer.h); the router hop is ours, as it would be there */
+		int peer = *sp_meta(m) & SP_META_OUTSIDE ? -1 :
+							     sp_peer_elsewhere(m);
+
+		if (unlikely(peer >= 0)) {
+			sp_ttl_decrement(p->ip);
+			sp_peer_send(w, m, (unsigned)peer);
+			return;
+		}
 		if (!(*sp_meta(m) & SP_META_HANDED) && sp.n_workers > 1) {
 			unsigned owner = sp_owner_external(
 				in.proto, rte_be_to_cpu_32(key.dst),

@@ -19,6 +19,7 @@
 #include "events.h"
 #include "frag.h"
 #include "log.h"
+#include "peer.h"
 #include "memory.h"
 #include "qns.h"
 #include "session_stream.h"
@@ -360,6 +361,8 @@ int
 sp_setup_ports(char *err, size_t errlen)
 {
 	sp_vlan_setup();
+	if (sp_peers_setup(err, errlen) < 0)
+		return -1;
 	for (unsigned i = 0; i < sp.n_ifaces; i++)
 		if (sp_port_first_iface(i) &&
 		    port_setup(&sp.ifaces[i], err, errlen) < 0)

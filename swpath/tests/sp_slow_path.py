@@ -31,7 +31,7 @@ from quicknat.addr import format_ipv4
 from quicknat.controller.status import query
 from quicknat.nat.allocator import Endpoint
 from quicknat.offload.stream import SessionEvent, parse_event
-from scapy.layers.inet import IP, TCP, UDP
+from scapy.layers.inet import ICMP, IP, TCP, UDP, UDPerror
 from scapy.layers.l2 import Dot1Q, Ether
 from scapy.packet import Packet, Raw
 from scapy.sendrecv import AsyncSniffer, sendp
@@ -50,6 +50,11 @@ SWITCH_IN_MAC, SWITCH_OUT_MAC, SWITCH_SP_MAC = (
 SP_IN_MAC, SP_OUT_MAC = "02:00:00:00:0a:01", "02:00:00:00:0a:02"
 GATEWAY_MAC = "02:00:00:00:00:fe"
 POOL = ip_network("203.0.113.0/29")
+# Two instances behind the switch (peer.h): this one owns ports 1024-40000
+# of the pool, its peer (VID 17) the rest; the switch hands a peer's packets
+# over with VID 4.
+OWN_BLOCK, PEER_BLOCK = (1024, 40000), (40001, 65535)
+SELF_VID, PEER_VID, HANDOFF_VID = 16, 17, 4
 HOSTS = [f"10.0.0.{i}" for i in range(10, 26)]
 REMOTE = "198.51.100.10"
 
@@ -67,7 +72,9 @@ COMMANDS = (
     "route 0.0.0.0/0 dev outside via 192.0.2.6\n"
     f"neighbor 192.0.2.2 mac {SWITCH_SP_MAC} dev inside\n"
     f"neighbor 192.0.2.6 mac {SWITCH_SP_MAC} dev outside\n"
-    f"pool public ports 1024-65535 addresses {POOL}\n"
+    f"pool public ports {OWN_BLOCK[0]}-{OWN_BLOCK[1]} addresses {POOL}\n"
+    f"peer vid {SELF_VID} ports {OWN_BLOCK[0]}-{OWN_BLOCK[1]} self\n"
+    f"peer vid {PEER_VID} ports {PEER_BLOCK[0]}-{PEER_BLOCK[1]}\n"
     "rule add id 1 type snat prefix 10.0.0.0/24 protocol any pool public\n"
     # endpoint-independent for UDP: case_hairpin sends to another host's mapping
     "filtering udp endpoint-independent tcp address-dependent icmp address-dependent\n"
@@ -235,6 +242,84 @@ def case_not_slow_path_checks_the_mac(nat: Nat) -> None:
     )
     eq(len(got), 1, "translated")
     eq(got[0][UDP].sport, MAPPINGS[HOSTS[3]][1], "the host's mapping again")
+
+
+def case_icmp_error_for_a_peer_goes_to_it(nat: Nat) -> None:
+    """The switch sends every ICMP error from outside to the first instance
+    (it does not read the quoted port); one about a port of the peer's block
+    goes on to the peer, through the switch, as it came but for the hop."""
+    before = nat.stats()["counters"]
+    quoted = IP(src="203.0.113.2", dst=REMOTE, ttl=3) / UDP(sport=50000, dport=53)
+    err = IP(src="198.51.100.99", dst="203.0.113.2", ttl=30) / ICMP(type=11, code=0) / quoted
+    got = exchange([from_switch(ZONE_OUTSIDE, SWITCH_OUT_MAC, GATEWAY_MAC, err)], 1)
+    eq(len(got), 1, "handed on")
+    p = got[0]
+    eq(p[Dot1Q].vlan, PEER_VID, "VID: the peer's")
+    eq(p[Ether].src, SP_OUT_MAC, "from the outside sub-interface")
+    eq((p[IP].src, p[IP].dst, p[IP].ttl), ("198.51.100.99", "203.0.113.2", 29))
+    eq((p[ICMP].type, p[UDPerror].sport), (11, 50000), "quote untouched")
+    assert IP(bytes(p[IP].copy())).chksum == p[IP].chksum, "IPv4 checksum"
+    after = nat.stats()["counters"]
+    eq(after["peer_handoff"] - before.get("peer_handoff", 0), 1, "peer_handoff")
+    eq(after["icmp_error_out2in"], before["icmp_error_out2in"], "not translated here")
+
+
+def case_hairpin_to_a_peers_mapping(nat: Nat) -> None:
+    """A host here sends to a mapping of the peer's block: the source is
+    translated here (a hairpin's first pass), the rest is the peer's."""
+    a = HOSTS[4]
+    before = nat.stats()["counters"]
+    got = exchange(
+        [
+            from_switch(
+                ZONE_INSIDE,
+                SWITCH_IN_MAC,
+                host_mac(a),
+                IP(src=a, dst="203.0.113.3", ttl=64) / UDP(sport=5004, dport=45000) / Raw(b"x"),
+            )
+        ],
+        1,
+    )
+    eq(len(got), 1, "handed on")
+    p = got[0]
+    eq(p[Dot1Q].vlan, PEER_VID, "VID: the peer's")
+    eq((p[IP].src, p[UDP].sport), MAPPINGS[a], "source: a's mapping")
+    eq((p[IP].dst, p[UDP].dport, p[IP].ttl), ("203.0.113.3", 45000, 63))
+    assert checksums_hold(p), p.summary()
+    after = nat.stats()["counters"]
+    eq(after["peer_handoff"] - before["peer_handoff"], 1, "peer_handoff")
+    eq(after["hairpin"] - before["hairpin"], 1, "hairpin")
+
+
+def case_handed_over_by_a_peer(nat: Nat) -> None:
+    """What the switch hands over (VID 4) is a hairpin's second pass: from
+    one of our own addresses, which a packet from a link may not be, to a
+    mapping here, and out to the host; an ICMP error about a peer's port is
+    never passed on again (no loop between instances)."""
+    b = HOSTS[5]
+    ext_b, port_b = MAPPINGS[b]
+    before = nat.stats()["counters"]
+    hp = IP(src="203.0.113.4", dst=ext_b, ttl=63) / UDP(sport=45001, dport=port_b) / Raw(b"y")
+    quoted = IP(src="203.0.113.2", dst=REMOTE) / UDP(sport=50001, dport=53)
+    err = IP(src="198.51.100.99", dst="203.0.113.2") / ICMP(type=3, code=3) / quoted
+    got = exchange(
+        [
+            from_switch(HANDOFF_VID, SWITCH_SP_MAC, SWITCH_SP_MAC, hp),
+            from_switch(HANDOFF_VID, SWITCH_SP_MAC, SWITCH_SP_MAC, err),
+        ],
+        1,
+    )
+    eq(len(got), 1, "the hairpin only")
+    p = got[0]
+    eq(p[Dot1Q].vlan, ZONE_INSIDE, "VID")
+    eq((p[IP].src, p[UDP].sport), ("203.0.113.4", 45001), "the peer's mapping")
+    eq((p[IP].dst, p[UDP].dport, p[IP].ttl), (b, 5000 + HOSTS.index(b), 63))
+    assert checksums_hold(p), p.summary()
+    after = nat.stats()["counters"]
+    eq(after["peer_received"] - before.get("peer_received", 0), 2, "peer_received")
+    eq(after["peer_handoff"], before["peer_handoff"], "nothing passed on again")
+    eq(after["drop_icmp_error"] - before.get("drop_icmp_error", 0), 1, "drop_icmp_error")
+    eq(after["drop_martian"], before.get("drop_martian", 0), "no link checks")
 
 
 class Stream:
@@ -466,6 +551,9 @@ CASES: list[Callable[[Nat], None]] = [
     case_hairpin_between_two_hosts,
     case_bad_tags_dropped_and_counted,
     case_not_slow_path_checks_the_mac,
+    case_icmp_error_for_a_peer_goes_to_it,
+    case_hairpin_to_a_peers_mapping,
+    case_handed_over_by_a_peer,
     case_stream_snapshot_then_tcp_life,
     case_session_offload_command,
     case_stream_after_packets,

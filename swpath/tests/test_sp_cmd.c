@@ -123,6 +123,19 @@ test_session(void **state)
 	assert_int_equal(c.u.after_packets, 2);
 	parse_err("offload after_packets 0", "after_packets 0: must be 1..255");
 	parse_err("offload packets 2", "offload: offload after_packets N");
+	/* instances behind one switch (peer.h) */
+	c = parse_ok("peer vid 17 ports 33280-65535 self");
+	assert_int_equal(c.verb, SP_CMD_PEER);
+	assert_int_equal(c.u.peer.vid, 17);
+	assert_int_equal(c.u.peer.port_min, 33280);
+	assert_int_equal(c.u.peer.port_max, 65535);
+	assert_true(c.u.peer.self);
+	c = parse_ok("peer ports 1024-33279 vid 16");
+	assert_false(c.u.peer.self);
+	parse_err("peer vid 4 ports 1024-2047", "vid 4: must be 16..4094");
+	parse_err("peer vid 16 ports 2047-1024", "ports 2047-1024: must be LOW-HIGH");
+	parse_err("peer vid 16", "needs a vid and ports");
+	parse_err("peer vid 16 ports 1-2 first", "unknown word 'first'");
 	parse_ok("subscribe sessions");
 	parse_err("subscribe rules", "subscribe: what to? (subscribe sessions)");
 }
