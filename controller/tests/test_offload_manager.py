@@ -402,10 +402,22 @@ def test_the_slow_path_entries_follow_the_configuration() -> None:
     assert [m.member_id for m in groups[0].action_profile_group.members] == [1, 2]
     names = [TABLES[t.table_entry.table_id] for t in tables]
     # the inside zone's group; sp0's block 1024-32767 (5 ternaries), sp1's
-    # 32768-65535 (1); the pool's and the DNAT address's catch-alls
-    assert names == ["slow_path_in2out"] + ["slow_path_out2in"] * 8
-    priorities = [t.table_entry.priority for t in tables[1:]]
+    # 32768-65535 (1); the pool's and the DNAT address's catch-alls; the
+    # DNAT server pinned to sp0 (its address is no pool's: the catch-all's
+    # instance); each instance's peer VID
+    assert names == (
+        ["slow_path_in2out"] + ["slow_path_out2in"] * 8 + ["slow_path_pin"] + ["slow_path_peer"] * 2
+    )
+    priorities = [t.table_entry.priority for t in tables[1:9]]
     assert priorities == [10] * 6 + [1, 1]
+    pin = tables[9].table_entry
+    assert (pin.match[1].lpm.value, pin.match[1].lpm.prefix_len) == (bytes([10, 0, 0, 5]), 32)
+    assert pin.action.action.params[0].value == bytes([9])  # sp0's port
+    peers = [
+        (t.table_entry.match[0].exact.value, t.table_entry.action.action.params[0].value)
+        for t in tables[10:]
+    ]
+    assert peers == [(bytes([16]), bytes([9])), (bytes([17]), bytes([10]))]
     static = static_entries(PIPELINE.p4info, config)
     zones = [e for e in static if TABLES[e.table_id] == "port_zone"]
     assert len(zones) == 4  # in0, out0, and the two slow-path ports (zone 3)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from quicknat.addr import format_ipv4
+from quicknat.config.instances import peer_commands
 from quicknat.config.model import DEFAULT_MTU, Config, EventLog, Logging, Pool, Zone
 from quicknat.config.values import display
 from quicknat.rules import DnatTo, Rule, SnatToAddress, SnatToPool
@@ -160,7 +161,8 @@ def slow_path_commands(config: Config, name: str) -> list[str]:
     configuration: the two zones as 802.1Q sub-interfaces of its DPDK port 0,
     the inside networks and everything else back through the switch, and the
     switch's pools cut to the instance's port block (RFC 7422), its rules,
-    timeouts, filtering, limits, ICMP and logging as they are.
+    timeouts, filtering, limits, ICMP and logging as they are; with several
+    instances, each of them as a `peer` (config/instances.py).
     ValueError when there is no such instance, or a pool has no port in its
     block."""
     by_name = {sp.name: sp for sp in config.slow_paths}
@@ -202,4 +204,5 @@ def slow_path_commands(config: Config, name: str) -> list[str]:
     lines += [pool_command(pool) for pool in pools]
     lines += shared[1:]  # rules and settings (after its "# from" line)
     lines.append(f"offload after_packets {config.offload.after_packets}")
+    lines += peer_commands(config, name)
     return lines

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from quicknat.addr import Prefix
-from quicknat.config import values
+from quicknat.config import instances, values
 from quicknat.config.model import (
     DEFAULT_MTU,
     MTU_MAX,
@@ -133,7 +133,7 @@ class _Parser:
         slow_paths = self.slow_paths(interfaces)
         if self.p.errors:
             return None
-        return Config(
+        config = Config(
             source=self.p.source,
             interfaces=interfaces,
             routes=routes,
@@ -149,6 +149,12 @@ class _Parser:
             offload=self.offload(),
             warnings=tuple(self.p.warnings),
         )
+        try:
+            instances.pins(config)
+        except ValueError as exc:
+            self.p.error("slow_path", str(exc))
+            return None
+        return config
 
     def _declared_names(self, section: str) -> set[str]:
         """Names given in a section, valid entries or not: a reference to an entry

@@ -8,15 +8,19 @@ from __future__ import annotations
 
 import enum
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from finsy.proto import p4r
 
 from quicknat.addr import Prefix, format_ipv4
+from quicknat.config.instances import peer_vid, pins
 from quicknat.config.model import Config, Interface, Zone
 from quicknat.nat.session import FlowKey, Rewrite, Session
 from quicknat.p4rt.entities import (
+    Exact,
+    Lpm,
     Ternary,
     action_profile_group,
     action_profile_member,
@@ -278,7 +282,10 @@ def slow_path_entries(p4info: P4Info, config: Config) -> list[list[p4r.Entity]]:
     that name the group): every instance a member of one selector group for
     the inside zone; outside packets for a pool address by port block (RFC
     7422) to the block's instance, and, at the lowest priority, what has no
-    port (ICMP errors) and DNAT addresses to the first instance."""
+    port (ICMP errors), DNAT and SNAT `to` addresses to the first instance.
+    With several instances, the hosts of those rules pinned to the instance
+    that takes their outside packets, and each instance's peer VID
+    (config/instances.py)."""
     instances = config.slow_paths
     if not instances:
         return []
@@ -309,40 +316,41 @@ def slow_path_entries(p4info: P4Info, config: Config) -> list[list[p4r.Entity]]:
             )
         )
     ]
+
+    def to(
+        table: str, match: Mapping[str, Exact | Lpm | Ternary], index: int, priority: int = 0
+    ) -> p4r.Entity:
+        port = {"port": instances[index].port}
+        return p4r.Entity(
+            table_entry=table_entry(p4info, table, match, "to_slow_path", port, priority=priority)
+        )
+
     prefixes = sorted({p for pool in config.pools for p in pool.addresses}, key=str)
     for prefix in prefixes:
         dst = Ternary(prefix.address, prefix.mask)
-        for sp in instances:
+        for index, sp in enumerate(instances):
             for block in port_block_ternaries(sp.port_min, sp.port_max):
                 match = {"ipv4_dst": dst, "has_ports": Ternary(1, 1), "l4_dport": block}
-                tables.append(
-                    p4r.Entity(
-                        table_entry=table_entry(
-                            p4info,
-                            "slow_path_out2in",
-                            match,
-                            "to_slow_path",
-                            {"port": sp.port},
-                            priority=10,
-                        )
-                    )
-                )
-    catch_all = prefixes + [
-        r.prefix for r in config.rules if r.kind is RuleKind.DNAT and r.prefix not in prefixes
-    ]
-    for prefix in catch_all:
-        tables.append(
+                tables.append(to("slow_path_out2in", match, index, priority=10))
+    public = [p for p in config.public_prefixes() if p not in prefixes]
+    for prefix in prefixes + sorted(set(public), key=str):
+        match = {"ipv4_dst": Ternary(prefix.address, prefix.mask)}
+        tables.append(to("slow_path_out2in", match, 0, priority=1))
+    for prefix, index in pins(config):
+        pin: dict[str, Exact | Lpm | Ternary] = {
+            "zone": ZONE_VALUE[Zone.INSIDE],
+            "ipv4_src": (prefix.address, prefix.length),
+        }
+        tables.append(to("slow_path_pin", pin, index))
+    if len(instances) > 1:
+        tables += [
             p4r.Entity(
                 table_entry=table_entry(
-                    p4info,
-                    "slow_path_out2in",
-                    {"ipv4_dst": Ternary(prefix.address, prefix.mask)},
-                    "to_slow_path",
-                    {"port": instances[0].port},
-                    priority=1,
+                    p4info, "slow_path_peer", {"vid": peer_vid(i)}, "hand_off", {"port": sp.port}
                 )
             )
-        )
+            for i, sp in enumerate(instances)
+        ]
     return [members, [group], tables]
 
 

@@ -1,0 +1,85 @@
+"""Which slow-path instance owns what, with several behind one switch
+(offload mode, docs/offload.md "Several instances"). The switch's steering
+(`program.slow_path_entries`) and each instance's `peer` lines
+(`commands.slow_path_commands`) both follow these functions, so the switch
+and the instances agree on every packet:
+
+- an outside packet for a pool address with a port in an instance's block
+  (RFC 7422) is that instance's;
+- everything else for the NAT's own addresses (DNAT and SNAT `to`
+  addresses, pool ports in no block, ICMP errors, whose quoted port the
+  switch does not read) is the first instance's;
+- an inside host goes where the switch's selector hashes its address,
+  unless a rule that is not a pool's covers it (a DNAT server, a source of
+  an SNAT `to` rule): then it is *pinned* to the instance that takes that
+  rule's outside packets, so the replies meet the session the first packet
+  opened.
+
+Instances are numbered in the configuration's order; instance i's peer VID
+is PEER_VID_MIN + i.
+"""
+
+from __future__ import annotations
+
+from quicknat.addr import Prefix
+from quicknat.config.model import Config
+from quicknat.rules import DnatTo, SnatToAddress
+
+PEER_VID_MIN = 16  # p4src/include/define.p4 SLOW_PATH_VID_PEER_MIN
+
+
+def peer_vid(index: int) -> int:
+    """The VID an instance sends a packet for instance `index` with."""
+    return PEER_VID_MIN + index
+
+
+def owner(config: Config, address: int, port: int | None) -> int:
+    """The index of the instance that takes outside packets to (address,
+    port); port None for a packet without one."""
+    if port is not None and any(address in p for pool in config.pools for p in pool.addresses):
+        for index, instance in enumerate(config.slow_paths):
+            if instance.port_min <= port <= instance.port_max:
+                return index
+    return 0
+
+
+def pins(config: Config) -> list[tuple[Prefix, int]]:
+    """(inside prefix, instance index) for each rule that is not a pool's,
+    when there are several instances: a DNAT rule's servers go to the owner
+    of its published address and port, an SNAT `to` rule's sources to the
+    first instance. ValueError when two rules would put overlapping hosts
+    on two instances (their replies could reach only one)."""
+    if len(config.slow_paths) < 2:
+        return []
+    pinned: list[tuple[Prefix, int, int]] = []  # prefix, instance, rule id
+    for rule in config.rules:
+        target = rule.target
+        if isinstance(target, DnatTo):
+            prefix, index = target.prefix, owner(config, rule.prefix.address, rule.port)
+        elif isinstance(target, SnatToAddress):
+            prefix, index = rule.prefix, 0
+        else:
+            continue
+        for other, other_index, other_id in pinned:
+            if other_index != index and other.overlaps(prefix):
+                names = config.slow_paths
+                raise ValueError(
+                    f"rule {rule.id} puts {prefix} on slow_path {names[index].name} but rule "
+                    f"{other_id} puts {other} on slow_path {names[other_index].name}: "
+                    "the hosts of one rule's replies must be on one instance"
+                )
+        if not any(p == prefix for p, _, _ in pinned):
+            pinned.append((prefix, index, rule.id))
+    return [(prefix, index) for prefix, index, _ in sorted(pinned, key=lambda p: str(p[0]))]
+
+
+def peer_commands(config: Config, name: str) -> list[str]:
+    """Instance `name`'s `peer` lines: every instance, in order, with its peer
+    VID and block, itself marked `self`; none when it is alone."""
+    if len(config.slow_paths) < 2:
+        return []
+    return [
+        f"peer vid {peer_vid(i)} ports {sp.port_min}-{sp.port_max}"
+        + (" self" if sp.name == name else "")
+        for i, sp in enumerate(config.slow_paths)
+    ]

@@ -1,0 +1,124 @@
+"""Several slow-path instances behind one switch (config/instances.py): who
+owns an outside packet, which inside hosts are pinned, each instance's
+`peer` lines; the switch's entries follow the same functions
+(test_offload_manager.py)."""
+
+from __future__ import annotations
+
+import pytest
+from quicknat.addr import Prefix, parse_ipv4
+from quicknat.config import parse_config
+from quicknat.config.commands import slow_path_commands
+from quicknat.config.instances import owner, peer_commands, pins
+from quicknat.config.parse import ConfigError
+
+BASE = """
+[[interface]]
+name = "in0"
+zone = "inside"
+port = 1
+address = "10.0.0.1/24"
+mac = "02:00:00:00:00:01"
+
+[[interface]]
+name = "out0"
+zone = "outside"
+port = 2
+address = "198.51.100.1/24"
+mac = "02:00:00:00:00:02"
+
+[[route]]
+prefix = "0.0.0.0/0"
+via = "198.51.100.254"
+interface = "out0"
+
+[[pool]]
+name = "public"
+addresses = ["203.0.113.0/30"]
+ports = "1-65535"
+
+[[rule]]
+type = "snat"
+prefix = "10.0.0.0/24"
+pool = "public"
+
+[[slow_path]]
+name = "sp0"
+port = 9
+control = "/run/sp0.sock"
+ports = "1024-32767"
+
+[[slow_path]]
+name = "sp1"
+port = 10
+control = "/run/sp1.sock"
+ports = "32768-65535"
+"""
+
+# a DNAT server on a pool port of sp1's block, one on a DNAT address of its
+# own (the first instance's), and a host whose SNAT has one fixed address
+RULES = """
+[[rule]]
+type = "dnat"
+prefix = "203.0.113.1"
+port = 40000
+protocol = "tcp"
+to = "10.0.0.5"
+
+[[rule]]
+type = "dnat"
+prefix = "203.0.113.80"
+port = 80
+protocol = "tcp"
+to = "10.0.0.6"
+
+[[rule]]
+type = "snat"
+prefix = "10.0.0.7/32"
+to = "203.0.113.7"
+"""
+
+
+def test_outside_packets_go_by_block_and_the_rest_to_the_first() -> None:
+    config = parse_config(BASE)
+    pool = parse_ipv4("203.0.113.2")
+    assert owner(config, pool, 1024) == 0
+    assert owner(config, pool, 32767) == 0
+    assert owner(config, pool, 32768) == 1
+    assert owner(config, pool, 65535) == 1
+    assert owner(config, pool, 80) == 0  # a pool port in no block
+    assert owner(config, pool, None) == 0  # an ICMP error
+    assert owner(config, parse_ipv4("203.0.113.80"), 40000) == 0  # not a pool's
+
+
+def test_rule_hosts_are_pinned_where_their_outside_packets_go() -> None:
+    config = parse_config(BASE + RULES)
+    assert pins(config) == [
+        (Prefix.parse("10.0.0.5/32"), 1),
+        (Prefix.parse("10.0.0.6/32"), 0),
+        (Prefix.parse("10.0.0.7/32"), 0),
+    ]
+    # one instance: nothing to pin, no peers
+    single = parse_config(BASE.split('[[slow_path]]\nname = "sp1"')[0] + RULES)
+    assert pins(single) == [] and peer_commands(single, "sp0") == []
+
+
+def test_overlapping_hosts_on_two_instances_are_refused() -> None:
+    conflict = RULES + '\n[[rule]]\ntype = "snat"\nprefix = "10.0.0.0/29"\nto = "203.0.113.8"\n'
+    with pytest.raises(ConfigError) as err:
+        parse_config(BASE + conflict)
+    assert "puts 10.0.0.0/29 on slow_path sp0 but rule" in str(err.value)
+    assert "10.0.0.5/32 on slow_path sp1" in str(err.value)
+
+
+def test_each_instance_is_told_every_peer_and_itself() -> None:
+    config = parse_config(BASE + RULES)
+    assert peer_commands(config, "sp1") == [
+        "peer vid 16 ports 1024-32767",
+        "peer vid 17 ports 32768-65535 self",
+    ]
+    lines = slow_path_commands(config, "sp0")
+    assert lines[-2:] == ["peer vid 16 ports 1024-32767 self", "peer vid 17 ports 32768-65535"]
+    assert "pool public ports 1024-32767 preserve_parity true preserve_port false" in " ".join(
+        lines
+    )
