@@ -550,14 +550,17 @@ parse_peer(const struct words *words, struct sp_cmd_peer *c, char *err,
 			has_ports = true;
 		} else if (strcmp(k, "self") == 0) {
 			c->self = true;
+		} else if (strcmp(k, "default") == 0) {
+			c->is_default = true;
 		} else {
 			return sp_fail(err, errlen,
-				    "peer: unknown word '%s' (vid, ports, self)", k);
+				    "peer: unknown word '%s' (vid, ports, self, default)",
+				    k);
 		}
 	}
 	if (!has_vid || !has_ports)
 		return sp_fail(err, errlen,
-			    "peer: needs a vid and ports (peer vid V ports LOW-HIGH [self])");
+			    "peer: needs a vid and ports (peer vid V ports LOW-HIGH [self] [default])");
 	return 0;
 }
 

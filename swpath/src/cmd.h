@@ -80,7 +80,7 @@ enum sp_verb {
 	SP_CMD_SUBSCRIBE,       /* subscribe sessions: the event stream */
 	SP_CMD_SESSION,         /* session offload|idle: offload mode */
 	SP_CMD_OFFLOAD,         /* offload after_packets N */
-	SP_CMD_PEER,            /* peer vid V ports LOW-HIGH [self] */
+	SP_CMD_PEER,            /* peer vid V ports LOW-HIGH [self] [default] */
 };
 
 enum sp_rule_target {
@@ -224,13 +224,14 @@ struct sp_cmd_session {
 	uint8_t pad[2];
 };
 
-/* `peer vid V ports LOW-HIGH [self]`: one slow-path instance behind the
- * switch, in the switch's order (the first takes what no block has), and
- * whether it is this one (peer.h). */
+/* `peer vid V ports LOW-HIGH [self] [default]`: one slow-path instance
+ * behind the switch, whether it is this one, and whether it takes what no
+ * block names (peer.h; none marked: the first). */
 struct sp_cmd_peer {
 	uint16_t vid;           /* its peer VID (slow_path_peer) */
 	uint16_t port_min, port_max;    /* its port block of the pools */
 	bool self;
+	bool is_default;
 };
 
 struct sp_cmd {

@@ -40,6 +40,14 @@ sp_peer_add(const struct sp_cmd_peer *c, char *err, size_t errlen)
 		sp_peers.self = sp_peers.n;
 		sp_peers.has_self = true;
 	}
+	if (c->is_default) {
+		if (sp_peers.has_default)
+			return sp_fail(err, errlen,
+				       "peer vid %u: a second 'default' (vid %u is)",
+				       c->vid, sp_peers.p[sp_peers.deflt].vid);
+		sp_peers.deflt = sp_peers.n;
+		sp_peers.has_default = true;
+	}
 	sp_peers.p[sp_peers.n++] = (struct sp_peer){
 		.vid = c->vid, .port_min = c->port_min,
 		.port_max = c->port_max,
@@ -106,7 +114,7 @@ sp_peer_owner(uint32_t addr, uint16_t port, bool has_port)
 			if (port >= sp_peers.p[i].port_min &&
 			    port <= sp_peers.p[i].port_max)
 				return i;
-	return 0;       /* the switch's lowest-priority entry: the first */
+	return sp_peers.deflt;  /* the switch's lowest-priority entries' */
 }
 
 int

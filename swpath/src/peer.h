@@ -9,7 +9,7 @@
  *
  *   - an ICMP error from outside about another instance's session: the
  *     switch does not read the port in the packet it quotes, so every such
- *     error comes to the first instance (RFC 5508 sec. 6 wants it
+ *     error comes to the default instance (RFC 5508 sec. 6 wants it
  *     translated by the owner of that session);
  *   - a hairpinned packet (RFC 4787 REQ-9) for another instance's mapping,
  *     after this one translated its source, as a hairpin's first pass.
@@ -20,7 +20,8 @@
  *
  * Ownership is the switch's: a pool address with a port in an instance's
  * block is that instance's, everything else (DNAT and SNAT `to` addresses,
- * ports in no block, no port at all) the first instance's. This is cold
+ * ports in no block, no port at all) the default instance's (the one
+ * marked `default`, or the first). This is cold
  * code: only hairpins and ICMP errors from outside that miss ask.
  */
 #ifndef SP_PEER_H
@@ -42,9 +43,11 @@ struct sp_peer {
 struct sp_peers {
 	unsigned n;             /* instances, this one included; 0: alone */
 	unsigned self;          /* this one's index */
+	unsigned deflt;         /* the default instance's index */
 	uint16_t iface;         /* the outside slow-path sub-interface */
 	uint16_t neigh;         /* the switch on it (a static neighbour) */
 	bool has_self;
+	bool has_default;
 	struct sp_peer p[SP_MAX_PEERS];
 };
 

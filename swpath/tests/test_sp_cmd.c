@@ -130,8 +130,10 @@ test_session(void **state)
 	assert_int_equal(c.u.peer.port_min, 33280);
 	assert_int_equal(c.u.peer.port_max, 65535);
 	assert_true(c.u.peer.self);
-	c = parse_ok("peer ports 1024-33279 vid 16");
+	assert_false(c.u.peer.is_default);
+	c = parse_ok("peer ports 1024-33279 vid 16 default");
 	assert_false(c.u.peer.self);
+	assert_true(c.u.peer.is_default);
 	parse_err("peer vid 4 ports 1024-2047", "vid 4: must be 16..4094");
 	parse_err("peer vid 16 ports 2047-1024", "ports 2047-1024: must be LOW-HIGH");
 	parse_err("peer vid 16", "needs a vid and ports");

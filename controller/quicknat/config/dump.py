@@ -71,6 +71,7 @@ def _slow_path(sp: SlowPath) -> dict[str, Any]:
         "port": sp.port,
         "control": sp.control,
         "ports": f"{sp.port_min}-{sp.port_max}",
+        "default": sp.default,
     }
 
 

@@ -8,7 +8,8 @@ and the instances agree on every packet:
   (RFC 7422) is that instance's;
 - everything else for the NAT's own addresses (DNAT and SNAT `to`
   addresses, pool ports in no block, ICMP errors, whose quoted port the
-  switch does not read) is the first instance's;
+  switch does not read) is the *default* instance's (`default = true`, or
+  the first);
 - an inside host goes where the switch's selector hashes its address,
   unless a rule that is not a pool's covers it (a DNAT server, a source of
   an SNAT `to` rule): then it is *pinned* to the instance that takes that
@@ -33,6 +34,12 @@ def peer_vid(index: int) -> int:
     return PEER_VID_MIN + index
 
 
+def default_index(config: Config) -> int:
+    """The instance that takes what no block names: the one marked
+    `default`, or the first."""
+    return next((i for i, sp in enumerate(config.slow_paths) if sp.default), 0)
+
+
 def owner(config: Config, address: int, port: int | None) -> int:
     """The index of the instance that takes outside packets to (address,
     port); port None for a packet without one."""
@@ -40,14 +47,14 @@ def owner(config: Config, address: int, port: int | None) -> int:
         for index, instance in enumerate(config.slow_paths):
             if instance.port_min <= port <= instance.port_max:
                 return index
-    return 0
+    return default_index(config)
 
 
 def pins(config: Config) -> list[tuple[Prefix, int]]:
     """(inside prefix, instance index) for each rule that is not a pool's,
     when there are several instances: a DNAT rule's servers go to the owner
     of its published address and port, an SNAT `to` rule's sources to the
-    first instance. ValueError when two rules would put overlapping hosts
+    default instance. ValueError when two rules would put overlapping hosts
     on two instances (their replies could reach only one)."""
     if len(config.slow_paths) < 2:
         return []
@@ -57,7 +64,7 @@ def pins(config: Config) -> list[tuple[Prefix, int]]:
         if isinstance(target, DnatTo):
             prefix, index = target.prefix, owner(config, rule.prefix.address, rule.port)
         elif isinstance(target, SnatToAddress):
-            prefix, index = rule.prefix, 0
+            prefix, index = rule.prefix, default_index(config)
         else:
             continue
         for other, other_index, other_id in pinned:
@@ -75,11 +82,14 @@ def pins(config: Config) -> list[tuple[Prefix, int]]:
 
 def peer_commands(config: Config, name: str) -> list[str]:
     """Instance `name`'s `peer` lines: every instance, in order, with its peer
-    VID and block, itself marked `self`; none when it is alone."""
+    VID and block, itself marked `self`, the default instance `default`;
+    none when it is alone."""
     if len(config.slow_paths) < 2:
         return []
+    default = default_index(config)
     return [
         f"peer vid {peer_vid(i)} ports {sp.port_min}-{sp.port_max}"
         + (" self" if sp.name == name else "")
+        + (" default" if i == default else "")
         for i, sp in enumerate(config.slow_paths)
     ]

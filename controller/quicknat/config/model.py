@@ -218,6 +218,10 @@ class SlowPath:
     """Its block of every pool's ports (RFC 7422): outside packets to a pool
     address with a port in it go to this instance. Blocks do not overlap; the
     instance's own configuration must give its pools the same range."""
+    default: bool = False
+    """The instance that takes what no block names (ICMP errors from outside,
+    DNAT and SNAT `to` addresses, pool ports in no block) and the inside hosts
+    of those rules (config/instances.py). At most one; none: the first."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -246,12 +246,19 @@ class _Parser:
         ports = {i.port: i.name for i in interfaces if i.port is not None}
         for index, entry in enumerate(_entries(self.p, self.data, "slow_path"), 1):
             r = TableReader(
-                self.p, f"slow_path {index}", entry, ("name", "port", "control", "ports")
+                self.p,
+                f"slow_path {index}",
+                entry,
+                ("name", "port", "control", "ports", "default"),
             )
             name = r.get("name", values.name, required=True)
             port = r.get("port", lambda v: values.integer(v, 0, 511), required=True)
             control = r.get("control", values.file_path, required=True)
             block = r.get("ports", values.port_range) if r.has("ports") else (1024, 65535)
+            default = r.get("default", values.boolean) or False
+            if default and any(sp.default for sp in result):
+                r.error("default: another slow_path is the default already (at most one)")
+                continue
             if name is not None and any(sp.name == name for sp in result):
                 r.error(f"name {name}: already used by another slow_path")
                 continue
@@ -268,7 +275,7 @@ class _Parser:
             if name is None or port is None or control is None or block is None:
                 continue
             ports[port] = f"slow_path {name}"
-            result.append(SlowPath(name, port, control, block[0], block[1]))
+            result.append(SlowPath(name, port, control, block[0], block[1], default))
         return tuple(result)
 
     # -- [[route]] and [[neighbor]] --------------------------------------------

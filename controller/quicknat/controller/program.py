@@ -15,7 +15,7 @@ from pathlib import Path
 from finsy.proto import p4r
 
 from quicknat.addr import Prefix, format_ipv4
-from quicknat.config.instances import peer_vid, pins
+from quicknat.config.instances import default_index, peer_vid, pins
 from quicknat.config.model import Config, Interface, Zone
 from quicknat.nat.session import FlowKey, Rewrite, Session
 from quicknat.p4rt.entities import (
@@ -282,7 +282,7 @@ def slow_path_entries(p4info: P4Info, config: Config) -> list[list[p4r.Entity]]:
     that name the group): every instance a member of one selector group for
     the inside zone; outside packets for a pool address by port block (RFC
     7422) to the block's instance, and, at the lowest priority, what has no
-    port (ICMP errors), DNAT and SNAT `to` addresses to the first instance.
+    port (ICMP errors), DNAT and SNAT `to` addresses to the default instance.
     With several instances, the hosts of those rules pinned to the instance
     that takes their outside packets, and each instance's peer VID
     (config/instances.py)."""
@@ -335,7 +335,7 @@ def slow_path_entries(p4info: P4Info, config: Config) -> list[list[p4r.Entity]]:
     public = [p for p in config.public_prefixes() if p not in prefixes]
     for prefix in prefixes + sorted(set(public), key=str):
         match = {"ipv4_dst": Ternary(prefix.address, prefix.mask)}
-        tables.append(to("slow_path_out2in", match, 0, priority=1))
+        tables.append(to("slow_path_out2in", match, default_index(config), priority=1))
     for prefix, index in pins(config):
         pin: dict[str, Exact | Lpm | Ternary] = {
             "zone": ZONE_VALUE[Zone.INSIDE],

@@ -18,11 +18,11 @@
 //                 (RFC 7422), an entry per block (has_ports 1); a
 //                 lowest-priority entry per pool prefix catches what has no
 //                 port (ICMP errors: the switch does not parse the packet
-//                 they quote, so one instance takes them all).
+//                 they quote, so one instance, the default, takes them all).
 //   pinned:       slow_path_pin, LPM on the inside source ahead of the
 //                 selector: the hosts of rules that are not a pool's (DNAT
 //                 servers, SNAT to one address) live on the instance that
-//                 takes their outside packets (the lowest-priority entry's).
+//                 takes their outside packets (mostly the default's).
 // Between instances (several behind one switch): an instance sends a packet
 // that belongs to another (an ICMP error about the other's port, a hairpin
 // to the other's mapping) back with a peer VID (>= SLOW_PATH_VID_PEER_MIN);
