@@ -90,6 +90,8 @@ usage(FILE *f)
 		"  --port-reuse S         seconds a freed port rests before reuse (default 120)\n"
 		"  --seed N               seed of the port choice (reproducible runs)\n"
 		"  --exit-when-idle MS    exit after MS ms without packets (tests, pcap replay)\n"
+		"  --idle-sleep-us US     a worker that found nothing for a while sleeps US us\n"
+		"                         between polls (default 0: it polls without a pause)\n"
 		"  --dump-on-exit FILE    write {\"stats\":..., \"sessions\":[...]} on exit\n"
 		"  --state FILE           keep the sessions in FILE (shared memory, e.g. under\n"
 		"                         /dev/shm): a restart with it takes them over\n"
@@ -126,6 +128,7 @@ parse_options(int argc, char **argv, struct options *o)
 		{ "port-reuse", required_argument, NULL, 'r' },
 		{ "seed", required_argument, NULL, 'S' },
 		{ "exit-when-idle", required_argument, NULL, 'i' },
+		{ "idle-sleep-us", required_argument, NULL, 'I' },
 		{ "dump-on-exit", required_argument, NULL, 'D' },
 		{ "state", required_argument, NULL, 'T' },
 		{ "log-format", required_argument, NULL, 'L' },
@@ -171,6 +174,10 @@ parse_options(int argc, char **argv, struct options *o)
 		case 'r':
 			sp.port_reuse_ms = (uint32_t)number("--port-reuse", optarg,
 							    0, 86400) * 1000u;
+			break;
+		case 'I':
+			sp.idle_sleep_us = (uint32_t)number("--idle-sleep-us",
+							    optarg, 0, 10000);
 			break;
 		case 'S':
 			sp.seed = number("--seed", optarg, 0, ULONG_MAX);

@@ -223,6 +223,10 @@ struct sp_app {
 	uint32_t sessions_per_worker;
 	enum sp_dispatch dispatch;
 	uint32_t port_reuse_ms;
+	/* A worker idle for SP_IDLE_POLLS polls sleeps this long between
+	 * polls (0: never): for a host whose CPUs poll for more than swpath,
+	 * such as the offload lab's two instances beside the switch. */
+	uint32_t idle_sleep_us;
 	uint64_t seed;
 
 	/* configuration */

@@ -89,6 +89,24 @@ drain_cmd_ring(struct sp_worker *w, const struct sp_runtime *rt)
 		sp_nat_session_cmd(&w->nat, rt, &c[i], w->now);
 }
 
+#define SP_IDLE_POLLS 256
+
+/*
+ * Adaptive polling (as VPP's adaptive mode, DPDK's l3fwd-power): a worker
+ * that found nothing in SP_IDLE_POLLS polls flushes what it holds and
+ * sleeps idle_sleep_us between polls until a packet comes, offline for RCU
+ * meanwhile so that no writer waits for it. Off by default: a dedicated
+ * core polls without a pause.
+ */
+static void
+idle_sleep(struct sp_worker *w)
+{
+	sp_tx_flush_all(w);
+	rte_rcu_qsbr_thread_offline(sp.rcu, w->index);
+	rte_delay_us_sleep(sp.idle_sleep_us);
+	rte_rcu_qsbr_thread_online(sp.rcu, w->index);
+}
+
 int
 sp_worker_main(void *arg)
 {
@@ -99,6 +117,7 @@ sp_worker_main(void *arg)
 	const bool io = w->index == 0;
 	const bool spread = !sp.hw_rss && sp.n_workers > 1;
 	uint64_t prev_tsc = 0;
+	unsigned idle = 0;
 
 	rte_rcu_qsbr_thread_register(sp.rcu, w->index);
 	rte_rcu_qsbr_thread_online(sp.rcu, w->index);
@@ -117,6 +136,7 @@ sp_worker_main(void *arg)
 			n = rte_eth_rx_burst(q->port, q->queue, pkts, SP_BURST);
 			if (n == 0)
 				continue;
+			idle = 0;
 			SP_ADD(w, rx, n);
 			if (unlikely(q->iface == SP_IFACE_TRUNK)) {
 				trunk_input(w, pkts, (uint16_t)n, spread, rt);
@@ -133,6 +153,7 @@ sp_worker_main(void *arg)
 		n = rte_ring_sc_dequeue_burst(w->in_ring, (void **)pkts,
 					      SP_BURST, NULL);
 		if (n != 0) {
+			idle = 0;
 			SP_ADD(w, ring_rx, n);
 			sp_process_ring(w, pkts, (uint16_t)n, rt);
 		}
@@ -158,6 +179,8 @@ sp_worker_main(void *arg)
 						     w->now);
 			__atomic_store_n(&w->del_done, req, __ATOMIC_RELEASE);
 		}
+		if (unlikely(sp.idle_sleep_us != 0) && ++idle >= SP_IDLE_POLLS)
+			idle_sleep(w);
 	}
 	sp_tx_flush_all(w);
 	__atomic_store_n(&w->done, 1, __ATOMIC_RELEASE);
