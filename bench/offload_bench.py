@@ -120,7 +120,9 @@ def run_mode(
     offload: bool, flows: int, rate: float, base: int, batch_window_ms: int = 10
 ) -> dict[str, Any]:
     workdir = Path(tempfile.mkdtemp(prefix="quicknat-bench-offload-"))
-    with running_lab(workdir, slow_path=offload, batch_window_ms=batch_window_ms) as lab:
+    with running_lab(
+        workdir, slow_path=offload, instances=1, batch_window_ms=batch_window_ms
+    ) as lab:
         log = workdir / "arrivals.txt"
         sink, send = traffic(lab, log, flows, rate, base)
 
@@ -189,7 +191,7 @@ def run_setup(mode: str, flows: int, rate: float, base: int) -> dict[str, Any]:
     writes to the switch meanwhile."""
     slow_path, after_packets = SETUP_MODES[mode]
     workdir = Path(tempfile.mkdtemp(prefix="quicknat-bench-setup-"))
-    with running_lab(workdir, slow_path=slow_path, after_packets=after_packets) as lab:
+    with running_lab(workdir, slow_path=slow_path, instances=1, after_packets=after_packets) as lab:
         log = workdir / "arrivals.txt"
         sink, send = traffic(lab, log, flows, rate, base)
         before = installed(lab, slow_path)
@@ -227,7 +229,9 @@ def run_overflow(offload: bool, flows: int, rate: float, base: int) -> dict[str,
     its per-host limits are lifted, and all alive together (UDP 120 s)."""
     workdir = Path(tempfile.mkdtemp(prefix="quicknat-bench-overflow-"))
     settings = {"udp_timeout": 120, "per_host": 65535}
-    with running_lab(workdir, slow_path=offload, program=LAB_PROGRAM, **settings) as lab:
+    with running_lab(
+        workdir, slow_path=offload, program=LAB_PROGRAM, instances=1, **settings
+    ) as lab:
         log = workdir / "arrivals.txt"
         sink, send = traffic(lab, log, flows, rate, base)
 

@@ -48,12 +48,13 @@ from typing import Any
 
 from lab.nodes import IPERF_PORT, QUICKNAT, Nodes
 from lab.processes import raise_on_signals
-from lab.topology import FAR, H1, H2, RTR, SRV
+from lab.topology import FAR, H1, H2, RTR, SRV, Node
 
 ROOT = Path(__file__).resolve().parents[2]
 
 HOLEPUNCH = ROOT / "topo" / "holepunch.py"
 NAT_INSIDE = "10.0.0.1"  # in0's address in topo/lab.toml: h1's gateway
+NAT_INSIDE2 = "10.0.1.1"  # in1's: h2's
 POOL = ipaddress.ip_network("203.0.113.0/30")  # topo/lab.toml
 RENDEZVOUS_PORT = 3478
 PUNCH_PORT = 40000
@@ -65,11 +66,11 @@ TRACEROUTE_TIMEOUT_S = 30
 Test = Callable[[Nodes], None]
 
 
-def traceroute_hops(lab: Nodes, *options: str) -> dict[int, list[str]]:
-    """Hop number -> the addresses that answered it ('*' for none); at most 5
-    hops, two probes each, 2 s for an answer."""
+def traceroute_hops(lab: Nodes, *options: str, node: Node = H1) -> dict[int, list[str]]:
+    """Hop number -> the addresses that answered `node`'s trace to far ('*'
+    for none); at most 5 hops, two probes each, 2 s for an answer."""
     args = ["traceroute", "-n", *options, "-q", "2", "-w", "2", "-m", "5", FAR.ip]
-    out = lab.run(H1.name, *args, timeout=TRACEROUTE_TIMEOUT_S)
+    out = lab.run(node.name, *args, timeout=TRACEROUTE_TIMEOUT_S)
     print(out.rstrip())
     hops = {}
     for line in out.splitlines()[1:]:
@@ -82,9 +83,9 @@ def traceroute_hops(lab: Nodes, *options: str) -> dict[int, list[str]]:
     return hops
 
 
-def check_hops(hops: dict[int, list[str]]) -> None:
+def check_hops(hops: dict[int, list[str]], gateway: str = NAT_INSIDE) -> None:
     expected = {
-        1: [NAT_INSIDE],  # the NAT's own time exceeded
+        1: [gateway],  # the NAT's own time exceeded
         2: [RTR.ip],  # rtr's, translated back by the NAT
         3: [FAR.ip],  # the destination: port unreachable / echo reply
     }
@@ -209,7 +210,7 @@ def test_udp_hole_punching(lab: Nodes) -> None:
             f"{name} got {peer}'s message from {mine['received_from']}, "
             f"not from {peer}'s external endpoint {theirs['public']}"
         )
-    sessions = json.loads(lab.quicknat("sessions", "--json"))
+    sessions = lab.sessions()
     for s in sessions:
         if s["internal"].endswith(f":{PUNCH_PORT}"):
             print(f"session {s['internal']} -> {s['external']} with {s['remote']}")
@@ -627,6 +628,53 @@ TESTS: dict[str, Test] = {
 SWPATH_TESTS: dict[str, Test] = {
     "swpath_restart_keeps_flows": test_swpath_restart_keeps_flows,
 }
+
+
+def test_offload_two_instances_hand_over(lab: Nodes) -> None:
+    """Two instances behind the switch (topo/lab/offload_lab.py): h1, the DNAT
+    server, pinned to the default instance (sp1), h2 hashed to sp0, each
+    mapped from its own block. h2's trace to far needs rtr's time exceeded,
+    which the switch sends to the default instance (it does not read the
+    quoted port): sp1 hands each to sp0 through the switch. h1 to h2's
+    mapping is a hairpin across instances (sp1 translates the source, sp0
+    the destination)."""
+    from lab.offload_lab import OffloadLab
+
+    assert isinstance(lab, OffloadLab) and lab.instances == 2, "needs the two-instance lab"
+    sp0, sp1 = lab.sockets()
+
+    def counters(socket: Path) -> dict[str, int]:
+        stats: dict[str, int] = json.loads(lab.quicknat("stats", socket=socket))["counters"]
+        return stats
+
+    before = counters(sp0), counters(sp1)
+    check_hops(traceroute_hops(lab, node=H2), gateway=NAT_INSIDE2)
+    after = counters(sp0), counters(sp1)
+    handed = after[1]["peer_handoff"] - before[1]["peer_handoff"]
+    received = after[0]["peer_received"] - before[0]["peer_received"]
+    print(f"rtr's errors for h2: {handed} handed over by sp1, {received} received by sp0")
+    assert handed >= 2 and received >= handed, (handed, received)
+
+    where = {
+        host.ip: [
+            name
+            for name, socket in (("sp0", sp0), ("sp1", sp1))
+            if json.loads(lab.quicknat("sessions", "--json", "--src", host.ip, socket=socket))
+        ]
+        for host in (H1, H2)
+    }
+    assert where == {H1.ip: ["sp1"], H2.ip: ["sp0"]}, f"hosts' sessions: {where}"
+    for row in lab.sessions("--src", H2.ip):
+        assert 1024 <= int(row["external"].rsplit(":", 1)[1]) <= 33279, row  # sp0's block
+
+    before = counters(sp0), counters(sp1)
+    test_udp_hole_punching(lab)
+    after = counters(sp0), counters(sp1)
+    crossed = [after[i]["peer_handoff"] - before[i]["peer_handoff"] for i in (0, 1)]
+    print(f"hairpins handed over: sp0 {crossed[0]}, sp1 {crossed[1]}")
+    assert min(crossed) >= 1, f"a hairpin did not cross instances: {crossed}"
+
+
 OFFLOAD_TESTS: dict[str, Test] = {
     "offload_takes_established_flows": test_offload_takes_established_flows,
     "offload_ageing_follows_the_switch": test_offload_ageing_follows_the_switch,
@@ -636,6 +684,7 @@ OFFLOAD_TESTS: dict[str, Test] = {
     "offload_instance_without_its_state_gets_switch_sessions_back": (
         test_offload_instance_without_its_state_gets_switch_sessions_back
     ),
+    "offload_two_instances_hand_over": test_offload_two_instances_hand_over,
 }
 
 

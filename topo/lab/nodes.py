@@ -9,8 +9,10 @@ demo and the tests start, and their clean-up are written once here.
 from __future__ import annotations
 
 import functools
+import json
 import subprocess
 from pathlib import Path
+from typing import Any
 
 from . import topology
 from .netns import set_up_plain_in
@@ -98,13 +100,20 @@ class Nodes:
         wait_until(what, lambda: self.listening(node, port, udp), 15, proc)
         return proc
 
-    def quicknat(self, *args: str) -> str:
-        """`quicknat ARGS --socket` against this lab's NAT: its output."""
+    def quicknat(self, *args: str, socket: Path | None = None) -> str:
+        """`quicknat ARGS --socket` against this lab's NAT (or `socket`): its
+        output."""
         proc = subprocess.run(
-            [str(QUICKNAT), *args, "--socket", str(self.socket)],
+            [str(QUICKNAT), *args, "--socket", str(socket or self.socket)],
             capture_output=True,
             text=True,
             timeout=30,
             check=False,
         )
         return proc.stdout.rstrip()
+
+    def sessions(self, *filters: str) -> list[dict[str, Any]]:
+        """`quicknat sessions --json FILTERS` of every part of the NAT that
+        holds sessions (the offload lab: each instance)."""
+        rows: list[dict[str, Any]] = json.loads(self.quicknat("sessions", "--json", *filters))
+        return rows

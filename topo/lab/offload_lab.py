@@ -1,13 +1,21 @@
 """The namespace lab in offload mode (docs/offload.md): the NAT is BMv2 with
-the controller as offload manager, and a quicknat-swpath slow-path instance
-behind the switch's port 9 that takes every miss (`make run-offload`, lab.e2e).
+the controller as offload manager, and quicknat-swpath slow-path instances
+behind the switch's ports 9, 10, ... that take every miss (`make
+run-offload`, lab.e2e: two instances; the benchmarks: one).
 
 The nodes and links are the namespace lab's (topology.py); in the NAT's
-namespace BMv2 owns the lab's NAT ends plus `sp0`, whose veth peer `sp0-sw`
-is the instance's DPDK port 0. One configuration describes the system:
-topo/lab.toml plus the [[slow_path]] this module adds (its control socket
-lives in the work directory); the instance's commands come from it
-(`quicknat swpath-commands --slow-path sp0`).
+namespace BMv2 owns the lab's NAT ends plus `sp0` (`sp1`, ...), whose veth
+peer `sp0-sw` is that instance's DPDK port 0. One configuration describes
+the system: topo/lab.toml plus the [[slow_path]]s this module adds (their
+control sockets live in the work directory, their port blocks split the
+pool's ports); each instance's commands come from it (`quicknat
+swpath-commands --slow-path sp0`). With two, the last is the `default`
+instance (config/instances.py): it takes the ICMP errors from outside and
+the DNAT address, so h1, the lab's DNAT server, is pinned to it, while the
+switch's selector hashes h2 to sp0: each instance has a host, and what
+crosses between them (h2's ICMP errors, hairpins between h1 and h2) is
+handed over through the switch. The tests' `socket` and restart_swpath are
+the default instance's (h1's).
 """
 
 from __future__ import annotations
@@ -27,10 +35,18 @@ from lab.netns import SLOW_PATH_PORT, add_veth, set_up_plain
 from lab.netns_lab import NAT as NAT_NAMESPACE
 from lab.netns_lab import NetnsLab
 from lab.processes import signals_ignored, wait_for_unix_socket, wait_until
-from lab.swpath import QUICKNAT, compile_commands, swpath_command
+from lab.swpath import QUICKNAT, compile_commands, state_file, swpath_command
 
 GRPC_PORT = 50011
-SLOW_PATH, SLOW_PATH_PEER = "sp0", "sp0-sw"
+# Pool ports 1024-65535 split between two instances (RFC 7422 blocks).
+BLOCKS = {1: ["1024-65535"], 2: ["1024-33279", "33280-65535"]}
+# What the instances' workers do when idle: with two on the VM's two vCPUs
+# beside BMv2, polling without a pause would starve the switch.
+IDLE_SLEEP_US = 50
+
+
+def instance_name(index: int) -> str:
+    return f"sp{index}"
 
 
 def missing() -> list[str]:
@@ -53,13 +69,14 @@ def _replaced(text: str, old: str, new: str) -> str:
 def lab_config(
     workdir: Path,
     slow_path: bool = True,
+    instances: int = 1,
     after_packets: int = 1,
     batch_window_ms: int = 10,
     udp_timeout: int | None = None,
     per_host: int | None = None,
 ) -> Path:
-    """topo/lab.toml as this lab runs it: in offload mode with the lab's
-    slow-path instance, the offload policy ([offload]) and UDP_TIMEOUT_S;
+    """topo/lab.toml as this lab runs it: in offload mode with `instances`
+    slow-path instances, the offload policy ([offload]) and UDP_TIMEOUT_S;
     `udp_timeout` and `per_host` (both [limits]) where a benchmark needs
     others (many flows from one host, alive together)."""
     text = topology.CONFIG.read_text()
@@ -72,11 +89,16 @@ def lab_config(
             text, "\nsessions_per_host = 4096\n", f"\nsessions_per_host = {per_host}\n"
         )
     if slow_path:
+        text += "\n# The slow-path instances behind the switch (topo/lab/offload_lab.py).\n"
+        for index, block in enumerate(BLOCKS[instances]):
+            name = instance_name(index)
+            default = "default = true\n" if index == instances - 1 > 0 else ""
+            text += (
+                f'[[slow_path]]\nname = "{name}"\nport = {SLOW_PATH_PORT + index}\n'
+                + f'control = "{workdir / f"{name}.sock"}"\nports = "{block}"\n{default}\n'
+            )
         text += (
-            "\n# The slow-path instance behind the switch (topo/lab/offload_lab.py).\n"
-            + f'[[slow_path]]\nname = "sp0"\nport = {SLOW_PATH_PORT}\n'
-            + f'control = "{workdir / "sp0.sock"}"\n'
-            + f"\n[offload]\nafter_packets = {after_packets}\n"
+            f"[offload]\nafter_packets = {after_packets}\n"
             + f"batch_window_ms = {batch_window_ms}\n"
         )
     path = workdir / ("offload.toml" if slow_path else "controller.toml")
@@ -93,33 +115,63 @@ class OffloadLab(NetnsLab):
         workdir: Path,
         slow_path: bool = True,
         program: Path | None = None,
+        instances: int = 1,
         **settings: Any,
     ) -> None:
         """`program`: a directory with another build of the P4 program (e.g.
         p4src/build/small/, 64-entry connection tables) for the controller;
-        `settings`: lab_config's (the offload policy, timeouts, limits)."""
+        `instances`: how many slow-path instances (1 or 2); `settings`:
+        lab_config's (the offload policy, timeouts, limits)."""
         super().__init__(workdir)
         self.slow_path = slow_path
         self.program = program
-        # the sessions are the instance's (quicknat sessions/stats, the tests);
+        self.instances = instances if slow_path else 0
+        # the default instance: h1's (its sessions: quicknat sessions/stats,
+        # the tests; restart_swpath restarts it)
+        self.main = max(self.instances - 1, 0)
         # the controller's socket tells the offload manager's counters
         self.controller_socket = workdir / "controller.sock"
-        self.socket = workdir / "sp0.sock" if slow_path else self.controller_socket
-        self.config = lab_config(workdir, slow_path, **settings)
+        main = instance_name(self.main)
+        self.socket = workdir / f"{main}.sock" if slow_path else self.controller_socket
+        self.config = lab_config(workdir, slow_path, max(instances, 1), **settings)
+        # the instances after the first: (process, its EAL prefix's state file)
+        self.others: list[subprocess.Popen[bytes]] = []
+
+    def sockets(self) -> list[Path]:
+        """Every instance's control socket, in order."""
+        return [self.workdir / f"{instance_name(i)}.sock" for i in range(self.instances)]
+
+    def sessions(self, *filters: str) -> list[dict[str, Any]]:
+        """Every instance's sessions (the switch's copies are in them)."""
+        rows: list[dict[str, Any]] = []
+        for socket in self.sockets() or [self.socket]:
+            rows += json.loads(self.quicknat("sessions", "--json", *filters, socket=socket))
+        return rows
 
     def build(self) -> None:
         super().build()
-        if not self.slow_path:
-            return
-        add_veth(NAT_NAMESPACE, SLOW_PATH, NAT_NAMESPACE, SLOW_PATH_PEER)
-        for dev in (SLOW_PATH, SLOW_PATH_PEER):
-            set_up_plain(NAT_NAMESPACE, dev)  # the 802.1Q tags stay in the frames
+        for index in range(self.instances):
+            name = instance_name(index)
+            add_veth(NAT_NAMESPACE, name, NAT_NAMESPACE, f"{name}-sw")
+            for dev in (name, f"{name}-sw"):
+                set_up_plain(NAT_NAMESPACE, dev)  # the 802.1Q tags stay in the frames
+
+    def delete(self) -> None:
+        super().delete()
+        for index in range(self.instances):
+            state_file(self._prefix(index)).unlink(missing_ok=True)
+
+    def _prefix(self, index: int) -> str:
+        return self.prefix if index == self.main else f"{self.prefix}-{instance_name(index)}"
 
     def start_offload(self) -> None:
-        """The instance, the switch, then the controller (until connected)."""
-        if self.slow_path:
-            self.start_instance()
-        ports = {**topology.nat_ports(), **({SLOW_PATH_PORT: SLOW_PATH} if self.slow_path else {})}
+        """The instances, the switch, then the controller (until connected)."""
+        for index in range(self.instances):
+            self.start_instance(index)
+        ports = {
+            **topology.nat_ports(),
+            **{SLOW_PATH_PORT + i: instance_name(i) for i in range(self.instances)},
+        }
         self.switch = switch = self.start(
             topology.NAT,
             switch_command(ports, f"127.0.0.1:{GRPC_PORT}", self.workdir),
@@ -148,18 +200,35 @@ class OffloadLab(NetnsLab):
         )
         wait_until("the controller connects to the switch", self.connected, 30, controller)
 
-    def start_instance(self) -> None:
-        commands = compile_commands(self.config, self.workdir / "sp0.cmds", slow_path="sp0")
-        self._start_swpath(commands, "af_packet")
+    def start_instance(self, index: int = 0) -> None:
+        """Instance `index` on its veth to the switch (af_packet keeps the
+        802.1Q tags), with its sessions kept for a restart (restart_swpath
+        restarts the default instance)."""
+        name = instance_name(index)
+        commands = compile_commands(self.config, self.workdir / f"{name}.cmds", slow_path=name)
+        if index == self.main:
+            self._start_swpath(commands, "af_packet")
+            return
+        socket = self.workdir / f"{name}.sock"
+        command = self._instance_command(index, commands, socket, "af_packet")
+        process = self.start(topology.NAT, command, f"{name}.log")
+        self.others.append(process)
+        wait_for_unix_socket(socket, 30, process)
+
+    def _instance_command(self, index: int, commands: Path, socket: Path, pmd: str) -> list[str]:
+        prefix = self._prefix(index)
+        command = swpath_command(
+            {0: f"{instance_name(index)}-sw"}, commands, socket, prefix, pmd, state_file(prefix)
+        )
+        if self.instances > 1:
+            command += ["--idle-sleep-us", str(IDLE_SLEEP_US)]
+        return command
 
     def _start_swpath(self, commands: Path, pmd: str) -> None:
-        """The instance on the switch's veth (af_packet keeps the 802.1Q tags),
-        with its sessions kept for a restart (restart_swpath)."""
-        command = swpath_command(
-            {0: SLOW_PATH_PEER}, commands, self.socket, self.prefix, pmd, self.state
-        )
+        """The default instance (also restart_swpath's)."""
+        command = self._instance_command(self.main, commands, self.socket, pmd)
         self.commands, self.pmd = commands, pmd
-        self.swpath = self.start(topology.NAT, command, "sp0.log")
+        self.swpath = self.start(topology.NAT, command, f"{instance_name(self.main)}.log")
         wait_for_unix_socket(self.socket, 30, self.swpath)
 
     def _listens(self) -> bool:
@@ -187,11 +256,15 @@ class OffloadLab(NetnsLab):
 
 @contextlib.contextmanager
 def running_lab(
-    workdir: Path, slow_path: bool = True, program: Path | None = None, **settings: Any
+    workdir: Path,
+    slow_path: bool = True,
+    program: Path | None = None,
+    instances: int = 2,
+    **settings: Any,
 ) -> Iterator[OffloadLab]:
-    """The lab built and its NAT running; torn down on the way out, whatever
-    happened."""
-    lab = OffloadLab(workdir, slow_path, program, **settings)
+    """The lab built and its NAT running (two instances unless told
+    otherwise); torn down on the way out, whatever happened."""
+    lab = OffloadLab(workdir, slow_path, program, instances, **settings)
     try:
         lab.build()
         lab.start_offload()
