@@ -29,8 +29,11 @@ switch a write): flows delivered per second, and the ratio to controller
 mode (issue #15's targets: 2.5x and 5x). Then a full-table run in each mode
 (--overflow flows, 1,000/s, through the program built with 1,024-entry
 connection tables, p4src/build/lab/): what each delivers, and where the
-flows the switch cannot hold go. Needs root and simple_switch_grpc; writes
-bench/results/offload.json.
+flows the switch cannot hold go. Then the slow path's capacity with one
+instance and with two (--capacity-rate, --capacity-flows): one-packet flows
+from h1 and h2 at once, after_packets 2, delivered per second and the
+instances' CPU per flow (issue #15's target: two at least 1.8x one). Needs
+root and simple_switch_grpc; writes bench/results/offload.json.
 """
 
 from __future__ import annotations
@@ -49,42 +52,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from lab.offload_lab import running_lab
-from lab.topology import FAR, H1
+from lab.flows import arrivals as sink_rows
+from lab.flows import sender, start_sink
+from lab.offload_lab import LAB_PROGRAM, LAB_TABLE, running_lab
+from lab.topology import H1, H2
 from linux_compare import process_cpu
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "bench" / "results" / "offload.json"
-PORT = 9999
-
-# far: record (arrival time, sender's time, source port, round) per datagram
-SINK = """
-import signal, socket, sys, time
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 22)
-s.bind(("", int(sys.argv[1])))
-out = open(sys.argv[2], "w", buffering=1 << 16)
-signal.signal(signal.SIGTERM, lambda *a: (out.close(), sys.exit(0)))
-while True:
-    data, (_, port) = s.recvfrom(2048)
-    sent, rnd = data.decode().split()
-    out.write(f"{time.monotonic()} {sent} {port} {rnd}\\n")
-"""
-# h1: one datagram from each of N source ports at a rate; its send time inside
-SEND = """
-import socket, sys, time
-dst, port, n, rnd = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[5]
-rate, base = float(sys.argv[4]), int(sys.argv[6])
-start = time.monotonic()
-for i in range(n):
-    wait = start + i / rate - time.monotonic()
-    if wait > 0:
-        time.sleep(wait)
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    s.bind(("", base + i))
-    s.sendto(f"{time.monotonic()} {rnd}".encode(), (dst, port))
-    s.close()
-"""
 
 
 def installed(lab: Any, offload: bool) -> int:
@@ -104,14 +79,13 @@ def traffic(
     lab: Any, log: Path, flows: int, rate: float, base: int
 ) -> tuple[Any, Callable[[int], None]]:
     """far's sink, logging arrivals to `log`, and h1's sender of round N:
-    `flows` new flows at `rate` from source ports base, base + 1, ..."""
-    sink = lab.start_server(
-        FAR.name, ["python3", "-u", "-c", SINK, str(PORT), str(log)], PORT, "sink.log", udp=True
-    )
+    `flows` new flows at `rate` from source ports base, base + 1, ...
+    (lab/flows.py)."""
+    sink = start_sink(lab, log)
+    start = sender(lab, H1, flows, rate, base)
 
     def send(rnd: int) -> None:
-        args = (FAR.ip, str(PORT), str(flows), str(rate), str(rnd), str(base))
-        lab.run(H1.name, "python3", "-c", SEND, *args, timeout=flows / rate + 60)
+        start(rnd).wait(timeout=flows / rate + 60)
 
     return sink, send
 
@@ -177,6 +151,7 @@ def run_mode(
 # Issue #15's targets for the new-flow setup rate against controller mode.
 TARGET_SETUP_RATIO = 2.5
 TARGET_SETUP_RATIO_ONE_PACKET = 5.0  # one-packet flows, after_packets = 2
+TARGET_CAPACITY_RATIO = 1.8  # two slow-path instances against one
 
 SETUP_MODES = {  # name: (slow path, after_packets)
     "controller": (False, 1),
@@ -217,9 +192,63 @@ def run_setup(mode: str, flows: int, rate: float, base: int) -> dict[str, Any]:
     }
 
 
-# The program built with 1,024-entry connection tables (p4src/Makefile),
-# the issue's full-table case.
-LAB_PROGRAM, LAB_TABLE = REPO / "p4src" / "build" / "lab", 1024
+def instance_cpu(lab: Any) -> float:
+    """CPU seconds of every slow-path instance so far."""
+    return sum(process_cpu(p.pid) for p in [lab.swpath, *lab.others])
+
+
+# The capacity run's instances sleep when idle (the two-instance lab's
+# setting, topo/lab/offload_lab.py), so their CPU time is their work plus a
+# polling floor, measured before the traffic and subtracted.
+CAPACITY_IDLE_SLEEP_US = 50
+
+
+def run_capacity(instances: int, flows: int, rate: float, base: int) -> dict[str, Any]:
+    """Slow-path capacity: `flows` one-packet flows from h1 and from h2 at
+    once, each at `rate`, with after_packets 2 (the switch writes nothing:
+    every first packet is the instances' work). One instance takes both
+    hosts, or two take one each (h1 pinned to the default instance, h2
+    hashed to the other). Delivered flows per second, and the instances'
+    CPU per flow beyond their idle floor."""
+    workdir = Path(tempfile.mkdtemp(prefix="quicknat-bench-capacity-"))
+    with running_lab(
+        workdir,
+        slow_path=True,
+        instances=instances,
+        idle_sleep_us=CAPACITY_IDLE_SLEEP_US,
+        after_packets=2,
+    ) as lab:
+        log = workdir / "arrivals.txt"
+        sink = start_sink(lab, log)
+        idle_cpu, idle_t = instance_cpu(lab), time.monotonic()
+        time.sleep(3)
+        idle_rate = (instance_cpu(lab) - idle_cpu) / (time.monotonic() - idle_t)
+        cpu, start = instance_cpu(lab), time.monotonic()
+        senders = [sender(lab, host, flows, rate, base)(1) for host in (H1, H2)]
+        for proc in senders:
+            proc.wait(timeout=flows / rate + 60)
+        time.sleep(2)  # the last ones through the queues
+        work = instance_cpu(lab) - cpu - idle_rate * (time.monotonic() - start)
+        lab.stop_process(sink)
+        times = sorted(float(row[0]) for row in sink_rows(log))
+        created = [
+            json.loads(lab.quicknat("stats", socket=socket))["counters"]["sessions_created"]
+            for socket in lab.sockets()
+        ]
+    shutil.rmtree(workdir, ignore_errors=True)
+    span = (times[-1] - start) if times else float("nan")
+    return {
+        "instances": instances,
+        "flows": 2 * flows,
+        "offered_flows_per_s": 2 * rate,
+        "first_delivered": len(times),
+        "flows_per_s": round(len(times) / span) if times else 0,
+        "sessions_created_per_instance": created,
+        "instances_idle_cpu_per_s": round(idle_rate, 3),
+        "instances_cpu_us_per_flow": round(work / len(times) * 1e6, 1) if times else None,
+    }
+
+
 OVERFLOW_RATE = 1000.0
 
 
@@ -294,6 +323,16 @@ def main() -> int:
         type=int,
         default=20000,
         help=f"concurrent flows for the full-table run ({LAB_TABLE}-entry tables); 0 skips it",
+    )
+    parser.add_argument(
+        "--capacity-rate",
+        type=float,
+        default=3000.0,
+        help="one-packet flows per second from each of h1 and h2 in the slow-path capacity "
+        "run (one instance against two); 0 skips it",
+    )
+    parser.add_argument(
+        "--capacity-flows", type=int, default=3000, help="flows from each host in that run"
     )
     args = parser.parse_args()
     if os.geteuid() != 0 or shutil.which("simple_switch_grpc") is None:
@@ -381,6 +420,37 @@ def main() -> int:
             f"first packets {o['first_delivered']}, second {o['second_delivered']}, "
             f"in the switch {o['in_switch']}; {o['controller_counters']}"
         )
+    capacity = []
+    if args.capacity_rate:
+        for r in range(args.rounds):
+            for i, n in enumerate((1, 2) if r % 2 == 0 else (2, 1)):
+                base = 5000 + (r * 2 + i) * (args.capacity_flows + 10) % 50000
+                result = run_capacity(n, args.capacity_flows, args.capacity_rate, base)
+                result["round"] = r
+                capacity.append(result)
+                print(json.dumps(result))
+    capacity_rate = {
+        n: statistics.median([x["flows_per_s"] for x in capacity if x["instances"] == n])
+        for n in (1, 2)
+        if any(x["instances"] == n for x in capacity)
+    }
+    capacity_cpu = {
+        n: statistics.median(
+            [x["instances_cpu_us_per_flow"] for x in capacity if x["instances"] == n]
+        )
+        for n in capacity_rate
+    }
+    capacity_ratio = (
+        round(capacity_rate[2] / capacity_rate[1], 2) if len(capacity_rate) == 2 else None
+    )
+    if capacity:
+        print(
+            f"\nslow-path capacity, one-packet flows from h1 and h2 at "
+            f"{2 * args.capacity_rate:.0f}/s, after_packets 2 (median):"
+        )
+        for n, rate in capacity_rate.items():
+            print(f"  {n} instance(s): {rate:>8} flows/s, {capacity_cpu[n]} us CPU per flow")
+        print(f"  two against one: {capacity_ratio}x (target {TARGET_CAPACITY_RATIO}x)")
     offloaded = [x["controller_cpu_us_per_flow"] for x in runs if x["mode"] == "offload"]
     cpu_per_offloaded_flow = statistics.median(offloaded) if offloaded else None
     met = cpu_per_offloaded_flow is not None and cpu_per_offloaded_flow <= TARGET_CPU_US
@@ -389,6 +459,7 @@ def main() -> int:
         "setup_ratio_one_packet": (
             setup_ratio.get("offload, after_packets 2", 0) >= TARGET_SETUP_RATIO_ONE_PACKET
         ),
+        "capacity_two_against_one": (capacity_ratio or 0) >= TARGET_CAPACITY_RATIO,
     }
     print(
         f"\ncontroller CPU per offloaded flow (median of every offload run): "
@@ -419,6 +490,14 @@ def main() -> int:
                     "runs": setup,
                 },
                 "overflow": overflow,
+                "capacity": {
+                    "offered_flows_per_s": 2 * args.capacity_rate,
+                    "flows_per_s": capacity_rate,
+                    "instances_cpu_us_per_flow": capacity_cpu,
+                    "two_against_one": capacity_ratio,
+                    "target": TARGET_CAPACITY_RATIO,
+                    "runs": capacity,
+                },
                 "runs": runs,
             },
             indent=2,

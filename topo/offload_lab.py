@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
 """`make run-offload`: the namespace lab in offload mode (docs/offload.md).
 
-The lab's topology (topo/lab/topology.py) with BMv2 as the NAT, the controller
-as its offload manager, and a quicknat-swpath slow-path instance behind the
-switch's port 9 that takes every miss (topo/lab/offload_lab.py). Shows the
-same translated traffic as `make run` (topo/lab/demo.py), then what the switch
-holds and the instance did. `--shell` keeps the lab up until Ctrl-C.
+The lab's topology (topo/lab/topology.py) with BMv2 as the NAT (its
+1,024-entry build, p4src/build/lab/), the controller as its offload manager,
+and two quicknat-swpath slow-path instances behind the switch's ports 9 and
+10 that take every miss (topo/lab/offload_lab.py). Shows the same translated
+traffic as `make run` (topo/lab/demo.py), each instance's sessions (which the
+switch holds), then a burst of short flows from both hosts, three times what
+the switch's table holds, all translated, and the offload manager's
+counters. `--shell` keeps the lab up until Ctrl-C.
 Processes and namespaces are removed on exit, on error and on SIGINT/SIGTERM.
 Needs root, simple_switch_grpc (BMv2, as for `make run-bmv2`: the README's
 P4 path) and `make build`.
@@ -14,15 +17,56 @@ P4 path) and `make build`.
 from __future__ import annotations
 
 import argparse
+import json
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from lab.demo import demo
+from lab.flows import arrivals, sender, start_sink
 from lab.netns_lab import DOWNLOAD_MB, shell_help
-from lab.offload_lab import missing, running_lab
+from lab.offload_lab import LAB_PROGRAM, LAB_TABLE, OffloadLab, missing, running_lab
 from lab.processes import raise_on_signals
+from lab.topology import H1, H2
+
+# The burst: one-packet UDP flows from each inside host (each on its own
+# instance), together three times the switch's table.
+BURST_FLOWS, BURST_RATE, BURST_BASE = 1536, 500.0, 20000
+
+
+def show_instances(lab: OffloadLab) -> None:
+    for socket in lab.sockets():
+        print(f"\n=== sessions of {socket.stem}: quicknat sessions --socket {socket}")
+        print(lab.quicknat("sessions", socket=socket))
+
+
+def burst(lab: OffloadLab) -> bool:
+    """BURST_FLOWS new flows from h1 and from h2 at once: every first packet
+    arrives, whether the switch holds its session or an instance does."""
+    flows = 2 * BURST_FLOWS
+    print(
+        f"\n=== a burst of {flows} one-packet UDP flows, h1 and h2 to far at "
+        f"{2 * BURST_RATE:.0f}/s: three times the switch's {LAB_TABLE} entries"
+    )
+    log = lab.workdir / "burst.txt"
+    sink = start_sink(lab, log)
+    senders = [sender(lab, h, BURST_FLOWS, BURST_RATE, BURST_BASE)(1) for h in (H1, H2)]
+    for proc in senders:
+        proc.wait(timeout=BURST_FLOWS / BURST_RATE + 60)
+    time.sleep(1)
+    lab.stop_process(sink)
+    arrived = len(arrivals(log))
+    counters = lab.controller_stats()["counters"]
+    assert isinstance(counters, dict)
+    print(f"first packets at far: {arrived} of {flows}")
+    print(f"sessions in the switch: {counters['offload.installed']} (table: {LAB_TABLE})")
+    for socket in lab.sockets():
+        stats = json.loads(lab.quicknat("stats", socket=socket))
+        print(f"sessions in {socket.stem}: {stats['sessions']}")
+    print(f"left in software, table full: {counters['offload.software_only.table_full']}")
+    return arrived == flows
 
 
 def main() -> int:
@@ -36,8 +80,10 @@ def main() -> int:
     workdir = Path(tempfile.mkdtemp(prefix="quicknat-offload-lab-"))
     raise_on_signals()
     try:
-        with running_lab(workdir) as lab:
+        with running_lab(workdir, program=LAB_PROGRAM) as lab:
             ok = demo(lab, DOWNLOAD_MB)
+            show_instances(lab)
+            ok = burst(lab) and ok
             counters = lab.controller_stats()["counters"]
             assert isinstance(counters, dict)
             print("\nThe offload manager (quicknat stats of the controller):")

@@ -271,16 +271,27 @@ def _status(args: argparse.Namespace) -> int:
     assert isinstance(answer, list)
     print(
         f"{'id':>6} {'proto':>5} {'origin':<8} {'internal':<22} {'external':<22} "
-        f"{'remote':<22} {'age':>7}"
+        f"{'remote':<22} {'age':>7}  where"
     )
     for row in answer:
         print(
             f"{row['id']:>6} {_protocol_name(row['protocol']):>5} {row['origin']:<8} "
             f"{row['internal']:<22} "
-            f"{row['external']:<22} {row['remote']:<22} {row['age_s']:>6}s"
+            f"{row['external']:<22} {row['remote']:<22} {row['age_s']:>6}s  {_where(row)}"
         )
     print(f"{len(answer)} sessions")
     return 0
+
+
+def _where(row: dict[str, object]) -> str:
+    """Where a session's packets are translated: swpath's rows say whether
+    the switch holds it too (offload mode: "both", the instance keeping its
+    state), the controller's whether its entries are in the switch yet."""
+    if "offloaded" in row:
+        return "both" if row["offloaded"] else "software"
+    if "installed" in row:
+        return "switch" if row["installed"] else str(row.get("install", "pending"))
+    return "-"
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -83,6 +83,26 @@ def test_session_table_names_protocols(
     assert [line.split()[1] for line in lines[1:5]] == ["tcp", "udp", "icmp", "47"]
 
 
+def test_session_table_says_where_each_session_lives(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """swpath's rows (offload mode: the switch holds it too, or not) and the
+    controller's (its entries in the switch, or an install under way)."""
+    base = {"protocol": 17, "origin": "snat", "internal": "10.0.0.7:1", "age_s": 1,
+            "external": "203.0.113.1:2", "remote": "192.0.2.1:53"}  # fmt: skip
+    rows = [
+        {**base, "id": 1, "offloaded": True},
+        {**base, "id": 2, "offloaded": False},
+        {**base, "id": 3, "installed": True, "install": "installed"},
+        {**base, "id": 4, "installed": False, "install": "pending"},
+    ]
+    monkeypatch.setattr("quicknat.controller.status.query", lambda path, command: rows)
+    assert main(["sessions"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split()[-1] == "where"
+    assert [line.split()[-1] for line in lines[1:5]] == ["both", "software", "switch", "pending"]
+
+
 def test_a_closed_pipe_ends_quietly() -> None:
     """`quicknat check --json FILE | head -1`: no BrokenPipeError traceback."""
     code = (

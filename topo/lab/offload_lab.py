@@ -38,6 +38,11 @@ from lab.processes import signals_ignored, wait_for_unix_socket, wait_until
 from lab.swpath import QUICKNAT, compile_commands, state_file, swpath_command
 
 GRPC_PORT = 50011
+# The program built with 1,024-entry connection tables (p4src/Makefile): the
+# lab's switch is small, so that a burst of flows overflows it (issue #15).
+LAB_PROGRAM = Path(__file__).resolve().parents[2] / "p4src" / "build" / "lab"
+LAB_TABLE = 1024
+
 # Pool ports 1024-65535 split between two instances (RFC 7422 blocks).
 BLOCKS = {1: ["1024-65535"], 2: ["1024-33279", "33280-65535"]}
 # What the instances' workers do when idle: with two on the VM's two vCPUs
@@ -116,12 +121,14 @@ class OffloadLab(NetnsLab):
         slow_path: bool = True,
         program: Path | None = None,
         instances: int = 1,
+        idle_sleep_us: int | None = None,
         **settings: Any,
     ) -> None:
         """`program`: a directory with another build of the P4 program (e.g.
         p4src/build/small/, 64-entry connection tables) for the controller;
-        `instances`: how many slow-path instances (1 or 2); `settings`:
-        lab_config's (the offload policy, timeouts, limits)."""
+        `instances`: how many slow-path instances (1 or 2); `idle_sleep_us`:
+        their --idle-sleep-us (default: IDLE_SLEEP_US with two, else none);
+        `settings`: lab_config's (the offload policy, timeouts, limits)."""
         super().__init__(workdir)
         self.slow_path = slow_path
         self.program = program
@@ -129,6 +136,9 @@ class OffloadLab(NetnsLab):
         # the default instance: h1's (its sessions: quicknat sessions/stats,
         # the tests; restart_swpath restarts it)
         self.main = max(self.instances - 1, 0)
+        self.idle_sleep_us = (
+            idle_sleep_us if idle_sleep_us is not None else IDLE_SLEEP_US * (instances > 1)
+        )
         # the controller's socket tells the offload manager's counters
         self.controller_socket = workdir / "controller.sock"
         main = instance_name(self.main)
@@ -220,8 +230,8 @@ class OffloadLab(NetnsLab):
         command = swpath_command(
             {0: f"{instance_name(index)}-sw"}, commands, socket, prefix, pmd, state_file(prefix)
         )
-        if self.instances > 1:
-            command += ["--idle-sleep-us", str(IDLE_SLEEP_US)]
+        if self.idle_sleep_us:
+            command += ["--idle-sleep-us", str(self.idle_sleep_us)]
         return command
 
     def _start_swpath(self, commands: Path, pmd: str) -> None:
@@ -260,11 +270,12 @@ def running_lab(
     slow_path: bool = True,
     program: Path | None = None,
     instances: int = 2,
+    idle_sleep_us: int | None = None,
     **settings: Any,
 ) -> Iterator[OffloadLab]:
     """The lab built and its NAT running (two instances unless told
     otherwise); torn down on the way out, whatever happened."""
-    lab = OffloadLab(workdir, slow_path, program, instances, **settings)
+    lab = OffloadLab(workdir, slow_path, program, instances, idle_sleep_us, **settings)
     try:
         lab.build()
         lab.start_offload()
