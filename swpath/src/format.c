@@ -240,10 +240,13 @@ sp_format_stats_json(struct sp_buf *b)
 		const struct sp_worker *wk = sp.workers[w];
 
 		sp_buf_printf(b, "%s\n {\"worker\": %u, \"lcore\": %u, "
-			      "\"sessions\": %u, \"mappings\": %u, \"counters\": ",
+			      "\"sessions\": %u, \"mappings\": %u, "
+			      "\"busy_us\": %llu, \"counters\": ",
 			      w ? "," : "", w, wk->lcore,
 			      __atomic_load_n(&wk->nat.n_sessions, __ATOMIC_RELAXED),
-			      __atomic_load_n(&wk->nat.n_mappings, __ATOMIC_RELAXED));
+			      __atomic_load_n(&wk->nat.n_mappings, __ATOMIC_RELAXED),
+			      (unsigned long long)(wk->busy_tsc /
+						   (sp.tsc_hz / 1000000)));
 		counters_json(b, wk->cnt);
 		sp_buf_printf(b, "}");
 	}

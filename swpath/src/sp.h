@@ -195,6 +195,10 @@ struct sp_worker {
 	struct rte_ring *cmd_ring;              /* session commands (SP/SC) */
 	struct rte_ring *event_ring;            /* mapping events (SP/SC), or NULL */
 	uint32_t now;                           /* ms since start */
+	/* TSC cycles of the iterations that had packets: the worker's work,
+	 * apart from its polling (stats' busy_us; readers tolerate tearing
+	 * of a value read while it grows, as the counters do) */
+	uint64_t busy_tsc;
 	uint32_t resolve_addr;                  /* last SP_MSG_RESOLVE sent */
 	uint32_t resolve_time;
 	uint64_t icmp_tokens;                   /* ICMP error bucket, 1/1000 */

@@ -124,6 +124,7 @@ sp_worker_main(void *arg)
 	while (!__atomic_load_n(&sp.quit, __ATOMIC_RELAXED)) {
 		const struct sp_runtime *rt;
 		uint64_t cur = rte_rdtsc();
+		bool worked = false;
 		unsigned n;
 
 		w->now = (uint32_t)((cur - sp.tsc0) * 1000 / sp.tsc_hz);
@@ -136,7 +137,7 @@ sp_worker_main(void *arg)
 			n = rte_eth_rx_burst(q->port, q->queue, pkts, SP_BURST);
 			if (n == 0)
 				continue;
-			idle = 0;
+			worked = true;
 			SP_ADD(w, rx, n);
 			if (unlikely(q->iface == SP_IFACE_TRUNK)) {
 				trunk_input(w, pkts, (uint16_t)n, spread, rt);
@@ -153,7 +154,7 @@ sp_worker_main(void *arg)
 		n = rte_ring_sc_dequeue_burst(w->in_ring, (void **)pkts,
 					      SP_BURST, NULL);
 		if (n != 0) {
-			idle = 0;
+			worked = true;
 			SP_ADD(w, ring_rx, n);
 			sp_process_ring(w, pkts, (uint16_t)n, rt);
 		}
@@ -179,8 +180,13 @@ sp_worker_main(void *arg)
 						     w->now);
 			__atomic_store_n(&w->del_done, req, __ATOMIC_RELEASE);
 		}
-		if (unlikely(sp.idle_sleep_us != 0) && ++idle >= SP_IDLE_POLLS)
+		if (worked) {
+			w->busy_tsc += rte_rdtsc() - cur;
+			idle = 0;
+		} else if (unlikely(sp.idle_sleep_us != 0) &&
+			   ++idle >= SP_IDLE_POLLS) {
 			idle_sleep(w);
+		}
 	}
 	sp_tx_flush_all(w);
 	__atomic_store_n(&w->done, 1, __ATOMIC_RELEASE);
