@@ -38,6 +38,7 @@ from typing import Any
 from lab.netns import in_namespace, run
 from lab.netns_lab import NAT, missing, running_lab
 from lab.nodes import IPERF_PORT, Nodes
+from lab.processes import raise_on_signals
 from lab.topology import H1, SRV
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -208,6 +209,7 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=5.0)
     ap.add_argument("--out", type=Path, default=RESULTS / "linux_compare.json")
     args = ap.parse_args()
+    raise_on_signals()  # SIGTERM too: the labs' finally clean-ups run
     result = compare(args.seconds)
     print_table(result)
     if "skipped" in result:

@@ -55,6 +55,7 @@ from typing import Any
 from lab.flows import arrivals as sink_rows
 from lab.flows import sender, start_sink
 from lab.offload_lab import IDLE_SLEEP_US, LAB_PROGRAM, LAB_TABLE, running_lab
+from lab.processes import raise_on_signals
 from lab.topology import H1, H2
 from linux_compare import process_cpu
 
@@ -336,6 +337,7 @@ def main() -> int:
         "--capacity-flows", type=int, default=3000, help="flows from each host in that run"
     )
     args = parser.parse_args()
+    raise_on_signals()  # SIGTERM too: the labs' finally clean-ups run
     if os.geteuid() != 0 or shutil.which("simple_switch_grpc") is None:
         print("bench-offload: skipped: needs root and simple_switch_grpc")
         return 0

@@ -37,6 +37,7 @@ from typing import Any
 
 from lab.netns import in_namespace, run
 from lab.netns_lab import NAT, namespace, running_lab
+from lab.processes import raise_on_signals
 from lab.swpath import QUICKNAT
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -246,6 +247,7 @@ def main() -> int:
     parser.add_argument("--flows", type=int, default=50_000)
     parser.add_argument("--sizes", default=",".join(map(str, SIZES)))
     args = parser.parse_args()
+    raise_on_signals()  # SIGTERM too: the labs' finally clean-ups run
     needs = [t for t in ("nft", "iptables-restore") if shutil.which(t) is None]
     if os.geteuid() != 0 or needs:
         print(f"rules-vs-flows: skipped: needs root{', ' + ', '.join(needs) if needs else ''}")
