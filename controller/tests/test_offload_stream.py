@@ -45,3 +45,14 @@ def test_closed_synced_and_lost() -> None:
 def test_other_lines_are_refused(line: str) -> None:
     with pytest.raises(ValueError, match="not a session event"):
         parse_event(line)
+
+
+@pytest.mark.parametrize("address", ["10.0.0", "10.0.0.256", "ten.0.0.1", "10.0.0.1.2", ""])
+def test_an_endpoint_that_is_not_a_dotted_quad_is_refused(address: str) -> None:
+    line = (
+        '{"event": "opened", "id": 1, "worker": 0, "protocol": 17, "origin": "snat", '
+        f'"rule": 1, "internal": "{address}:53", "external": "203.0.113.1:53", '
+        '"remote": "192.0.2.1:53"}'
+    )
+    with pytest.raises(ValueError, match="not a"):
+        parse_event(line)

@@ -192,8 +192,12 @@ class Controller:
         assert self.offload is not None
         self.offload.command(instance, lines)
 
-    def now(self) -> float:
-        return asyncio.get_running_loop().time()
+    @staticmethod
+    def now() -> float:
+        """The event loop's clock (asyncio's BaseEventLoop.time() is
+        time.monotonic()), read without finding the running loop: the
+        offload manager asks per session event."""
+        return time.monotonic()
 
     # -- lifecycle ---------------------------------------------------------------
 
