@@ -115,12 +115,12 @@ def test_each_instance_is_told_every_peer_and_itself() -> None:
     config = parse_config(BASE + RULES)
     assert peer_commands(config, "sp1") == [
         "peer vid 16 ports 1024-32767 default",
-        "peer vid 17 ports 32768-65535 self",
+        "peer vid 18 ports 32768-65535 self",
     ]
     lines = slow_path_commands(config, "sp0")
     assert lines[-2:] == [
         "peer vid 16 ports 1024-32767 self default",
-        "peer vid 17 ports 32768-65535",
+        "peer vid 18 ports 32768-65535",
     ]
     assert "pool public ports 1024-32767 preserve_parity true preserve_port false" in " ".join(
         lines
@@ -141,7 +141,7 @@ def test_the_default_instance_takes_what_no_block_names() -> None:
         (Prefix.parse("10.0.0.6/32"), 1),
         (Prefix.parse("10.0.0.7/32"), 1),
     ]
-    assert peer_commands(config, "sp0")[1] == "peer vid 17 ports 32768-65535 default"
+    assert peer_commands(config, "sp0")[1] == "peer vid 18 ports 32768-65535 default"
     twice = marked.replace('ports = "1024-32767"\n', 'ports = "1024-32767"\ndefault = true\n')
     with pytest.raises(ConfigError, match="another slow_path is the default already"):
         parse_config(twice)

@@ -406,7 +406,7 @@ def test_the_slow_path_entries_follow_the_configuration() -> None:
     # DNAT server pinned to sp0 (its address is no pool's: the catch-all's
     # instance); each instance's peer VID
     assert names == (
-        ["slow_path_in2out"] + ["slow_path_out2in"] * 8 + ["slow_path_pin"] + ["slow_path_peer"] * 2
+        ["slow_path_in2out"] + ["slow_path_out2in"] * 8 + ["slow_path_pin"] + ["slow_path_peer"] * 4
     )
     priorities = [t.table_entry.priority for t in tables[1:9]]
     assert priorities == [10] * 6 + [1, 1]
@@ -414,10 +414,16 @@ def test_the_slow_path_entries_follow_the_configuration() -> None:
     assert (pin.match[1].lpm.value, pin.match[1].lpm.prefix_len) == (bytes([10, 0, 0, 5]), 32)
     assert pin.action.action.params[0].value == bytes([9])  # sp0's port
     peers = [
-        (t.table_entry.match[0].exact.value, t.table_entry.action.action.params[0].value)
+        (t.table_entry.match[0].exact.value, *(p.value for p in t.table_entry.action.action.params))
         for t in tables[10:]
     ]
-    assert peers == [(bytes([16]), bytes([9])), (bytes([17]), bytes([10]))]
+    # each instance's hand-off VID (re-tagged 4) and relay VID (re-tagged 5)
+    assert peers == [
+        (bytes([16]), bytes([9]), bytes([4])),
+        (bytes([17]), bytes([9]), bytes([5])),
+        (bytes([18]), bytes([10]), bytes([4])),
+        (bytes([19]), bytes([10]), bytes([5])),
+    ]
     static = static_entries(PIPELINE.p4info, config)
     zones = [e for e in static if TABLES[e.table_id] == "port_zone"]
     assert len(zones) == 4  # in0, out0, and the two slow-path ports (zone 3)

@@ -71,10 +71,14 @@ const zone_t ZONE_OUTSIDE   = 2;
 const zone_t ZONE_SLOW_PATH = 3;
 
 // Slow-path tags that are not a zone (slow_path.p4): an instance sends a
-// packet for another with that one's peer VID (SLOW_PATH_VID_PEER_MIN and
-// up, one per instance: slow_path_peer), and the switch hands it over
-// tagged SLOW_PATH_VID_HANDOFF (outside, from a peer).
+// packet for another with one of that one's two peer VIDs
+// (SLOW_PATH_VID_PEER_MIN and up: slow_path_peer), and the switch hands it
+// over tagged with what the entry says: SLOW_PATH_VID_HANDOFF for a
+// hairpin's second pass (its source is one of our own addresses),
+// SLOW_PATH_VID_RELAY for a packet from the outside link passed on as it
+// came (an ICMP error or a fragment whose session is the other's).
 const bit<12> SLOW_PATH_VID_HANDOFF  = 4;
+const bit<12> SLOW_PATH_VID_RELAY    = 5;
 const bit<12> SLOW_PATH_VID_PEER_MIN = 16;
 
 // packet_out.mode

@@ -411,9 +411,11 @@ class OffloadPinnedHostsSkipTheSelector(OffloadProgramTest):
 
 @group("offload")
 class OffloadPeerVidHandsOver(OffloadProgramTest):
-    """An instance sends a packet for another with that one's peer VID: the
-    switch hands it over untouched but for the tag (the hand-off VID, 4), no
-    NAT, no routing; a peer VID without an entry is dropped SLOW_PATH_TAG."""
+    """An instance sends a packet for another with one of that one's peer
+    VIDs: the switch hands it over untouched but for the tag its entry gives
+    (4: a hairpin's second pass; 5: relayed from the outside link), no NAT,
+    no routing; a peer VID without an entry, and the two tags themselves
+    from an instance, are dropped SLOW_PATH_TAG."""
 
     def runTest(self) -> None:
         self.skip_unless_switch()
@@ -424,21 +426,34 @@ class OffloadPeerVidHandsOver(OffloadProgramTest):
                 update(
                     INSERT,
                     table_entry(
-                        self.p4info, "slow_path_peer", {"vid": 16 + i}, "hand_off", {"port": port}
+                        self.p4info,
+                        "slow_path_peer",
+                        {"vid": 16 + 2 * i + relay},
+                        "hand_off",
+                        {"port": port, "vid": 5 if relay else 4},
                     ),
                 )
                 for i, port in enumerate((1, 3))
+                for relay in (0, 1)
             ]
         )
+        frame = Ether(src="02:00:00:00:0f:01", dst="02:00:00:00:fe:fe")
         # a hairpin's first pass on the instance at port 1: our own source
         hairpin = IP(src="203.0.113.1", dst="203.0.113.2", ttl=63) / udp(2000, 40000) / b"h"
-        frame = Ether(src="02:00:00:00:0f:01", dst="02:00:00:00:fe:fe")
-        self.send(INSIDE, frame / Dot1Q(vlan=17) / hairpin)
+        self.send(INSIDE, frame / Dot1Q(vlan=18) / hairpin)
         self.expect(INSIDE2, frame / Dot1Q(vlan=4) / hairpin)
+        # an ICMP error from outside about the other's port, as it came
+        error = (
+            IP(src="198.51.100.10", dst="203.0.113.2", ttl=60)
+            / ICMP(type=3, code=3)
+            / IP(src="203.0.113.2", dst="198.51.100.10")
+            / udp(40000, 53)
+        )
+        self.send(INSIDE, frame / Dot1Q(vlan=19) / error)
+        self.expect(INSIDE2, frame / Dot1Q(vlan=5) / error)
 
         tag = self.drops("slow_path_tag")
-        self.send(INSIDE, frame / Dot1Q(vlan=18) / hairpin)
-        # the hand-off VID itself is the switch's to send, not to take
-        self.send(INSIDE, frame / Dot1Q(vlan=4) / hairpin)
+        for vid in (20, 4, 5):
+            self.send(INSIDE, frame / Dot1Q(vlan=vid) / hairpin)
         self.expect_nothing()
-        self.assertEqual(self.drops("slow_path_tag"), tag + 2)
+        self.assertEqual(self.drops("slow_path_tag"), tag + 3)

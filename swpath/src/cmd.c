@@ -535,10 +535,11 @@ parse_peer(const struct words *words, struct sp_cmd_peer *c, char *err,
 
 		if (strcmp(k, "vid") == 0) {
 			VALUE();
-			/* 1-15 are the zones' and the hand-off's (slow_path.p4) */
-			if (parse_uint(v, 16, 4094, &n) < 0)
+			/* 1-15 are the zones' and the peer tags' (define.p4);
+			 * the instance has this and the next */
+			if (parse_uint(v, 16, 4093, &n) < 0)
 				return sp_fail(err, errlen,
-					    "peer: vid %s: must be 16..4094", v);
+					    "peer: vid %s: must be 16..4093", v);
 			c->vid = (uint16_t)n;
 			has_vid = true;
 		} else if (strcmp(k, "ports") == 0) {

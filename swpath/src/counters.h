@@ -20,7 +20,7 @@
 	X(in2out, "packets translated inside to outside") \
 	X(out2in, "packets translated outside to inside") \
 	X(hairpin, "packets translated back inside after in2out (hairpinning)") \
-	X(peer_handoff, "packets passed to the slow-path instance that owns them, through the switch (its peer VID): ICMP errors and hairpins about its ports") \
+	X(peer_handoff, "packets passed to the slow-path instance that owns them, through the switch (its peer VIDs): hairpins, and ICMP errors and fragments from outside about its ports") \
 	X(peer_received, "packets another slow-path instance passed to this one through the switch (the hand-off VID)") \
 	X(icmp_error_in2out, "ICMP errors translated inside to outside") \
 	X(icmp_error_out2in, "ICMP errors translated outside to inside") \

@@ -77,6 +77,20 @@ flush_flows(struct sp_worker *w, struct rte_mbuf **fm, struct sp_pkt *pk,
 }
 
 /*
+ * The peer instance whose datagram an outside fragment from the link is
+ * (the switch reads no port of a fragment: they all come to the default
+ * instance), by its first fragment's ports; -1 when it is this one's.
+ */
+static inline int
+fragment_peer(struct rte_mbuf *m, const struct sp_flow_key *key, int outside)
+{
+	if (likely(sp_peers.n == 0) || !outside ||
+	    (*sp_meta(m) & (SP_META_OUTSIDE | SP_META_RELAYED)))
+		return -1;
+	return sp_peer_elsewhere_port(key->dst, key->dport);
+}
+
+/*
  * A later fragment (frag.h): its datagram's ports from the first fragment
  * (this worker's table, or the mbuf when another worker handed it over),
  * then the session they name, whose address rewrite it gets: no L4 header
@@ -113,6 +127,13 @@ later_fragment(struct sp_worker *w, struct rte_mbuf *m, struct sp_pkt *p,
 	}
 	d = sp_nat_lookup(&w->nat, key);
 	if (d < 0) {
+		int peer = fragment_peer(m, key, outside);
+
+		/* a datagram of another instance's flow (peer.h) */
+		if (unlikely(peer >= 0)) {
+			sp_peer_send(w, m, (unsigned)peer, true);
+			return;
+		}
 		/* the session lives where the first fragment was handed */
 		if (sp.n_workers > 1 && !(meta->flags & SP_META_HANDED)) {
 			unsigned owner = outside ?
@@ -173,6 +194,7 @@ fragment_input(struct sp_worker *w, struct rte_mbuf *m, struct sp_pkt *p,
 {
 	struct rte_mbuf *held[SP_FRAG_HOLD];
 	unsigned n = 0;
+	int peer;
 
 	/* a hairpinned fragment's second pass would need its ports again */
 	if (unlikely(*sp_meta(m) & SP_META_OUTSIDE)) {
@@ -193,6 +215,15 @@ fragment_input(struct sp_worker *w, struct rte_mbuf *m, struct sp_pkt *p,
 
 		n = sp_frag_first(w->frag, &fk, key->sport, key->dport, w->now,
 				  held, w->cnt);
+	}
+	peer = fragment_peer(m, key, outside);
+	if (unlikely(peer >= 0)) {
+		/* the first, then the ones that came before it, in order: the
+		 * owner keeps the ports from the first (peer.h) */
+		sp_peer_send(w, m, (unsigned)peer, true);
+		for (unsigned i = 0; i < n; i++)
+			sp_peer_send(w, held[i], (unsigned)peer, true);
+		return;
 	}
 	flush_flows(w, &m, p, key, 1, iface, outside, rt);
 	for (unsigned i = 0; i < n; i++) {
@@ -364,7 +395,7 @@ sp_hairpin(struct sp_worker *w, struct rte_mbuf *m, struct sp_pkt *p,
 	SP_INC(w, hairpin);
 	/* a mapping of another instance behind the switch (peer.h) */
 	if (unlikely(peer >= 0)) {
-		sp_peer_send(w, m, (unsigned)peer);
+		sp_peer_send(w, m, (unsigned)peer, false);
 		return;
 	}
 	/* It enters again as from outside: the worker RSS would give it there

@@ -61,13 +61,12 @@ sp_out2in_icmp_error(struct sp_worker *w, struct rte_mbuf *m,
 	d = sp_nat_lookup(&w->nat, &key);
 	if (d < 0) {
 		/* another instance's port: the switch sends us every error
-		 * (peer.h); the router hop is ours, as it would be there */
-		int peer = *sp_meta(m) & SP_META_OUTSIDE ? -1 :
-							     sp_peer_elsewhere(m);
+		 * (peer.h); it gets it as it came from the link */
+		int peer = *sp_meta(m) & (SP_META_OUTSIDE | SP_META_RELAYED) ?
+				   -1 : sp_peer_elsewhere(m);
 
 		if (unlikely(peer >= 0)) {
-			sp_ttl_decrement(p->ip);
-			sp_peer_send(w, m, (unsigned)peer);
+			sp_peer_send(w, m, (unsigned)peer, true);
 			return;
 		}
 		if (!(*sp_meta(m) & SP_META_HANDED) && sp.n_workers > 1) {

@@ -23,9 +23,12 @@ sp_peer_add(const struct sp_cmd_peer *c, char *err, size_t errlen)
 	for (unsigned i = 0; i < sp_peers.n; i++) {
 		const struct sp_peer *o = &sp_peers.p[i];
 
-		if (o->vid == c->vid)
+		/* each has two: vid and vid + 1 */
+		if (o->vid == c->vid || o->vid + 1 == c->vid ||
+		    c->vid + 1 == o->vid)
 			return sp_fail(err, errlen,
-				       "peer: vid %u named twice", c->vid);
+				       "peer vid %u: overlaps vid %u (each instance has two, V and V + 1)",
+				       c->vid, o->vid);
 		if (c->port_min <= o->port_max && o->port_min <= c->port_max)
 			return sp_fail(err, errlen,
 				       "peer vid %u: ports %u-%u overlap those of vid %u (%u-%u); each instance owns its own block",
@@ -132,15 +135,28 @@ sp_peer_elsewhere(struct rte_mbuf *m)
 	return owner == sp_peers.self ? -1 : (int)owner;
 }
 
+int
+sp_peer_elsewhere_port(rte_be32_t dst, rte_be16_t dport)
+{
+	unsigned owner;
+
+	if (likely(sp_peers.n == 0))
+		return -1;
+	owner = sp_peer_owner(rte_be_to_cpu_32(dst), rte_be_to_cpu_16(dport),
+			      true);
+	return owner == sp_peers.self ? -1 : (int)owner;
+}
+
 void
-sp_peer_send(struct sp_worker *w, struct rte_mbuf *m, unsigned owner)
+sp_peer_send(struct sp_worker *w, struct rte_mbuf *m, unsigned owner,
+	     bool relay)
 {
 	uint64_t mac = __atomic_load_n(&sp.neigh[sp_peers.neigh].mac,
 				       __ATOMIC_RELAXED);
 
 	sp_set_eth(rte_pktmbuf_mtod(m, struct rte_ether_hdr *), mac,
 		   sp_peers.iface);
-	m->vlan_tci = sp_peers.p[owner].vid;
+	m->vlan_tci = sp_peers.p[owner].vid + (relay ? 1 : 0);
 	if (unlikely(rte_vlan_insert(&m) < 0)) {
 		sp_drop(w, m, SP_CNT_drop_slow_path_tag);
 		return;

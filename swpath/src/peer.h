@@ -3,20 +3,22 @@
  * Slow-path peers: the other swpath instances behind the same P4 switch in
  * offload mode (docs/offload.md, "Several instances"). The switch steers an
  * outside packet to the instance that owns its destination port's block
- * (slow_path_out2in); two kinds of packet still reach an instance that does
- * not own them, and it passes them on, back through the switch, tagged with
- * the owner's peer VID (p4src/README.md, slow_path_peer):
+ * (slow_path_out2in); some still reach an instance that does not own them,
+ * and it passes them on, back through the switch, tagged with one of the
+ * owner's two peer VIDs (p4src/README.md, slow_path_peer):
  *
- *   - an ICMP error from outside about another instance's session: the
- *     switch does not read the port in the packet it quotes, so every such
- *     error comes to the default instance (RFC 5508 sec. 6 wants it
- *     translated by the owner of that session);
  *   - a hairpinned packet (RFC 4787 REQ-9) for another instance's mapping,
- *     after this one translated its source, as a hairpin's first pass.
- *
- * The switch hands it to the owner tagged SP_VID_HANDOFF, which vlan.c
- * takes as a hairpin's second pass on the outside sub-interface (no link
- * checks: the source is one of our own addresses).
+ *     after this one translated its source, as a hairpin's first pass: the
+ *     peer VID; the owner gets it tagged SP_VID_HANDOFF and takes it as the
+ *     second pass (no link checks: the source is one of our addresses);
+ *   - from the outside link, an ICMP error about another instance's
+ *     session (the switch does not read the port in the packet it quotes,
+ *     so every such error comes to the default instance; RFC 5508 sec. 6
+ *     wants it translated by the owner of that session), and a fragment of
+ *     another instance's flow (the switch reads no port of a fragment):
+ *     the peer VID + 1, as it came; the owner gets it tagged SP_VID_RELAY
+ *     and takes it as from the link (SP_META_RELAYED: never passed on
+ *     again, whatever it thinks of the owner).
  *
  * Ownership is the switch's: a pool address with a port in an instance's
  * block is that instance's, everything else (DNAT and SNAT `to` addresses,
@@ -36,7 +38,7 @@
 #define SP_MAX_PEERS 64         /* the switch's slow_path_peer table */
 
 struct sp_peer {
-	uint16_t vid;
+	uint16_t vid;           /* hairpins; what is relayed: vid + 1 */
 	uint16_t port_min, port_max;
 };
 
@@ -64,11 +66,17 @@ int sp_peers_setup(char *err, size_t errlen);
  * has_port 0 for a packet without one. */
 unsigned sp_peer_owner(uint32_t addr, uint16_t port, bool has_port);
 
-/* Sends m, as it is, to instance owner through the switch (its peer VID). */
-void sp_peer_send(struct sp_worker *w, struct rte_mbuf *m, unsigned owner);
+/* Sends m, as it is, to instance owner through the switch: a hairpin's
+ * second pass, or (relay) a packet from the outside link. */
+void sp_peer_send(struct sp_worker *w, struct rte_mbuf *m, unsigned owner,
+		  bool relay);
 
 /* The owner of an outside packet's external end, when it is another
  * instance; -1 when it is this one or there are no peers. */
 int sp_peer_elsewhere(struct rte_mbuf *m);
+
+/* The same for a fragment's datagram, by the ports of its first fragment
+ * (network order, as in a flow key). */
+int sp_peer_elsewhere_port(rte_be32_t dst, rte_be16_t dport);
 
 #endif /* SP_PEER_H */

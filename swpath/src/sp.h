@@ -293,6 +293,8 @@ struct sp_mbuf_meta {
 #define SP_META_HANDED 0x1              /* passed between workers once */
 #define SP_META_OUTSIDE 0x2             /* hairpin: process as from outside */
 #define SP_META_FRAG 0x4                /* a later fragment with its ports */
+#define SP_META_RELAYED 0x8             /* from the outside link, passed on by a
+					 * peer instance (peer.h): never again */
 
 static inline struct sp_mbuf_meta *
 sp_mbuf_meta(struct rte_mbuf *m)

@@ -16,8 +16,8 @@ struct vlan_entry {
 	uint32_t flags;                 /* the meta it starts with */
 };
 
-/* every sub-interface, and the hand-off VID of each slow-path port */
-static struct vlan_entry vlan_map[2 * SP_MAX_IFACES];
+/* every sub-interface, and the two peer tags of each slow-path port */
+static struct vlan_entry vlan_map[3 * SP_MAX_IFACES];
 static unsigned n_vlan;
 
 void
@@ -33,11 +33,16 @@ sp_vlan_setup(void)
 			.port = ifc->port, .vid = ifc->vlan,
 			.iface = (uint16_t)i,
 		};
-		if (ifc->slow_path && ifc->zone == SP_ZONE_OUTSIDE)
+		if (ifc->slow_path && ifc->zone == SP_ZONE_OUTSIDE) {
 			vlan_map[n_vlan++] = (struct vlan_entry){
 				.port = ifc->port, .vid = SP_VID_HANDOFF,
 				.iface = (uint16_t)i, .flags = SP_META_OUTSIDE,
 			};
+			vlan_map[n_vlan++] = (struct vlan_entry){
+				.port = ifc->port, .vid = SP_VID_RELAY,
+				.iface = (uint16_t)i, .flags = SP_META_RELAYED,
+			};
+		}
 	}
 }
 

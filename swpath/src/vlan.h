@@ -16,17 +16,19 @@
 
 #include "sp.h"
 
-/* The tag of a packet another instance passed to this one (slow_path.p4's
- * SLOW_PATH_VID_HANDOFF; peer.h): taken on the port's outside slow-path
- * sub-interface as a hairpin's second pass (SP_META_OUTSIDE). */
+/* The tags of a packet another instance passed to this one (define.p4's
+ * SLOW_PATH_VID_HANDOFF and _RELAY; peer.h), both on the port's outside
+ * slow-path sub-interface: a hairpin's second pass (SP_META_OUTSIDE), or
+ * a packet from the outside link as it came (SP_META_RELAYED). */
 #define SP_VID_HANDOFF 4
+#define SP_VID_RELAY 5
 
 /* Builds the (port, VID) -> interface map from sp.ifaces; start-up only. */
 void sp_vlan_setup(void);
 
 /*
  * Frames of a port with sub-interfaces: sets each one's meta (flags 0, or
- * SP_META_OUTSIDE for SP_VID_HANDOFF; its interface), untagged; drops, counted drop_slow_path_tag, a frame whose
+ * those of a peer's tag; its interface), untagged; drops, counted drop_slow_path_tag, a frame whose
  * VID no interface has (or untagged, when the port has no untagged
  * interface). Returns how many are left, compacted in order.
  */

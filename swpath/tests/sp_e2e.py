@@ -43,7 +43,7 @@ from quicknat.addr import parse_ipv4
 from quicknat.event_export import parse_ipfix
 from quicknat.nat.allocator import Endpoint
 from scapy.layers.inet import ICMP, IP, TCP, UDP, fragment
-from scapy.layers.l2 import ARP, Ether
+from scapy.layers.l2 import ARP, Dot1Q, Ether
 from scapy.packet import Packet, Raw
 from scapy.utils import rdpcap, wrpcap
 
@@ -518,6 +518,66 @@ def test_fragments_handed_to_the_owner(tmp: Path) -> None:
     c = r.counters
     eq((c["frag_held"], c["frag_translated"], c["handoff"]), (1, 2, 3), "held, translated, handed")
     eq([lc["sessions"] for lc in r.dump["stats"]["lcores"]], [0, 1], "the session on worker 1")
+
+
+# A slow-path instance (offload mode) with a peer: this one owns ports
+# 1024-40000 of the pool and is the default instance, the peer (VIDs 18 and
+# 19) the rest (swpath/src/peer.h).
+SLOW_PATH = f"""\
+interface inside zone inside port 0 vlan 1 slow_path true address 192.0.2.1/30 mac {MAC_IN}
+interface outside zone outside port 0 vlan 2 slow_path true address 192.0.2.5/30 mac {MAC_OUT}
+route 10.0.0.0/8 dev inside via 192.0.2.2
+route 0.0.0.0/0 dev outside via 192.0.2.6
+neighbor 192.0.2.2 mac {MAC_GW} dev inside
+neighbor 192.0.2.6 mac {MAC_GW} dev outside
+pool public ports 1024-40000 addresses 203.0.113.0/29
+rule add id 1 type snat prefix 10.0.0.0/24 protocol any pool public
+rule add id 2 type dnat prefix 203.0.113.9/32 port 5353 protocol udp to 10.0.0.2/32 to_port 53
+peer vid 16 ports 1024-40000 self default
+peer vid 18 ports 40001-65535
+"""
+
+
+def tagged(vid: int, pkt: Packet) -> Packet:
+    return Ether(src=MAC_GW, dst=MAC_OUT) / Dot1Q(vlan=vid) / pkt[IP]
+
+
+def test_fragments_of_a_peers_flow_are_relayed(tmp: Path) -> None:
+    """The switch reads no port of a fragment, so every fragment from
+    outside comes to the default instance (on a PMD that hands swpath the
+    fragments themselves; af_packet's kernel reassembles them). A datagram
+    for the peer's block goes on to it with its relay VID, every fragment as
+    it came, the first first; one the peer relays here (VID 5) for a
+    session here is translated as from the link."""
+    body = bytes(range(256)) * 4
+    peers = from_remote("8.8.8.8", "203.0.113.2") / UDP(sport=53, dport=50000) / Raw(body)
+    peers[IP].id = 41
+    theirs = list(fragment(peers, fragsize=512))
+    dnat = from_remote("8.8.8.8", "203.0.113.9") / UDP(sport=999, dport=5353) / Raw(body)
+    dnat[IP].id = 42
+    ours = list(fragment(dnat, fragsize=512))
+    frames = [tagged(2, theirs[1]), tagged(2, theirs[0]), tagged(2, theirs[2])]
+    frames += [tagged(5, f) for f in (ours[1], ours[0], ours[2])]
+    cmds = SLOW_PATH + f"neighbor 10.0.0.2 mac {MAC_H2} dev inside\n"
+    r = run(tmp, cmds, [frames])
+    out = r.outputs[0]
+    relayed = [p for p in out if p[Dot1Q].vlan == 19]
+    eq(
+        [bytes(p[IP]) for p in relayed],
+        [bytes(f[IP]) for f in theirs],
+        "relayed as they came, in order",
+    )
+    delivered = [p for p in out if p[Dot1Q].vlan == 1]
+    eq(len(delivered), 3, "the relayed DNAT datagram translated")
+    eq({(p[IP].dst, p[IP].ttl) for p in delivered}, {("10.0.0.2", 49)})
+    got = udp_ok(reassembled(delivered))
+    eq((got[UDP].sport, got[UDP].dport, bytes(got[UDP].payload)), (999, 53, body))
+    c = r.counters
+    eq(
+        (c["peer_handoff"], c["peer_received"], c["out2in"], c["frag_translated"]),
+        (3, 3, 3, 2),
+        str(r.nonzero()),
+    )
 
 
 def test_software_rss_two_workers(tmp: Path) -> None:

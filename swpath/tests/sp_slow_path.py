@@ -51,10 +51,11 @@ SP_IN_MAC, SP_OUT_MAC = "02:00:00:00:0a:01", "02:00:00:00:0a:02"
 GATEWAY_MAC = "02:00:00:00:00:fe"
 POOL = ip_network("203.0.113.0/29")
 # Two instances behind the switch (peer.h): this one owns ports 1024-40000
-# of the pool, its peer (VID 17) the rest; the switch hands a peer's packets
-# over with VID 4.
+# of the pool, its peer (VIDs 18 for hairpins, 19 for what is relayed from
+# the outside link) the rest; the switch hands a peer's packets over with
+# VID 4 (a hairpin's second pass) or 5 (relayed).
 OWN_BLOCK, PEER_BLOCK = (1024, 40000), (40001, 65535)
-SELF_VID, PEER_VID, HANDOFF_VID = 16, 17, 4
+SELF_VID, PEER_VID, HANDOFF_VID, RELAY_VID = 16, 18, 4, 5
 HOSTS = [f"10.0.0.{i}" for i in range(10, 26)]
 REMOTE = "198.51.100.10"
 
@@ -248,20 +249,20 @@ def case_not_slow_path_checks_the_mac(nat: Nat) -> None:
 
 
 def case_icmp_error_for_a_peer_goes_to_it(nat: Nat) -> None:
-    """The switch sends every ICMP error from outside to the first instance
+    """The switch sends every ICMP error from outside to the default instance
     (it does not read the quoted port); one about a port of the peer's block
-    goes on to the peer, through the switch, as it came but for the hop."""
+    goes on to the peer, relayed through the switch as it came."""
     before = nat.stats()["counters"]
     quoted = IP(src="203.0.113.2", dst=REMOTE, ttl=3) / UDP(sport=50000, dport=53)
     err = IP(src="198.51.100.99", dst="203.0.113.2", ttl=30) / ICMP(type=11, code=0) / quoted
     got = exchange([from_switch(ZONE_OUTSIDE, SWITCH_OUT_MAC, GATEWAY_MAC, err)], 1)
     eq(len(got), 1, "handed on")
     p = got[0]
-    eq(p[Dot1Q].vlan, PEER_VID, "VID: the peer's")
+    eq(p[Dot1Q].vlan, PEER_VID + 1, "VID: the peer's relay VID")
     eq(p[Ether].src, SP_OUT_MAC, "from the outside sub-interface")
-    eq((p[IP].src, p[IP].dst, p[IP].ttl), ("198.51.100.99", "203.0.113.2", 29))
+    eq((p[IP].src, p[IP].dst, p[IP].ttl), ("198.51.100.99", "203.0.113.2", 30))
     eq((p[ICMP].type, p[UDPerror].sport), (11, 50000), "quote untouched")
-    assert IP(bytes(p[IP].copy())).chksum == p[IP].chksum, "IPv4 checksum"
+    eq(bytes(p[IP]), bytes(err), "as it came")
     after = nat.stats()["counters"]
     eq(after["peer_handoff"] - before.get("peer_handoff", 0), 1, "peer_handoff")
     eq(after["icmp_error_out2in"], before["icmp_error_out2in"], "not translated here")
@@ -295,10 +296,11 @@ def case_hairpin_to_a_peers_mapping(nat: Nat) -> None:
 
 
 def case_handed_over_by_a_peer(nat: Nat) -> None:
-    """What the switch hands over (VID 4) is a hairpin's second pass: from
-    one of our own addresses, which a packet from a link may not be, to a
-    mapping here, and out to the host; an ICMP error about a peer's port is
-    never passed on again (no loop between instances)."""
+    """What the switch hands over with VID 4 is a hairpin's second pass:
+    from one of our own addresses, which a packet from a link may not be, to
+    a mapping here, and out to the host. What it relays (VID 5) about a
+    peer's port is never passed on again (no loop between instances), with
+    either tag."""
     b = HOSTS[5]
     ext_b, port_b = MAPPINGS[b]
     before = nat.stats()["counters"]
@@ -309,6 +311,7 @@ def case_handed_over_by_a_peer(nat: Nat) -> None:
         [
             from_switch(HANDOFF_VID, SWITCH_SP_MAC, SWITCH_SP_MAC, hp),
             from_switch(HANDOFF_VID, SWITCH_SP_MAC, SWITCH_SP_MAC, err),
+            from_switch(RELAY_VID, SWITCH_SP_MAC, SWITCH_SP_MAC, err),
         ],
         1,
     )
@@ -319,9 +322,9 @@ def case_handed_over_by_a_peer(nat: Nat) -> None:
     eq((p[IP].dst, p[UDP].dport, p[IP].ttl), (b, 5000 + HOSTS.index(b), 63))
     assert checksums_hold(p), p.summary()
     after = nat.stats()["counters"]
-    eq(after["peer_received"] - before.get("peer_received", 0), 2, "peer_received")
+    eq(after["peer_received"] - before.get("peer_received", 0), 3, "peer_received")
     eq(after["peer_handoff"], before["peer_handoff"], "nothing passed on again")
-    eq(after["drop_icmp_error"] - before.get("drop_icmp_error", 0), 1, "drop_icmp_error")
+    eq(after["drop_icmp_error"] - before.get("drop_icmp_error", 0), 2, "drop_icmp_error")
     eq(after["drop_martian"], before.get("drop_martian", 0), "no link checks")
 
 

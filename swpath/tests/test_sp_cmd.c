@@ -134,7 +134,8 @@ test_session(void **state)
 	c = parse_ok("peer ports 1024-33279 vid 16 default");
 	assert_false(c.u.peer.self);
 	assert_true(c.u.peer.is_default);
-	parse_err("peer vid 4 ports 1024-2047", "vid 4: must be 16..4094");
+	parse_err("peer vid 4 ports 1024-2047", "vid 4: must be 16..4093");
+	parse_err("peer vid 4094 ports 1024-2047", "vid 4094: must be 16..4093");
 	parse_err("peer vid 16 ports 2047-1024", "ports 2047-1024: must be LOW-HIGH");
 	parse_err("peer vid 16", "needs a vid and ports");
 	parse_err("peer vid 16 ports 1-2 first", "unknown word 'first'");

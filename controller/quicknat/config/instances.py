@@ -16,8 +16,10 @@ and the instances agree on every packet:
   rule's outside packets, so the replies meet the session the first packet
   opened.
 
-Instances are numbered in the configuration's order; instance i's peer VID
-is PEER_VID_MIN + i.
+Instances are numbered in the configuration's order; instance i's peer
+VIDs are PEER_VID_MIN + 2i (what the switch hands it as a hairpin's second
+pass, HANDOFF_VID) and the next (what it relays as from the outside link,
+RELAY_VID).
 """
 
 from __future__ import annotations
@@ -26,12 +28,14 @@ from quicknat.addr import Prefix
 from quicknat.config.model import Config
 from quicknat.rules import DnatTo, SnatToAddress
 
-PEER_VID_MIN = 16  # p4src/include/define.p4 SLOW_PATH_VID_PEER_MIN
+# p4src/include/define.p4: SLOW_PATH_VID_PEER_MIN, _HANDOFF, _RELAY
+PEER_VID_MIN, HANDOFF_VID, RELAY_VID = 16, 4, 5
 
 
 def peer_vid(index: int) -> int:
-    """The VID an instance sends a packet for instance `index` with."""
-    return PEER_VID_MIN + index
+    """The VID an instance sends a hairpin for instance `index` with; the
+    next one is for what it relays from the outside link."""
+    return PEER_VID_MIN + 2 * index
 
 
 def default_index(config: Config) -> int:

@@ -15,7 +15,7 @@ from pathlib import Path
 from finsy.proto import p4r
 
 from quicknat.addr import Prefix, format_ipv4
-from quicknat.config.instances import default_index, peer_vid, pins
+from quicknat.config.instances import HANDOFF_VID, RELAY_VID, default_index, peer_vid, pins
 from quicknat.config.model import Config, Interface, Zone
 from quicknat.nat.session import FlowKey, Rewrite, Session
 from quicknat.p4rt.entities import (
@@ -346,10 +346,15 @@ def slow_path_entries(p4info: P4Info, config: Config) -> list[list[p4r.Entity]]:
         tables += [
             p4r.Entity(
                 table_entry=table_entry(
-                    p4info, "slow_path_peer", {"vid": peer_vid(i)}, "hand_off", {"port": sp.port}
+                    p4info,
+                    "slow_path_peer",
+                    {"vid": peer_vid(i) + relay},
+                    "hand_off",
+                    {"port": sp.port, "vid": RELAY_VID if relay else HANDOFF_VID},
                 )
             )
             for i, sp in enumerate(instances)
+            for relay in (0, 1)
         ]
     return [members, [group], tables]
 

@@ -24,11 +24,11 @@
 //                 servers, SNAT to one address) live on the instance that
 //                 takes their outside packets (mostly the default's).
 // Between instances (several behind one switch): an instance sends a packet
-// that belongs to another (an ICMP error about the other's port, a hairpin
-// to the other's mapping) back with a peer VID (>= SLOW_PATH_VID_PEER_MIN);
-// slow_path_peer sends it on to that instance tagged SLOW_PATH_VID_HANDOFF,
-// untouched: the owner takes it as an outside packet it is given, not one
-// from a link (its source may be our own address).
+// that belongs to another (a hairpin to the other's mapping; an ICMP error
+// or a fragment from outside about the other's port) back with one of that
+// one's peer VIDs (>= SLOW_PATH_VID_PEER_MIN); slow_path_peer sends it on
+// to that instance, untouched but for the tag its entry gives: the hand-off
+// VID (a hairpin's second pass) or the relay VID (as from the outside link).
 // The packet goes out of the instance's port as it arrived, with an 802.1Q
 // tag whose VID is the zone it arrived from. What comes back on a
 // slow-path port (zone ZONE_SLOW_PATH, VID = the zone it leaves to) is
@@ -117,19 +117,20 @@ control SlowPathIngress(inout headers_t hdr,
 }
 
 // A packet an instance hands to another (a tagged frame from a slow-path
-// port whose VID is a peer VID): re-tagged SLOW_PATH_VID_HANDOFF, out of the
-// owner's port, nothing else changed (the sender translated what it could).
+// port whose VID is a peer VID): re-tagged as the entry says (define.p4:
+// SLOW_PATH_VID_HANDOFF or SLOW_PATH_VID_RELAY), out of the owner's port,
+// nothing else changed (the sender translated what it could).
 control SlowPathPeerIngress(inout headers_t hdr,
                             inout local_metadata_t local_md) {
 
-    action hand_off(PortId_t port) {
-        hdr.vlan.vid = SLOW_PATH_VID_HANDOFF;
+    action hand_off(PortId_t port, bit<12> vid) {
+        hdr.vlan.vid = vid;
         local_md.egress_port = port;
         local_md.forward = true;
     }
 
-    // slow_path_peer: vid exact -> hand_off(port), one entry per instance
-    // (its peer VID). Miss: drop SLOW_PATH_TAG.
+    // slow_path_peer: vid exact -> hand_off(port, vid), two entries per
+    // instance (its hand-off and relay peer VIDs). Miss: drop SLOW_PATH_TAG.
     table slow_path_peer {
         key = {
             hdr.vlan.vid: exact @name("vid");
