@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Slow-path peers (peer.h). A short array, scanned: a switch has a handful
- * of instances, and only hairpins and ICMP errors that miss ask.
+ * of instances, and only hairpins, and ICMP errors and fragments from
+ * outside that miss, ask.
  */
 #include <rte_ether.h>
 
@@ -35,19 +36,19 @@ sp_peer_add(const struct sp_cmd_peer *c, char *err, size_t errlen)
 				       c->vid, c->port_min, c->port_max, o->vid,
 				       o->port_min, o->port_max);
 	}
+	if (c->self && sp_peers.has_self)
+		return sp_fail(err, errlen,
+			       "peer vid %u: a second 'self' (vid %u is)",
+			       c->vid, sp_peers.p[sp_peers.self].vid);
+	if (c->is_default && sp_peers.has_default)
+		return sp_fail(err, errlen,
+			       "peer vid %u: a second 'default' (vid %u is)",
+			       c->vid, sp_peers.p[sp_peers.deflt].vid);
 	if (c->self) {
-		if (sp_peers.has_self)
-			return sp_fail(err, errlen,
-				       "peer vid %u: a second 'self' (vid %u is)",
-				       c->vid, sp_peers.p[sp_peers.self].vid);
 		sp_peers.self = sp_peers.n;
 		sp_peers.has_self = true;
 	}
 	if (c->is_default) {
-		if (sp_peers.has_default)
-			return sp_fail(err, errlen,
-				       "peer vid %u: a second 'default' (vid %u is)",
-				       c->vid, sp_peers.p[sp_peers.deflt].vid);
 		sp_peers.deflt = sp_peers.n;
 		sp_peers.has_default = true;
 	}

@@ -782,6 +782,35 @@ def test_startup_errors(tmp: Path) -> None:
     assert line.endswith("needs at least one inside and one outside interface"), line
 
 
+def test_peer_startup_errors(tmp: Path) -> None:
+    """A list of slow-path peers the switch could not steer by is refused
+    with the line that breaks it: overlapping tags or blocks, two of this
+    one or of the default, none that is this one, no way to the switch."""
+    peerless = SLOW_PATH.split("peer vid")[0]
+    cases = {
+        "peer vid 16 ports 1024-40000 self\npeer vid 17 ports 40001-65535\n": (
+            "c.txt:11: peer vid 17: overlaps vid 16 (each instance has two, V and V + 1)"
+        ),
+        "peer vid 16 ports 1024-40000 self\npeer vid 18 ports 40000-65535\n": (
+            "c.txt:11: peer vid 18: ports 40000-65535 overlap those of vid 16 (1024-40000)"
+        ),
+        "peer vid 16 ports 1024-40000 self\npeer vid 18 ports 40001-65535 self\n": (
+            "c.txt:11: peer vid 18: a second 'self' (vid 16 is)"
+        ),
+        "peer vid 16 ports 1024-40000 default\npeer vid 18 ports 40001-65535 default\n": (
+            "c.txt:11: peer vid 18: a second 'default' (vid 16 is)"
+        ),
+        "peer vid 16 ports 1024-40000\npeer vid 18 ports 40001-65535\n": (
+            "peer: none is 'self' (which instance is this one?)"
+        ),
+    }
+    for peers, message in cases.items():
+        line = startup_error(tmp, peerless + peers)
+        assert message in line, (peers, line)
+    line = startup_error(tmp, BASE + "peer vid 16 ports 1024-65535 self\n")
+    assert "peer: needs an outside interface with slow_path true" in line, line
+
+
 def test_log_format_json(tmp: Path) -> None:
     """--log-format json: a start-up failure, from DPDK's side or ours, is one
     JSON object with the controller's keys (quicknat/log_format.py)."""
