@@ -144,7 +144,7 @@ class OffloadLab(NetnsLab):
         main = instance_name(self.main)
         self.socket = workdir / f"{main}.sock" if slow_path else self.controller_socket
         self.config = lab_config(workdir, slow_path, max(instances, 1), **settings)
-        # the instances after the first: (process, its EAL prefix's state file)
+        # the processes of the instances other than the default one
         self.others: list[subprocess.Popen[bytes]] = []
 
     def sockets(self) -> list[Path]:
