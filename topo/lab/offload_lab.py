@@ -144,8 +144,6 @@ class OffloadLab(NetnsLab):
         main = instance_name(self.main)
         self.socket = workdir / f"{main}.sock" if slow_path else self.controller_socket
         self.config = lab_config(workdir, slow_path, max(instances, 1), **settings)
-        # the processes of the instances other than the default one
-        self.others: list[subprocess.Popen[bytes]] = []
 
     def sockets(self) -> list[Path]:
         """Every instance's control socket, in order."""
@@ -222,7 +220,6 @@ class OffloadLab(NetnsLab):
         socket = self.workdir / f"{name}.sock"
         command = self._instance_command(index, commands, socket, "af_packet")
         process = self.start(topology.NAT, command, f"{name}.log")
-        self.others.append(process)
         wait_for_unix_socket(socket, 30, process)
 
     def _instance_command(self, index: int, commands: Path, socket: Path, pmd: str) -> list[str]:
