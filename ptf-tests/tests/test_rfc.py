@@ -41,6 +41,7 @@ from scapy.utils import checksum
 
 UDP_TIMEOUT = 4  # configs/ptf.toml
 ROUTER = "192.0.2.254"  # a router beyond the NAT that reports errors
+INSIDE_ROUTER = "10.0.0.254"  # one between the NAT and the inside hosts
 REMOTE = "198.51.100.10"
 
 
@@ -126,6 +127,35 @@ class IcmpErrorFromInsideLeavesWithTheExternalEndpoint(UdpSession):
         self.assertEqual((got[IPerror].src, got[IPerror].dst), (REMOTE, ext_addr))
         self.assertEqual((got[UDPerror].sport, got[UDPerror].dport), (5353, ext_port))
         self.assertTrue(quoted_ok(got))
+
+
+@group("rfc")
+class IcmpErrorFromAnInsideRouterLeavesWithTheExternalEndpoint(UdpSession):
+    """A router between the NAT and the host reports an error about a reply
+    it could not deliver (path MTU discovery for traffic to the host, a
+    traceroute to it): the error is about the host's session, not the
+    router's, and leaves as the host's would, from the external address
+    (the router's private address never leaves), its MTU intact."""
+
+    def runTest(self) -> None:
+        ext_addr, ext_port = self.open_udp(40002, 5353)
+        sessions = self.target.sessions()
+        quoted = IP(src=REMOTE, dst="10.0.0.10", ttl=60) / UDP(sport=5353, dport=40002)
+        error = (
+            Ether(src="02:00:00:00:01:fe", dst=ROUTER_IN_MAC)
+            / IP(src=INSIDE_ROUTER, dst=REMOTE)
+            / ICMP(type=3, code=4, nexthopmtu=1400)
+            / bytes(quoted)
+        )
+        self.send(INSIDE, error)
+        got = self.receive(OUTSIDE)
+        self.assertEqual((got[IP].src, got[IP].dst), (ext_addr, REMOTE))
+        self.assertEqual((got[ICMP].type, got[ICMP].code, got[ICMP].nexthopmtu), (3, 4, 1400))
+        self.assertEqual((got[IPerror].src, got[IPerror].dst), (REMOTE, ext_addr))
+        self.assertEqual((got[UDPerror].sport, got[UDPerror].dport), (5353, ext_port))
+        self.assertTrue(quoted_ok(got))
+        # nothing opened for the router (RFC 5508 REQ-5)
+        self.assertEqual(len(self.target.sessions()), len(sessions))
 
 
 @group("rfc")

@@ -56,8 +56,12 @@ sp_in2out_icmp_error(struct sp_worker *w, struct rte_mbuf *m,
 		return;
 	}
 	/* The quoted packet went remote -> host: our session's out2in form
-	 * after translation, so the in2out key is it reversed. */
-	if (p->ip->src_addr != in.ip->dst_addr) {
+	 * after translation, so the in2out key is it reversed. The error
+	 * travels back to the quoted packet's source, the remote; it may come
+	 * from the host or from a router between us and it (path MTU
+	 * discovery towards the host), whose address the outer header loses
+	 * below (the Python core's rule too, quicknat/icmp_error.py). */
+	if (p->ip->dst_addr != in.ip->src_addr) {
 		sp_drop(w, m, SP_CNT_drop_icmp_error);
 		return;
 	}
