@@ -54,14 +54,19 @@ class StubSwitch:
         self.injected: list[bytes] = []
         self.hold: asyncio.Event | None = None
 
-    async def write(self, updates: Sequence[p4r.Update]) -> list[object]:
-        self.writes.append(list(updates))
+    async def write(self, updates: Sequence[p4r.Update | bytes]) -> list[object]:
+        self.writes.append([decoded(u) for u in updates])
         while self.hold is not None:
             await self.hold.wait()
         return []
 
     def packet_out(self, payload: bytes, metadata: Sequence[p4r.PacketMetadata]) -> None:
         self.injected.append(payload)
+
+
+def decoded(update: p4r.Update | bytes) -> p4r.Update:
+    """An Update as the switch would parse it (the session entries come encoded)."""
+    return p4r.Update.FromString(update) if isinstance(update, bytes) else update
 
 
 def frame(src: str, l4: UDP | TCP | None = None) -> bytes:

@@ -26,6 +26,7 @@ from quicknat.nat.allocator import Endpoint
 from quicknat.nat.session import FlowKey
 from quicknat.offload.stream import SessionEvent
 from quicknat.p4rt.client import UpdateError
+from test_controller_expiry import decoded
 
 PIPELINE = Pipeline.load()
 TABLES = {t.preamble.id: t.preamble.name.rsplit(".", 1)[-1] for t in PIPELINE.p4info.proto.tables}
@@ -66,8 +67,8 @@ class Switch:
         self.writes: list[list[p4r.Update]] = []
         self.fail: dict[int, int] = {}
 
-    async def write(self, updates: list[p4r.Update]) -> list[UpdateError]:
-        self.writes.append(updates)
+    async def write(self, updates: list[p4r.Update | bytes]) -> list[UpdateError]:
+        self.writes.append([decoded(u) for u in updates])
         errors = [UpdateError(2 * i, code, "no") for i, code in self.fail.items()]
         self.fail = {}
         return errors

@@ -45,8 +45,6 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
-from finsy.proto import p4r
-
 from quicknat.addr import Prefix, format_ipv4
 from quicknat.config.model import Timeouts
 from quicknat.controller.install_state import Installs, InstallState
@@ -55,6 +53,7 @@ from quicknat.controller.stats import Stats
 from quicknat.nat.session import FlowKey, Origin, Session
 from quicknat.offload.stream import SessionEvent
 from quicknat.p4rt.client import UpdateError
+from quicknat.p4rt.wire import EncodedUpdate
 from quicknat.rules import Protocol
 
 log = logging.getLogger("quicknat.offload")
@@ -88,7 +87,7 @@ COUNTERS = (
     "offload.handback_refused",
 )
 
-Write = Callable[[list[p4r.Update]], Awaitable[list[UpdateError]]]
+Write = Callable[[list[EncodedUpdate]], Awaitable[list[UpdateError]]]
 Command = Callable[[int, list[str]], None]
 
 
@@ -423,7 +422,7 @@ class OffloadManager:
     async def _install(self, batch: list[OffloadSession]) -> None:
         updates = [u for s in batch for u in self.entries.inserts(s, self.timeout(s))]
         errors = {e.index // 2: e for e in await self._write(updates)}
-        cleanup: list[p4r.Update] = []
+        cleanup: list[EncodedUpdate] = []
         offloaded: dict[int, list[str]] = {}
         for index, s in enumerate(batch):
             if self.installs.state(s) is not InstallState.INSTALLING:

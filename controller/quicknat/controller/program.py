@@ -11,6 +11,7 @@ import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 from finsy.proto import p4r
 
@@ -27,6 +28,7 @@ from quicknat.p4rt.entities import (
     table_entry,
 )
 from quicknat.p4rt.p4info import P4Info
+from quicknat.p4rt.wire import EncodedUpdate, ExactTableUpdates
 from quicknat.rules import RuleKind
 
 # p4src/build/'s artifacts, as package data (quicknat/p4/: links in the tree).
@@ -387,105 +389,83 @@ def _route(p4info: P4Info, prefix: Prefix, interface: Interface, mac: str) -> p4
     )
 
 
-def _canonical(value: int) -> bytes:
-    return value.to_bytes((value.bit_length() + 7) // 8 or 1, "big")
-
-
 class NatEntries:
-    """Builds the two connection-table updates of a session. This is the
-    controller's per-new-flow hot path, so table, field, action and parameter
-    ids are resolved once, and each Update is filled in place (building an entry
-    and passing it to Update/Entity copies it twice)."""
+    """The connection-table updates of a session: the controller's per-flow
+    write path, so encoded straight to protobuf's wire format with ids and
+    framing resolved once (p4rt/wire.py)."""
 
     KEY = ("ipv4_src", "ipv4_dst", "ip_proto", "l4_sport", "l4_dport")
+    ACTIONS: ClassVar[Mapping[str, tuple[str, ...]]] = {
+        "rewrite_src": ("addr", "port"),
+        "rewrite_dst": ("addr", "port"),
+        "rewrite_src_dst": ("src_addr", "src_port", "dst_addr", "dst_port"),
+        "hairpin_pending": ("src_addr", "src_port"),
+    }
 
     def __init__(self, p4info: P4Info) -> None:
-        self.tables: dict[str, tuple[int, list[int]]] = {}
-        for name in ("nat_in2out", "nat_out2in"):
-            table = p4info.table(name)
-            self.tables[name] = (table.id, [table.field(f).id for f in self.KEY])
-        self.actions: dict[str, tuple[int, dict[str, int]]] = {}
-        for name in ("rewrite_src", "rewrite_dst", "rewrite_src_dst", "hairpin_pending"):
-            action = p4info.action(name)
-            self.actions[name] = (action.id, {p: f.id for p, f in action.params.items()})
+        self.tables = {
+            name: ExactTableUpdates(p4info, name, self.KEY, self.ACTIONS)
+            for name in ("nat_in2out", "nat_out2in")
+        }
 
-    def _fill(self, update: p4r.Update, table: str, key: FlowKey) -> p4r.TableEntry:
-        table_id, field_ids = self.tables[table]
-        entry = update.entity.table_entry
-        entry.table_id = table_id
-        values = (key.src, key.dst, key.protocol, key.sport, key.dport)
-        for field_id, value in zip(field_ids, values, strict=True):
-            entry.match.add(field_id=field_id).exact.value = _canonical(value)
-        return entry
+    @staticmethod
+    def _key(key: FlowKey) -> tuple[int, int, int, int, int]:
+        return (key.src, key.dst, key.protocol, key.sport, key.dport)
 
-    def _in2out_action(self, entry: p4r.TableEntry, session: Session) -> None:
+    @staticmethod
+    def _action(rewrite: Rewrite) -> tuple[str, tuple[int, ...]]:
+        src, dst = rewrite.src, rewrite.dst
+        if src is not None and dst is not None:
+            return "rewrite_src_dst", (src.address, src.port, dst.address, dst.port)
+        if src is not None:
+            return "rewrite_src", (src.address, src.port)
+        assert dst is not None
+        return "rewrite_dst", (dst.address, dst.port)
+
+    def _in2out(
+        self, kind: p4r.Update.Type.ValueType, session: Session, timeout_s: int, created_ms: int
+    ) -> EncodedUpdate:
         rewrite = session.in2out_rewrite
+        params: tuple[int, ...]
         if rewrite is None:  # a hairpin session waiting for its second half
             external = session.external
-            values = {"src_addr": external.address, "src_port": external.port}
-            self._set(entry, "hairpin_pending", values)
+            action, params = "hairpin_pending", (external.address, external.port)
         else:
-            self._action(entry, rewrite)
+            action, params = self._action(rewrite)
+        return self.tables["nat_in2out"].update(
+            kind,
+            self._key(session.in2out),
+            action,
+            params,
+            timeout_s * 1_000_000_000,
+            created_ms.to_bytes(8, "big") if created_ms else b"",
+        )
 
-    def _action(self, entry: p4r.TableEntry, rewrite: Rewrite) -> None:
-        if rewrite.src is not None and rewrite.dst is not None:
-            name = "rewrite_src_dst"
-            values = {
-                "src_addr": rewrite.src.address,
-                "src_port": rewrite.src.port,
-                "dst_addr": rewrite.dst.address,
-                "dst_port": rewrite.dst.port,
-            }
-        else:
-            endpoint = rewrite.src if rewrite.src is not None else rewrite.dst
-            assert endpoint is not None
-            name = "rewrite_src" if rewrite.src is not None else "rewrite_dst"
-            values = {"addr": endpoint.address, "port": endpoint.port}
-        self._set(entry, name, values)
-
-    def _set(self, entry: p4r.TableEntry, name: str, values: dict[str, int]) -> None:
-        action_id, param_ids = self.actions[name]
-        action = entry.action.action
-        action.action_id = action_id
-        for param, value in values.items():
-            action.params.add(param_id=param_ids[param], value=_canonical(value))
-
-    def inserts(self, session: Session, timeout_s: int, created_ms: int = 0) -> list[p4r.Update]:
+    def inserts(self, session: Session, timeout_s: int, created_ms: int = 0) -> list[EncodedUpdate]:
         """The two connection records of a session. Only the inside-to-outside
         one ages: outbound packets refresh a mapping (RFC 4787 REQ-6), inbound
         ones do not (the RFC leaves that choice to the NAT), so one notification
         ends a session. It also carries when the session was opened (wall
         clock, ms; the entry's controller metadata), so that a controller that
         recovers it from the switch knows its age."""
-        in2out = p4r.Update(type=p4r.Update.INSERT)
-        entry = self._fill(in2out, "nat_in2out", session.in2out)
-        entry.idle_timeout_ns = timeout_s * 1_000_000_000
-        if created_ms:
-            entry.metadata = created_ms.to_bytes(8, "big")
-        self._in2out_action(entry, session)
-        out2in = p4r.Update(type=p4r.Update.INSERT)
-        self._action(self._fill(out2in, "nat_out2in", session.out2in), session.out2in_rewrite)
+        in2out = self._in2out(p4r.Update.INSERT, session, timeout_s, created_ms)
+        action, params = self._action(session.out2in_rewrite)
+        out2in = self.tables["nat_out2in"].update(
+            p4r.Update.INSERT, self._key(session.out2in), action, params
+        )
         return [in2out, out2in]
 
-    def in2out_modify(self, session: Session, timeout_s: int, created_ms: int = 0) -> p4r.Update:
+    def in2out_modify(self, session: Session, timeout_s: int, created_ms: int = 0) -> EncodedUpdate:
         """The ageing entry again, with the session's timeout and rewrite now (a TCP
         state change, or a hairpin session that gained or lost its partner)."""
-        modify = p4r.Update(type=p4r.Update.MODIFY)
-        entry = self._fill(modify, "nat_in2out", session.in2out)
-        entry.idle_timeout_ns = timeout_s * 1_000_000_000
-        if created_ms:
-            entry.metadata = created_ms.to_bytes(8, "big")
-        self._in2out_action(entry, session)
-        return modify
+        return self._in2out(p4r.Update.MODIFY, session, timeout_s, created_ms)
 
-    def deletes(self, session: Session) -> list[p4r.Update]:
+    def deletes(self, session: Session) -> list[EncodedUpdate]:
         """The two entries of a session, by key alone."""
         return self.deletes_by_key(session.in2out, session.out2in)
 
-    def deletes_by_key(self, in2out: FlowKey, out2in: FlowKey) -> list[p4r.Update]:
+    def deletes_by_key(self, in2out: FlowKey, out2in: FlowKey) -> list[EncodedUpdate]:
         return [self.delete_one("nat_in2out", in2out), self.delete_one("nat_out2in", out2in)]
 
-    def delete_one(self, table: str, key: FlowKey) -> p4r.Update:
-        update = p4r.Update(type=p4r.Update.DELETE)
-        self._fill(update, table, key)
-        return update
+    def delete_one(self, table: str, key: FlowKey) -> EncodedUpdate:
+        return self.tables[table].update(p4r.Update.DELETE, self._key(key))

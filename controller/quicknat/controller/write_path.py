@@ -19,14 +19,13 @@ import time
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
-from finsy.proto import p4r
-
 from quicknat.controller.install_state import Held, Installs, InstallState
 from quicknat.controller.program import NatEntries
 from quicknat.controller.stats import Stats
 from quicknat.nat.core import Nat
 from quicknat.nat.session import Session
 from quicknat.p4rt.client import UpdateError
+from quicknat.p4rt.wire import EncodedUpdate
 
 log = logging.getLogger("quicknat.controller")
 
@@ -40,7 +39,7 @@ TABLE_FULL_BACKOFF_S = 1.0
 class WritePath:
     def __init__(
         self,
-        write: Callable[[list[p4r.Update]], Awaitable[list[UpdateError]]],
+        write: Callable[[list[EncodedUpdate]], Awaitable[list[UpdateError]]],
         nat: Nat,
         entries: NatEntries,
         stats: Stats,
@@ -203,7 +202,7 @@ class WritePath:
             await self._install(self.installs.take_batch(self.batch_max))
 
     async def _write(
-        self, updates: list[p4r.Update], sessions: list[Session], during: InstallState
+        self, updates: list[EncodedUpdate], sessions: list[Session], during: InstallState
     ) -> list[UpdateError]:
         """One write for these sessions. When it does not return (the
         connection went), whether their entries changed is unknown: they keep

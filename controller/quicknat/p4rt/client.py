@@ -21,9 +21,12 @@ from typing import Any
 import grpc
 from finsy.proto import p4i, p4r, p4r_grpc, rpc_status
 
+from quicknat.p4rt.wire import EncodedUpdate, write_request
+
 log = logging.getLogger(__name__)
 
 STREAM_QUEUE = 65536
+WRITE_METHOD = "/p4.v1.P4Runtime/Write"
 _CLOSE = object()
 
 
@@ -256,18 +259,25 @@ class P4RuntimeClient:
 
     # -- entities ---------------------------------------------------------------
 
-    async def write(self, updates: Sequence[p4r.Update]) -> list[UpdateError]:
-        """One WriteRequest; returns the updates that failed (empty: all applied)."""
+    async def write(self, updates: Sequence[p4r.Update | EncodedUpdate]) -> list[UpdateError]:
+        """One WriteRequest; returns the updates that failed (empty: all
+        applied). Updates are messages, or already encoded (p4rt/wire.py: the
+        per-flow entries); the request goes as bytes, serialized once."""
         if not updates:
             return []
-        request = p4r.WriteRequest(
+        header = p4r.WriteRequest(
             device_id=self.device_id,
             election_id=self._election,
-            updates=updates,
             atomicity=p4r.WriteRequest.CONTINUE_ON_ERROR,
         )
+        if self._channel is None:
+            raise P4RuntimeError("not connected")
+        # Write with no serializer: the request goes as the bytes built here
+        write: grpc.aio.UnaryUnaryMultiCallable[bytes, bytes] = self._channel.unary_unary(
+            WRITE_METHOD
+        )
         try:
-            await self.stub.Write(request)
+            await write(write_request(header.SerializeToString(), updates))
         except grpc.aio.AioRpcError as exc:
             if exc.code() == grpc.StatusCode.UNAVAILABLE:
                 raise P4RuntimeError(f"Write: switch unavailable: {exc.details()}") from None
