@@ -106,6 +106,28 @@ def test_idle_then_deleted_forgets_the_session() -> None:
     assert i.deleted(s) is False and s.install is None
 
 
+def test_in_use_counts_every_place_taken_or_promised_but_deletes() -> None:
+    """The switch's places a new flow weighs against its size: installed,
+    expiring (still there), queued and being written; not being deleted."""
+    i: Installs[S] = Installs()
+    a, b, c, d = S(1), S(2), S(3), S(4)
+    installed(i, a)
+    installed(i, b)
+    i.queue(c)
+    assert i.in_use() == 3
+    i.take_batch(10)  # c INSTALLING
+    i.idle(a)  # EXPIRING: its entries are still there
+    assert i.in_use() == 3
+    i.take_expiring()  # a DELETING
+    assert i.in_use() == 2
+    i.queue(d)
+    i.forget(b)
+    assert i.in_use() == 2  # c, d
+    i.deleted(a)
+    i.failed(c)
+    assert i.in_use() == 1 and i.count(*InstallState) == 1
+
+
 def test_a_packet_during_the_delete_revives_the_session_after_it() -> None:
     s = S(1)
     i = installed(Installs(), s)

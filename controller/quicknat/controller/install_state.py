@@ -78,6 +78,7 @@ class Installs(Generic[S]):
         self._rewriting: set[int] = set()  # REWRITING or EXPIRING, MODIFY in flight
         self._revived: set[int] = set()  # DELETING, with a packet waiting
         self._count = dict.fromkeys(InstallState, 0)  # sessions per state
+        self._tracked = 0  # sessions in any state
 
     # -- queries -------------------------------------------------------------------
 
@@ -98,6 +99,12 @@ class Installs(Generic[S]):
         """Sessions with entries in the switch."""
         return self.count(*IN_SWITCH)
 
+    def in_use(self) -> int:
+        """Sessions whose entries hold a place in the switch's tables, or will
+        once written: every state but DELETING (their places are being freed).
+        Asked per new flow, so kept as a running figure."""
+        return self._tracked - self._count[InstallState.DELETING]
+
     def held_packets(self) -> int:
         return sum(len(p) for p in self._held.values())
 
@@ -116,8 +123,10 @@ class Installs(Generic[S]):
         before = session.install
         if before is not None:
             self._count[before] -= 1
+            self._tracked -= 1
         if state is not None:
             self._count[state] += 1
+            self._tracked += 1
         session.install = state
 
     @staticmethod

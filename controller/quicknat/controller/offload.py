@@ -166,7 +166,7 @@ class OffloadManager:
     ) -> None:
         self.entries = entries
         self.timeouts = timeouts
-        self.public = tuple(public)
+        self._public_masks = tuple((p.address, p.mask) for p in public)
         self.stats = stats
         for name in COUNTERS:
             stats[name] += 0
@@ -263,13 +263,14 @@ class OffloadManager:
         return FlowKey(e.protocol, e.internal.address, e.remote.address, sport, dport)
 
     def _is_public(self, address: int) -> bool:
-        return any(address in p for p in self.public)
+        # per flow: masks, not Prefix's property and __contains__ calls
+        return any(address & mask == network for network, mask in self._public_masks)
 
     def _opened(self, instance: int, e: SessionEvent) -> None:
         sid = (instance, e.id)
         known = self.sessions.get(sid)
         key = self._key_of(e)
-        back = self._handing_back.get(key)
+        back = self._handing_back.get(key) if self._handing_back else None
         if back is not None and back.instance == instance:
             del self._handing_back[key]
             back.handed_back = None
@@ -297,22 +298,23 @@ class OffloadManager:
         s = session_of(self._next_uid, instance, e, self.now())
         self._next_uid += 1
         self.sessions[sid] = s
-        self.by_key[s.in2out] = s
+        self.by_key[key] = s  # its in2out
         self._place(s)
 
     def _place(self, s: OffloadSession) -> None:
         """Adopt the session's entries if the switch has them, else queue them."""
-        if s.in2out in self._unclaimed and self._unclaimed[s.in2out] == s.out2in:
-            del self._unclaimed[s.in2out]
-            self._claimed.add(s.in2out)
+        key = s.in2out
+        unclaimed = self._unclaimed.get(key) if self._unclaimed else None
+        used = self.installs.in_use()
+        if unclaimed is not None and unclaimed == s.out2in:
+            del self._unclaimed[key]
+            self._claimed.add(key)
             self.installs.adopt(s)
             self.stats["offload.adopted"] += 1
             self._command(s.instance, [command_line("offload", s)])
-        elif self._used() < self.high_water or (
-            self._used() < self.capacity and self._long_lived(s)
-        ):
+        elif used < self.high_water or (used < self.capacity and self._long_lived(s)):
             self.installs.queue(s)
-        elif self._used() < self.capacity:
+        elif used < self.capacity:
             # nearly full: the last slots go to flows that have shown they
             # last (an established TCP session), not to the next DNS query
             s.deferred = True
@@ -323,11 +325,6 @@ class OffloadManager:
     @staticmethod
     def _long_lived(s: OffloadSession) -> bool:
         return s.protocol == Protocol.TCP and s.tcp_state == "established"
-
-    def _used(self) -> int:
-        return self.installs.installed_count() + self.installs.count(
-            InstallState.QUEUED, InstallState.INSTALLING
-        )
 
     def _to_software(self, s: OffloadSession, why: str) -> None:
         self.stats[f"offload.software_only.{why}"] += 1

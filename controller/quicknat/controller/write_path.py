@@ -121,10 +121,7 @@ class WritePath:
         """Whether one more session fits the switch's tables: fewer sessions
         installed and on their way than its P4Info size, and no full table
         reported within TABLE_FULL_BACKOFF_S."""
-        used = self.installs.installed_count() + self.installs.count(
-            InstallState.QUEUED, InstallState.INSTALLING
-        )
-        if used >= self.capacity:
+        if self.installs.in_use() >= self.capacity:
             return False
         if self._table_full_until and self.now() < self._table_full_until:
             return False
