@@ -18,7 +18,7 @@ from quicknat.config.model import SlowPath
 from quicknat.controller.offload import OffloadManager
 from quicknat.controller.stats import Stats
 from quicknat.nat.session import FlowKey
-from quicknat.offload.stream import subscribe
+from quicknat.offload.stream import SessionEvent, subscribe
 from quicknat.p4rt.client import P4RuntimeError
 
 log = logging.getLogger("quicknat.offload")
@@ -130,12 +130,12 @@ class OffloadIO:
         while True:
             self.manager.stream_restarted(instance)
             try:
-                async for event in subscribe(Path(sp.control)):
-                    self.manager.on_event(instance, event)
-                    self._work.set()
+                async for events in subscribe(Path(sp.control)):
                     backoff = BACKOFF_MIN_S
                     said = False
-                    if event.kind == "lost":
+                    lost = self._take(instance, events)
+                    self._work.set()
+                    if lost:
                         log.warning("slow path %s dropped session events: resubscribing", sp.name)
                         break
             except (OSError, ConnectionError, ValueError) as exc:
@@ -145,6 +145,16 @@ class OffloadIO:
             self.stats["offload.stream_reconnects"] += 1
             await asyncio.sleep(backoff)
             backoff = min(backoff * 2, BACKOFF_MAX_S)
+
+    def _take(self, instance: int, events: list[SessionEvent]) -> bool:
+        """A batch of the instance's events to the manager, up to a "lost"
+        (records dropped: what follows it is not to be trusted); whether
+        there was one."""
+        for event in events:
+            self.manager.on_event(instance, event)
+            if event.kind == "lost":
+                return True
+        return False
 
     async def _sender(self, instance: int) -> None:
         """`session` lines to the instance, in order, on one connection kept
