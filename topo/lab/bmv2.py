@@ -21,13 +21,20 @@ def log_options() -> list[str]:
     return ["--log-level", level] if level == "off" else ["--log-console", "--log-level", level]
 
 
+def switch_binary() -> str:
+    """simple_switch_grpc from PATH, or the build QUICKNAT_BMV2 names: the
+    benchmarks' figures are of a BMv2 configured for speed
+    (docs/benchmarks.md, "The switch")."""
+    return os.environ.get("QUICKNAT_BMV2", "simple_switch_grpc")
+
+
 def switch_command(ports: Mapping[int, str], grpc_addr: str, workdir: Path) -> list[str]:
     """simple_switch_grpc with no program (the controller pushes it), these
     port numbers on these interfaces, and its IPC sockets in `workdir` so that
     several switches (a lab, a test run) never share one."""
     interfaces = [arg for port, name in sorted(ports.items()) for arg in ("-i", f"{port}@{name}")]
     return [
-        "simple_switch_grpc",
+        switch_binary(),
         "--device-id",
         "1",
         *interfaces,
