@@ -59,6 +59,9 @@ const bit<32> PACKET_OUT_HDR_BYTES = 4;
 const bit<16> TCP_MIN_HDR_BYTES = 20;
 const bit<16> UDP_HDR_BYTES = 8;
 const bit<16> ICMP_MIN_BYTES = 8;
+// An ICMP error's 8 bytes and the IPv4 header it quotes (RFC 792): what the
+// parser needs to read the quoted destination (the quote's byte 16).
+const bit<16> ICMP_ERROR_QUOTE_MIN_BYTES = 28;
 // TTL of the echo replies the router originates (RFC 1700 default).
 const bit<8> ICMP_ECHO_REPLY_TTL = 64;
 

@@ -155,6 +155,10 @@ struct local_metadata_t {
     l4_port_t     l4_sport;
     l4_port_t     l4_dport;
     bool          is_icmp_error;   // ICMP destination unreachable, time exceeded, parameter problem
+    // An ICMP error's quoted IPv4 destination (its header read, not parsed:
+    // nothing rewrites it here); valid only when icmp_quote_valid.
+    bool          icmp_quote_valid;
+    ipv4_addr_t   icmp_quote_dst;
     // The parser's walk over IPv4 options: what is left of them, left-aligned,
     // and how many bytes of them.
     bit<32>       frame_len;       // bytes from the Ethernet header on (IN-IP-2)
@@ -167,6 +171,7 @@ struct local_metadata_t {
     // misses (slow_path_port); from_slow_path: came back translated from one.
     bool          slow_path;
     PortId_t      slow_path_port;
+    ipv4_addr_t   inside_host;     // the inside host an inside-zone packet is about
     bool          from_slow_path;
     nat_rewrite_t nat;
     bool          route_ipv4;      // run routing_v4 (translated, or inside traffic not subject to NAT)

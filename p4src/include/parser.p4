@@ -41,6 +41,9 @@ parser QuickNatParser(packet_in packet,
         local_md.l4_sport = 0;
         local_md.l4_dport = 0;
         local_md.is_icmp_error = false;
+        local_md.icmp_quote_valid = false;
+        local_md.icmp_quote_dst = 0;
+        local_md.inside_host = 0;
         local_md.is_local = false;
         local_md.slow_path = false;
         local_md.slow_path_port = 0;
@@ -285,6 +288,20 @@ parser QuickNatParser(packet_in packet,
 
     state mark_icmp_error {
         local_md.is_icmp_error = true;
+        transition select(local_md.l4_len >= ICMP_ERROR_QUOTE_MIN_BYTES) {
+            true:    read_icmp_quote;
+            default: accept;   // too short to quote a header: the slow path drops it
+        }
+    }
+
+    // Looked at, not extracted: the quote stays payload for the deparser.
+    // 4 bytes of the error's header (unused / MTU), then the quoted header,
+    // its destination at byte 16. Offload mode steers an inside host's
+    // errors by it (slow_path.p4).
+    state read_icmp_quote {
+        bit<192> quote = packet.lookahead<bit<192>>();
+        local_md.icmp_quote_dst = quote[31:0];
+        local_md.icmp_quote_valid = true;
         transition accept;
     }
 }

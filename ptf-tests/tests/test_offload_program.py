@@ -64,6 +64,11 @@ def tagged(pkt: Packet, vid: int) -> Packet:
     )
 
 
+def from_inside_host(src: str, l4: Packet) -> Packet:
+    """A packet from inside host `src` to REMOTE, as the inside link brings it."""
+    return Ether(src="02:00:00:00:01:99", dst=ROUTER_IN_MAC) / IP(src=src, dst=REMOTE) / l4
+
+
 class OffloadProgramTest(QuickNatTest):
     """Stops the controller once it has configured the switch, then writes
     offload-mode entries as the primary client."""
@@ -119,6 +124,18 @@ class OffloadProgramTest(QuickNatTest):
         self.write(
             [update(INSERT, table_entry(p, "slow_path_in2out", {"zone": ZONE_INSIDE}, group_id=1))]
         )
+
+    def hashed_hosts(self) -> dict[str, int]:
+        """Where the selector sends each of 32 inside hosts (PTF OUTSIDE or
+        INSIDE2: switch ports 2 and 3 as the two instances)."""
+        hashed: dict[str, int] = {}
+        for n in range(100, 132):
+            src = f"10.0.0.{n}"
+            self.send(INSIDE, from_inside_host(src, udp(5000, 53)))
+            for candidate in (OUTSIDE, INSIDE2):
+                if self.arrived(candidate, timeout=0.3) is not None:
+                    hashed[src] = candidate
+        return hashed
 
     def pool_to(self, port: int, block: Ternary | None = None, priority: int = 1) -> None:
         """Outside packets for the pool (with a port in `block`, or any) go to
@@ -370,17 +387,7 @@ class OffloadPinnedHostsSkipTheSelector(OffloadProgramTest):
         self.skip_unless_switch()
         # switch ports 2 and 3 (PTF OUTSIDE, INSIDE2) are the two instances
         self.slow_path_ports([2, 3], inside_ports=[2, 3])
-        hashed: dict[str, int] = {}
-
-        def from_host(src: str, l4: Packet) -> Packet:
-            return Ether(src="02:00:00:00:01:99", dst=ROUTER_IN_MAC) / IP(src=src, dst=REMOTE) / l4
-
-        for n in range(100, 132):
-            src = f"10.0.0.{n}"
-            self.send(INSIDE, from_host(src, udp(5000, 53)))
-            for candidate in (OUTSIDE, INSIDE2):
-                if self.arrived(candidate, timeout=0.3) is not None:
-                    hashed[src] = candidate
+        hashed = self.hashed_hosts()
         on_outside = sorted(src for src, port in hashed.items() if port == OUTSIDE)
         self.assertTrue(on_outside, f"no host hashed to switch port 2: {hashed}")
         server = on_outside[0]
@@ -391,21 +398,86 @@ class OffloadPinnedHostsSkipTheSelector(OffloadProgramTest):
                     table_entry(
                         self.p4info,
                         "slow_path_pin",
-                        {"zone": ZONE_INSIDE, "ipv4_src": (ip(server), 32)},
+                        {"zone": ZONE_INSIDE, "inside_host": (ip(server), 32)},
                         "to_slow_path",
                         {"port": 3},
                     ),
                 )
             ]
         )
-        reply = from_host(server, udp(80, 40000))
+        reply = from_inside_host(server, udp(80, 40000))
         self.send(INSIDE, reply)
         self.expect(INSIDE2, tagged(reply, ZONE_INSIDE))
         other = on_outside[1] if len(on_outside) > 1 else None
         if other is not None:
-            pkt = from_host(other, udp(5001, 53))
+            pkt = from_inside_host(other, udp(5001, 53))
             self.send(INSIDE, pkt)
             self.expect(OUTSIDE, tagged(pkt, ZONE_INSIDE))
+        self.expect_nothing()
+
+
+@group("offload")
+class OffloadInsideIcmpErrorFollowsQuotedHost(OffloadProgramTest):
+    """An ICMP error from inside is about the session of the host its quote
+    is addressed to (RFC 5508 sec. 4.2), which lives on the instance that
+    host's own packets go to: the selector and the pins take the quoted
+    destination of an error, not its source (an inside router's address
+    hashes anywhere). An error too short to quote a header goes by its
+    source."""
+
+    def runTest(self) -> None:
+        self.skip_unless_switch()
+        # switch ports 2 and 3 (PTF OUTSIDE, INSIDE2) are the two instances
+        self.slow_path_ports([2, 3], inside_ports=[2, 3])
+
+        hashed = self.hashed_hosts()
+        by_port = {
+            port: sorted(src for src, p in hashed.items() if p == port)
+            for port in (OUTSIDE, INSIDE2)
+        }
+        self.assertTrue(all(by_port.values()), f"the selector used one instance only: {hashed}")
+
+        def error_about(router: str, host: str) -> Packet:
+            # what the router saw: an outside reply, translated, to the host
+            quote = IP(src=REMOTE, dst=host, ttl=1) / udp(53, 5000)
+            return from_inside_host(router, ICMP(type=11, code=0) / quote)
+
+        # by the selector: a router hashed to one instance, a host to the other
+        for router_port, host_port in ((OUTSIDE, INSIDE2), (INSIDE2, OUTSIDE)):
+            router, host = by_port[router_port][0], by_port[host_port][0]
+            error = error_about(router, host)
+            self.send(INSIDE, error)
+            self.expect(host_port, tagged(error, ZONE_INSIDE))
+
+        # by a pin: the router pinned to port 2, the host to port 3
+        router, host = "10.0.1.1", "10.0.1.2"
+        self.write(
+            [
+                update(
+                    INSERT,
+                    table_entry(
+                        self.p4info,
+                        "slow_path_pin",
+                        {"zone": ZONE_INSIDE, "inside_host": (ip(addr), 32)},
+                        "to_slow_path",
+                        {"port": port},
+                    ),
+                )
+                for addr, port in ((router, 2), (host, 3))
+            ]
+        )
+        own = from_inside_host(router, udp(5000, 53))
+        self.send(INSIDE, own)
+        self.expect(OUTSIDE, tagged(own, ZONE_INSIDE))
+        error = error_about(router, host)
+        self.send(INSIDE, error)
+        self.expect(INSIDE2, tagged(error, ZONE_INSIDE))
+        # 8 bytes of quote: no header to read, so the router's own instance
+        short = from_inside_host(
+            router, ICMP(type=11, code=0) / bytes(IP(src=REMOTE, dst=host))[:8]
+        )
+        self.send(INSIDE, short)
+        self.expect(OUTSIDE, tagged(short, ZONE_INSIDE))
         self.expect_nothing()
 
 

@@ -341,7 +341,7 @@ def slow_path_entries(p4info: P4Info, config: Config) -> list[list[p4r.Entity]]:
     for prefix, index in pins(config):
         pin: dict[str, Exact | Lpm | Ternary] = {
             "zone": ZONE_VALUE[Zone.INSIDE],
-            "ipv4_src": (prefix.address, prefix.length),
+            "inside_host": (prefix.address, prefix.length),
         }
         tables.append(to("slow_path_pin", pin, index))
     if len(instances) > 1:

@@ -11,15 +11,20 @@
 //
 // Which instance:
 //   inside zone:  slow_path_in2out, an action selector over the inside
-//                 source address: one host's mappings, paired pooling and
-//                 per-host limits live on one instance (RFC 4787 REQ-2).
+//                 host (inside_host): one host's mappings, paired pooling
+//                 and per-host limits live on one instance (RFC 4787
+//                 REQ-2). The inside host is the source, but for an ICMP
+//                 error: the destination of the packet it quotes, the host
+//                 whose session the error is about (RFC 5508 sec. 4.2), so
+//                 an error from an inside router reaches that host's
+//                 instance, not the one its own address hashes to.
 //   outside zone: slow_path_out2in, ternary on destination address and
 //                 port: each instance owns disjoint port blocks of the pool
 //                 (RFC 7422), an entry per block (has_ports 1); a
 //                 lowest-priority entry per pool prefix catches what has no
 //                 port (ICMP errors: the switch does not parse the packet
 //                 they quote, so one instance, the default, takes them all).
-//   pinned:       slow_path_pin, LPM on the inside source ahead of the
+//   pinned:       slow_path_pin, LPM on the inside host ahead of the
 //                 selector: the hosts of rules that are not a pool's (DNAT
 //                 servers, SNAT to one address) live on the instance that
 //                 takes their outside packets (mostly the default's).
@@ -47,14 +52,13 @@ control SlowPathIngress(inout headers_t hdr,
         local_md.slow_path_port = port;
     }
 
-    // One member per instance, one group of them all; crc16 over ipv4_src.
-    // slow_path_pin: inside-zone packets whose source a rule that is not a
-    // pool's covers; zone exact (1), ipv4_src LPM -> to_slow_path(port).
-    // Miss: the selector.
+    // slow_path_pin: inside-zone packets whose inside host a rule that is
+    // not a pool's covers; zone exact (1), inside_host LPM ->
+    // to_slow_path(port). Miss: the selector.
     table slow_path_pin {
         key = {
             local_md.zone: exact @name("zone");
-            hdr.ipv4.src_addr: lpm @name("ipv4_src");
+            local_md.inside_host: lpm @name("inside_host");
         }
         actions = {
             to_slow_path;
@@ -64,16 +68,17 @@ control SlowPathIngress(inout headers_t hdr,
         size = SLOW_PATH_PIN_TABLE_SIZE;
     }
 
+    // One member per instance, one group of them all; crc16 over inside_host.
     @name("slow_path_selector")
     action_selector(HashAlgorithm.crc16, SLOW_PATH_MEMBERS, 16) slow_path_selector;
 
     // slow_path_in2out: inside-zone packets; exact on the zone (1) and the
-    // selector over ipv4_src -> a member to_slow_path(port) per instance.
+    // selector over inside_host -> a member to_slow_path(port) per instance.
     // Miss: controller mode.
     table slow_path_in2out {
         key = {
             local_md.zone: exact @name("zone");
-            hdr.ipv4.src_addr: selector @name("ipv4_src");
+            local_md.inside_host: selector @name("inside_host");
         }
         // No default action of ours: BMv2 cannot set one on a selector
         // table (p4c warns; p4src/Makefile allows it); a miss changes nothing.
@@ -107,6 +112,11 @@ control SlowPathIngress(inout headers_t hdr,
         if (local_md.injected) {
             // a controller-mode packet-out: the controller decided already
         } else if (local_md.zone == ZONE_INSIDE) {
+            if (local_md.is_icmp_error && local_md.icmp_quote_valid) {
+                local_md.inside_host = local_md.icmp_quote_dst;
+            } else {
+                local_md.inside_host = hdr.ipv4.src_addr;
+            }
             if (!slow_path_pin.apply().hit) {
                 slow_path_in2out.apply();
             }
