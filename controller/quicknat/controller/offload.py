@@ -128,9 +128,13 @@ def _endpoint(address: int, port: int) -> str:
     return f"{format_ipv4(address)}:{port}"
 
 
+# the commands' protocol words, looked up per offloaded flow
+_PROTOCOL_WORDS = {p.value: p.name.lower() for p in Protocol}
+
+
 def command_line(action: str, s: OffloadSession) -> str:
     """`session ACTION ...` for the session's instance (docs/swpath-commands.md)."""
-    proto = Protocol(s.protocol).name.lower()
+    proto = _PROTOCOL_WORDS[s.protocol]
     internal = _endpoint(s.internal.address, s.internal.port)
     remote = _endpoint(s.remote_address, s.remote_port)
     return f"session {action} {s.swpath_id} {proto} {internal} {remote}"
@@ -139,7 +143,7 @@ def command_line(action: str, s: OffloadSession) -> str:
 def adopt_line(s: OffloadSession) -> str:
     """`session adopt ...`: the session as the switch holds it, for an
     instance that lost it (docs/swpath-commands.md)."""
-    proto = Protocol(s.protocol).name.lower()
+    proto = _PROTOCOL_WORDS[s.protocol]
     endpoints = [
         _endpoint(s.internal.address, s.internal.port),
         _endpoint(s.external.address, s.external.port),

@@ -207,13 +207,17 @@ async def _answers(connection: Connection, lines: list[str]) -> list[str]:
     reader, writer = connection
     writer.write("".join(line + "\n" for line in lines).encode())
     await writer.drain()
-    # one deadline for the batch: wait_for per line made a task and a timer
-    # for each (5% of the manager's CPU)
+    # one deadline for the batch (wait_for per line made a task and a timer
+    # for each: 5% of the manager's CPU), and the answers read as they come,
+    # not an await per line
+    data = b""
     async with asyncio.timeout(10):
-        answers = [(await reader.readline()).decode() for _ in lines]
-    if "" in answers:
-        raise ConnectionResetError("the instance closed the connection")
-    return answers
+        while data.count(b"\n") < len(lines):
+            chunk = await reader.read(1 << 16)
+            if not chunk:
+                raise ConnectionResetError("the instance closed the connection")
+            data += chunk
+    return data.decode().splitlines()
 
 
 async def _exchange(control: str, lines: list[str]) -> list[str]:
