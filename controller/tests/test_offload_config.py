@@ -89,7 +89,7 @@ def test_an_instance_checks_the_switch_s_smallest_mtu_and_routed_networks() -> N
 
 
 def test_batch_window_defaults_to_10_ms_and_may_be_0() -> None:
-    assert parse_config(OFFLOAD_CONFIG).offload.batch_window_ms == 10
+    assert parse_config(OFFLOAD_CONFIG).offload.batch_window_ms == 25
     config = parse_config(OFFLOAD_CONFIG + "\n[offload]\nbatch_window_ms = 0\n")
     assert config.offload.batch_window_ms == 0
     with pytest.raises(ConfigError, match="batch_window_ms"):

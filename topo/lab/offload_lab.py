@@ -79,12 +79,13 @@ def lab_config(
     slow_path: bool = True,
     instances: int = 1,
     after_packets: int = 1,
-    batch_window_ms: int = 10,
+    batch_window_ms: int | None = None,
     udp_timeout: int | None = None,
     per_host: int | None = None,
 ) -> Path:
     """topo/lab.toml as this lab runs it: in offload mode with `instances`
-    slow-path instances, the offload policy ([offload]) and UDP_TIMEOUT_S;
+    slow-path instances, the offload policy ([offload]: its own default
+    batch window unless `batch_window_ms` names one) and UDP_TIMEOUT_S;
     `udp_timeout` and `per_host` (both [limits]) where a benchmark needs
     others (many flows from one host, alive together)."""
     text = topology.CONFIG.read_text()
@@ -105,10 +106,9 @@ def lab_config(
                 f'[[slow_path]]\nname = "{name}"\nport = {SLOW_PATH_PORT + index}\n'
                 + f'control = "{workdir / f"{name}.sock"}"\nports = "{block}"\n{default}\n'
             )
-        text += (
-            f"[offload]\nafter_packets = {after_packets}\n"
-            + f"batch_window_ms = {batch_window_ms}\n"
-        )
+        text += f"[offload]\nafter_packets = {after_packets}\n"
+        if batch_window_ms is not None:
+            text += f"batch_window_ms = {batch_window_ms}\n"
     path = workdir / ("offload.toml" if slow_path else "controller.toml")
     path.write_text(text)
     return path
