@@ -18,12 +18,16 @@
  * memory: heap bytes one worker's tables take for SESSIONS sessions.
  * hugepages: EAL on hugepages (reserved beforehand), as deployed; without
  * it --no-huge, the default of a fresh machine.
+ * SP_BENCH_START_AT (environment): a CLOCK_MONOTONIC time in seconds; the
+ * new-session pass waits for it, so that processes started together (one
+ * per instance) run their passes at the same time whatever their start-up.
  * Prints one JSON object.
  */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <rte_cycles.h>
@@ -167,6 +171,19 @@ run(double seconds)
 	return (double)pkts * (double)sp.tsc_hz / (double)cycles;
 }
 
+static void
+wait_until(double at)
+{
+	struct timespec now;
+
+	for (;;) {
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (now.tv_sec + now.tv_nsec / 1e9 >= at)
+			return;
+		usleep(100);
+	}
+}
+
 static int
 assign_flows(uint32_t n)
 {
@@ -210,6 +227,7 @@ main(int argc, char **argv)
 	double pps, new_pps;
 	uint64_t created = 0;
 	static char state[64];
+	struct timespec pass_start, pass_end;
 
 	if (sp_harness_init(argv[0], commands, workers,
 			    strcmp(mode, "memory") == 0 ? sessions : per_worker,
@@ -247,14 +265,21 @@ main(int argc, char **argv)
 	frame_init();
 	if (assign_flows(sessions) < 0)
 		return 2;
-	/* pass 1: every packet is a new flow */
+	/* pass 1: every packet is a new flow; its window on the machine's
+	 * clock, so that runs in several processes can be checked for overlap */
+	if (getenv("SP_BENCH_START_AT") != NULL)
+		wait_until(atof(getenv("SP_BENCH_START_AT")));
+	clock_gettime(CLOCK_MONOTONIC, &pass_start);
 	new_pps = run(0);
+	clock_gettime(CLOCK_MONOTONIC, &pass_end);
 	for (unsigned i = 0; i < workers; i++)
 		created += sp.workers[i]->cnt[SP_CNT_sessions_created];
 	pps = strcmp(mode, "established") == 0 ? run(seconds) : 0;
-	printf("{\"mode\": \"%s\", \"hugepages\": %s, \"sessions\": %u, \"workers\": %u, \"created\": %llu, \"new_per_s\": %.0f, \"established_pps\": %.0f, \"in2out\": %llu, \"tx\": %llu}\n",
+	printf("{\"mode\": \"%s\", \"hugepages\": %s, \"sessions\": %u, \"workers\": %u, \"created\": %llu, \"new_per_s\": %.0f, \"new_pass_s\": [%.6f, %.6f], \"established_pps\": %.0f, \"in2out\": %llu, \"tx\": %llu}\n",
 	       mode, hugepages ? "true" : "false", sessions, workers,
 	       (unsigned long long)created, new_pps,
+	       pass_start.tv_sec + pass_start.tv_nsec / 1e9,
+	       pass_end.tv_sec + pass_end.tv_nsec / 1e9,
 	       pps, (unsigned long long)sp_counter_sum(SP_CNT_in2out),
 	       (unsigned long long)sp_counter_sum(SP_CNT_tx));
 	for (unsigned i = 0; i < workers; i++)
