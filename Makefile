@@ -87,6 +87,7 @@ bench-bmv2: $(VENV)/.installed
 # New flows in offload mode against controller mode, one lab, one run (issue #15;
 # needs simple_switch_grpc and root).
 bench-offload: $(VENV)/.installed build
+	$(MAKE) -C swpath/bench -f Makefile.swpath
 	$(VPY) bench/offload_bench.py
 
 # Our P4Runtime client against finsy.Switch on one BMv2 (issue #20).

@@ -36,7 +36,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from lab.bmv2 import switch_command
+from lab.bmv2 import switch_binary, switch_command
 from lab.netns import Topology, in_namespace
 from lab.processes import start, stop, wait_for_tcp, wait_for_unix_socket
 from lab.swpath import QUICKNAT
@@ -544,7 +544,7 @@ def main() -> int:
     if os.geteuid() != 0:
         print("bench-bmv2 needs root (network namespaces)", file=sys.stderr)
         return 2
-    if shutil.which("simple_switch_grpc") is None:
+    if shutil.which(switch_binary()) is None:
         print("bench-bmv2 needs simple_switch_grpc on PATH (README: the P4 path)", file=sys.stderr)
         return 2
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="quicknat-bench-bmv2-"))

@@ -1,0 +1,315 @@
+"""The runs of `make bench-offload` (bench/offload_bench.py): each builds the
+offload lab (topo/lab/offload_lab.py) in one mode, sends one kind of new
+flows through it, and returns what it measured as one JSON-ready dict; the
+in-memory run needs no lab. offload_bench.py chooses, repeats and reports
+them."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from lab.flows import arrivals as sink_rows
+from lab.flows import frame_sender, sender, start_sink
+from lab.offload_lab import LAB_PROGRAM, LAB_TABLE, running_lab
+from lab.topology import H1, H2
+from linux_compare import process_cpu
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def installed(lab: Any, offload: bool) -> int:
+    counters = lab.controller_stats()["counters"]
+    return int(counters["offload.installed" if offload else "sessions_installed"])
+
+
+def processes(lab: Any) -> dict[str, Any]:
+    return {"controller": lab.controller, "switch": lab.switch}
+
+
+def traffic(
+    lab: Any, log: Path, flows: int, rate: float, base: int
+) -> tuple[Any, Callable[[int], None]]:
+    """far's sink, logging arrivals to `log`, and h1's sender of round N:
+    `flows` new flows at `rate` from source ports base, base + 1, ...
+    (lab/flows.py)."""
+    sink = start_sink(lab, log)
+    start = sender(lab, H1, flows, rate, base)
+
+    def send(rnd: int) -> None:
+        start(rnd).wait(timeout=flows / rate + 60)
+
+    return sink, send
+
+
+def run_mode(
+    offload: bool, flows: int, rate: float, base: int, batch_window_ms: int, idle_sleep_us: int
+) -> dict[str, Any]:
+    workdir = Path(tempfile.mkdtemp(prefix="quicknat-bench-offload-"))
+    with running_lab(
+        workdir,
+        slow_path=offload,
+        instances=1,
+        idle_sleep_us=idle_sleep_us,
+        batch_window_ms=batch_window_ms,
+    ) as lab:
+        log = workdir / "arrivals.txt"
+        sink, send = traffic(lab, log, flows, rate, base)
+
+        before = installed(lab, offload)
+        cpu0 = {p: process_cpu(proc.pid) for p, proc in processes(lab).items()}
+        start = time.monotonic()
+        send(1)
+        sent_s = time.monotonic() - start
+        deadline = time.monotonic() + 60
+        while installed(lab, offload) - before < flows and time.monotonic() < deadline:
+            time.sleep(0.05)
+        all_installed_s = time.monotonic() - start
+        done = installed(lab, offload) - before
+        cpu_us = {
+            p: round((process_cpu(proc.pid) - cpu0[p]) / max(done, 1) * 1e6)
+            for p, proc in processes(lab).items()
+        }
+        send(2)
+        time.sleep(2)
+        lab.stop_process(sink)
+        rows = [line.split() for line in log.read_text().splitlines() if line.strip()]
+        first = [float(r[0]) - float(r[1]) for r in rows if r[3] == "1"]
+        second = [r for r in rows if r[3] == "2"]
+        stats = lab.controller_stats()["counters"]
+    shutil.rmtree(workdir, ignore_errors=True)
+    first.sort()
+
+    def pct(q: float) -> float:
+        return first[min(len(first) - 1, int(q * len(first)))] * 1000 if first else float("nan")
+
+    return {
+        "mode": "offload" if offload else "controller",
+        "flows": flows,
+        "offered_flows_per_s": rate,
+        "send_s": round(sent_s, 3),
+        "first_delivered": len(first),
+        "first_latency_ms_p50": round(pct(0.5), 3),
+        "first_latency_ms_p99": round(pct(0.99), 3),
+        "installed": done,
+        "all_installed_s": round(all_installed_s, 3) if done >= flows else None,
+        "second_delivered": len(second),
+        "controller_cpu_us_per_flow": cpu_us["controller"],
+        "switch_cpu_us_per_flow": cpu_us["switch"],
+        "controller_counters": {
+            k: v
+            for k, v in stats.items()
+            if k.startswith(("offload.", "sessions_", "refused.")) and v
+        },
+    }
+
+
+SETUP_MODES = {  # name: (slow path, after_packets)
+    "controller": (False, 1),
+    "offload": (True, 1),
+    "offload, after_packets 2": (True, 2),
+}
+
+
+def run_setup(mode: str, flows: int, rate: float, base: int, idle_sleep_us: int) -> dict[str, Any]:
+    """One-packet flows (most DNS) offered faster than a mode can set them up,
+    from h1's link through an AF_PACKET socket (lab.flows.FRAME_SEND: the
+    socket-per-flow sender would be the limit): how many first packets it
+    delivers per second, and how many sessions it writes to the switch
+    meanwhile."""
+    slow_path, after_packets = SETUP_MODES[mode]
+    workdir = Path(tempfile.mkdtemp(prefix="quicknat-bench-setup-"))
+    with running_lab(
+        workdir,
+        slow_path=slow_path,
+        instances=1,
+        idle_sleep_us=idle_sleep_us,
+        after_packets=after_packets,
+    ) as lab:
+        log = workdir / "arrivals.txt"
+        sink = start_sink(lab, log)
+        before = installed(lab, slow_path)
+        parts = {**processes(lab), **({"instance": lab.swpath} if slow_path else {})}
+        cpu0 = {p: process_cpu(proc.pid) for p, proc in parts.items()}
+        start = time.monotonic()
+        sent_s, _ = frame_sender(lab, H1, flows, rate, base)(1).communicate(
+            timeout=flows / rate + 60
+        )
+        time.sleep(2)  # the last ones through the queues
+        cpu = {p: process_cpu(proc.pid) - cpu0[p] for p, proc in parts.items()}
+        lab.stop_process(sink)
+        writes = installed(lab, slow_path) - before
+        arrivals = sorted(float(row[0]) for row in sink_rows(log))
+    shutil.rmtree(workdir, ignore_errors=True)
+    # from the first send to the last arrival: what the mode sustained
+    span = (arrivals[-1] - start) if arrivals else float("nan")
+    return {
+        "mode": mode,
+        "flows": flows,
+        "offered_flows_per_s": rate,
+        # the generator's own pace, to show it is not the limit
+        "send_s": round(float(sent_s), 3),
+        "first_delivered": len(arrivals),
+        "setup_flows_per_s": round(len(arrivals) / span) if arrivals else 0,
+        "switch_writes": writes,
+        # the NAT's processes' CPU per flow delivered, until 2 s after the
+        # last send: where the VM's two vCPUs went
+        "cpu_us_per_flow": {
+            p: round(seconds / max(len(arrivals), 1) * 1e6) for p, seconds in cpu.items()
+        },
+    }
+
+
+def instances_busy_us(lab: Any) -> int:
+    """Microseconds every slow-path instance's workers spent on packets so
+    far (swpath's busy_us: iterations that had some, not the polling)."""
+    total = 0
+    for socket in lab.sockets():
+        stats = json.loads(lab.quicknat("stats", "--json", socket=socket))
+        total += sum(int(lc["busy_us"]) for lc in stats["lcores"])
+    return total
+
+
+def run_capacity(
+    instances: int, flows: int, rate: float, base: int, idle_sleep_us: int
+) -> dict[str, Any]:
+    """Slow-path capacity: `flows` one-packet flows from h1 and from h2 at
+    once, each at `rate`, with after_packets 2 (the switch writes nothing:
+    every first packet is the instances' work). One instance takes both
+    hosts, or two take one each (h1 pinned to the default instance, h2
+    hashed to the other). Delivered flows per second, and the instances'
+    busy time per flow: what a core of theirs spends on one, whatever else
+    runs on the VM's two vCPUs."""
+    workdir = Path(tempfile.mkdtemp(prefix="quicknat-bench-capacity-"))
+    with running_lab(
+        workdir,
+        slow_path=True,
+        instances=instances,
+        idle_sleep_us=idle_sleep_us,
+        after_packets=2,
+    ) as lab:
+        log = workdir / "arrivals.txt"
+        sink = start_sink(lab, log)
+        busy, start = instances_busy_us(lab), time.monotonic()
+        senders = [sender(lab, host, flows, rate, base)(1) for host in (H1, H2)]
+        for proc in senders:
+            proc.wait(timeout=flows / rate + 60)
+        time.sleep(2)  # the last ones through the queues
+        busy = instances_busy_us(lab) - busy
+        lab.stop_process(sink)
+        times = sorted(float(row[0]) for row in sink_rows(log))
+        created = [
+            json.loads(lab.quicknat("stats", "--json", socket=socket))["counters"][
+                "sessions_created"
+            ]
+            for socket in lab.sockets()
+        ]
+    shutil.rmtree(workdir, ignore_errors=True)
+    span = (times[-1] - start) if times else float("nan")
+    per_flow = busy / len(times) if times else None
+    return {
+        "instances": instances,
+        "flows": 2 * flows,
+        "offered_flows_per_s": 2 * rate,
+        "first_delivered": len(times),
+        "flows_per_s": round(len(times) / span) if times else 0,
+        "sessions_created_per_instance": created,
+        "instances_busy_us_per_flow": round(per_flow, 2) if per_flow else None,
+        # what the instances' cores would sustain, busy on nothing else
+        "capacity_flows_per_s_per_core": round(1e6 / per_flow) if per_flow else None,
+    }
+
+
+BENCH_SWPATH = REPO / "swpath" / "build" / "app" / "bench_swpath"
+
+
+def run_in_memory(instances: int, sessions: int) -> dict[str, Any]:
+    """The instances' own capacity, where the VM lets it show: `instances`
+    bench_swpath processes at once (swpath's fast path on packets made in
+    memory, one worker each: an instance, no switch, no generator, no
+    sink), each on a CPU of its own (taskset: an instance as deployed, on
+    its core), each opening `sessions` sessions, one first packet each.
+    Their passes start together (SP_BENCH_START_AT, past every process's
+    start-up), and their rate together is every session over the span from
+    the first pass's start to the last one's end (bench_swpath's
+    new_pass_s, the machine's monotonic clock): an instance that lags
+    counts against them."""
+    cpus = os.cpu_count() or 1
+    if instances > cpus:
+        raise ValueError(f"{instances} instances on {cpus} CPUs")
+    env = dict(os.environ, SP_BENCH_START_AT=f"{time.monotonic() + 3 + sessions / 1e6:.3f}")
+    command = [str(BENCH_SWPATH), "new", str(sessions), "0", "1"]
+    procs = [
+        subprocess.Popen(
+            ["taskset", "-c", str(cpu), *command], stdout=subprocess.PIPE, text=True, env=env
+        )
+        for cpu in range(instances)
+    ]
+    outs = [json.loads(proc.communicate(timeout=300)[0]) for proc in procs]
+    start = min(o["new_pass_s"][0] for o in outs)
+    end = max(o["new_pass_s"][1] for o in outs)
+    created = sum(int(o["created"]) for o in outs)
+    return {
+        "instances": instances,
+        "sessions_each": sessions,
+        "new_sessions_per_s": round(created / (end - start)),
+        "each_new_sessions_per_s": [o["new_per_s"] for o in outs],
+        "span_s": round(end - start, 3),
+    }
+
+
+OVERFLOW_RATE = 1000.0
+
+
+def run_overflow(
+    offload: bool, flows: int, rate: float, base: int, idle_sleep_us: int
+) -> dict[str, Any]:
+    """More concurrent flows than the switch's table holds (LAB_PROGRAM):
+    what each mode delivers, and where the overflow goes. All from h1, so
+    its per-host limits are lifted, and all alive together (UDP 120 s)."""
+    workdir = Path(tempfile.mkdtemp(prefix="quicknat-bench-overflow-"))
+    settings = {"udp_timeout": 120, "per_host": 65535}
+    with running_lab(
+        workdir,
+        slow_path=offload,
+        program=LAB_PROGRAM,
+        instances=1,
+        idle_sleep_us=idle_sleep_us,
+        **settings,
+    ) as lab:
+        log = workdir / "arrivals.txt"
+        sink, send = traffic(lab, log, flows, rate, base)
+
+        send(1)
+        # until the switch's count stops moving (bounded)
+        last, deadline = -1, time.monotonic() + 20
+        while installed(lab, offload) != last and time.monotonic() < deadline:
+            last = installed(lab, offload)
+            time.sleep(1)
+        send(2)
+        time.sleep(2)
+        lab.stop_process(sink)
+        rows = [line.split() for line in log.read_text().splitlines() if line.strip()]
+        stats = lab.controller_stats()["counters"]
+    shutil.rmtree(workdir, ignore_errors=True)
+    return {
+        "mode": "offload" if offload else "controller",
+        "table_entries": LAB_TABLE,
+        "flows": flows,
+        "offered_flows_per_s": rate,
+        "first_delivered": sum(1 for r in rows if r[3] == "1"),
+        "second_delivered": sum(1 for r in rows if r[3] == "2"),
+        "in_switch": last,
+        "controller_counters": {
+            k: v
+            for k, v in stats.items()
+            if k.startswith(("offload.", "sessions_", "refused.")) and v
+        },
+    }
