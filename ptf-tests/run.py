@@ -20,7 +20,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from lab.bmv2 import switch_command
+from lab.bmv2 import switch_binary, switch_command
 from lab.netns import Topology, in_namespace
 from lab.processes import start, stop, stop_pid_file, wait_for_tcp
 from lab.swpath import SWPATH
@@ -38,7 +38,7 @@ def requirements(target: str) -> str | None:
     """Why the target cannot run here, or None."""
     if os.geteuid() != 0:
         return "needs root (network namespace)"
-    if target in ("bmv2", "offload") and shutil.which("simple_switch_grpc") is None:
+    if target in ("bmv2", "offload") and shutil.which(switch_binary()) is None:
         return "simple_switch_grpc not on PATH"
     if target in ("swpath", "offload") and not SWPATH.exists():
         return f"{SWPATH.relative_to(REPO)} not built (make build)"

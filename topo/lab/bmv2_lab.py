@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from lab import topology
-from lab.bmv2 import switch_command
+from lab.bmv2 import switch_binary, switch_command
 from lab.nodes import QUICKNAT, Nodes
 from lab.processes import (
     signals_ignored,
@@ -28,7 +28,7 @@ DOWNLOAD_MB = 5  # BMv2 forwards in software, one packet at a time
 
 def missing() -> list[str]:
     needs = []
-    if shutil.which("simple_switch_grpc") is None:
+    if shutil.which(switch_binary()) is None:
         needs.append("simple_switch_grpc (BMv2 with P4Runtime, built from p4lang sources)")
     try:
         import mininet  # noqa: F401

@@ -31,7 +31,7 @@ from typing import Any
 from quicknat.controller.status import query
 
 from lab import topology
-from lab.bmv2 import switch_command
+from lab.bmv2 import switch_binary, switch_command
 from lab.netns import SLOW_PATH_PORT, add_veth, set_up_plain
 from lab.netns_lab import NAT as NAT_NAMESPACE
 from lab.netns_lab import NetnsLab
@@ -58,7 +58,7 @@ def instance_name(index: int) -> str:
 
 
 def missing() -> list[str]:
-    needs = [] if shutil.which("simple_switch_grpc") else ["simple_switch_grpc"]
+    needs = [] if shutil.which(switch_binary()) else ["simple_switch_grpc"]
     if os.geteuid() != 0:
         needs.append("root")
     return needs
