@@ -14,7 +14,9 @@ switch is simple_switch_grpc from PATH, or the build QUICKNAT_BMV2 names
   each a second one; far timestamps arrivals on the machine's monotonic
   clock: first packets delivered and their one-way latency (p50, p99), when
   the switch holds every session, second packets delivered, and the
-  controller's and the switch's CPU time per flow.
+  controller's and the switch's CPU time per flow. Controller mode, and
+  offload mode twice: the instance polling its core (as deployed, on a core
+  of its own) and with adaptive polling (--idle-sleep-us).
 - Setup rate (--setup-rates, --setup-seconds): one-packet flows from 100
   addresses beside h1, prebuilt frames through an AF_PACKET socket
   (lab/flows.py FRAME_SEND, not the limit) at each offered rate, in
@@ -92,7 +94,8 @@ def arguments() -> argparse.Namespace:
         "--idle-sleep-us",
         type=int,
         default=IDLE_SLEEP_US,
-        help="the slow-path instances' --idle-sleep-us in every run (0: poll without a pause)",
+        help="the slow-path instances' --idle-sleep-us: the adaptive rate runs and every "
+        "other run (0: poll without a pause)",
     )
     parser.add_argument(
         "--setup-rates",
@@ -152,36 +155,43 @@ RATE_FIELDS = (
 )
 
 
+# The rate runs' settings: controller mode, and offload mode with the
+# instance polling its core as deployed (where one has a core of its own) and
+# with adaptive polling (--idle-sleep-us, as on this shared VM).
+RATE_MODES = ("controller", "offload, polling", "offload, adaptive")
+
+
 def rate_runs(args: argparse.Namespace) -> dict[str, Any]:
-    """Both modes at each offered rate, the order alternating by round."""
+    """Each setting at each offered rate, the order turning by round."""
     rates = [float(r) for r in args.rates.split(",")]
     runs: list[dict[str, Any]] = []
     for rate in rates:
         flows = int(rate * args.seconds)
         for r in range(args.rounds):
-            for offload in (False, True) if r % 2 == 0 else (True, False):
+            for i, name in enumerate(RATE_MODES[r % 3 :] + RATE_MODES[: r % 3]):
                 # fresh source ports each run: no session of an earlier one is reused
-                base = 20000 + (2 * r + offload) * (flows + 10) % 40000
+                base = 20000 + (3 * r + i) * (flows + 10) % 40000
+                sleep = args.idle_sleep_us if name == "offload, adaptive" else 0
                 result = run_mode(
-                    offload, flows, rate, base, args.batch_window_ms, args.idle_sleep_us
+                    name != "controller", flows, rate, base, args.batch_window_ms, sleep
                 )
-                result["round"] = r
+                result.update(mode=name, round=r)
                 runs.append(result)
                 print(json.dumps({k: v for k, v in result.items() if k != "controller_counters"}))
     summary = {
         f"{rate:.0f}": {
             mode: {f: median_of(runs, f, offered_flows_per_s=rate, mode=mode) for f in RATE_FIELDS}
-            for mode in ("controller", "offload")
+            for mode in RATE_MODES
         }
         for rate in rates
     }
     for rate in rates:
         table = summary[f"{rate:.0f}"]
         flows = int(rate * args.seconds)
-        print(f"\n{'':24}{'controller':>14}{'offload':>14}   ({flows} new flows at {rate:.0f}/s)")
+        print(f"\n{flows} new flows at {rate:.0f}/s:")
+        print(f"{'':28}" + "".join(f"{mode:>20}" for mode in RATE_MODES))
         for field in RATE_FIELDS:
-            c, o = table["controller"][field], table["offload"][field]
-            print(f"{field:24}{c!s:>14}{o!s:>14}")
+            print(f"{field:28}" + "".join(f"{table[m][field]!s:>20}" for m in RATE_MODES))
     return {"summary": summary, "runs": runs}
 
 
@@ -331,7 +341,10 @@ def controller_cpu(rates: dict[str, Any], setup: dict[str, Any]) -> dict[str, An
     rate runs, and at capacity: in the setup run of offload mode that
     delivered the most (the manager's cost where it bounds anything; at low
     rates each write carries few flows and its own cost dominates)."""
-    by_rate = {r: t["offload"]["controller_cpu_us_per_flow"] for r, t in rates["summary"].items()}
+    by_rate = {
+        r: {m: t[m]["controller_cpu_us_per_flow"] for m in RATE_MODES if m != "controller"}
+        for r, t in rates["summary"].items()
+    }
     runs = [x for x in setup["runs"] if x["mode"] == "offload"]
     best = max(runs, key=lambda x: x["setup_flows_per_s"], default=None)
     at_capacity = None
