@@ -140,6 +140,15 @@ def median_of(rows: list[dict[str, Any]], field: str, **where: Any) -> Any:
     return round(statistics.median(values), 3) if values else None
 
 
+def by_instances(rows: list[dict[str, Any]], field: str) -> dict[int, Any]:
+    """The median of `field` for one instance and for two (those measured)."""
+    return {
+        n: median_of(rows, field, instances=n)
+        for n in (1, 2)
+        if any(r["instances"] == n for r in rows)
+    }
+
+
 def two_against_one(rates: dict[int, Any]) -> float | None:
     return round(rates[2] / rates[1], 2) if rates.get(1) and rates.get(2) else None
 
@@ -285,12 +294,8 @@ def capacity_runs(args: argparse.Namespace) -> dict[str, Any]:
             result["round"] = r
             capacity.append(result)
             print(json.dumps(result))
-    rate = {
-        n: median_of(capacity, "flows_per_s", instances=n)
-        for n in (1, 2)
-        if any(x["instances"] == n for x in capacity)
-    }
-    busy = {n: median_of(capacity, "instances_busy_us_per_flow", instances=n) for n in rate}
+    rate = by_instances(capacity, "flows_per_s")
+    busy = by_instances(capacity, "instances_busy_us_per_flow")
     if capacity:
         print(
             f"\nslow-path capacity through BMv2, one-packet flows from h1 and h2 at "
@@ -317,11 +322,7 @@ def in_memory_runs(args: argparse.Namespace) -> dict[str, Any]:
             result["round"] = r
             runs.append(result)
             print(json.dumps(result))
-    rate = {
-        n: median_of(runs, "new_sessions_per_s", instances=n)
-        for n in (1, 2)
-        if any(x["instances"] == n for x in runs)
-    }
+    rate = by_instances(runs, "new_sessions_per_s")
     if runs:
         print("\nthe instances' own capacity, in memory (bench_swpath new, one worker each):")
         for n, r in rate.items():
