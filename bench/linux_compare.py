@@ -4,8 +4,10 @@
 The topology of `make run` (topo/netns_lab.py: hosts h1, h2 and srv around a
 "nat" namespace), twice: once with quicknat-swpath on af_packet in the middle,
 once with the kernel forwarding and an nftables `snat` to the same pool
-(203.0.113.0/30) in its place. The same generator, iperf3 in h1 against srv:
-UDP with 64-byte frames (18-byte payloads) as fast as it can send, then TCP.
+(203.0.113.0/30) in its place. The same generators: iperf3 in h1 against srv
+(UDP with 64-byte frames, 18-byte payloads, as fast as it can send, then
+TCP), and DPDK's testpmd in txonly mode (64-byte UDP frames, a generator that
+is not the limit; `testpmd()` below).
 
 Reported for each: what srv received (packets/s and Mbit/s), and the CPU it
 cost per packet delivered, over all CPUs of the machine (generator, NAT and
@@ -18,7 +20,7 @@ copied by the kernel into and out of the packet socket's ring, through the same
 veth and softirq path the kernel router uses, so swpath pays the kernel's cost
 and its own on top, and its polling core is busy whether or not packets come.
 On a NIC with a poll-mode driver the kernel is out of the path (bench_swpath's
-in-memory figures are that case). Needs root, iperf3, nft.
+in-memory figures are that case). Needs root, iperf3, nft, dpdk-testpmd.
 """
 
 from __future__ import annotations
@@ -27,9 +29,11 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -39,7 +43,7 @@ from lab.netns import in_namespace, run
 from lab.netns_lab import NAT, missing, running_lab
 from lab.nodes import IPERF_PORT, Nodes
 from lab.processes import raise_on_signals
-from lab.topology import H1, SRV
+from lab.topology import H1, LINKS, SRV
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -92,6 +96,93 @@ def iperf(lab: Nodes, args: list[str], seconds: float) -> dict[str, Any]:
     return result
 
 
+# A generator that is not the limit: DPDK's testpmd in txonly mode on h1's
+# veth (net_af_packet), 64-byte UDP frames of one flow to srv's port 9, as
+# fast as it can (1.4 M frames/s into a bare veth on this VM: the kernel's
+# pktgen is not built into this VM's kernel). Its main and forwarding lcores
+# share CPU 0, so the NAT and the receiver have the other. srv drops port 9
+# in its input hook, so it answers no port unreachable.
+TESTPMD_PORT = 9
+SRV_DROP = f"""
+table inet quicknat_compare {{
+    chain input {{
+        type filter hook input priority filter; policy accept;
+        udp dport {TESTPMD_PORT} drop
+    }}
+}}
+"""
+
+
+def srv_rx_packets(lab: Nodes) -> int:
+    srv = next(link.a for link in LINKS if link.a.node == SRV.name)
+    path = f"/sys/class/net/{lab.device(srv)}/statistics/rx_packets"
+    return int(lab.run(SRV.name, "cat", path).strip())
+
+
+def testpmd(lab: Nodes, workdir: Path, seconds: float, nat_pid: int | None) -> dict[str, Any]:
+    """srv's received frames per second from testpmd (after 2 s of start-up),
+    and the CPU they cost, as measure() reports it."""
+    rules = workdir / "srv-drop.nft"
+    rules.write_text(SRV_DROP)
+    lab.run(SRV.name, "nft", "-f", str(rules))
+    h1_end = next(link.a for link in LINKS if link.a.node == H1.name)
+    nat_end = next(link.b for link in LINKS if link.a.node == H1.name)
+    command = lab.command(
+        H1.name,
+        "dpdk-testpmd",
+        "--lcores",
+        "(0,1)@0",
+        "--no-huge",
+        "-m",
+        "512",
+        "--no-pci",
+        "--file-prefix",
+        "quicknat-compare-gen",
+        "--log-level",
+        "*:error",
+        "--vdev",
+        f"net_af_packet0,iface={lab.device(h1_end)}",
+        "--",
+        "--forward-mode=txonly",
+        "--txpkts=60",
+        f"--tx-ip={H1.ip},{SRV.ip}",
+        f"--tx-udp=5000,{TESTPMD_PORT}",
+        f"--eth-peer=0,{nat_end.mac}",
+        "--total-num-mbufs=8192",
+        "--stats-period=3600",
+        "--auto-start",
+    )
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(2)
+        if proc.poll() is not None:
+            raise RuntimeError(f"dpdk-testpmd exited: {proc.returncode}")
+        rx0, cpu0, t0 = srv_rx_packets(lab), CpuTimes.now(), time.monotonic()
+        nat0 = process_cpu(nat_pid) if nat_pid else 0.0
+        gen0 = process_cpu(proc.pid)  # `ip netns exec` execs: testpmd's own
+        time.sleep(seconds)
+        rx, cpu = srv_rx_packets(lab) - rx0, CpuTimes.now() - cpu0
+        nat = (process_cpu(nat_pid) - nat0) if nat_pid else cpu.softirq
+        gen = process_cpu(proc.pid) - gen0
+        elapsed = time.monotonic() - t0
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    return {
+        "packets_per_s": round(rx / elapsed),
+        "mbit_per_s": round(rx * 64 * 8 / elapsed / 1e6, 1),
+        "cpu_ns_per_packet_all": round(cpu.busy / rx * 1e9) if rx else None,
+        "cpu_ns_per_packet_nat": round(nat / rx * 1e9) if rx else None,
+        # testpmd's process time (CPU s per s): with nftables it carries the
+        # kernel's NAT too, which veth runs in the sender's context
+        "generator_cpu_s_per_s": round(gen / elapsed, 2),
+    }
+
+
 def measure(lab: Nodes, seconds: float, nat_pid: int | None) -> dict[str, Any]:
     """UDP small packets, then TCP, with the CPU each cost."""
     out: dict[str, Any] = {}
@@ -132,7 +223,9 @@ def with_swpath(workdir: Path, seconds: float, pmd: str) -> dict[str, Any]:
         # The generator's first packets open the session; warm it up.
         iperf(lab, ["-u", "-b", "1M"], 1)
         # `ip netns exec` execs its command: the pid is swpath's own.
-        return measure(lab, seconds, lab.swpath.pid)
+        result = measure(lab, seconds, lab.swpath.pid)
+        result["udp_64B_testpmd"] = testpmd(lab, workdir, seconds, lab.swpath.pid)
+        return result
 
 
 def with_nftables(workdir: Path, seconds: float) -> dict[str, Any]:
@@ -146,12 +239,19 @@ def with_nftables(workdir: Path, seconds: float) -> dict[str, Any]:
         run(*in_namespace(NAT, "nft", "-f", str(rules)))
         lab.start_server(SRV.name, ["iperf3", "-s"], IPERF_PORT, "iperf3.log")
         iperf(lab, ["-u", "-b", "1M"], 1)
-        return measure(lab, seconds, None)
+        result = measure(lab, seconds, None)
+        result["udp_64B_testpmd"] = testpmd(lab, workdir, seconds, None)
+        return result
 
 
 def compare(seconds: float) -> dict[str, Any]:
     reason = missing() or next(
-        (f"needs {tool}" for tool in ("iperf3", "nft") if shutil.which(tool) is None), None
+        (
+            f"needs {tool}"
+            for tool in ("iperf3", "nft", "dpdk-testpmd")
+            if shutil.which(tool) is None
+        ),
+        None,
     )
     if reason:
         return {"skipped": reason}
@@ -184,13 +284,15 @@ def print_table(result: dict[str, Any]) -> None:
     columns = ("swpath", "swpath_af_packet", "nftables")
     head = ("swpath AF_XDP", "af_packet", "nftables")
     print(f"{'netns lab, iperf3 h1 -> srv':34} {head[0]:>14} {head[1]:>12} {head[2]:>12}")
-    for name in ("udp_64B", "tcp"):
+    for name in ("udp_64B", "udp_64B_testpmd", "tcp"):
         for field, label in (
             ("packets_per_s", "packets/s"),
             ("mbit_per_s", "Mbit/s"),
             ("cpu_ns_per_packet_all", "CPU ns/packet, whole machine"),
             ("cpu_ns_per_packet_nat", "CPU ns/packet, NAT only"),
         ):
+            if all(field not in result[c].get(name, {}) for c in columns):
+                continue
             values = [result[c].get(name, {}).get(field, "-") for c in columns]
             print(f"{name + ' ' + label:34} {values[0]!s:>14} {values[1]!s:>12} {values[2]!s:>12}")
     print(f"swpath AF_XDP / nftables (packets/s): {result['swpath_over_nftables_pps']}")
