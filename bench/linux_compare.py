@@ -136,6 +136,7 @@ def testpmd(lab: Nodes, workdir: Path, seconds: float, nat_pid: int | None) -> d
         "-m",
         "512",
         "--no-pci",
+        "--no-shconf",  # leaves nothing under /var/run/dpdk
         "--file-prefix",
         "quicknat-compare-gen",
         "--log-level",
