@@ -137,6 +137,24 @@ class OffloadProgramTest(QuickNatTest):
                     hashed[src] = candidate
         return hashed
 
+    def pin(self, hosts: dict[str, int]) -> None:
+        """slow_path_pin entries: each inside host (a /32) to a switch port."""
+        self.write(
+            [
+                update(
+                    INSERT,
+                    table_entry(
+                        self.p4info,
+                        "slow_path_pin",
+                        {"zone": ZONE_INSIDE, "inside_host": (ip(host), 32)},
+                        "to_slow_path",
+                        {"port": port},
+                    ),
+                )
+                for host, port in hosts.items()
+            ]
+        )
+
     def pool_to(self, port: int, block: Ternary | None = None, priority: int = 1) -> None:
         """Outside packets for the pool (with a port in `block`, or any) go to
         `port`."""
@@ -391,20 +409,7 @@ class OffloadPinnedHostsSkipTheSelector(OffloadProgramTest):
         on_outside = sorted(src for src, port in hashed.items() if port == OUTSIDE)
         self.assertTrue(on_outside, f"no host hashed to switch port 2: {hashed}")
         server = on_outside[0]
-        self.write(
-            [
-                update(
-                    INSERT,
-                    table_entry(
-                        self.p4info,
-                        "slow_path_pin",
-                        {"zone": ZONE_INSIDE, "inside_host": (ip(server), 32)},
-                        "to_slow_path",
-                        {"port": 3},
-                    ),
-                )
-            ]
-        )
+        self.pin({server: 3})
         reply = from_inside_host(server, udp(80, 40000))
         self.send(INSIDE, reply)
         self.expect(INSIDE2, tagged(reply, ZONE_INSIDE))
@@ -451,21 +456,7 @@ class OffloadInsideIcmpErrorFollowsQuotedHost(OffloadProgramTest):
 
         # by a pin: the router pinned to port 2, the host to port 3
         router, host = "10.0.1.1", "10.0.1.2"
-        self.write(
-            [
-                update(
-                    INSERT,
-                    table_entry(
-                        self.p4info,
-                        "slow_path_pin",
-                        {"zone": ZONE_INSIDE, "inside_host": (ip(addr), 32)},
-                        "to_slow_path",
-                        {"port": port},
-                    ),
-                )
-                for addr, port in ((router, 2), (host, 3))
-            ]
-        )
+        self.pin({router: 2, host: 3})
         own = from_inside_host(router, udp(5000, 53))
         self.send(INSIDE, own)
         self.expect(OUTSIDE, tagged(own, ZONE_INSIDE))
