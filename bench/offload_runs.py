@@ -119,11 +119,11 @@ SETUP_MODES = {  # name: (slow path, after_packets)
 
 
 def run_setup(mode: str, flows: int, rate: float, base: int, idle_sleep_us: int) -> dict[str, Any]:
-    """One-packet flows (most DNS) offered faster than a mode can set them up,
-    from h1's link through an AF_PACKET socket (lab.flows.FRAME_SEND: the
-    socket-per-flow sender would be the limit): how many first packets it
-    delivers per second, and how many sessions it writes to the switch
-    meanwhile."""
+    """One-packet flows (most DNS) offered at `rate`, from h1's link through
+    an AF_PACKET socket (lab.flows.FRAME_SEND: the socket-per-flow sender
+    would be the limit): how many first packets the mode delivers per second,
+    how many sessions it writes to the switch meanwhile, and the CPU per flow
+    of each of the NAT's processes."""
     slow_path, after_packets = SETUP_MODES[mode]
     workdir = Path(tempfile.mkdtemp(prefix="quicknat-bench-setup-"))
     with running_lab(

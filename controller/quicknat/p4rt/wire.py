@@ -7,7 +7,7 @@ an Update costs about 11 us of Python, one call per field and nested message,
 and gRPC serializes the request once more; a connection record is seven to
 nine small fields whose sizes only vary with the values' canonical lengths.
 So `ExactTableUpdates` resolves ids and every field's framing once, and an
-Update is the concatenation of those pieces and the values: about 2.5 us
+Update is the concatenation of those pieces and the values: about 3 us
 (`controller/tests/test_wire.py` shows both give the same bytes; the profile is in
 docs/benchmarks.md, offload mode's controller CPU per flow). The bytes are
 what ``p4r.Update.SerializeToString()`` gives for the same entry, byte for byte
