@@ -75,6 +75,14 @@ RTR = Node(
         ("sysctl", "-q", "-w", "net.ipv6.conf.br0.disable_ipv6=1"),
         ("ip", "link", "set", "rtr-eth0", "master", "br0"),
         ("ip", "link", "set", "rtr-eth1", "master", "br0"),
+        # A bridge forwards frames, and nothing more: where the host has
+        # br_netfilter (the kernel's default for every new namespace once it
+        # is loaded), bridged IPv4 would also cross rtr's netfilter hooks and
+        # conntrack, a cost on every packet to srv that a switch does not have
+        # and that depends on the host. -e: no such keys without br_netfilter.
+        ("sysctl", "-q", "-e", "-w", "net.bridge.bridge-nf-call-iptables=0"),
+        ("sysctl", "-q", "-e", "-w", "net.bridge.bridge-nf-call-ip6tables=0"),
+        ("sysctl", "-q", "-e", "-w", "net.bridge.bridge-nf-call-arptables=0"),
         ("ip", "link", "set", "br0", "up"),
         ("ip", "addr", "add", "198.51.100.254/24", "dev", "br0"),
         ("ip", "addr", "add", "192.0.2.1/24", "dev", "rtr-eth2"),
