@@ -11,9 +11,11 @@ is not the limit; `testpmd()` below).
 
 Reported for each: what srv received (packets/s and Mbit/s), and the CPU it
 cost per packet delivered, over all CPUs of the machine (generator, NAT and
-receiver: on one kernel they cannot be told apart fully) and, for the NAT
-alone, swpath's process time or the kernel's softirq time (where forwarding
-and nftables NAT run).
+receiver: on one kernel they cannot be told apart fully) and for the NAT
+alone. With iperf3 that is swpath's process time or the kernel's softirq time
+(where forwarding and nftables NAT run); with testpmd, pinned to a CPU of its
+own, it is everything but testpmd's own user and system time, the same sum
+for both NATs (testpmd()).
 
 Read it knowing what af_packet on veth is: every packet swpath forwards is
 copied by the kernel into and out of the packet socket's ring, through the same
@@ -27,18 +29,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from cpu_times import CpuTimes, process_cpu
 from lab.netns import in_namespace, run
 from lab.netns_lab import NAT, missing, running_lab
 from lab.nodes import IPERF_PORT, Nodes
@@ -58,28 +59,6 @@ table ip quicknat_compare {
 """
 # The nat namespace's interface addresses when the kernel routes (topo/lab.toml).
 KERNEL_ADDRESSES = {"in0": "10.0.0.1/24", "in1": "10.0.1.1/24", "out0": "198.51.100.1/24"}
-
-
-@dataclass
-class CpuTimes:
-    busy: float  # seconds, all CPUs, not idle or iowait
-    softirq: float
-
-    @classmethod
-    def now(cls) -> CpuTimes:
-        fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
-        user, nice, system, _idle, _iowait, irq, softirq, steal = map(int, fields[:8])
-        tick = os.sysconf("SC_CLK_TCK")
-        return cls((user + nice + system + irq + softirq + steal) / tick, softirq / tick)
-
-    def __sub__(self, other: CpuTimes) -> CpuTimes:
-        return CpuTimes(self.busy - other.busy, self.softirq - other.softirq)
-
-
-def process_cpu(pid: int) -> float:
-    """User + system seconds of a process and its threads."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def iperf(lab: Nodes, args: list[str], seconds: float) -> dict[str, Any]:
@@ -103,6 +82,7 @@ def iperf(lab: Nodes, args: list[str], seconds: float) -> dict[str, Any]:
 # share CPU 0, so the NAT and the receiver have the other. srv drops port 9
 # in its input hook, so it answers no port unreachable.
 TESTPMD_PORT = 9
+GENERATOR_CPU = 0  # testpmd's lcores, below
 SRV_DROP = f"""
 table inet quicknat_compare {{
     chain input {{
@@ -131,7 +111,7 @@ def testpmd(lab: Nodes, workdir: Path, seconds: float, nat_pid: int | None) -> d
         H1.name,
         "dpdk-testpmd",
         "--lcores",
-        "(0,1)@0",
+        f"(0,1)@{GENERATOR_CPU}",
         "--no-huge",
         "-m",
         "512",
@@ -158,12 +138,14 @@ def testpmd(lab: Nodes, workdir: Path, seconds: float, nat_pid: int | None) -> d
         time.sleep(2)
         if proc.poll() is not None:
             raise RuntimeError(f"dpdk-testpmd exited: {proc.returncode}")
-        rx0, cpu0, t0 = srv_rx_packets(lab), CpuTimes.now(), time.monotonic()
+        rx0, t0 = srv_rx_packets(lab), time.monotonic()
+        cpu0, on_gen0 = CpuTimes.now(), CpuTimes.now(GENERATOR_CPU)
         nat0 = process_cpu(nat_pid) if nat_pid else 0.0
         gen0 = process_cpu(proc.pid)  # `ip netns exec` execs: testpmd's own
         time.sleep(seconds)
         rx, cpu = srv_rx_packets(lab) - rx0, CpuTimes.now() - cpu0
-        nat = (process_cpu(nat_pid) - nat0) if nat_pid else cpu.softirq
+        on_gen = CpuTimes.now(GENERATOR_CPU) - on_gen0
+        nat = (process_cpu(nat_pid) - nat0) if nat_pid else 0.0
         gen = process_cpu(proc.pid) - gen0
         elapsed = time.monotonic() - t0
     finally:
@@ -177,7 +159,15 @@ def testpmd(lab: Nodes, workdir: Path, seconds: float, nat_pid: int | None) -> d
         "packets_per_s": round(rx / elapsed),
         "mbit_per_s": round(rx * 64 * 8 / elapsed / 1e6, 1),
         "cpu_ns_per_packet_all": round(cpu.busy / rx * 1e9) if rx else None,
-        "cpu_ns_per_packet_nat": round(nat / rx * 1e9) if rx else None,
+        # All but the generator's own: every CPU's busy time less testpmd's
+        # user and system time on its CPU. That keeps the softirq there, where
+        # veth hands each frame on: the kernel's forwarding and NAT with
+        # nftables, the XDP redirect and copy into the socket with AF_XDP.
+        # Both include what srv's side costs (the bridge, srv's drop).
+        "cpu_ns_per_packet_nat": round((cpu.busy - on_gen.task) / rx * 1e9) if rx else None,
+        # swpath's process time alone (its TX system calls, and the softirqs
+        # they run, included); the XDP receive is not in it
+        **({"swpath_ns_per_packet": round(nat / rx * 1e9) if rx else None} if nat_pid else {}),
         # testpmd's process time (CPU s per s): with nftables it carries the
         # kernel's NAT too, which veth runs in the sender's context
         "generator_cpu_s_per_s": round(gen / elapsed, 2),
@@ -284,18 +274,19 @@ def print_table(result: dict[str, Any]) -> None:
         return
     columns = ("swpath", "swpath_af_packet", "nftables")
     head = ("swpath AF_XDP", "af_packet", "nftables")
-    print(f"{'netns lab, iperf3 h1 -> srv':34} {head[0]:>14} {head[1]:>12} {head[2]:>12}")
+    print(f"{'netns lab, h1 -> srv':48} {head[0]:>14} {head[1]:>12} {head[2]:>12}")
     for name in ("udp_64B", "udp_64B_testpmd", "tcp"):
         for field, label in (
             ("packets_per_s", "packets/s"),
             ("mbit_per_s", "Mbit/s"),
             ("cpu_ns_per_packet_all", "CPU ns/packet, whole machine"),
             ("cpu_ns_per_packet_nat", "CPU ns/packet, NAT only"),
+            ("swpath_ns_per_packet", "CPU ns/packet, swpath process"),
         ):
             if all(field not in result[c].get(name, {}) for c in columns):
                 continue
             values = [result[c].get(name, {}).get(field, "-") for c in columns]
-            print(f"{name + ' ' + label:34} {values[0]!s:>14} {values[1]!s:>12} {values[2]!s:>12}")
+            print(f"{name + ' ' + label:48} {values[0]!s:>14} {values[1]!s:>12} {values[2]!s:>12}")
     print(f"swpath AF_XDP / nftables (packets/s): {result['swpath_over_nftables_pps']}")
     print(
         f"swpath af_packet / nftables (packets/s): {result['swpath_af_packet_over_nftables_pps']}"

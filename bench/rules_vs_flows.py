@@ -35,6 +35,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from cpu_times import CpuTimes
 from lab.netns import in_namespace, run
 from lab.netns_lab import NAT, namespace, running_lab
 from lab.processes import raise_on_signals
@@ -45,6 +46,7 @@ SIZES = [100, 1_000, 10_000, 100_000]
 POOL = "203.0.113.0-203.0.113.3"
 KERNEL_ADDRESSES = {"in0": "10.0.0.1/24", "in1": "10.0.1.1/24", "out0": "198.51.100.1/24"}
 H1_DEV, SRV_DEV = "h1-eth0", "srv-eth0"
+SENDER_CPU = 0  # the generator's; swpath's worker polls the last CPU
 NAT_IN_MAC = "02:00:00:00:00:01"  # topo/lab/topology.py: the NAT's end on h1's link
 
 # h1: FLOWS frames, each a new UDP flow to srv, sent once as fast as possible.
@@ -67,13 +69,17 @@ for i in range(n):
     frames.append(eth + ip + udp + bytes(18))
 s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
 s.bind((sys.argv[4], 0))
-start = time.monotonic()
+stat = lambda: "".join(x for x in open("/proc/stat") if x.startswith("cpu"))
+stat0, start = stat(), time.monotonic()
 for f in frames:
     try:
         s.send(f)
     except BlockingIOError:
         pass
-print(time.monotonic() - start)
+elapsed, stat1 = time.monotonic() - start, stat()
+print(elapsed)
+print(stat0 + "--")
+print(stat1)
 """
 
 
@@ -113,9 +119,10 @@ print(last - start, end - samples[0][0] if samples else 0.0)
 """
 
 
-def send(lab: Any, flows: int) -> tuple[float, int, float]:
+def send(lab: Any, flows: int) -> tuple[float, int, float, CpuTimes, CpuTimes]:
     """Sends the flows: (seconds the sender took, packets srv received, seconds
-    from srv's first to its last)."""
+    from srv's first to its last, and the CPU time of the machine and of the
+    sender's CPU over the send)."""
     watcher = subprocess.Popen(
         in_namespace(namespace("srv"), "python3", "-c", WATCHER, SRV_DEV, "600"),
         stdout=subprocess.PIPE,
@@ -124,10 +131,19 @@ def send(lab: Any, flows: int) -> tuple[float, int, float]:
     assert watcher.stdout is not None
     assert watcher.stdout.readline().strip() == "ready"
     args = [str(flows), NAT_IN_MAC, "02:00:00:00:01:10", H1_DEV]
-    sent_s = float(lab.run("h1", "python3", "-c", SENDER, *args, timeout=600).strip())
+    sender = ("taskset", "-c", str(SENDER_CPU), "python3", "-c", SENDER, *args)
+    # /proc/stat just before the first frame and after the last, taken by the
+    # sender: not its start-up (building the frames), while swpath's worker
+    # polls its CPU regardless
+    answer = lab.run("h1", *sender, timeout=600)
+    seconds, stats = answer.split("\n", 1)
+    before, after = stats.split("--\n")
+    sent_s = float(seconds)
+    machine = CpuTimes.parse(after) - CpuTimes.parse(before)
+    on_sender = CpuTimes.parse(after, SENDER_CPU) - CpuTimes.parse(before, SENDER_CPU)
     out, _ = watcher.communicate(timeout=660)
     received, window = out.split()
-    return sent_s, int(received), float(window)
+    return sent_s, int(received), float(window), machine, on_sender
 
 
 def kernel_nat(lab: Any) -> None:
@@ -207,14 +223,14 @@ def measure(nat: str, size: int, flows: int, workdir: Path) -> dict[str, Any]:
     load_s = 0.0
     if nat == "swpath":
         with running_lab(work, commands=swpath_commands(work, rules)) as lab:
-            sent_s, received, window = send(lab, flows)
+            sent_s, received, window, machine, on_sender = send(lab, flows)
             stats = json.loads(lab.quicknat("stats"))["counters"]
     else:
         with running_lab(work, nat=False) as lab:
             kernel_nat(lab)
             loader = load_iptables if nat == "iptables" else load_nftables
             load_s = loader(work, rules)
-            sent_s, received, window = send(lab, flows)
+            sent_s, received, window, machine, on_sender = send(lab, flows)
             stats = {}
     return {
         "nat": nat,
@@ -226,6 +242,15 @@ def measure(nat: str, size: int, flows: int, workdir: Path) -> dict[str, Any]:
         # stray frames (an ARP) can add one or two: no more than were sent
         "new_flows_per_s": round(min(received, flows) / max(window, sent_s / flows)),
         "rule_load_s": round(load_s, 2),
+        # CPU per new flow while the sender sent, over the whole machine, and
+        # without the sender's own user and system time on its CPU: what stays
+        # is the NAT (the kernel's runs in the softirq there, swpath on the
+        # other CPU, polling) and srv's side of the path. /proc/stat counts in
+        # 10 ms ticks: over a send of 0.07 to 0.25 s, read it to 5 to 15 %.
+        "cpu_us_per_flow_all": round(machine.busy / received * 1e6, 2) if received else None,
+        "cpu_us_per_flow_nat": round((machine.busy - on_sender.task) / received * 1e6, 2)
+        if received
+        else None,
         **(
             {"swpath_drops": {k: v for k, v in stats.items() if k.startswith("drop") and v}}
             if stats
@@ -238,7 +263,8 @@ def generator_ceiling(workdir: Path, flows: int) -> float:
     """Frames per second the sender itself reaches (nothing forwards them)."""
     with running_lab(workdir / "ceiling", nat=False) as lab:
         args = [str(flows), NAT_IN_MAC, "02:00:00:00:01:10", H1_DEV]
-        seconds = float(lab.run("h1", "python3", "-c", SENDER, *args, timeout=300).strip())
+        sender = ("taskset", "-c", str(SENDER_CPU), "python3", "-c", SENDER, *args)
+        seconds = float(lab.run("h1", *sender, timeout=300).split("\n", 1)[0])
     return flows / seconds
 
 
@@ -281,15 +307,18 @@ def main() -> int:
 
 
 def print_table(results: list[dict[str, Any]], ceiling: float) -> None:
+    nats = ("iptables", "nftables", "swpath")
     sizes = sorted({r["rules"] for r in results})
-    print(f"\nnew flows/s (generator alone: {ceiling:,.0f} frames/s)")
-    print(f"{'rules':>8}" + "".join(f"{nat:>12}" for nat in ("iptables", "nftables", "swpath")))
-    for size in sizes:
-        row = {r["nat"]: r["new_flows_per_s"] for r in results if r["rules"] == size}
-        print(
-            f"{size:>8,}"
-            + "".join(f"{row.get(n, 0):>12,}" for n in ("iptables", "nftables", "swpath"))
-        )
+    for field, title in (
+        ("new_flows_per_s", f"new flows/s (generator alone: {ceiling:,.0f} frames/s)"),
+        ("cpu_us_per_flow_nat", "CPU us per new flow, without the generator's own"),
+        ("cpu_us_per_flow_all", "CPU us per new flow, whole machine"),
+    ):
+        print(f"\n{title}")
+        print(f"{'rules':>8}" + "".join(f"{nat:>12}" for nat in nats))
+        for size in sizes:
+            row = {r["nat"]: r[field] for r in results if r["rules"] == size}
+            print(f"{size:>8,}" + "".join(f"{row.get(n, 0):>12,}" for n in nats))
 
 
 def plot(results: list[dict[str, Any]], path: Path) -> None:
