@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import os
 import random
@@ -36,6 +35,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from cpu_times import cpu_seconds, thread_cpu_seconds
 from lab.bmv2 import switch_binary, switch_command
 from lab.netns import Topology, in_namespace
 from lab.processes import start, stop, wait_for_tcp, wait_for_unix_socket
@@ -240,26 +240,10 @@ def client_costs(pipeline: Pipeline, count: int) -> dict[str, float]:
     return asyncio.run(run())
 
 
-def cpu_seconds(stat: Path) -> float:
-    """User + system CPU time so far of a process or thread (fields 14, 15 of
-    its /proc stat file)."""
-    fields = stat.read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def machine_cpu() -> tuple[int, int]:
     """(idle, total) clock ticks of all CPUs so far (/proc/stat; iowait is idle)."""
     ticks = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
     return ticks[3] + ticks[4], sum(ticks[:8])  # guest time is already in user
-
-
-def thread_cpu_seconds(pid: int) -> dict[int, float]:
-    """CPU time so far of each thread of a process, by thread id."""
-    times = {}
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        with contextlib.suppress(FileNotFoundError):  # a thread that just ended
-            times[int(task.name)] = cpu_seconds(task / "stat")
-    return times
 
 
 def controller_stats(sock: Path) -> dict[str, Any]:

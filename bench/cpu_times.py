@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,7 +39,22 @@ class CpuTimes:
         )
 
 
+def cpu_seconds(stat: Path) -> float:
+    """User + system CPU time so far of a process or thread (fields 14, 15 of
+    its /proc stat file; a process's count its threads)."""
+    fields = stat.read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def process_cpu(pid: int) -> float:
     """User + system seconds of a process and its threads."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return cpu_seconds(Path(f"/proc/{pid}/stat"))
+
+
+def thread_cpu_seconds(pid: int) -> dict[int, float]:
+    """CPU time so far of each thread of a process, by thread id."""
+    times = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(FileNotFoundError):  # a thread that just ended
+            times[int(task.name)] = cpu_seconds(task / "stat")
+    return times

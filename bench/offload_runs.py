@@ -16,11 +16,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from cpu_times import process_cpu
 from lab.flows import arrivals as sink_rows
 from lab.flows import frame_sender, sender, start_sink
 from lab.offload_lab import LAB_PROGRAM, LAB_TABLE, running_lab
 from lab.topology import H1, H2
-from linux_compare import process_cpu
 
 REPO = Path(__file__).resolve().parents[1]
 
