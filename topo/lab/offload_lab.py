@@ -225,12 +225,15 @@ class OffloadLab(NetnsLab):
 
     def _instance_command(self, index: int, commands: Path, socket: Path, pmd: str) -> list[str]:
         prefix = self._prefix(index)
-        command = swpath_command(
-            {0: f"{instance_name(index)}-sw"}, commands, socket, prefix, pmd, state_file(prefix)
+        return swpath_command(
+            {0: f"{instance_name(index)}-sw"},
+            commands,
+            socket,
+            prefix,
+            pmd,
+            state_file(prefix),
+            self.idle_sleep_us,
         )
-        if self.idle_sleep_us:
-            command += ["--idle-sleep-us", str(self.idle_sleep_us)]
-        return command
 
     def _start_swpath(self, commands: Path, pmd: str) -> None:
         """The default instance (also restart_swpath's)."""

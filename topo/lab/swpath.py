@@ -47,6 +47,7 @@ def swpath_command(
     file_prefix: str,
     pmd: str = "af_packet",
     state: Path | None = None,
+    idle_sleep_us: int = 0,
 ) -> list[str]:
     """quicknat-swpath with DPDK port N on interface `ports[N]` (net_af_packet, or
     net_af_xdp with pmd="af_xdp": no hugepages or NIC needed either way), its
@@ -58,7 +59,8 @@ def swpath_command(
     for BMv2's port numbers (from 1) then runs unchanged. swpath starts only the
     ports its configuration names, so a placeholder never sends or receives.
     With `state` (state_file()), the same command run again takes over the
-    sessions of the process it replaces (docs/swpath.md)."""
+    sessions of the process it replaces (docs/swpath.md); with
+    `idle_sleep_us`, its worker polls adaptively (--idle-sleep-us)."""
     vdevs = []
     for port in range(max(ports) + 1):
         if port in ports and pmd == "af_xdp":
@@ -84,4 +86,5 @@ def swpath_command(
         "--control",
         str(control),
         *(["--state", str(state)] if state is not None else []),
+        *(["--idle-sleep-us", str(idle_sleep_us)] if idle_sleep_us else []),
     ]
