@@ -6,8 +6,9 @@ The topology of `make run` (topo/netns_lab.py: hosts h1, h2 and srv around a
 once with the kernel forwarding and an nftables `snat` to the same pool
 (203.0.113.0/30) in its place. The same generators: iperf3 in h1 against srv
 (UDP with 64-byte frames, 18-byte payloads, as fast as it can send, then
-TCP), and DPDK's testpmd in txonly mode (64-byte UDP frames, a generator that
-is not the limit; `testpmd()` below).
+TCP), DPDK's testpmd in txonly mode (64-byte UDP frames, a generator that
+is not the limit; `testpmd()` below), and a sender that offers every NAT the
+same 300k frames/s (`paced()`).
 
 Reported for each: what srv received (packets/s and Mbit/s), and the CPU it
 cost per packet delivered, over all CPUs of the machine (generator, NAT and

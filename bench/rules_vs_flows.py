@@ -134,6 +134,13 @@ def send(lab: Any, flows: int) -> tuple[float, int, float, int, CpuTimes, CpuTim
     )
     assert watcher.stdout is not None
     assert watcher.stdout.readline().strip() == "ready"
+    # srv's receive on the sender's CPU (RPS), for every NAT. The kernel's NAT
+    # delivers there anyway (veth hands a frame on in the sender's context).
+    # swpath's transmit would leave it on swpath's CPU, queued behind the
+    # worker until it yields: the last frames of a burst came up to 0.1 s
+    # late, and the worker's socket ring overflowed meanwhile.
+    rps = f"/sys/class/net/{SRV_DEV}/queues/rx-0/rps_cpus"
+    lab.run("srv", "sh", "-c", f"echo {1 << SENDER_CPU:x} > {rps}")
     args = [str(flows), NAT_IN_MAC, "02:00:00:00:01:10", H1_DEV]
     sender = ("taskset", "-c", str(SENDER_CPU), "python3", "-c", SENDER, *args)
     # /proc/stat just before the first frame and after the last, taken by the
