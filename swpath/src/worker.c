@@ -95,8 +95,8 @@ drain_cmd_ring(struct sp_worker *w, const struct sp_runtime *rt)
  * sleeps idle_sleep_us, offline for RCU meanwhile so that no writer waits
  * for it. Under light load the rings fill while it sleeps, so it wakes to a
  * batch: at 300k packets/s on AF_XDP, polling without a pause costs a whole
- * core (each poll finds one packet, or none), sleeping 50 us about a third
- * of one (docs/benchmarks.md). Under full load every poll fills a burst and
+ * core (each poll finds one packet, or none), sleeping 20 to 50 us about
+ * half of one, the transmit's system calls included (docs/swpath.md). Under full load every poll fills a burst and
  * it never sleeps. The price is latency: a packet may wait up to
  * idle_sleep_us (plus the kernel's timer slack) before it is polled. Off by
  * default: a dedicated core polls without a pause.
