@@ -220,12 +220,21 @@ class Bmv2Target(Target):
     def wait_in_switch(self, sessions: int) -> None:
         """Until the switch holds this many sessions: at once on BMv2 (the
         controller installs before the first packet leaves), soon in offload
-        mode (the manager installs what the instance announced)."""
-        self.wait_until(
-            f"{sessions} sessions in the switch",
-            lambda: self.controller_stats()["installed"] == sessions,
-            10,
+        mode (the manager installs what the instance announced). Counted
+        twice: by the controller, and in the switch's own nat_out2in table,
+        which still holds a session whose delete is in flight (the controller
+        no longer counts it), so that a packet sent next meets the switch as
+        the test expects."""
+        out2in = p4r.Entity(
+            table_entry=p4r.TableEntry(table_id=self.pipeline.p4info.table("nat_out2in").id)
         )
+
+        def held() -> bool:
+            if self.controller_stats()["installed"] != sessions:
+                return False
+            return len(asyncio.run(_read(self.grpc_addr, out2in))) == sessions
+
+        self.wait_until(f"{sessions} sessions in the switch", held, 10)
 
     def start_standby(self) -> tuple[subprocess.Popen[bytes], Path]:
         """A second controller, `--standby` with a lower election id: it waits
