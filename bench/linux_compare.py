@@ -84,6 +84,7 @@ def iperf(lab: Nodes, args: list[str], seconds: float) -> dict[str, Any]:
 # in its input hook, so it answers no port unreachable.
 TESTPMD_PORT = 9
 GENERATOR_CPU = 0  # testpmd's lcores, below
+GENERATOR_PREFIX = "quicknat-compare-gen"  # its EAL file prefix
 SRV_DROP = f"""
 table inet quicknat_compare {{
     chain input {{
@@ -117,9 +118,9 @@ def testpmd(lab: Nodes, workdir: Path, seconds: float, nat_pid: int | None) -> d
         "-m",
         "512",
         "--no-pci",
-        "--no-shconf",  # leaves nothing under /var/run/dpdk
+        "--no-shconf",  # no files under /var/run/dpdk; its directory, below
         "--file-prefix",
-        "quicknat-compare-gen",
+        GENERATOR_PREFIX,
         "--log-level",
         "*:error",
         "--vdev",
@@ -156,6 +157,8 @@ def testpmd(lab: Nodes, workdir: Path, seconds: float, nat_pid: int | None) -> d
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+        # the EAL makes its runtime directory even with --no-shconf, empty
+        shutil.rmtree(Path("/var/run/dpdk") / GENERATOR_PREFIX, ignore_errors=True)
     return {
         "packets_per_s": round(rx / elapsed),
         "mbit_per_s": round(rx * 64 * 8 / elapsed / 1e6, 1),
