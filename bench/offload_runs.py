@@ -6,13 +6,14 @@ them."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,17 @@ from lab.offload_lab import LAB_PROGRAM, LAB_TABLE, running_lab
 from lab.topology import H1, H2
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+@contextlib.contextmanager
+def fresh_lab(run: str, **settings: Any) -> Iterator[tuple[Any, Path]]:
+    """The offload lab built afresh for one run (running_lab's `settings`) in
+    a directory of its own, and the path of its sink's arrivals log. The
+    directory goes when the run ends well; a failed run keeps its logs."""
+    workdir = Path(tempfile.mkdtemp(prefix=f"quicknat-bench-{run}-"))
+    with running_lab(workdir, **settings) as lab:
+        yield lab, workdir / "arrivals.txt"
+    shutil.rmtree(workdir, ignore_errors=True)
 
 
 def installed(lab: Any, offload: bool) -> int:
@@ -52,15 +64,13 @@ def traffic(
 def run_mode(
     offload: bool, flows: int, rate: float, base: int, batch_window_ms: int, idle_sleep_us: int
 ) -> dict[str, Any]:
-    workdir = Path(tempfile.mkdtemp(prefix="quicknat-bench-offload-"))
-    with running_lab(
-        workdir,
+    with fresh_lab(
+        "offload",
         slow_path=offload,
         instances=1,
         idle_sleep_us=idle_sleep_us,
         batch_window_ms=batch_window_ms,
-    ) as lab:
-        log = workdir / "arrivals.txt"
+    ) as (lab, log):
         sink, send = traffic(lab, log, flows, rate, base)
 
         before = installed(lab, offload)
@@ -84,7 +94,6 @@ def run_mode(
         first = [float(r[0]) - float(r[1]) for r in rows if r[3] == "1"]
         second = [r for r in rows if r[3] == "2"]
         stats = lab.controller_stats()["counters"]
-    shutil.rmtree(workdir, ignore_errors=True)
     first.sort()
 
     def pct(q: float) -> float:
@@ -125,15 +134,13 @@ def run_setup(mode: str, flows: int, rate: float, base: int, idle_sleep_us: int)
     how many sessions it writes to the switch meanwhile, and the CPU per flow
     of each of the NAT's processes."""
     slow_path, after_packets = SETUP_MODES[mode]
-    workdir = Path(tempfile.mkdtemp(prefix="quicknat-bench-setup-"))
-    with running_lab(
-        workdir,
+    with fresh_lab(
+        "setup",
         slow_path=slow_path,
         instances=1,
         idle_sleep_us=idle_sleep_us,
         after_packets=after_packets,
-    ) as lab:
-        log = workdir / "arrivals.txt"
+    ) as (lab, log):
         sink = start_sink(lab, log)
         before = installed(lab, slow_path)
         parts = {**processes(lab), **({"instance": lab.swpath} if slow_path else {})}
@@ -147,7 +154,6 @@ def run_setup(mode: str, flows: int, rate: float, base: int, idle_sleep_us: int)
         lab.stop_process(sink)
         writes = installed(lab, slow_path) - before
         arrivals = sorted(float(row[0]) for row in sink_rows(log))
-    shutil.rmtree(workdir, ignore_errors=True)
     # from the first send to the last arrival: what the mode sustained
     span = (arrivals[-1] - start) if arrivals else float("nan")
     return {
@@ -187,15 +193,13 @@ def run_capacity(
     hashed to the other). Delivered flows per second, and the instances'
     busy time per flow: what a core of theirs spends on one, whatever else
     runs on the VM's two vCPUs."""
-    workdir = Path(tempfile.mkdtemp(prefix="quicknat-bench-capacity-"))
-    with running_lab(
-        workdir,
+    with fresh_lab(
+        "capacity",
         slow_path=True,
         instances=instances,
         idle_sleep_us=idle_sleep_us,
         after_packets=2,
-    ) as lab:
-        log = workdir / "arrivals.txt"
+    ) as (lab, log):
         sink = start_sink(lab, log)
         busy, start = instances_busy_us(lab), time.monotonic()
         senders = [sender(lab, host, flows, rate, base)(1) for host in (H1, H2)]
@@ -211,7 +215,6 @@ def run_capacity(
             ]
             for socket in lab.sockets()
         ]
-    shutil.rmtree(workdir, ignore_errors=True)
     span = (times[-1] - start) if times else float("nan")
     per_flow = busy / len(times) if times else None
     return {
@@ -274,17 +277,15 @@ def run_overflow(
     """More concurrent flows than the switch's table holds (LAB_PROGRAM):
     what each mode delivers, and where the overflow goes. All from h1, so
     its per-host limits are lifted, and all alive together (UDP 120 s)."""
-    workdir = Path(tempfile.mkdtemp(prefix="quicknat-bench-overflow-"))
     settings = {"udp_timeout": 120, "per_host": 65535}
-    with running_lab(
-        workdir,
+    with fresh_lab(
+        "overflow",
         slow_path=offload,
         program=LAB_PROGRAM,
         instances=1,
         idle_sleep_us=idle_sleep_us,
         **settings,
-    ) as lab:
-        log = workdir / "arrivals.txt"
+    ) as (lab, log):
         sink, send = traffic(lab, log, flows, rate, base)
 
         send(1)
@@ -298,7 +299,6 @@ def run_overflow(
         lab.stop_process(sink)
         rows = [line.split() for line in log.read_text().splitlines() if line.strip()]
         stats = lab.controller_stats()["counters"]
-    shutil.rmtree(workdir, ignore_errors=True)
     return {
         "mode": "offload" if offload else "controller",
         "table_entries": LAB_TABLE,
