@@ -13,7 +13,7 @@ APT_PACKAGES := build-essential pkg-config python3-venv python3-dev \
                 iproute2 ethtool iputils-ping mininet iperf3 curl nftables iptables \
                 traceroute
 
-.PHONY: install all deps deps-apt deps-python build test lint bench bench-peers bench-qns bench-bmv2 bench-p4rt-clients bench-offload bench-swpath fuzz p4 run run-bmv2 run-offload clean
+.PHONY: install all deps deps-apt deps-python build test lint bench bench-peers bench-qns bench-bmv2 bench-p4rt-clients bench-offload bench-swpath fuzz p4 constants run run-bmv2 run-offload clean
 
 all: build
 
@@ -110,6 +110,11 @@ install: build
 # Regenerate the compiled P4 artifacts (needs p4c-bm2-ss on PATH).
 p4:
 	$(MAKE) -C p4src
+
+# The P4 program's constants for Python and C, from p4src/include/ (no p4c;
+# make test fails when the committed ones are stale).
+constants:
+	$(PYTHON) p4src/gen_constants.py
 
 clean:
 	$(MAKE) -C swpath/src clean

@@ -43,10 +43,11 @@ from lab.swpath import QUICKNAT
 from quicknat.config import parse_config
 from quicknat.config.model import Zone
 from quicknat.controller.install_state import Installs
-from quicknat.controller.program import PacketOutMode, Pipeline
+from quicknat.controller.program import Pipeline
 from quicknat.controller.status import query
 from quicknat.nat.core import Nat
 from quicknat.nat.session import FlowKey, Session
+from quicknat.p4.constants import PacketOutMode
 from quicknat.p4rt.client import P4RuntimeClient
 from quicknat.p4rt.entities import packet_metadata, table_entry, update
 from quicknat.packet import checksum
@@ -327,7 +328,7 @@ def setup_rate(
 def switch_counters(name: str) -> dict[str, int]:
     """Non-zero cells of a data-plane counter array, read with a second client."""
     from finsy.proto import p4r
-    from quicknat.controller.program import DropReason, PuntReason
+    from quicknat.p4.constants import DropReason, PuntReason
 
     p4info = Pipeline.load().p4info
     client = P4RuntimeClient(GRPC, 1)

@@ -10,9 +10,10 @@ from collections.abc import Sequence
 from finsy.proto import p4r
 from quicknat.config import parse_config
 from quicknat.controller.install_state import InstallState
-from quicknat.controller.program import Pipeline, PuntReason
+from quicknat.controller.program import Pipeline
 from quicknat.controller.service import Controller, ControllerOptions
 from quicknat.controller.status import SessionQuery
+from quicknat.p4.constants import PuntReason
 from quicknat.p4rt.entities import packet_metadata
 from scapy.layers.inet import IP, TCP, UDP
 from scapy.layers.l2 import Ether

@@ -7,10 +7,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from quicknat.controller.program import DropReason
 from quicknat.controller.service import _counter_names
 from quicknat.counters import VOCABULARY, Kind, markdown, refusal_reasons
 from quicknat.nat.core import Refusal
+from quicknat.p4.constants import DropReason
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -18,6 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # ports) or what swpath handles otherwise (a fragment: reassembled, IN-IP-8; no
 # route or a local address: counted, but no scenario reads them yet).
 P4_ONLY = {
+    DropReason.NONE,  # drop_counter's slot of packets not dropped
     DropReason.UNKNOWN_PORT,
     DropReason.ARP_IGNORED,
     DropReason.IPV4_FRAGMENT,

@@ -17,16 +17,16 @@ ALLOWED = {
     "counters": set(),
     "log_format": set(),
     "rules": {"addr"},
-    "config": {"addr", "rules"},
-    "nat": {"addr", "rules", "config"},
-    "packet": {"addr", "rules", "config", "nat"},
-    "icmp_error": {"addr", "rules", "config", "nat", "packet"},
-    "icmp_gen": {"addr", "rules", "config", "nat", "packet"},
+    "config": {"addr", "rules", "p4"},
+    "nat": {"addr", "rules", "config", "p4"},
+    "packet": {"addr", "rules", "config", "nat", "p4"},
+    "icmp_error": {"addr", "rules", "config", "nat", "packet", "p4"},
+    "icmp_gen": {"addr", "rules", "config", "nat", "packet", "p4"},
     "events": {"addr", "rules", "config", "nat", "event_export"},
     "event_export": {"addr"},
     "metrics": {"counters"},
     "p4rt": set(),
-    "p4": set(),  # package data: the compiled P4 program
+    "p4": set(),  # the compiled P4 program, and its constants (generated)
     "offload": {"addr", "nat"},  # a slow-path instance's session events
 }
 # Layers without I/O: no event loop, socket, gRPC or subprocess.
@@ -40,6 +40,7 @@ PURE = {
     "packet",
     "icmp_error",
     "icmp_gen",
+    "p4",
 }
 IO_MODULES = {"asyncio", "socket", "grpc", "subprocess", "finsy"}
 

@@ -1,46 +1,13 @@
-"""One vocabulary for the program and the controller: the enums program.py
-copies from p4src/include/define.p4, held against the P4Info (punt reasons,
-packet-out modes: also checked at every start, Pipeline.load) and against
-define.p4 itself (drop reasons, which no P4Info type carries)."""
+"""One vocabulary for the program and the controller: the enums are generated
+from p4src/include/define.p4 (quicknat/p4/constants.py, checked current by
+test_generated.py), and the P4Info a switch runs is held against them at
+every start (Pipeline.load): a mismatch is one clear message."""
 
 from __future__ import annotations
 
-import re
-from pathlib import Path
-
 import pytest
-from quicknat.controller.program import (
-    DropReason,
-    PacketOutMode,
-    Pipeline,
-    PipelineMismatch,
-    PuntReason,
-    check_enums,
-)
-
-DEFINE = Path(__file__).resolve().parents[2] / "p4src" / "include" / "define.p4"
-
-
-def p4_enum(name: str) -> dict[str, int]:
-    """`enum bit<8> NAME { A = 0, B = 1 ... }` of define.p4, comments dropped."""
-    text = re.sub(r"//[^\n]*", "", DEFINE.read_text())
-    body = re.search(rf"enum\s+bit<\d+>\s+{name}\s*\{{(.*?)\}}", text, re.S)
-    assert body, f"{name} not in {DEFINE}"
-    return {m[1]: int(m[2]) for m in re.finditer(r"(\w+)\s*=\s*(\d+)", body[1])}
-
-
-@pytest.mark.parametrize(
-    ("p4_name", "ours"),
-    [
-        ("DropReason_t", DropReason),
-        ("PuntReason_t", PuntReason),
-        ("PacketOutMode_t", PacketOutMode),
-    ],
-)
-def test_enums_match_define_p4(p4_name: str, ours: type) -> None:
-    theirs = p4_enum(p4_name)
-    theirs.pop("NONE", None)
-    assert {m.name: m.value for m in ours} == theirs
+from quicknat.controller.program import Pipeline, PipelineMismatch, check_enums
+from quicknat.p4.constants import PuntReason
 
 
 def test_committed_p4info_matches_and_a_mismatch_is_one_clear_message() -> None:

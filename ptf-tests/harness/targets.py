@@ -23,9 +23,10 @@ from lab.bmv2 import switch_command
 from lab.netns import SLOW_PATH_PORT, Topology
 from lab.processes import start, stop, wait_for_tcp, wait_for_unix_socket
 from lab.swpath import QUICKNAT, compile_commands, swpath_command
-from quicknat.controller.program import DropReason, Pipeline
+from quicknat.controller.program import Pipeline
 from quicknat.controller.status import query
 from quicknat.counters import VOCABULARY, Counter
+from quicknat.p4.constants import DropReason
 
 from harness.configs import merged, variant
 

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cmd.h"
+#include "contract/p4_constants.h"
 
 #define SP_MAX_WORDS 96
 #define SP_TIMEOUT_MAX 604800u
@@ -535,11 +536,13 @@ parse_peer(const struct words *words, struct sp_cmd_peer *c, char *err,
 
 		if (strcmp(k, "vid") == 0) {
 			VALUE();
-			/* 1-15 are the zones' and the peer tags' (define.p4);
-			 * the instance has this and the next */
-			if (parse_uint(v, 16, 4093, &n) < 0)
+			/* below are the zones' and the peer tags'
+			 * (define.p4); the instance has this and the next */
+			if (parse_uint(v, P4_SLOW_PATH_VID_PEER_MIN, 4093,
+				       &n) < 0)
 				return sp_fail(err, errlen,
-					    "peer: vid %s: must be 16..4093", v);
+					    "peer: vid %s: must be %u..4093", v,
+					    (unsigned)P4_SLOW_PATH_VID_PEER_MIN);
 			c->vid = (uint16_t)n;
 			has_vid = true;
 		} else if (strcmp(k, "ports") == 0) {

@@ -14,14 +14,15 @@
 #ifndef SP_VLAN_H
 #define SP_VLAN_H
 
+#include "contract/p4_constants.h"
 #include "sp.h"
 
-/* The tags of a packet another instance passed to this one (define.p4's
- * SLOW_PATH_VID_HANDOFF and _RELAY; peer.h), both on the port's outside
- * slow-path sub-interface: a hairpin's second pass (SP_META_OUTSIDE), or
- * a packet from the outside link as it came (SP_META_RELAYED). */
-#define SP_VID_HANDOFF 4
-#define SP_VID_RELAY 5
+/* The tags of a packet another instance passed to this one (peer.h), both
+ * on the port's outside slow-path sub-interface: a hairpin's second pass
+ * (SP_META_OUTSIDE), or a packet from the outside link as it came
+ * (SP_META_RELAYED). The P4 program's numbers (define.p4, generated). */
+#define SP_VID_HANDOFF P4_SLOW_PATH_VID_HANDOFF
+#define SP_VID_RELAY P4_SLOW_PATH_VID_RELAY
 
 /* Builds the (port, VID) -> interface map from sp.ifaces; start-up only. */
 void sp_vlan_setup(void);

@@ -31,6 +31,11 @@ from quicknat.addr import format_ipv4
 from quicknat.controller.status import query
 from quicknat.nat.allocator import Endpoint
 from quicknat.offload.stream import SessionEvent, parse_event
+from quicknat.p4.constants import (
+    SLOW_PATH_VID_HANDOFF,
+    SLOW_PATH_VID_PEER_MIN,
+    SLOW_PATH_VID_RELAY,
+)
 from scapy.layers.inet import ICMP, IP, TCP, UDP, UDPerror
 from scapy.layers.l2 import Dot1Q, Ether
 from scapy.packet import Packet, Raw
@@ -55,7 +60,8 @@ POOL = ip_network("203.0.113.0/29")
 # the outside link) the rest; the switch hands a peer's packets over with
 # VID 4 (a hairpin's second pass) or 5 (relayed).
 OWN_BLOCK, PEER_BLOCK = (1024, 40000), (40001, 65535)
-SELF_VID, PEER_VID, HANDOFF_VID, RELAY_VID = 16, 18, 4, 5
+SELF_VID, PEER_VID = SLOW_PATH_VID_PEER_MIN, SLOW_PATH_VID_PEER_MIN + 2
+HANDOFF_VID, RELAY_VID = SLOW_PATH_VID_HANDOFF, SLOW_PATH_VID_RELAY
 HOSTS = [f"10.0.0.{i}" for i in range(10, 26)]
 REMOTE = "198.51.100.10"
 

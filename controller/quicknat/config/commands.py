@@ -12,6 +12,7 @@ from quicknat.addr import format_ipv4
 from quicknat.config.instances import peer_commands
 from quicknat.config.model import DEFAULT_MTU, Config, EventLog, Logging, Pool, Zone
 from quicknat.config.values import display
+from quicknat.p4.constants import ZONE_INSIDE, ZONE_OUTSIDE
 from quicknat.rules import DnatTo, Rule, SnatToAddress, SnatToPool
 
 
@@ -125,7 +126,7 @@ SLOW_PATH_LINK = {
     Zone.OUTSIDE: ("169.254.0.5/30", "169.254.0.6", "02:00:00:00:fe:02"),
 }
 SLOW_PATH_SWITCH_MAC = "02:00:00:00:fe:fe"
-SLOW_PATH_VID = {Zone.INSIDE: 1, Zone.OUTSIDE: 2}  # p4src: the zone is the VID
+SLOW_PATH_VID = {Zone.INSIDE: ZONE_INSIDE, Zone.OUTSIDE: ZONE_OUTSIDE}  # p4src: the zone is the VID
 
 
 def _slow_path_routes(config: Config) -> list[tuple[str, Zone, str]]:

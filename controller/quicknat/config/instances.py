@@ -17,25 +17,23 @@ and the instances agree on every packet:
   opened.
 
 Instances are numbered in the configuration's order; instance i's peer
-VIDs are PEER_VID_MIN + 2i (what the switch hands it as a hairpin's second
-pass, HANDOFF_VID) and the next (what it relays as from the outside link,
-RELAY_VID).
+VIDs are SLOW_PATH_VID_PEER_MIN + 2i (what the switch hands it as a hairpin's
+second pass, SLOW_PATH_VID_HANDOFF) and the next (what it relays as from the
+outside link, SLOW_PATH_VID_RELAY): p4src/include/define.p4's numbers.
 """
 
 from __future__ import annotations
 
 from quicknat.addr import Prefix
 from quicknat.config.model import Config
+from quicknat.p4.constants import SLOW_PATH_VID_PEER_MIN
 from quicknat.rules import DnatTo, SnatToAddress
-
-# p4src/include/define.p4: SLOW_PATH_VID_PEER_MIN, _HANDOFF, _RELAY
-PEER_VID_MIN, HANDOFF_VID, RELAY_VID = 16, 4, 5
 
 
 def peer_vid(index: int) -> int:
     """The VID an instance sends a hairpin for instance `index` with; the
     next one is for what it relays from the outside link."""
-    return PEER_VID_MIN + 2 * index
+    return SLOW_PATH_VID_PEER_MIN + 2 * index
 
 
 def default_index(config: Config) -> int:

@@ -16,9 +16,20 @@ from typing import ClassVar
 from finsy.proto import p4r
 
 from quicknat.addr import Prefix, format_ipv4
-from quicknat.config.instances import HANDOFF_VID, RELAY_VID, default_index, peer_vid, pins
+from quicknat.config.instances import default_index, peer_vid, pins
 from quicknat.config.model import Config, Interface, Zone
 from quicknat.nat.session import FlowKey, Rewrite, Session
+from quicknat.p4.constants import (
+    CPU_CLONE_SESSION,
+    CPU_PORT,
+    SLOW_PATH_VID_HANDOFF,
+    SLOW_PATH_VID_RELAY,
+    ZONE_INSIDE,
+    ZONE_OUTSIDE,
+    ZONE_SLOW_PATH,
+    PacketOutMode,
+    PuntReason,
+)
 from quicknat.p4rt.entities import (
     Exact,
     Lpm,
@@ -35,61 +46,10 @@ from quicknat.rules import RuleKind
 ARTIFACTS = Path(__file__).resolve().parents[1] / "p4"
 P4INFO = ARTIFACTS / "quicknat.p4info.txtpb"
 BMV2_JSON = ARTIFACTS / "quicknat.json"
-CPU_PORT = 255
-ZONE_VALUE = {Zone.INSIDE: 1, Zone.OUTSIDE: 2}
-ZONE_SLOW_PATH = 3  # p4src/include/define.p4: a port toward a slow-path instance
+ZONE_VALUE = {Zone.INSIDE: ZONE_INSIDE, Zone.OUTSIDE: ZONE_OUTSIDE}
 SLOW_PATH_SELECTOR = "slow_path_selector"
 SLOW_PATH_GROUP = 1
 SLOW_PATH_MTU = 9216  # the tag adds 4 bytes to what leaves toward an instance
-
-
-class PuntReason(enum.IntEnum):
-    NEW_FLOW = 1
-    NEW_FLOW_DNAT = 2
-    ARP = 3
-    ICMP_ERROR = 4
-    TCP_STATE = 5
-    TIME_EXCEEDED = 6
-    FRAG_NEEDED = 7
-    TCP_RST = 8
-    FRAGMENT = 9
-
-
-class PacketOutMode(enum.IntEnum):
-    DIRECT = 0
-    INJECT = 1
-    ROUTE = 2
-
-
-CPU_CLONE_SESSION = 99  # define.p4: the TCP_STATE copies go to CPU_PORT through it
-
-
-class DropReason(enum.IntEnum):
-    """Index of the data plane's drop_counter (p4src/include/define.p4)."""
-
-    PARSER_ERROR = 1
-    IPV4_CHECKSUM = 2
-    UNKNOWN_PORT = 3
-    UNSUPPORTED_ETHERTYPE = 4
-    ARP_IGNORED = 5
-    NOT_UNICAST = 6
-    IPV4_FRAGMENT = 7
-    UNSUPPORTED_L4 = 8
-    NO_MAPPING = 9
-    LOCAL_ADDRESS = 10
-    TTL_EXPIRED = 11
-    NO_ROUTE = 12
-    PUNT_RATE_LIMITED = 13
-    PUNT_LOOP = 14
-    BAD_PACKET_OUT = 15
-    NO_DECISION = 16
-    MTU_EXCEEDED = 17
-    IP_OPTIONS = 18
-    BAD_TCP_FLAGS = 19
-    PORT_ZERO = 20
-    MARTIAN = 21
-    NO_RULE = 22
-    SLOW_PATH_TAG = 23
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,9 +74,10 @@ class PipelineMismatch(ValueError):
     """The program and the controller disagree on their shared vocabulary."""
 
 
-# The controller's copies of the program's enums that the P4Info carries
-# (DropReason_t is in no controller-visible type: controller/tests/
-# test_program_enums.py holds it against define.p4 instead).
+# The enums the P4Info carries, held against the generated ones
+# (quicknat/p4/constants.py) at every start: a switch running another build of
+# the program would misread the packet metadata. (DropReason_t is in no
+# P4Info type: it indexes drop_counter.)
 _ENUMS: tuple[tuple[str, type[enum.IntEnum]], ...] = (
     ("PuntReason_t", PuntReason),
     ("PacketOutMode_t", PacketOutMode),
@@ -130,7 +91,6 @@ def check_enums(p4info: P4Info) -> None:
     problems = []
     for p4_name, ours in _ENUMS:
         theirs = p4info.serializable_enum(p4_name)
-        theirs.pop("NONE", None)  # "no reason": never sent to the controller
         mine = {m.name: m.value for m in ours}
         for name in sorted(theirs.keys() | mine.keys()):
             if theirs.get(name) != mine.get(name):
@@ -140,8 +100,8 @@ def check_enums(p4info: P4Info) -> None:
                 )
     if problems:
         raise PipelineMismatch(
-            "the P4 program and the controller disagree (rebuild with make -C p4src, "
-            "or update quicknat/controller/program.py): " + "; ".join(problems)
+            "the P4 program and the controller disagree (rebuild with make p4 "
+            "and make constants): " + "; ".join(problems)
         )
 
 
@@ -352,7 +312,10 @@ def slow_path_entries(p4info: P4Info, config: Config) -> list[list[p4r.Entity]]:
                     "slow_path_peer",
                     {"vid": peer_vid(i) + relay},
                     "hand_off",
-                    {"port": sp.port, "vid": RELAY_VID if relay else HANDOFF_VID},
+                    {
+                        "port": sp.port,
+                        "vid": SLOW_PATH_VID_RELAY if relay else SLOW_PATH_VID_HANDOFF,
+                    },
                 )
             )
             for i, sp in enumerate(instances)

@@ -20,7 +20,6 @@ from finsy.proto import p4r
 
 from quicknat.config.model import Config, Zone
 from quicknat.controller.install_state import IN_SWITCH, InstallState
-from quicknat.controller.program import PacketOutMode, PuntReason
 from quicknat.controller.stats import Stats
 from quicknat.controller.write_path import WritePath
 from quicknat.icmp_error import translate as translate_icmp_error
@@ -28,6 +27,7 @@ from quicknat.icmp_gen import Kind, Originator
 from quicknat.nat.core import Nat, Refusal, Refused
 from quicknat.nat.fragments import DatagramKey, Outcome, Reassembly
 from quicknat.nat.session import FlowKey, Session
+from quicknat.p4.constants import PacketOutMode, PuntReason
 from quicknat.p4rt.entities import packet_metadata
 from quicknat.p4rt.p4info import P4Info, decode
 from quicknat.packet import (

@@ -38,7 +38,7 @@ from quicknat.controller import stats as stats_module
 from quicknat.controller.install_state import InstallState
 from quicknat.controller.offload import OffloadManager
 from quicknat.controller.offload_io import OffloadIO
-from quicknat.controller.program import ConfigMismatch, Pipeline, PuntReason
+from quicknat.controller.program import ConfigMismatch, Pipeline
 from quicknat.controller.punts import ERROR_COPIES, Punts
 from quicknat.controller.reconfigure import (
     ReconfigureError,
@@ -59,6 +59,7 @@ from quicknat.nat.allocator import Endpoint
 from quicknat.nat.core import Nat, Refusal
 from quicknat.nat.fragments import Outcome
 from quicknat.nat.session import FlowKey, Session
+from quicknat.p4.constants import PuntReason
 from quicknat.p4rt.client import P4RuntimeClient, P4RuntimeError, Tls
 from quicknat.p4rt.entities import (
     action_params,
@@ -335,6 +336,8 @@ class Controller:
         rate = self.options.punt_rate_pps
         updates = []
         for reason in PuntReason:
+            if reason is PuntReason.NONE:
+                continue
             full = (PuntReason.NEW_FLOW, PuntReason.NEW_FLOW_DNAT, PuntReason.FRAGMENT)
             pps = rate if reason in full else rate // 10
             burst = pps
