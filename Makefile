@@ -11,13 +11,19 @@ APT_PACKAGES := build-essential pkg-config python3-venv python3-dev \
                 libdpdk-dev dpdk-dev dpdk libpcap-dev \
                 clang-14 libclang-rt-14-dev \
                 iproute2 ethtool iputils-ping mininet iperf3 curl nftables iptables \
-                traceroute
+                traceroute \
+                libgrpc++-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev
 
-.PHONY: install all deps deps-apt deps-python build test lint bench bench-peers bench-qns bench-bmv2 bench-p4rt-clients bench-offload bench-swpath fuzz p4 constants run run-bmv2 run-offload clean
+.PHONY: install all deps deps-apt deps-python deps-dpdk-internal build test lint bench bench-peers bench-qns bench-bmv2 bench-p4rt-clients bench-offload bench-swpath fuzz p4 constants run run-bmv2 run-offload clean
 
 all: build
 
-deps: deps-apt deps-python
+deps: deps-apt deps-python deps-dpdk-internal
+
+# The SWX pipeline's generated code needs two DPDK headers libdpdk-dev lacks:
+# from Debian's source package of the installed DPDK (swpath/swx/).
+deps-dpdk-internal: deps-apt
+	swpath/swx/dpdk-internal-headers.sh .deps
 
 # Idempotent: apt-get runs only when a package is missing.
 deps-apt:

@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "device.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+
+#include "program.h"
+
+namespace swx {
+
+using grpc::Status;
+using grpc::StatusCode;
+
+namespace {
+
+Status NoPipeline() {
+  return Status(StatusCode::FAILED_PRECONDITION,
+                "no forwarding pipeline config set for this device");
+}
+
+}  // namespace
+
+Device::Device(Options options) : options_(std::move(options)) {}
+
+Device::~Device() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  program_.reset();
+}
+
+std::shared_ptr<Program> Device::Running() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return program_;
+}
+
+std::unique_ptr<Program> Device::Build(const p4::v1::ForwardingPipelineConfig& config,
+                                       Status* status) {
+  if (!config.has_p4info() || config.p4_device_config().empty()) {
+    *status = Status(StatusCode::INVALID_ARGUMENT, "the config needs a P4Info and a device config");
+    return nullptr;
+  }
+  return Program::Build(options_, config, ++generation_, status);
+}
+
+Status Device::Verify(const p4::v1::ForwardingPipelineConfig& config) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Status status;
+  // built (and bound) then dropped: what would run is checked in full
+  std::unique_ptr<Program> program = Build(config, &status);
+  return status;
+}
+
+Status Device::Save(const p4::v1::ForwardingPipelineConfig& config) {
+  if (Status s = Verify(config); !s.ok()) return s;
+  std::lock_guard<std::mutex> lock(mutex_);
+  saved_ = std::make_unique<p4::v1::ForwardingPipelineConfig>(config);
+  return Status::OK;
+}
+
+Status Device::Install(std::unique_ptr<Program> program) {
+  // The old pipelines stop before the new ones start: they share the
+  // ports' queues, which have one reader and one writer each.
+  if (program_) program_->Stop();
+  program_.reset();
+  Status s = program->Start(options_);
+  if (!s.ok()) return s;
+  program_ = std::move(program);
+  return Status::OK;
+}
+
+Status Device::Commit(const p4::v1::ForwardingPipelineConfig& config) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Status status;
+  std::unique_ptr<Program> program = Build(config, &status);
+  if (!program) return status;
+  return Install(std::move(program));
+}
+
+Status Device::CommitSaved() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!saved_) return Status(StatusCode::FAILED_PRECONDITION, "no config was saved");
+  Status status;
+  std::unique_ptr<Program> program = Build(*saved_, &status);
+  if (!program) return status;
+  saved_.reset();
+  return Install(std::move(program));
+}
+
+Status Device::GetConfig(p4::v1::GetForwardingPipelineConfigRequest::ResponseType type,
+                         p4::v1::ForwardingPipelineConfig* config) {
+  using Req = p4::v1::GetForwardingPipelineConfigRequest;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!program_) return NoPipeline();
+  const auto& running = program_->config();
+  if (running.has_cookie()) *config->mutable_cookie() = running.cookie();
+  if (type == Req::ALL || type == Req::P4INFO_AND_COOKIE)
+    *config->mutable_p4info() = running.p4info();
+  if (type == Req::ALL || type == Req::DEVICE_CONFIG_AND_COOKIE)
+    config->set_p4_device_config(running.p4_device_config());
+  return Status::OK;
+}
+
+Status Device::Write(const p4::v1::WriteRequest& request, std::vector<p4::v1::Error>* errors) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!program_) return NoPipeline();
+  return program_->Write(request, errors);
+}
+
+Status Device::Read(const p4::v1::ReadRequest& request,
+                    const std::function<void(const p4::v1::ReadResponse&)>& send) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!program_) return NoPipeline();
+  return program_->Read(request, send);
+}
+
+Status Device::PacketOut(const p4::v1::PacketOut& packet) {
+  std::shared_ptr<Program> program = Running();
+  if (!program) return NoPipeline();
+  return program->PacketOut(packet, options_.ports);
+}
+
+size_t Device::TakePacketIns(std::vector<p4::v1::PacketIn>* out, size_t max,
+                             std::chrono::milliseconds wait) {
+  struct pollfd fds[8];
+  unsigned n = options_.ports->n_queues;
+  for (unsigned q = 0; q < n; q++) fds[q] = {options_.ports->to_cpu[q][1], POLLIN, 0};
+  if (poll(fds, n, static_cast<int>(wait.count())) <= 0) return 0;
+  std::shared_ptr<Program> program = Running();
+  if (!program) {  // no program to read the header: what came is dropped
+    char drop[16];
+    for (unsigned q = 0; q < n; q++)
+      while (recv(fds[q].fd, drop, sizeof(drop), MSG_DONTWAIT) > 0) {
+      }
+    return 0;
+  }
+  return program->TakePacketIns(options_.ports, out, max);
+}
+
+void Device::TakeIdle(std::vector<p4::v1::TableEntry>* out) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (program_) program_->TakeIdle(out);
+}
+
+}  // namespace swx

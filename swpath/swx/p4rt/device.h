@@ -1,0 +1,91 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// One P4Runtime device: the P4 program running on DPDK's SWX pipeline, one
+// pipeline per thread (each its own queue of every port, the same tables
+// written to each), and what P4Runtime sees of it. The program arrives as a
+// ForwardingPipelineConfig: its P4Info and, as p4_device_config, the
+// pipeline config of p4src/build/pna/ (device_config.h: the spec and the
+// context JSON p4c-dpdk wrote). A new program replaces the running one
+// with empty tables (VERIFY_AND_COMMIT); the ports stay.
+#ifndef SWX_P4RT_DEVICE_H
+#define SWX_P4RT_DEVICE_H
+
+#include <grpcpp/grpcpp.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "p4/v1/p4runtime.pb.h"
+
+extern "C" {
+#include "build.h"
+#include "ports.h"
+}
+
+namespace swx {
+
+class Program;
+
+class Device {
+ public:
+  struct Options {
+    swx_build_options build;
+    swx_ports* ports = nullptr;
+    std::vector<unsigned> lcores;  // one pipeline per lcore
+    uint32_t idle_sleep_us = 0;
+    // How often idle entries are looked for (their timeouts are seconds:
+    // P4Runtime's idle_timeout_ns is honoured to within this).
+    std::chrono::milliseconds idle_scan{250};
+  };
+
+  explicit Device(Options options);
+  ~Device();
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+
+  grpc::Status Verify(const p4::v1::ForwardingPipelineConfig& config);
+  grpc::Status Save(const p4::v1::ForwardingPipelineConfig& config);
+  grpc::Status Commit(const p4::v1::ForwardingPipelineConfig& config);
+  grpc::Status CommitSaved();
+  grpc::Status GetConfig(p4::v1::GetForwardingPipelineConfigRequest::ResponseType type,
+                         p4::v1::ForwardingPipelineConfig* config);
+
+  // One WriteRequest: errors gets one entry per update (OK or why not).
+  // A non-OK status fails the whole request (no pipeline yet).
+  grpc::Status Write(const p4::v1::WriteRequest& request, std::vector<p4::v1::Error>* errors);
+  grpc::Status Read(const p4::v1::ReadRequest& request,
+                    const std::function<void(const p4::v1::ReadResponse&)>& send);
+
+  grpc::Status PacketOut(const p4::v1::PacketOut& packet);
+  // Up to max packets the pipeline sent to the CPU port, waiting up to
+  // `wait` for the first. How many.
+  size_t TakePacketIns(std::vector<p4::v1::PacketIn>* out, size_t max,
+                       std::chrono::milliseconds wait);
+  // The entries that have been idle for their idle_timeout_ns since they
+  // were last reported (each once, until a packet hits it again).
+  void TakeIdle(std::vector<p4::v1::TableEntry>* out);
+
+ private:
+  std::unique_ptr<Program> Build(const p4::v1::ForwardingPipelineConfig& config,
+                                 grpc::Status* status);
+  grpc::Status Install(std::unique_ptr<Program> program);
+
+  Options options_;
+  std::mutex mutex_;  // program_ and everything in it
+  // Packet I/O takes a reference to the running program and works without
+  // the mutex (a commit must not hold back packet-ins); a program replaced
+  // meanwhile stops when its last reference goes.
+  std::shared_ptr<Program> program_;
+  std::shared_ptr<Program> Running();
+  std::unique_ptr<p4::v1::ForwardingPipelineConfig> saved_;
+  uint64_t generation_ = 0;  // pipeline names must differ from the last ones
+};
+
+}  // namespace swx
+
+#endif  // SWX_P4RT_DEVICE_H

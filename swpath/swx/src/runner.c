@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <time.h>
+
+#include <rte_launch.h>
+#include <rte_lcore.h>
+#include <rte_swx_ctl.h>
+#include <rte_swx_pipeline.h>
+
+#include "runner.h"
+
+/* Instructions per rte_swx_pipeline_run(): a few packets' worth (DPDK's
+ * pipeline example runs 1,000). */
+#define SWX_QUANTUM 1024
+/* A round that brought in fewer packets than this flushes (and may sleep). */
+#define SWX_BUSY_ROUND 32
+
+static uint64_t
+packets_in(struct rte_swx_pipeline *p, uint32_t n_ports)
+{
+	struct rte_swx_port_in_stats stats;
+	uint64_t total = 0;
+
+	for (uint32_t i = 0; i < n_ports; i++)
+		if (rte_swx_ctl_pipeline_port_in_stats_read(p, i, &stats) == 0)
+			total += stats.n_pkts;
+	return total;
+}
+
+static int
+runner_main(void *arg)
+{
+	struct swx_runner *r = arg;
+	uint64_t before = packets_in(r->p, r->n_ports_in);
+
+	r->running = true;
+	while (!r->stop) {
+		uint64_t now;
+
+		rte_swx_pipeline_run(r->p, SWX_QUANTUM);
+		now = packets_in(r->p, r->n_ports_in);
+		r->rounds++;
+		if (now - before >= SWX_BUSY_ROUND) {
+			before = now;
+			continue;
+		}
+		before = now;
+		rte_swx_pipeline_flush(r->p);
+		r->idle_rounds++;
+		if (r->idle_sleep_us) {
+			struct timespec ts = { 0, (long)r->idle_sleep_us * 1000 };
+
+			nanosleep(&ts, NULL);
+		}
+	}
+	rte_swx_pipeline_flush(r->p);
+	r->running = false;
+	return 0;
+}
+
+int
+swx_runner_start(struct swx_runner *r)
+{
+	struct rte_swx_ctl_pipeline_info info;
+
+	if (rte_swx_ctl_pipeline_info_get(r->p, &info) != 0)
+		return -1;
+	r->n_ports_in = info.n_ports_in;
+	r->stop = false;
+	return rte_eal_remote_launch(runner_main, r, r->lcore) == 0 ? 0 : -1;
+}
+
+void
+swx_runner_stop(struct swx_runner *r)
+{
+	r->stop = true;
+	rte_eal_wait_lcore(r->lcore);
+}
