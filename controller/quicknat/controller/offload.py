@@ -22,8 +22,9 @@ instance's control socket), so every rule below is unit-tested.
   the session when it too has seen nothing, and its `closed` event deletes the
   entries. So a session is never expired in software while the switch still
   forwards it, and never kept after both have seen it idle.
-- **TCP.** A phase change (`state`) rewrites the entry's idle timeout:
-  tcp_established while established, tcp_transitory otherwise (RFC 7857 2.2).
+- **TCP.** A phase change (`state`) rewrites the entry's idle timeout, by
+  the one timeout rule (nat/timeouts.py): tcp_established while
+  established, tcp_transitory otherwise (RFC 7857 sec. 2.2).
 - **Resynchronisation.** When an instance's stream starts again (it restarted,
   or the connection dropped), its sessions wait for the new snapshot: those in
   it are kept (same id and key). Of the others, when the instance restarted
@@ -51,6 +52,8 @@ from quicknat.controller.install_state import Installs, InstallState
 from quicknat.controller.program import NatEntries
 from quicknat.controller.stats import Stats
 from quicknat.nat.session import FlowKey, Origin, Session
+from quicknat.nat.tcp_state import PHASES, TcpPhase
+from quicknat.nat.timeouts import idle_timeout
 from quicknat.offload.stream import SessionEvent
 from quicknat.p4rt.client import UpdateError
 from quicknat.p4rt.wire import EncodedUpdate
@@ -99,7 +102,7 @@ class OffloadSession(Session):
 
     instance: int = 0
     swpath_id: int = 0
-    tcp_state: str | None = None
+    phase: TcpPhase | None = None  # TCP's, as its instance announced it
     closed: bool = False  # its instance closed it while its INSERT was out
     deferred: bool = False  # the switch nearly full: waits to prove long-lived
     stale: bool = False  # its instance's stream restarted; not in the new snapshot yet
@@ -120,8 +123,19 @@ def session_of(uid: int, instance: int, e: SessionEvent, now: float) -> OffloadS
         created=now,
         instance=instance,
         swpath_id=e.id,
-        tcp_state=e.tcp_state,
+        phase=_phase(e),
     )
+
+
+def _phase(e: SessionEvent) -> TcpPhase | None:
+    """An event's TCP phase (its stream's word); ValueError for a word swpath
+    does not write."""
+    if e.tcp_state is None:
+        return None
+    try:
+        return PHASES[e.tcp_state]
+    except KeyError:
+        raise ValueError(f"not a TCP phase: {e.tcp_state!r}") from None
 
 
 def _endpoint(address: int, port: int) -> str:
@@ -149,7 +163,7 @@ def adopt_line(s: OffloadSession) -> str:
         _endpoint(s.external.address, s.external.port),
         _endpoint(s.remote_address, s.remote_port),
     ]
-    phase = [s.tcp_state] if s.protocol == Protocol.TCP and s.tcp_state else []
+    phase = [s.phase.value] if s.protocol == Protocol.TCP and s.phase else []
     return " ".join(["session", "adopt", proto, *endpoints, s.origin.value, *phase])
 
 
@@ -203,8 +217,9 @@ class OffloadManager:
             self._opened(instance, e)
         elif e.kind == "state":
             s = self.sessions.get((instance, e.id))
-            if s is not None and s.in2out == self._key_of(e) and s.tcp_state != e.tcp_state:
-                s.tcp_state = e.tcp_state
+            phase = _phase(e)
+            if s is not None and s.in2out == self._key_of(e) and s.phase is not phase:
+                s.phase = phase
                 if s.deferred and self._long_lived(s):
                     s.deferred = False
                     self._place(s)
@@ -280,7 +295,7 @@ class OffloadManager:
             back.handed_back = None
             if back.external == e.external:  # taken over: the switch's entries stay
                 back.swpath_id = e.id
-                back.tcp_state = e.tcp_state
+                back.phase = _phase(e)
                 self.sessions[sid] = back
                 if not self.installs.in_switch(back):  # the switch restarted meanwhile
                     self._place(back)
@@ -328,7 +343,7 @@ class OffloadManager:
 
     @staticmethod
     def _long_lived(s: OffloadSession) -> bool:
-        return s.protocol == Protocol.TCP and s.tcp_state == "established"
+        return s.protocol == Protocol.TCP and s.phase is TcpPhase.ESTABLISHED
 
     def _to_software(self, s: OffloadSession, why: str) -> None:
         self.stats[f"offload.software_only.{why}"] += 1
@@ -391,12 +406,9 @@ class OffloadManager:
             self._unclaimed = {}
 
     def timeout(self, s: OffloadSession) -> int:
-        t = self.timeouts
-        if s.protocol == Protocol.UDP:
-            return t.udp
-        if s.protocol == Protocol.ICMP:
-            return t.icmp
-        return t.tcp_established if s.tcp_state == "established" else t.tcp_transitory
+        """The one timeout rule (nat/timeouts.py), by the phase the instance
+        announced (RFC 7857 sec. 2.2)."""
+        return idle_timeout(self.timeouts, s.protocol, s.phase)
 
     # -- writes ---------------------------------------------------------------------------
 

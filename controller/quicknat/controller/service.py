@@ -637,7 +637,7 @@ class Controller:
                     "installed": self.writes.in_switch(s),
                     "install": _state_name(self.writes.state(s)),
                     **({"hairpin_to": s.partner.id if s.partner else None} if s.hairpin else {}),
-                    **({"tcp_state": tcp_state.describe(s.tcp)} if s.protocol == TCP else {}),
+                    **({"tcp_state": tcp_state.phase(s.tcp).value} if s.protocol == TCP else {}),
                 }
             )
         return rows
