@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
+import configs
 from finsy.proto import p4r
 from quicknat.config import parse_config
 from quicknat.controller.install_state import InstallState
@@ -18,28 +19,7 @@ from quicknat.p4rt.entities import packet_metadata
 from scapy.layers.inet import IP, TCP, UDP
 from scapy.layers.l2 import Ether
 
-CONFIG = """
-[[interface]]
-name = "in0"
-zone = "inside"
-port = 1
-address = "10.0.0.1/24"
-mac = "02:00:00:00:00:01"
-[[interface]]
-name = "out0"
-zone = "outside"
-port = 2
-address = "198.51.100.1/24"
-mac = "02:00:00:00:00:02"
-[[pool]]
-name = "public"
-addresses = ["203.0.113.1"]
-ports = "2000-2000"
-[[rule]]
-type = "snat"
-prefix = "10.0.0.0/24"
-pool = "public"
-"""
+CONFIG = configs.text("switch", "snat_pool_one_port")
 INSERT, DELETE = p4r.Update.INSERT, p4r.Update.DELETE
 
 

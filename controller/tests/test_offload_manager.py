@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import replace
 
+import configs
 import pytest
 from finsy.proto import p4r
 from quicknat.addr import Prefix, parse_ipv4
@@ -391,13 +392,7 @@ def test_port_blocks_as_ternaries_cover_exactly_the_range(low: int, high: int) -
 
 
 def test_the_slow_path_entries_follow_the_configuration() -> None:
-    config = parse_config(
-        OFFLOAD_CONFIG.replace(
-            "# more",
-            '[[slow_path]]\nname = "sp1"\nport = 10\n'
-            'control = "/run/sp1.sock"\nports = "32768-65535"\n',
-        )
-    )
+    config = parse_config(OFFLOAD_CONFIG + configs.text("slow_path_second"))
     members, groups, tables = slow_path_entries(PIPELINE.p4info, config)
     assert [m.action_profile_member.member_id for m in members] == [1, 2]
     assert [m.member_id for m in groups[0].action_profile_group.members] == [1, 2]
@@ -430,42 +425,4 @@ def test_the_slow_path_entries_follow_the_configuration() -> None:
     assert len(zones) == 4  # in0, out0, and the two slow-path ports (zone 3)
 
 
-OFFLOAD_CONFIG = """
-[[interface]]
-name = "in0"
-zone = "inside"
-port = 1
-address = "10.0.0.1/24"
-mac = "02:00:00:00:00:01"
-
-[[interface]]
-name = "out0"
-zone = "outside"
-port = 2
-address = "198.51.100.1/24"
-mac = "02:00:00:00:00:02"
-
-[[pool]]
-name = "public"
-addresses = ["203.0.113.0/30"]
-
-[[rule]]
-type = "snat"
-prefix = "10.0.0.0/24"
-pool = "public"
-
-[[rule]]
-type = "dnat"
-prefix = "203.0.113.9/32"
-port = 80
-protocol = "tcp"
-to = "10.0.0.5"
-
-[[slow_path]]
-name = "sp0"
-port = 9
-control = "/run/sp0.sock"
-ports = "1024-32767"
-
-# more
-"""
+OFFLOAD_CONFIG = configs.text("switch", "snat_pool", "dnat_web", "slow_path")
