@@ -90,7 +90,9 @@ class Run:
         return self.controller.stats.as_dict()
 
     async def first_flow(self) -> list[p4r.Update]:
-        """Start the miss loop and let one flow in; its install write."""
+        """Start the miss loop (as after a sync: the writer online) and let
+        one flow in; its install write."""
+        self.controller.mode.writer.online()
         self.serving = asyncio.ensure_future(self.controller._serve(self.stop))
         self.packet_in()
         await self.settle()
@@ -112,7 +114,7 @@ def test_packet_during_the_expiry_delete_revives_the_session_after_it() -> None:
     async def scenario() -> None:
         run = Run()
         install = await run.first_flow()
-        (session,) = run.controller.nat.sessions()
+        (session,) = run.controller.mode.nat.sessions()
         external = session.external
 
         run.switch.hold = asyncio.Event()
@@ -128,8 +130,8 @@ def test_packet_during_the_expiry_delete_revives_the_session_after_it() -> None:
         await run.settle()
         assert kinds(run.switch.writes[-1]) == [INSERT, INSERT]
         assert len(run.switch.injected) == 2  # the reviving packet, translated
-        assert list(run.controller.nat.sessions()) == [session]
-        assert run.controller.writes.state(session) is InstallState.INSTALLED
+        assert list(run.controller.mode.nat.sessions()) == [session]
+        assert run.controller.mode.writer.state(session) is InstallState.INSTALLED
         assert session.external == external
         assert run.counters().get("sessions_revived") == 1
         assert run.counters().get("sessions_expired", 0) == 0
@@ -152,7 +154,7 @@ def test_rst_during_the_expiry_delete_is_routed_and_does_not_revive() -> None:
         run = Run()
         run.frame = frame("10.0.0.10", TCP(sport=40000, dport=443, flags="S"))
         install = await run.first_flow()
-        (session,) = run.controller.nat.sessions()
+        (session,) = run.controller.mode.nat.sessions()
         rst = frame("10.0.0.10", TCP(sport=40000, dport=443, flags="R"))
 
         run.switch.hold = asyncio.Event()
@@ -169,13 +171,13 @@ def test_rst_during_the_expiry_delete_is_routed_and_does_not_revive() -> None:
         hold.set()
         await run.settle()
         assert len(run.switch.writes) == 2, "the RST revived the session"
-        assert list(run.controller.nat.sessions()) == []
+        assert list(run.controller.mode.nat.sessions()) == []
         assert run.counters().get("sessions_expired") == 1
         assert run.counters().get("sessions_revived", 0) == 0
 
         run.packet_in(PuntReason.TCP_RST, rst)  # no session now: none opens
         await run.settle()
-        assert list(run.controller.nat.sessions()) == [] and len(run.switch.writes) == 2
+        assert list(run.controller.mode.nat.sessions()) == [] and len(run.switch.writes) == 2
         assert run.counters().get("refused.rst_no_session") == 1
         await run.close()
 
@@ -189,7 +191,7 @@ def test_idle_session_is_forgotten_and_its_port_reused() -> None:
         run.idle_timeout(install[0].entity.table_entry)
         await run.settle()
         assert kinds(run.switch.writes[-1]) == [DELETE, DELETE]
-        assert list(run.controller.nat.sessions()) == []
+        assert list(run.controller.mode.nat.sessions()) == []
         assert run.counters().get("sessions_expired") == 1
         assert run.controller.stats_dict()["installed"] == 0
         # The pool has one port: a new flow can have it only if it came back.
@@ -197,7 +199,7 @@ def test_idle_session_is_forgotten_and_its_port_reused() -> None:
         run.packet_in()
         await run.settle()
         assert kinds(run.switch.writes[-1]) == [INSERT, INSERT]
-        (session,) = run.controller.nat.sessions()
+        (session,) = run.controller.mode.nat.sessions()
         assert session.external.port == 2000
         await run.close()
 
@@ -224,7 +226,7 @@ def test_an_operator_delete_removes_the_entries_and_the_session() -> None:
         hold, run.switch.hold = run.switch.hold, None
         hold.set()
         await run.settle()
-        assert list(run.controller.nat.sessions()) == []
+        assert list(run.controller.mode.nat.sessions()) == []
         assert run.counters().get("sessions_deleted") == 1
         assert run.counters().get("sessions_revived", 0) == 0
         assert run.controller.stats_dict()["installed"] == 0
@@ -233,7 +235,7 @@ def test_an_operator_delete_removes_the_entries_and_the_session() -> None:
         run.packet_in()
         await run.settle()
         assert kinds(run.switch.writes[-1]) == [INSERT, INSERT]
-        (session,) = run.controller.nat.sessions()
+        (session,) = run.controller.mode.nat.sessions()
         assert session.id != 1
         await run.close()
 

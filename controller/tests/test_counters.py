@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from quicknat.controller.service import _counter_names
+from quicknat.controller.modes import counter_names
 from quicknat.counters import VOCABULARY, Kind, markdown, refusal_reasons
 from quicknat.nat.core import Refusal
 from quicknat.p4.constants import DropReason
@@ -47,7 +47,7 @@ def test_every_swpath_name_is_a_counter_of_counters_h() -> None:
 
 
 def test_every_p4_name_is_a_drop_reason_or_a_controller_counter() -> None:
-    controller = set(_counter_names())
+    controller = set(counter_names())
     for c in VOCABULARY:
         if c.p4.startswith("drop."):
             assert c.p4.removeprefix("drop.").upper() in DropReason.__members__, c

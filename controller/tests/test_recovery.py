@@ -1,0 +1,40 @@
+"""The switch's NAT tables read back (quicknat/controller/recovery.py): the
+one reading both modes recover from, as sessions and stray halves."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from finsy.proto import p4r
+from quicknat.controller.program import NatEntries, Pipeline
+from quicknat.controller.recovery import HeldSession, held_entries
+from quicknat.nat.session import Session
+from test_controller_expiry import decoded
+from test_writer import session
+
+P4INFO = Pipeline.load().p4info
+ENTRIES = NatEntries(P4INFO)
+
+
+def entities(s: Session, created_ms: int = 0) -> tuple[p4r.Entity, p4r.Entity]:
+    """The session's two entries, as a Read returns them."""
+    in2out, out2in = (decoded(u).entity for u in ENTRIES.inserts(s, 300, created_ms))
+    return in2out, out2in
+
+
+def test_a_session_is_its_two_entries_and_a_lone_entry_is_a_half() -> None:
+    udp = session(1)
+    icmp = replace(session(2), protocol=1, remote_port=0)  # the identifier both ways
+    lone_in, _ = entities(session(3, 5003))
+    _, lone_out = entities(session(4, 5004))
+    udp_in, udp_out = entities(udp, created_ms=1_700_000_000_000)
+    icmp_in, icmp_out = entities(icmp)
+    held = held_entries(P4INFO, [udp_in, icmp_in, lone_in], [icmp_out, lone_out, udp_out])
+    assert held.sessions == (
+        HeldSession(udp.in2out, udp.external, udp.out2in, 1_700_000_000_000),
+        HeldSession(icmp.in2out, icmp.external, icmp.out2in, 0),
+    )
+    assert held.halves == (
+        ("nat_in2out", session(3, 5003).in2out),
+        ("nat_out2in", session(4, 5004).out2in),
+    )
