@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from quicknat.controller.modes import counter_names
-from quicknat.counters import VOCABULARY, Kind, markdown, refusal_reasons
+from quicknat.controller.modes import OffloadMode, counter_names
+from quicknat.counters import OFFLOAD, VOCABULARY, Kind, markdown, offload_markdown, refusal_reasons
 from quicknat.nat.core import Refusal
 from quicknat.p4.constants import DropReason
 
@@ -75,3 +75,17 @@ def test_refusals_are_one_word_on_both_paths() -> None:
 def test_docs_counters_md_is_the_table() -> None:
     doc = (ROOT / "docs" / "counters.md").read_text()
     assert markdown() in doc, "docs/counters.md: regenerate its table from quicknat.counters"
+
+
+def test_offload_mode_counts_in_the_vocabulary() -> None:
+    """Every counter offload mode keeps is in counters.OFFLOAD, under one name
+    for one thing: the instances' counters of the same thing are swpath's."""
+    names = [c.name for c in OFFLOAD]
+    assert len(names) == len(set(names))
+    assert not {c.name for c in OFFLOAD} & {c.name for c in VOCABULARY}
+    assert set(OffloadMode.counter_names()) == {c.p4 for c in OFFLOAD}
+    assert set(OffloadMode.counter_names()) <= set(counter_names())
+    unknown = {c.swpath for c in OFFLOAD if c.swpath} - _swpath_counters()
+    assert unknown == set()
+    doc = (ROOT / "docs" / "counters.md").read_text()
+    assert offload_markdown() in doc, "docs/counters.md: regenerate its offload table"

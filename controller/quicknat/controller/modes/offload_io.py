@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import logging
 from pathlib import Path
-from typing import ClassVar, Protocol
+from typing import Protocol
 
 from quicknat.config.model import SlowPath
 from quicknat.controller.stats import Stats
@@ -35,9 +35,6 @@ class Instances(Protocol):
 
 
 class OffloadIO:
-    #: Its counters (Stats names).
-    COUNTERS: ClassVar[tuple[str, ...]] = ("instance_stream_reconnects", "instance_command_errors")
-
     def __init__(
         self,
         mode: Instances,

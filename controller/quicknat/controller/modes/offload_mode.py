@@ -56,6 +56,7 @@ from quicknat.controller.reconfigure import ReconfigureError
 from quicknat.controller.recovery import HeldEntries
 from quicknat.controller.status import SessionQuery
 from quicknat.controller.writer import SwitchWriter, new_writer
+from quicknat.counters import OFFLOAD
 from quicknat.nat.session import FlowKey, Origin, Session
 from quicknat.nat.tcp_state import PHASES, TcpPhase
 from quicknat.nat.timeouts import idle_timeout
@@ -69,21 +70,6 @@ HIGH_WATER_SHARE = 10
 
 #: How long a session handed back may wait for its instance's `opened`.
 HANDBACK_WAIT_S = 5.0
-
-#: The mode's own counters (Stats names), all present from start-up; the
-#: writer counts the writes (writer.COUNTERS), offload_io.py the instances' I/O.
-COUNTERS = (
-    "sessions_announced",
-    "sessions_closed",
-    "sessions_deferred",
-    "software_only.hairpin",
-    "software_only.table_full",
-    "idle_forwarded",
-    "sessions_recovered",
-    "instance_resyncs",
-    "sessions_handed_back",
-    "handback_refused",
-)
 
 
 @dataclass(slots=True, eq=False)
@@ -186,7 +172,9 @@ class OffloadMode:
 
     @staticmethod
     def counter_names() -> tuple[str, ...]:
-        return COUNTERS + OffloadIO.COUNTERS
+        """Offload mode's vocabulary (counters.OFFLOAD: the writer's and
+        offload_io.py's among them)."""
+        return tuple(c.p4 for c in OFFLOAD)
 
     # -- what comes in -------------------------------------------------------------
 
