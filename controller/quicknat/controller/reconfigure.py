@@ -62,18 +62,24 @@ def command_change(line: str, running: Config, config_path: Path | None) -> Chan
             raise ReconfigureError("rule del: expected 'rule del N [flush]'")
         return Change(without_rule(running, int(words[2])), flush=len(words) == 4)
     if words and words[0] == "reload":
-        flush = "flush" in words[1:]
-        rest = [w for w in words[1:] if w != "flush"]
-        if rest and (len(rest) != 2 or rest[0] != "config"):
-            raise ReconfigureError("reload: expected 'reload [flush] [config PATH]'")
-        path = Path(rest[1]) if rest else config_path
-        if path is None:
-            raise ReconfigureError("reload: the controller was not started from a file")
-        try:
-            return Change(load_config(path), flush)
-        except ConfigError as exc:
-            raise ReconfigureError("; ".join(exc.messages)) from None
+        return _reload(words[1:], config_path)
     raise ReconfigureError(f"unknown command {line!r} (rules, rule add, rule del, reload)")
+
+
+def _reload(words: list[str], config_path: Path | None) -> Change:
+    """`reload [flush] [config PATH]`: the file's configuration (by default
+    the one the controller started from)."""
+    flush = "flush" in words
+    rest = [w for w in words if w != "flush"]
+    if rest and (len(rest) != 2 or rest[0] != "config"):
+        raise ReconfigureError("reload: expected 'reload [flush] [config PATH]'")
+    path = Path(rest[1]) if rest else config_path
+    if path is None:
+        raise ReconfigureError("reload: the controller was not started from a file")
+    try:
+        return Change(load_config(path), flush)
+    except ConfigError as exc:
+        raise ReconfigureError("; ".join(exc.messages)) from None
 
 
 def removed_rules(running: Config, new: Config) -> set[int]:
