@@ -5,7 +5,7 @@ core opens it, rewrites its in2out entry when its TCP state or hairpin partner
 changes, and deletes both when the switch reports it idle. Each of those writes
 is asynchronous and may race a packet of the same flow, so every session is in
 exactly one of these states, changed only by the transitions below (no I/O
-here; write_path.py does the writes and reports their outcome):
+here; writer.py does the writes and reports their outcome):
 
     (none) --queue--> QUEUED --take_batch--> INSTALLING --installed--> INSTALLED
                                                         \\-stale-----> REWRITING
@@ -68,7 +68,7 @@ class TransitionError(RuntimeError):
 
 class Installs(Generic[S]):
     """The install state of every session the controller writes, the packets
-    waiting for a write, and the queues the write path takes work from."""
+    waiting for a write, and the queues the writer takes work from (writer.py)."""
 
     def __init__(self) -> None:
         self._held: dict[int, list[Held]] = {}  # by session id, while held

@@ -164,7 +164,7 @@ class NatPunts(Punts):
     def _on_new_flow(self, punt: Punt, key: FlowKey | None = None) -> None:
         """NEW_FLOW, NEW_FLOW_DNAT: a packet the switch has no entry for. Its
         session (opened, or found: it raced its install) and its place in the
-        write path decide whether it waits for a write or goes back at once."""
+        writer decide whether it waits for a write or goes back at once."""
         key = key or self._flow_key(punt)
         if key is None:
             return

@@ -68,7 +68,7 @@ class ControllerOptions:
     """Most sessions installed by one WriteRequest."""
     writes_in_flight: int = 4
     """Most install WriteRequests outstanding at once; beyond the first, only
-    for full batches (WritePath.flush)."""
+    for full batches (writer.SwitchWriter.flush)."""
     punt_rate_pps: int = 5000
     """New-flow packet-ins per second the data plane lets through (punt_meter)."""
     reconnect_max_s: float = 10.0
