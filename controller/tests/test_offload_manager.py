@@ -118,7 +118,7 @@ class Rig:
                 write=self.switch.write,
                 packet_out=lambda payload, metadata: None,
                 now=lambda: self.clock,
-                writer=WriterOptions(),
+                writer_options=WriterOptions(),
             )
         )
         self.instances = Told()

@@ -53,5 +53,5 @@ class ModeContext:
     """A packet-out on the current stream."""
     now: Callable[[], float]
     """The event loop's clock (time.monotonic)."""
-    writer: WriterOptions
+    writer_options: WriterOptions
     """How the writer batches (--writes-in-flight and the batch size)."""

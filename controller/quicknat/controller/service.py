@@ -112,7 +112,7 @@ class Controller:
             write=lambda updates: self.client.write(updates),
             packet_out=lambda payload, metadata: self.client.packet_out(payload, metadata),
             now=self.now,
-            writer=WriterOptions(options.batch_max, options.writes_in_flight),
+            writer_options=WriterOptions(options.batch_max, options.writes_in_flight),
         )
         self.mode: Mode = select(context)
         self._packet_in = self.mode.punts.packet_in

@@ -49,8 +49,11 @@ class TargetCapabilities:
     """Whether it ages entries itself and reports idle ones (P4Runtime
     IdleTimeoutNotification, spec sec. 9.1.8): then each session's ageing
     entry carries its idle timeout (nat/timeouts.py). A target without
-    them gets entries without a timeout, which it would reject as
-    unsupported otherwise."""
+    them gets entries without one (P4Runtime refuses an idle timeout on a
+    table that does not support it), and its sessions are for the
+    controller to age, by its own timers or the entries' counters, calling
+    the modes' `idle` as the notifications do; BMv2 notifies, so no such
+    ageing is built."""
 
     def table_full(self, code: int) -> bool:
         """Whether an INSERT that failed with `code` met a full table."""

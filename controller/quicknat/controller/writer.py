@@ -386,7 +386,7 @@ def new_writer(context: ModeContext, outcomes: Outcomes[S]) -> SwitchWriter[S]:
         NatEntries(context.p4info),
         context.target,
         context.stats,
-        context.writer,
+        context.writer_options,
         outcomes,
         context.now,
     )
