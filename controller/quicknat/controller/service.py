@@ -57,9 +57,12 @@ class ResetRefused(Exception):
 
 @dataclass(frozen=True, slots=True)
 class ControllerOptions:
+    """How `quicknat controller` runs (its command line, cli.py)."""
+
     grpc_addr: str = "127.0.0.1:9559"
     """The switch's P4Runtime server."""
     device_id: int = 1
+    """The switch's P4Runtime device id."""
     election_id: int = 1
     """Primary arbitration: the highest election id among controllers is primary."""
     socket: Path | None = None
