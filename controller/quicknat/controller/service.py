@@ -43,7 +43,7 @@ from quicknat.controller.reconfigure import (
 from quicknat.controller.recovery import HeldEntries, flow_key, held_entries
 from quicknat.controller.stats import Stats
 from quicknat.controller.status import SessionQuery, serve_status
-from quicknat.controller.switch_config import DELETE, INSERT, MODIFY, SwitchConfig
+from quicknat.controller.switch_config import SwitchConfig, write_diff
 from quicknat.controller.target import bmv2
 from quicknat.metrics import serve_metrics
 from quicknat.p4rt.client import P4RuntimeClient, P4RuntimeError, Tls
@@ -231,7 +231,7 @@ class Controller:
                 self.p4info.proto, self.pipeline.device_config, self.pipeline.cookie
             )
             self.stats["pipeline_pushes"] += 1
-        await self.switch_config.write(self.client.write, self.p4info, self.config, fresh)
+        await self.switch_config.write(self.client, fresh)
         if not fresh:
             # Same program running: its sessions, read once, for the mode to
             # adopt or sweep (established flows keep their mappings).
@@ -310,17 +310,11 @@ class Controller:
         await self.mode.prepare(self.config, new, flush)
         diff = entry_diff(self.switch_config.table_entries(), wanted.table_entries())
         if diff and self.connected.is_set():
-            updates = [
-                p4r.Update(type=kind, entity=p4r.Entity(table_entry=entry))
-                for kind, entries in ((DELETE, diff.deletes), (MODIFY, diff.modifies),
-                                      (INSERT, diff.inserts))
-                for entry in entries
-            ]  # fmt: skip
-            errors = await self.client.write(updates)
+            errors = await write_diff(self.client, diff)
             if errors:
+                updates = len(diff.deletes) + len(diff.modifies) + len(diff.inserts)
                 raise ReconfigureError(
-                    f"the switch refused {len(errors)} of {len(updates)} updates: "
-                    f"{errors[0].message}"
+                    f"the switch refused {len(errors)} of {updates} updates: {errors[0].message}"
                 )
         # (not connected: the next sync writes them)
         removed = removed_rules(self.config, new)
