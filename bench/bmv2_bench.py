@@ -60,35 +60,12 @@ SOL_PACKET, PACKET_STATISTICS = 263, 6  # linux/if_packet.h; not in Python's soc
 NAMESPACE = "qn-bench"
 ROUTER_IN_MAC = bytes.fromhex("020000000001")
 HOST_MAC = bytes.fromhex("020000000110")
-CONFIG = """
-[[interface]]
-name = "in0"
-zone = "inside"
-port = 1
-address = "10.0.0.1/16"
-mac = "02:00:00:00:00:01"
-[[interface]]
-name = "out0"
-zone = "outside"
-port = 2
-address = "198.51.100.1/24"
-mac = "02:00:00:00:00:02"
-[[route]]
-prefix = "0.0.0.0/0"
-via = "198.51.100.254"
-interface = "out0"
-[[neighbor]]
-address = "198.51.100.254"
-mac = "02:00:00:00:02:fe"
-interface = "out0"
-[[pool]]
-name = "public"
-addresses = ["203.0.113.0/24"]
-[[rule]]
-type = "snat"
-prefix = "10.0.0.0/16"
-pool = "public"
-"""
+# The controller tests' configuration pieces (controller/tests/configs/): the
+# switch's two ports, and one SNAT rule over the /16 the bench's hosts are in.
+CONFIG = "\n".join(
+    (REPO / "controller" / "tests" / "configs" / f"{piece}.toml").read_text()
+    for piece in ("switch", "snat_bench")
+)
 
 
 def udp_frame(src: int, sport: int, dst: int, dport: int) -> bytes:

@@ -17,7 +17,7 @@ import sys
 from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 from quicknat import log_format
 from quicknat.addr import parse_ipv4
@@ -295,20 +295,34 @@ def _where(row: dict[str, object]) -> str:
 
 
 def _parser() -> argparse.ArgumentParser:
-    defaults = argparse.ArgumentDefaultsHelpFormatter
     parser = argparse.ArgumentParser(
         prog="quicknat",
         description=__doc__.split("\n\n", 1)[0].replace("\n", " "),
-        formatter_class=defaults,
+        formatter_class=DEFAULTS,
     )
     parser.add_argument("--version", action="version", version=f"quicknat {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
-    check = sub.add_parser("check", help="validate a rules configuration", formatter_class=defaults)
+    _configuration_commands(sub)
+    _controller_command(sub)
+    _exporter_command(sub)
+    _status_commands(sub)
+    _runtime_commands(sub)
+    return parser
+
+
+DEFAULTS = argparse.ArgumentDefaultsHelpFormatter
+# (argparse names no public type for it)
+Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+
+
+def _configuration_commands(sub: Subparsers) -> None:
+    """check, lookup, swpath-commands: a configuration file, no process."""
+    check = sub.add_parser("check", help="validate a rules configuration", formatter_class=DEFAULTS)
     check.add_argument("config", help="the TOML configuration file")
     check.add_argument("--json", action="store_true", help="print the parsed configuration")
     check.set_defaults(run=_check)
     lookup = sub.add_parser(
-        "lookup", help="which rule a new flow would match (QNS)", formatter_class=defaults
+        "lookup", help="which rule a new flow would match (QNS)", formatter_class=DEFAULTS
     )
     lookup.add_argument("config", help="the TOML configuration file")
     lookup.add_argument(
@@ -322,7 +336,7 @@ def _parser() -> argparse.ArgumentParser:
     commands = sub.add_parser(
         "swpath-commands",
         help="the configuration as swpath commands (docs/swpath-commands.md)",
-        formatter_class=defaults,
+        formatter_class=DEFAULTS,
     )
     commands.add_argument("config", help="the TOML configuration file")
     commands.add_argument(
@@ -332,10 +346,14 @@ def _parser() -> argparse.ArgumentParser:
         "(offload mode, docs/offload.md) instead of a stand-alone swpath's",
     )
     commands.set_defaults(run=_swpath_commands)
+
+
+def _controller_command(sub: Subparsers) -> None:
+    """controller: its switch and program here, how it runs (_controller_options)."""
     from quicknat.controller.program import BMV2_JSON, P4INFO
 
     controller = sub.add_parser(
-        "controller", help="run the P4Runtime controller service", formatter_class=defaults
+        "controller", help="run the P4Runtime controller service", formatter_class=DEFAULTS
     )
     controller.add_argument("--config", required=True, help="the TOML configuration file")
     controller.add_argument(
@@ -345,12 +363,43 @@ def _parser() -> argparse.ArgumentParser:
     controller.add_argument(
         "--election-id", type=int, default=1, help="P4Runtime election id (highest is primary)"
     )
-    controller.add_argument(
-        "--socket", default=DEFAULT_SOCKET, help="status socket for quicknat sessions/stats"
-    )
     controller.add_argument("--p4info", default=str(P4INFO), help="the program's P4Info")
     controller.add_argument(
         "--bmv2-json", default=str(BMV2_JSON), help="the program's BMv2 JSON (device config)"
+    )
+    controller.add_argument(
+        "--tls-ca", help="TLS to the switch: the CA that signed its certificate (PEM)"
+    )
+    controller.add_argument("--tls-cert", help="mutual TLS: the controller's certificate (PEM)")
+    controller.add_argument("--tls-key", help="mutual TLS: the controller's private key (PEM)")
+    controller.add_argument(
+        "--tls-server-name", help="the name in the switch's certificate, if not its address"
+    )
+    controller.add_argument(
+        "--reset",
+        action="store_true",
+        help="push the pipeline even if installed (clears the switch's tables); "
+        "refused while the switch holds sessions, unless --force",
+    )
+    controller.add_argument(
+        "--force",
+        action="store_true",
+        help="with --reset: clear the tables even if they hold sessions (their flows break)",
+    )
+    controller.add_argument(
+        "--standby",
+        action="store_true",
+        help="when a controller with a higher --election-id is primary, wait connected as its "
+        "backup and take over (sessions and all) when it goes",
+    )
+    _controller_options(controller)
+    controller.set_defaults(run=_controller)
+
+
+def _controller_options(controller: argparse.ArgumentParser) -> None:
+    """How the controller runs: its rates, sockets and logs."""
+    controller.add_argument(
+        "--socket", default=DEFAULT_SOCKET, help="status socket for quicknat sessions/stats"
     )
     controller.add_argument(
         "--punt-rate",
@@ -365,36 +414,11 @@ def _parser() -> argparse.ArgumentParser:
         help="most install WriteRequests outstanding at once (beyond one: full batches only)",
     )
     controller.add_argument(
-        "--reset",
-        action="store_true",
-        help="push the pipeline even if installed (clears the switch's tables); "
-        "refused while the switch holds sessions, unless --force",
-    )
-    controller.add_argument(
-        "--force",
-        action="store_true",
-        help="with --reset: clear the tables even if they hold sessions (their flows break)",
-    )
-    controller.add_argument(
         "--metrics-addr",
         type=_address,
         help="serve Prometheus metrics at http://HOST:PORT/metrics (off unless given)",
     )
     controller.add_argument("-v", "--verbose", action="store_true", help="log at debug level")
-    controller.add_argument(
-        "--standby",
-        action="store_true",
-        help="when a controller with a higher --election-id is primary, wait connected as its "
-        "backup and take over (sessions and all) when it goes",
-    )
-    controller.add_argument(
-        "--tls-ca", help="TLS to the switch: the CA that signed its certificate (PEM)"
-    )
-    controller.add_argument("--tls-cert", help="mutual TLS: the controller's certificate (PEM)")
-    controller.add_argument("--tls-key", help="mutual TLS: the controller's private key (PEM)")
-    controller.add_argument(
-        "--tls-server-name", help="the name in the switch's certificate, if not its address"
-    )
     controller.add_argument(
         "--log-format",
         choices=("text", "json"),
@@ -402,13 +426,15 @@ def _parser() -> argparse.ArgumentParser:
         help="json: one object per line (time, level, process, message, logger), "
         "the keys quicknat-swpath --log-format json writes too",
     )
-    controller.set_defaults(run=_controller)
+
+
+def _exporter_command(sub: Subparsers) -> None:
     exporter = sub.add_parser(
         "exporter",
         help="Prometheus metrics of a running quicknat-swpath, read from its control socket",
         description="Serves http://LISTEN/metrics; each scrape asks the data path's control "
         "socket for its counters, so the data path does no work for it.",
-        formatter_class=defaults,
+        formatter_class=DEFAULTS,
     )
     exporter.add_argument(
         "--socket", default="/run/quicknat/swpath.sock", help="the data path's control socket"
@@ -418,13 +444,17 @@ def _parser() -> argparse.ArgumentParser:
     )
     exporter.add_argument("--path", default="swpath", help="the `path` label of its metrics")
     exporter.set_defaults(status="exporter")
+
+
+def _status_commands(sub: Subparsers) -> None:
+    """sessions, stats: asked of either data path over its control socket."""
     for name, what in (("sessions", "list the sessions"), ("stats", "show the counters")):
         status = sub.add_parser(
             name,
             help=f"{what} of a running controller or quicknat-swpath",
             description=f"{what.capitalize()} of a running controller or quicknat-swpath, "
             "asked over its control socket.",
-            formatter_class=defaults,
+            formatter_class=DEFAULTS,
         )
         status.add_argument(
             "--socket",
@@ -435,11 +465,9 @@ def _parser() -> argparse.ArgumentParser:
         status.set_defaults(status=name)
         if name == "sessions":
             _session_filters(status)
-    _runtime_commands(sub)
-    return parser
 
 
-def _runtime_commands(sub: Any) -> None:
+def _runtime_commands(sub: Subparsers) -> None:
     socket_help = "its control socket (swpath: its --control path)"
     rule = sub.add_parser(
         "rule",

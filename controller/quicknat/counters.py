@@ -33,7 +33,7 @@ class Counter:
     name: str
     kind: Kind
     p4: str  # the controller's counter, or drop.<reason> of the switch
-    swpath: str  # swpath/src/counters.h
+    swpath: str  # swpath/src/counters.h ("": none, in OFFLOAD)
     help: str
 
 
@@ -269,6 +269,137 @@ VOCABULARY: tuple[Counter, ...] = (
     ),
 )
 
+# Offload mode's own events (docs/offload.md): the controller counts them as
+# the offload manager, and where a slow-path instance counts the same thing
+# its counter is named here too (swpath/src/counters.h; "" where it keeps
+# none). The controller's name is the canonical one where both agree.
+OFFLOAD: tuple[Counter, ...] = (
+    Counter(
+        "sessions_announced",
+        Kind.EVENT,
+        "sessions_announced",
+        "",
+        "sessions the instances announced opened on their session streams",
+    ),
+    # the writer's count in either mode; an instance counts the `session
+    # offload` lines it is told
+    Counter(
+        "sessions_offloaded",
+        Kind.EVENT,
+        "sessions_installed",
+        "sessions_offloaded",
+        "sessions whose two entries the switch took (their instance is told)",
+    ),
+    Counter(
+        "sessions_closed",
+        Kind.EVENT,
+        "sessions_closed",
+        "",
+        "offloaded sessions their instance closed, whose entries were then deleted",
+    ),
+    Counter(
+        "sessions_deferred",
+        Kind.EVENT,
+        "sessions_deferred",
+        "",
+        "sessions kept in software past the tables' high-water mark until they"
+        " proved long-lived (an established TCP session)",
+    ),
+    Counter(
+        "software_only_hairpin",
+        Kind.EVENT,
+        "software_only.hairpin",
+        "",
+        "hairpin sessions, never offloaded (their packets come back in through the switch)",
+    ),
+    Counter(
+        "software_only_table_full",
+        Kind.EVENT,
+        "software_only.table_full",
+        "",
+        "sessions kept in software because the switch's tables were full",
+    ),
+    Counter(
+        "entries_rewritten",
+        Kind.EVENT,
+        "entries_rewritten",
+        "",
+        "ageing entries rewritten for a TCP phase's idle timeout",
+    ),
+    Counter(
+        "install_failed",
+        Kind.EVENT,
+        "install_failed",
+        "",
+        "sessions whose INSERT failed other than for a full table (kept in software)",
+    ),
+    Counter(
+        "delete_failed",
+        Kind.EVENT,
+        "delete_failed",
+        "",
+        "entries whose DELETE failed other than with NOT_FOUND",
+    ),
+    Counter(
+        "idle_forwarded",
+        Kind.EVENT,
+        "idle_forwarded",
+        "",
+        "the switch's idle notifications passed on to the owning instance (`session idle`)",
+    ),
+    Counter(
+        "sessions_recovered",
+        Kind.EVENT,
+        "sessions_recovered",
+        "",
+        "sessions found in the switch after a controller restart, claimed by their instance",
+    ),
+    Counter(
+        "stale_entries_deleted",
+        Kind.EVENT,
+        "stale_entries_deleted",
+        "",
+        "entries found in the switch that no instance claimed, or without their other half",
+    ),
+    Counter(
+        "instance_resyncs",
+        Kind.EVENT,
+        "instance_resyncs",
+        "",
+        "instance session streams begun (again): their sessions wait for the new snapshot",
+    ),
+    Counter(
+        "sessions_handed_back",
+        Kind.EVENT,
+        "sessions_handed_back",
+        "sessions_handed_back",
+        "sessions the switch held that a restarted instance had lost, handed back"
+        " (`session adopt`) and taken over",
+    ),
+    Counter(
+        "handback_refused",
+        Kind.EVENT,
+        "handback_refused",
+        "handback_refused",
+        "sessions handed back that their instance did not take over (mapped anew,"
+        " refused, or not announced in time): their entries are deleted",
+    ),
+    Counter(
+        "instance_stream_reconnects",
+        Kind.EVENT,
+        "instance_stream_reconnects",
+        "",
+        "instance session streams that ended and were subscribed to again",
+    ),
+    Counter(
+        "instance_command_errors",
+        Kind.EVENT,
+        "instance_command_errors",
+        "",
+        "`session` lines an instance refused or could not be sent",
+    ),
+)
+
 BY_NAME = {c.name: c for c in VOCABULARY}
 
 
@@ -281,6 +412,15 @@ def native(counter: str, path: str) -> str:
 def refusal_reasons() -> frozenset[str]:
     """The reasons a new flow is refused, as metrics label them."""
     return frozenset(c.name for c in VOCABULARY if c.kind is Kind.REFUSED)
+
+
+def offload_markdown() -> str:
+    """The offload table of docs/counters.md."""
+    lines = ["| counter | controller | slow-path instance | counts |", "|---|---|---|---|"]
+    for c in OFFLOAD:
+        instance = f"`{c.swpath}`" if c.swpath else "-"
+        lines.append(f"| `{c.name}` | `{c.p4}` | {instance} | {c.help} |")
+    return "\n".join(lines) + "\n"
 
 
 def markdown() -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
+import configs
 from finsy.proto import p4r
 from quicknat.config import parse_config
 from quicknat.controller.install_state import InstallState
@@ -18,28 +19,7 @@ from quicknat.p4rt.entities import packet_metadata
 from scapy.layers.inet import IP, TCP, UDP
 from scapy.layers.l2 import Ether
 
-CONFIG = """
-[[interface]]
-name = "in0"
-zone = "inside"
-port = 1
-address = "10.0.0.1/24"
-mac = "02:00:00:00:00:01"
-[[interface]]
-name = "out0"
-zone = "outside"
-port = 2
-address = "198.51.100.1/24"
-mac = "02:00:00:00:00:02"
-[[pool]]
-name = "public"
-addresses = ["203.0.113.1"]
-ports = "2000-2000"
-[[rule]]
-type = "snat"
-prefix = "10.0.0.0/24"
-pool = "public"
-"""
+CONFIG = configs.text("switch", "snat_pool_one_port")
 INSERT, DELETE = p4r.Update.INSERT, p4r.Update.DELETE
 
 
@@ -110,7 +90,9 @@ class Run:
         return self.controller.stats.as_dict()
 
     async def first_flow(self) -> list[p4r.Update]:
-        """Start the miss loop and let one flow in; its install write."""
+        """Start the miss loop (as after a sync: the writer online) and let
+        one flow in; its install write."""
+        self.controller.mode.writer.online()
         self.serving = asyncio.ensure_future(self.controller._serve(self.stop))
         self.packet_in()
         await self.settle()
@@ -132,7 +114,7 @@ def test_packet_during_the_expiry_delete_revives_the_session_after_it() -> None:
     async def scenario() -> None:
         run = Run()
         install = await run.first_flow()
-        (session,) = run.controller.nat.sessions()
+        (session,) = run.controller.mode.nat.sessions()
         external = session.external
 
         run.switch.hold = asyncio.Event()
@@ -148,8 +130,8 @@ def test_packet_during_the_expiry_delete_revives_the_session_after_it() -> None:
         await run.settle()
         assert kinds(run.switch.writes[-1]) == [INSERT, INSERT]
         assert len(run.switch.injected) == 2  # the reviving packet, translated
-        assert list(run.controller.nat.sessions()) == [session]
-        assert run.controller.writes.state(session) is InstallState.INSTALLED
+        assert list(run.controller.mode.nat.sessions()) == [session]
+        assert run.controller.mode.writer.state(session) is InstallState.INSTALLED
         assert session.external == external
         assert run.counters().get("sessions_revived") == 1
         assert run.counters().get("sessions_expired", 0) == 0
@@ -172,7 +154,7 @@ def test_rst_during_the_expiry_delete_is_routed_and_does_not_revive() -> None:
         run = Run()
         run.frame = frame("10.0.0.10", TCP(sport=40000, dport=443, flags="S"))
         install = await run.first_flow()
-        (session,) = run.controller.nat.sessions()
+        (session,) = run.controller.mode.nat.sessions()
         rst = frame("10.0.0.10", TCP(sport=40000, dport=443, flags="R"))
 
         run.switch.hold = asyncio.Event()
@@ -189,13 +171,13 @@ def test_rst_during_the_expiry_delete_is_routed_and_does_not_revive() -> None:
         hold.set()
         await run.settle()
         assert len(run.switch.writes) == 2, "the RST revived the session"
-        assert list(run.controller.nat.sessions()) == []
+        assert list(run.controller.mode.nat.sessions()) == []
         assert run.counters().get("sessions_expired") == 1
         assert run.counters().get("sessions_revived", 0) == 0
 
         run.packet_in(PuntReason.TCP_RST, rst)  # no session now: none opens
         await run.settle()
-        assert list(run.controller.nat.sessions()) == [] and len(run.switch.writes) == 2
+        assert list(run.controller.mode.nat.sessions()) == [] and len(run.switch.writes) == 2
         assert run.counters().get("refused.rst_no_session") == 1
         await run.close()
 
@@ -209,7 +191,7 @@ def test_idle_session_is_forgotten_and_its_port_reused() -> None:
         run.idle_timeout(install[0].entity.table_entry)
         await run.settle()
         assert kinds(run.switch.writes[-1]) == [DELETE, DELETE]
-        assert list(run.controller.nat.sessions()) == []
+        assert list(run.controller.mode.nat.sessions()) == []
         assert run.counters().get("sessions_expired") == 1
         assert run.controller.stats_dict()["installed"] == 0
         # The pool has one port: a new flow can have it only if it came back.
@@ -217,7 +199,7 @@ def test_idle_session_is_forgotten_and_its_port_reused() -> None:
         run.packet_in()
         await run.settle()
         assert kinds(run.switch.writes[-1]) == [INSERT, INSERT]
-        (session,) = run.controller.nat.sessions()
+        (session,) = run.controller.mode.nat.sessions()
         assert session.external.port == 2000
         await run.close()
 
@@ -244,7 +226,7 @@ def test_an_operator_delete_removes_the_entries_and_the_session() -> None:
         hold, run.switch.hold = run.switch.hold, None
         hold.set()
         await run.settle()
-        assert list(run.controller.nat.sessions()) == []
+        assert list(run.controller.mode.nat.sessions()) == []
         assert run.counters().get("sessions_deleted") == 1
         assert run.counters().get("sessions_revived", 0) == 0
         assert run.controller.stats_dict()["installed"] == 0
@@ -253,7 +235,7 @@ def test_an_operator_delete_removes_the_entries_and_the_session() -> None:
         run.packet_in()
         await run.settle()
         assert kinds(run.switch.writes[-1]) == [INSERT, INSERT]
-        (session,) = run.controller.nat.sessions()
+        (session,) = run.controller.mode.nat.sessions()
         assert session.id != 1
         await run.close()
 

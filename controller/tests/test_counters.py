@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from quicknat.controller.service import _counter_names
-from quicknat.counters import VOCABULARY, Kind, markdown, refusal_reasons
+from quicknat.controller.modes import OffloadMode, counter_names
+from quicknat.counters import OFFLOAD, VOCABULARY, Kind, markdown, offload_markdown, refusal_reasons
 from quicknat.nat.core import Refusal
 from quicknat.p4.constants import DropReason
 
@@ -47,7 +47,7 @@ def test_every_swpath_name_is_a_counter_of_counters_h() -> None:
 
 
 def test_every_p4_name_is_a_drop_reason_or_a_controller_counter() -> None:
-    controller = set(_counter_names())
+    controller = set(counter_names())
     for c in VOCABULARY:
         if c.p4.startswith("drop."):
             assert c.p4.removeprefix("drop.").upper() in DropReason.__members__, c
@@ -75,3 +75,17 @@ def test_refusals_are_one_word_on_both_paths() -> None:
 def test_docs_counters_md_is_the_table() -> None:
     doc = (ROOT / "docs" / "counters.md").read_text()
     assert markdown() in doc, "docs/counters.md: regenerate its table from quicknat.counters"
+
+
+def test_offload_mode_counts_in_the_vocabulary() -> None:
+    """Every counter offload mode keeps is in counters.OFFLOAD, under one name
+    for one thing: the instances' counters of the same thing are swpath's."""
+    names = [c.name for c in OFFLOAD]
+    assert len(names) == len(set(names))
+    assert not {c.name for c in OFFLOAD} & {c.name for c in VOCABULARY}
+    assert set(OffloadMode.counter_names()) == {c.p4 for c in OFFLOAD}
+    assert set(OffloadMode.counter_names()) <= set(counter_names())
+    unknown = {c.swpath for c in OFFLOAD if c.swpath} - _swpath_counters()
+    assert unknown == set()
+    doc = (ROOT / "docs" / "counters.md").read_text()
+    assert offload_markdown() in doc, "docs/counters.md: regenerate its offload table"

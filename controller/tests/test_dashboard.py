@@ -8,7 +8,7 @@ import json
 import re
 from pathlib import Path
 
-from quicknat.controller.service import _counter_names
+from quicknat.controller.modes import counter_names
 from quicknat.metrics import families
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,7 +44,7 @@ def _swpath_counters() -> set[str]:
 
 def test_every_expression_names_real_metrics_labels_and_events() -> None:
     known = _families()
-    counters = set(_counter_names()) | _swpath_counters()
+    counters = set(counter_names()) | _swpath_counters()
     exprs = [t["expr"] for p in json.loads(DASHBOARD.read_text())["panels"] for t in p["targets"]]
     assert len(exprs) >= 10
     for expr in exprs:

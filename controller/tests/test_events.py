@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import configs
 from quicknat.addr import parse_ipv4 as ip
 from quicknat.config import parse_config
 from quicknat.config.model import EventLog
@@ -11,14 +12,7 @@ from quicknat.events import EventLogger, event_line
 from quicknat.nat.allocator import Endpoint
 from quicknat.nat.session import Mapping
 
-BASE = """
-[[interface]]
-name = "in0"
-zone = "inside"
-[[interface]]
-name = "out0"
-zone = "outside"
-"""
+BASE = configs.text("zones")
 MAPPING = Mapping(17, Endpoint(ip("10.0.0.7"), 5000), Endpoint(ip("203.0.113.1"), 2001), "p")
 
 

@@ -3,6 +3,7 @@ the outer header, the quoted header and ports, and every checksum."""
 
 from __future__ import annotations
 
+import configs
 import pytest
 from quicknat.addr import parse_ipv4 as ip
 from quicknat.config import parse_config
@@ -14,22 +15,7 @@ from quicknat.packet import PacketError
 from scapy.layers.inet import ICMP, IP, TCP, UDP, IPerror, TCPerror, UDPerror
 from scapy.layers.l2 import Ether
 
-CONFIG = """
-[[interface]]
-name = "in0"
-zone = "inside"
-[[interface]]
-name = "out0"
-zone = "outside"
-[[pool]]
-name = "public"
-addresses = ["203.0.113.1"]
-ports = "2000-2009"
-[[rule]]
-type = "snat"
-prefix = "10.0.0.0/24"
-pool = "public"
-"""
+CONFIG = configs.text("zones", "snat_pool_ten_ports")
 ROUTER = "192.0.2.254"
 
 

@@ -5,6 +5,7 @@ owns an outside packet, which inside hosts are pinned, each instance's
 
 from __future__ import annotations
 
+import configs
 import pytest
 from quicknat.addr import Prefix, parse_ipv4
 from quicknat.config import parse_config
@@ -12,48 +13,7 @@ from quicknat.config.commands import slow_path_commands
 from quicknat.config.instances import owner, peer_commands, pins
 from quicknat.config.parse import ConfigError
 
-BASE = """
-[[interface]]
-name = "in0"
-zone = "inside"
-port = 1
-address = "10.0.0.1/24"
-mac = "02:00:00:00:00:01"
-
-[[interface]]
-name = "out0"
-zone = "outside"
-port = 2
-address = "198.51.100.1/24"
-mac = "02:00:00:00:00:02"
-
-[[route]]
-prefix = "0.0.0.0/0"
-via = "198.51.100.254"
-interface = "out0"
-
-[[pool]]
-name = "public"
-addresses = ["203.0.113.0/30"]
-ports = "1-65535"
-
-[[rule]]
-type = "snat"
-prefix = "10.0.0.0/24"
-pool = "public"
-
-[[slow_path]]
-name = "sp0"
-port = 9
-control = "/run/sp0.sock"
-ports = "1024-32767"
-
-[[slow_path]]
-name = "sp1"
-port = 10
-control = "/run/sp1.sock"
-ports = "32768-65535"
-"""
+BASE = configs.text("switch", "snat_pool", "slow_path", "slow_path_second")
 
 # a DNAT server on a pool port of sp1's block, one on a DNAT address of its
 # own (the first instance's), and a host whose SNAT has one fixed address
@@ -99,7 +59,7 @@ def test_rule_hosts_are_pinned_where_their_outside_packets_go() -> None:
         (Prefix.parse("10.0.0.7/32"), 0),
     ]
     # one instance: nothing to pin, no peers
-    single = parse_config(BASE.split('[[slow_path]]\nname = "sp1"')[0] + RULES)
+    single = parse_config(configs.text("switch", "snat_pool", "slow_path") + RULES)
     assert pins(single) == [] and peer_commands(single, "sp0") == []
 
 

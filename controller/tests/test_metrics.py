@@ -6,31 +6,14 @@ from __future__ import annotations
 
 import asyncio
 
+import configs
 from quicknat.config import parse_config
 from quicknat.controller.program import Pipeline
 from quicknat.controller.service import Controller, ControllerOptions
 from quicknat.metrics import exposition
 from quicknat.metrics import serve_metrics as serve
 
-CONFIG = """
-[[interface]]
-name = "in0"
-zone = "inside"
-port = 1
-mac = "02:00:00:00:00:01"
-[[interface]]
-name = "out0"
-zone = "outside"
-port = 2
-mac = "02:00:00:00:00:02"
-[[pool]]
-name = "public"
-addresses = ["203.0.113.0/30"]
-[[rule]]
-type = "snat"
-prefix = "10.0.0.0/24"
-pool = "public"
-"""
+CONFIG = configs.text("switch", "snat_pool")
 
 
 def lines(text: bytes) -> set[str]:

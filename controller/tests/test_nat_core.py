@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 
+import configs
 import pytest
 from quicknat.addr import parse_ipv4 as ip
 from quicknat.config import parse_config
@@ -15,21 +16,9 @@ from quicknat.nat.core import Nat, Refusal, Refused
 from quicknat.nat.session import FlowKey, Origin, Rewrite
 
 TCP, UDP, ICMP = 6, 17, 1
-BASE = """
-[[interface]]
-name = "in0"
-zone = "inside"
-[[interface]]
-name = "out0"
-zone = "outside"
-[[pool]]
-name = "public"
-addresses = ["203.0.113.1"]
-ports = "2000-2009"
-[[rule]]
-type = "snat"
-prefix = "10.0.0.0/24"
-pool = "public"
+BASE = (
+    configs.text("zones", "snat_pool_ten_ports")
+    + """
 [[rule]]
 type = "dnat"
 prefix = "203.0.113.80"
@@ -42,6 +31,7 @@ type = "dnat"
 prefix = "203.0.113.96/30"
 to = "10.0.0.96/30"
 """
+)
 
 
 def nat(extra: str = "") -> Nat:

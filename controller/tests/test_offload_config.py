@@ -17,7 +17,7 @@ def slow_path(name: str, port: int, ports: str) -> str:
 
 
 def test_instances_are_parsed() -> None:
-    config = parse_config(OFFLOAD_CONFIG.replace("# more", slow_path("sp1", 10, "32768-65535")))
+    config = parse_config(OFFLOAD_CONFIG + slow_path("sp1", 10, "32768-65535"))
     assert [(s.name, s.port, s.control, s.port_min, s.port_max) for s in config.slow_paths] == [
         ("sp0", 9, "/run/sp0.sock", 1024, 32767),
         ("sp1", 10, "/run/sp1.sock", 32768, 65535),
@@ -36,12 +36,12 @@ def test_instances_are_parsed() -> None:
 )
 def test_bad_instances_are_refused(extra: str, message: str) -> None:
     with pytest.raises(ConfigError) as info:
-        parse_config(OFFLOAD_CONFIG.replace("# more", extra))
+        parse_config(OFFLOAD_CONFIG + extra)
     assert any(message in m for m in info.value.messages), info.value.messages
 
 
 def test_an_instance_s_commands() -> None:
-    config = parse_config(OFFLOAD_CONFIG.replace("# more", slow_path("sp1", 10, "32768-65535")))
+    config = parse_config(OFFLOAD_CONFIG + slow_path("sp1", 10, "32768-65535"))
     lines = slow_path_commands(config, "sp1")
     assert lines[1:3] == [
         "interface inside zone inside port 0 address 169.254.0.1/30 mac 02:00:00:00:fe:01 "
@@ -81,7 +81,7 @@ def test_an_instance_checks_the_switch_s_smallest_mtu_and_routed_networks() -> N
         'address = "10.1.0.1/24"\nmtu = 1400\n\n'
         '[[route]]\nprefix = "172.16.0.0/16"\ninterface = "in1"\nvia = "10.1.0.254"\n'
     )
-    lines = slow_path_commands(parse_config(OFFLOAD_CONFIG.replace("# more", extra)), "sp0")
+    lines = slow_path_commands(parse_config(OFFLOAD_CONFIG + extra), "sp0")
     assert " mtu 1400 vlan 1 " in lines[1]  # the smaller of in0 (1500) and in1
     assert " mtu " not in lines[2]  # out0: the default
     assert "route 172.16.0.0/16 dev inside via 169.254.0.2 source 10.1.0.1" in lines

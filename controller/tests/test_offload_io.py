@@ -1,4 +1,4 @@
-"""The offload manager's command channel to an instance (offload_io.py):
+"""Offload mode's command channel to an instance (modes/offload_io.py):
 `session` lines on one connection kept open, answered line by line, and a
 connection the instance closed (it restarted) opened again for the batch."""
 
@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from quicknat.config.model import SlowPath
-from quicknat.controller.offload_io import OffloadIO
+from quicknat.controller.modes.offload_io import OffloadIO
 from quicknat.controller.stats import Stats
 
 
@@ -48,13 +48,13 @@ def test_session_lines_share_one_connection_and_survive_a_restart(tmp_path: Path
         server = await asyncio.start_unix_server(instance.serve, str(instance.path))
         stats = Stats()
         sp = SlowPath(name="sp0", port=9, control=str(instance.path))
-        io = OffloadIO(None, (sp,), stats, asyncio.Event())  # type: ignore[arg-type]
+        io = OffloadIO(None, (sp,), stats)  # type: ignore[arg-type]
         sender = asyncio.ensure_future(io._sender(0))
         io.command(0, ["session offload 1 udp 10.0.0.1:1 8.8.8.8:53"])
         await until(lambda: len(instance.lines) == 1)
         io.command(0, ["session offload 2 udp 10.0.0.2:1 8.8.8.8:53", "bad line"])
         await until(lambda: len(instance.lines) == 3)
-        await until(lambda: stats["offload.command_errors"] == 1)
+        await until(lambda: stats["instance_command_errors"] == 1)
         assert instance.connections == 1
         # the instance restarts: it drops the connection after the next line
         instance.close_after = 4
@@ -63,7 +63,7 @@ def test_session_lines_share_one_connection_and_survive_a_restart(tmp_path: Path
         io.command(0, ["session idle 2 udp 10.0.0.2:1 8.8.8.8:53"])
         await until(lambda: len(instance.lines) == 5)
         assert instance.connections == 2
-        assert stats["offload.command_errors"] == 1  # nothing lost
+        assert stats["instance_command_errors"] == 1  # nothing lost
         sender.cancel()
         server.close()
         await server.wait_closed()

@@ -1,27 +1,30 @@
-"""The offload manager's rules (quicknat/controller/offload.py) against the real
-P4Info's entries, with the switch's Write and the instances' control sockets
-replaced by recorders: what is written, in which batches, and what each
-instance is told."""
+"""Offload mode's rules (quicknat/controller/modes/offload_mode.py), written
+by the one writer (writer.py) against the real P4Info's entries, with the
+switch's Write and the instances' control sockets replaced by recorders:
+what is written, in which batches, and what each instance is told."""
 
 from __future__ import annotations
 
 import asyncio
 from dataclasses import replace
 
+import configs
 import pytest
 from finsy.proto import p4r
-from quicknat.addr import Prefix, parse_ipv4
+from quicknat.addr import parse_ipv4
 from quicknat.config import parse_config
 from quicknat.config.model import Timeouts
-from quicknat.controller.offload import OffloadManager
+from quicknat.controller.context import ModeContext, WriterOptions
+from quicknat.controller.modes import OffloadMode
 from quicknat.controller.program import (
-    NatEntries,
     Pipeline,
     port_block_ternaries,
     slow_path_entries,
     static_entries,
 )
+from quicknat.controller.recovery import HeldEntries, HeldSession
 from quicknat.controller.stats import Stats
+from quicknat.controller.target import bmv2
 from quicknat.nat.allocator import Endpoint
 from quicknat.nat.session import FlowKey
 from quicknat.offload.stream import SessionEvent
@@ -85,30 +88,51 @@ class Switch:
         ]
 
 
+class Told:
+    """Stands in for the instances' command channel (offload_io.py)."""
+
+    def __init__(self) -> None:
+        self.lines: list[tuple[int, str]] = []
+
+    def command(self, instance: int, lines: list[str]) -> None:
+        self.lines.extend((instance, line) for line in lines)
+
+
 class Rig:
     def __init__(self, capacity: int = 100, instances: int = 1) -> None:
         self.switch = Switch()
-        self.told: list[tuple[int, str]] = []
         self.stats = Stats()
         self.clock = 0.0
-        self.m = OffloadManager(
-            NatEntries(PIPELINE.p4info),
-            TIMEOUTS,
-            [Prefix(parse_ipv4("203.0.113.0"), 29)],
-            self.stats,
-            self.switch.write,
-            lambda instance, lines: self.told.extend((instance, line) for line in lines),
-            capacity=capacity,
-            instances=instances,
-            now=lambda: self.clock,
+        config = parse_config(
+            configs.text("switch", "snat_pool", "slow_path", "slow_path_second")
+            if instances == 2
+            else configs.text("switch", "snat_pool", "slow_path")
         )
+        target = replace(bmv2(PIPELINE.p4info), session_capacity=capacity)
+        self.m = OffloadMode(
+            ModeContext(
+                config=replace(config, timeouts=TIMEOUTS),
+                p4info=PIPELINE.p4info,
+                target=target,
+                stats=self.stats,
+                write=self.switch.write,
+                packet_out=lambda payload, metadata: None,
+                now=lambda: self.clock,
+                writer_options=WriterOptions(),
+            )
+        )
+        self.instances = Told()
+        self.m.io = self.instances  # type: ignore[assignment]
+        self.told = self.instances.lines
         for i in range(instances):
             self.m.on_event(i, SessionEvent("synced"))
 
     def flush(self) -> None:
+        """The writer online until every write it starts is done."""
+
         async def run() -> None:
-            while self.m.has_work():
-                await self.m.flush()
+            self.m.writer.online()
+            await self.m.writer.settle()
 
         asyncio.run(run())
 
@@ -123,10 +147,11 @@ def test_sessions_are_installed_in_one_write_and_their_instance_told() -> None:
     assert rig.told == [
         (0, f"session offload {i} udp 10.0.0.{i}:5000 198.51.100.10:53") for i in (1, 2, 3)
     ]
-    assert rig.stats["offload.installed"] == 3
+    assert rig.stats["sessions_installed"] == 3
     # a repeat (around a snapshot) changes nothing
     rig.m.on_event(0, event("opened", 2, host=2, snapshot=True))
-    assert not rig.m.has_work()
+    rig.flush()
+    assert len(rig.switch.writes) == 1
 
 
 def test_closed_sessions_are_deleted_and_forgotten() -> None:
@@ -137,15 +162,15 @@ def test_closed_sessions_are_deleted_and_forgotten() -> None:
     rig.flush()
     assert rig.switch.last() == [(DELETE, "nat_in2out", 0), (DELETE, "nat_out2in", 0)]
     assert rig.m.sessions == {} and rig.m.by_key == {}
-    assert rig.stats["offload.deleted"] == 1
+    assert rig.stats["sessions_closed"] == 1
 
 
 def test_a_session_closed_during_its_insert_is_deleted_after_it() -> None:
     rig = Rig()
     rig.m.on_event(0, event("opened", 1))
-    batch = rig.m.installs.take_batch(10)  # its INSERT is out
+    batch = rig.m.writer.installs.take_batch(10)  # its INSERT is out
     rig.m.on_event(0, event("closed", 1))
-    asyncio.run(rig.m._install(batch))
+    asyncio.run(rig.m.writer._install(batch))
     assert rig.told == [], "not offloaded: it is gone"
     rig.flush()
     assert rig.switch.last() == [(DELETE, "nat_in2out", 0), (DELETE, "nat_out2in", 0)]
@@ -153,14 +178,14 @@ def test_a_session_closed_during_its_insert_is_deleted_after_it() -> None:
 
 def test_hairpin_and_overflow_stay_in_software() -> None:
     rig = Rig(capacity=2)  # the last slot is kept for long-lived flows
-    rig.m.on_event(0, event("opened", 1, remote=Endpoint(parse_ipv4("203.0.113.4"), 20011)))
+    rig.m.on_event(0, event("opened", 1, remote=Endpoint(parse_ipv4("203.0.113.2"), 20011)))
     rig.m.on_event(0, event("opened", 2, host=2))
     rig.m.on_event(0, event("opened", 3, host=3))  # nearly full: deferred
     rig.m.on_event(0, event("opened", 4, host=4, protocol=6, tcp_state="opening"))
     rig.flush()
     assert len(rig.switch.writes) == 1 and len(rig.switch.writes[0]) == 2
-    assert rig.stats["offload.software_only.hairpin"] == 1
-    assert rig.stats["offload.deferred"] == 2
+    assert rig.stats["software_only.hairpin"] == 1
+    assert rig.stats["sessions_deferred"] == 2
     # the TCP session proves long-lived: it takes the last slot
     rig.m.on_event(0, event("state", 4, host=4, protocol=6, tcp_state="established"))
     rig.flush()
@@ -172,7 +197,7 @@ def test_hairpin_and_overflow_stay_in_software() -> None:
     rig.m.on_event(0, event("opened", 5, host=5, protocol=6, tcp_state="opening"))
     rig.m.on_event(0, event("state", 5, host=5, protocol=6, tcp_state="established"))
     rig.flush()
-    assert rig.stats["offload.software_only.table_full"] == 1
+    assert rig.stats["software_only.table_full"] == 1
     assert [line.split()[2] for _, line in rig.told] == ["2", "4"]
     # their close is nothing to the switch
     writes = len(rig.switch.writes)
@@ -194,7 +219,7 @@ def test_a_full_table_leaves_the_session_in_software(code: int) -> None:
     assert [line for _, line in rig.told] == [
         "session offload 1 udp 10.0.0.10:5000 198.51.100.10:53"
     ]
-    assert rig.stats["offload.software_only.table_full"] == 1
+    assert rig.stats["software_only.table_full"] == 1
     assert set(rig.m.sessions) == {(0, 1)}
 
 
@@ -216,10 +241,11 @@ def test_idle_notifications_go_to_the_owning_instance() -> None:
     rig.m.on_event(1, event("opened", 7))
     rig.flush()
     key = FlowKey(17, parse_ipv4("10.0.0.10"), REMOTE.address, 5000, 53)
-    rig.m.on_idle(key)
+    rig.m.idle(key)
     assert rig.told[-1] == (1, "session idle 7 udp 10.0.0.10:5000 198.51.100.10:53")
-    assert not rig.m.has_work(), "the entries stay until the instance closes it"
-    rig.m.on_idle(FlowKey(17, 1, 2, 3, 4))  # not ours: nothing
+    rig.flush()
+    assert len(rig.switch.writes) == 1, "the entries stay until the instance closes it"
+    rig.m.idle(FlowKey(17, 1, 2, 3, 4))  # not ours: nothing
     assert len(rig.told) == 2
 
 
@@ -248,6 +274,11 @@ def test_a_restarted_instance_reusing_an_id_for_another_flow() -> None:
     assert sorted(kinds) == sorted([DELETE, DELETE, INSERT, INSERT])
     (s,) = rig.m.sessions.values()
     assert s.internal.address == parse_ipv4("10.0.0.9")
+
+
+def held(pairs: list[tuple[FlowKey, FlowKey]]) -> HeldEntries:
+    """The switch holding these sessions' entries (in2out and out2in keys)."""
+    return HeldEntries(tuple(HeldSession(a, Endpoint(b.dst, b.dport), b, 0) for a, b in pairs))
 
 
 def restarted_without_its_sessions(rig: Rig, run: int = 7) -> int:
@@ -286,10 +317,10 @@ def test_a_restarted_instance_that_lost_its_sessions_gets_the_switch_s_back() ->
         (0, 1): parse_ipv4("10.0.0.2"),
         (0, 2): parse_ipv4("10.0.0.1"),
     }
-    assert rig.stats["offload.handed_back"] == 2
+    assert rig.stats["sessions_handed_back"] == 2
     # known by their new ids from now on: the switch's idle report, a close
     rig.told.clear()
-    rig.m.on_idle(rig.m.sessions[0, 2].in2out)
+    rig.m.idle(rig.m.sessions[0, 2].in2out)
     assert rig.told == [(0, "session idle 2 udp 10.0.0.1:5000 198.51.100.10:53")]
     rig.m.on_event(0, event("closed", 2, host=1))
     rig.flush()
@@ -300,7 +331,8 @@ def test_a_restarted_instance_that_lost_its_sessions_gets_the_switch_s_back() ->
 def test_a_session_handed_back_but_not_taken_is_deleted() -> None:
     """The restarted instance mapped one flow anew before it got the session
     back (another external port): the switch's old entries go, the new
-    session is installed. One it never announces is deleted after the wait."""
+    session is installed. One it never announces is deleted after the wait.
+    Both were refused, as the instance counts them too (handback_refused)."""
     rig = Rig()
     for sid in (1, 2):
         rig.m.on_event(0, event("opened", sid, host=sid))
@@ -315,13 +347,15 @@ def test_a_session_handed_back_but_not_taken_is_deleted() -> None:
     assert kinds == [DELETE, DELETE, INSERT, INSERT]
     (s,) = rig.m.sessions.values()
     assert s.external.port == 30001
+    assert rig.stats["handback_refused"] == 1
     rig.clock = 4.0
     rig.m.tick()
-    assert rig.stats["offload.handback_refused"] == 0
+    assert rig.stats["handback_refused"] == 1
     rig.clock = 6.0
     rig.m.tick()
     rig.flush()
-    assert rig.stats["offload.handback_refused"] == 1
+    assert rig.stats["handback_refused"] == 2
+    assert rig.stats["sessions_handed_back"] == 0
     assert rig.switch.last() == [(DELETE, "nat_in2out", 0), (DELETE, "nat_out2in", 0)]
 
 
@@ -349,34 +383,34 @@ def test_entries_in_the_switch_are_adopted_or_swept() -> None:
     rig.m.stream_restarted(1)
     rig.told.clear()
     writes = len(rig.switch.writes)
-    rig.m.switch_entries([(s.in2out, s.out2in), orphan])
+    rig.m.recover(held([(s.in2out, s.out2in), orphan]))
     rig.m.on_event(0, event("opened", 1, snapshot=True))
     rig.m.on_event(0, SessionEvent("synced", count=1))
     rig.flush()
     assert len(rig.switch.writes) == writes, "nothing swept before every instance synced"
     rig.m.on_event(1, SessionEvent("synced", count=0))
     rig.flush()
-    assert rig.stats["offload.adopted"] == 1
+    assert rig.stats["sessions_recovered"] == 1
     assert rig.switch.last() == [(DELETE, "nat_in2out", 0), (DELETE, "nat_out2in", 0)]
-    assert rig.stats["offload.stale_entries_deleted"] == 1
-    assert rig.m.installs.in_switch(s)
+    assert rig.stats["stale_entries_deleted"] == 2  # the orphan's two entries
+    assert rig.m.writer.in_switch(s)
 
 
 def test_a_switch_that_lost_its_entries_is_refilled() -> None:
     rig = Rig()
     rig.m.on_event(0, event("opened", 1))
     rig.flush()
-    rig.m.switch_entries([])  # a restarted switch: empty
+    rig.m.recover(HeldEntries())  # a restarted switch: empty
     rig.flush()
     assert rig.switch.last() == [(INSERT, "nat_in2out", 300), (INSERT, "nat_out2in", 0)]
 
 
 def test_halves_are_swept_at_once() -> None:
     rig = Rig()
-    rig.m.switch_entries([], [("nat_out2in", FlowKey(17, 1, 2, 3, 4))])
+    rig.m.recover(HeldEntries(halves=(("nat_out2in", FlowKey(17, 1, 2, 3, 4)),)))
     rig.flush()
     assert rig.switch.last() == [(DELETE, "nat_out2in", 0)]
-    assert rig.stats["offload.stale_entries_deleted"] == 1
+    assert rig.stats["stale_entries_deleted"] == 1
 
 
 @pytest.mark.parametrize(
@@ -391,13 +425,7 @@ def test_port_blocks_as_ternaries_cover_exactly_the_range(low: int, high: int) -
 
 
 def test_the_slow_path_entries_follow_the_configuration() -> None:
-    config = parse_config(
-        OFFLOAD_CONFIG.replace(
-            "# more",
-            '[[slow_path]]\nname = "sp1"\nport = 10\n'
-            'control = "/run/sp1.sock"\nports = "32768-65535"\n',
-        )
-    )
+    config = parse_config(OFFLOAD_CONFIG + configs.text("slow_path_second"))
     members, groups, tables = slow_path_entries(PIPELINE.p4info, config)
     assert [m.action_profile_member.member_id for m in members] == [1, 2]
     assert [m.member_id for m in groups[0].action_profile_group.members] == [1, 2]
@@ -430,42 +458,4 @@ def test_the_slow_path_entries_follow_the_configuration() -> None:
     assert len(zones) == 4  # in0, out0, and the two slow-path ports (zone 3)
 
 
-OFFLOAD_CONFIG = """
-[[interface]]
-name = "in0"
-zone = "inside"
-port = 1
-address = "10.0.0.1/24"
-mac = "02:00:00:00:00:01"
-
-[[interface]]
-name = "out0"
-zone = "outside"
-port = 2
-address = "198.51.100.1/24"
-mac = "02:00:00:00:00:02"
-
-[[pool]]
-name = "public"
-addresses = ["203.0.113.0/30"]
-
-[[rule]]
-type = "snat"
-prefix = "10.0.0.0/24"
-pool = "public"
-
-[[rule]]
-type = "dnat"
-prefix = "203.0.113.9/32"
-port = 80
-protocol = "tcp"
-to = "10.0.0.5"
-
-[[slow_path]]
-name = "sp0"
-port = 9
-control = "/run/sp0.sock"
-ports = "1024-32767"
-
-# more
-"""
+OFFLOAD_CONFIG = configs.text("switch", "snat_pool", "dnat_web", "slow_path")

@@ -111,7 +111,7 @@ def test_a_rule_added_and_deleted_at_run_time() -> None:
         lines = await run.controller.line_command(f"rule add {DNAT}")
         assert lines[0].startswith("2 rules; static entries: ")
         assert kinds(run.switch.writes[-1])[-1] == INSERT
-        assert run.controller.nat.qns.lookup_kind  # the core has it:
+        assert run.controller.mode.nat.qns.lookup_kind  # the core has it:
         assert [r.id for r in run.controller.config.rules] == [1, 50]
         assert await run.controller.line_command("rules") == [
             "rule add id 1 type snat prefix 10.0.0.0/24 protocol any pool public",
@@ -123,7 +123,7 @@ def test_a_rule_added_and_deleted_at_run_time() -> None:
         # the SNAT rule goes; the established session stays (no flush)
         await run.controller.line_command("rule del 1")
         assert DELETE in kinds(run.switch.writes[-1])
-        assert len(list(run.controller.nat.sessions())) == 1
+        assert len(list(run.controller.mode.nat.sessions())) == 1
         # a new flow from inside now has no rule
         run.frame = frame("10.0.0.11")
         run.packet_in()
@@ -145,7 +145,7 @@ def test_flush_deletes_the_sessions_of_removed_rules(tmp_path: Path) -> None:
         lines = await run.controller.line_command(f"reload flush config {path}")
         assert lines[0].endswith("1 sessions deleted"), lines
         await run.settle()
-        assert list(run.controller.nat.sessions()) == []
+        assert list(run.controller.mode.nat.sessions()) == []
         assert run.counters()["sessions_deleted"] == 1
         assert run.controller.delete_sessions(SessionQuery("flush")) == 0
         path.write_text(CONFIG.replace('ports = "2000-2000"', 'ports = "2000-2001"'))

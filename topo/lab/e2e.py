@@ -348,7 +348,7 @@ def test_offload_takes_established_flows(lab: Nodes) -> None:
         after = json.loads(lab.quicknat("stats"))["counters"]["in2out"]
         assert after == before, f"the instance translated {after - before} of the 50 packets"
         stats = offload_counters(lab)
-        assert stats["offload.installed"] >= 1, stats
+        assert stats["sessions_installed"] >= 1, stats
     finally:
         lab.stop_process(sink)
     received = (lab.workdir / "udp-sink.log").read_text().split()
@@ -384,10 +384,10 @@ def test_offload_ageing_follows_the_switch(lab: Nodes) -> None:
         assert time.monotonic() < deadline, "the idle session did not end"
         time.sleep(0.5)
     deadline = time.monotonic() + 10
-    while counters()["offload.deleted"] <= before["offload.deleted"]:
+    while counters()["sessions_closed"] <= before["sessions_closed"]:
         assert time.monotonic() < deadline, "its entries were not deleted"
         time.sleep(0.2)
-    assert counters()["offload.idle_forwarded"] > before["offload.idle_forwarded"]
+    assert counters()["idle_forwarded"] > before["idle_forwarded"]
 
 
 def test_offload_instance_restart_keeps_switch_sessions(lab: Nodes) -> None:
@@ -407,7 +407,7 @@ def test_offload_instance_restart_keeps_switch_sessions(lab: Nodes) -> None:
         before = offload_counters(lab)
         gap = lab.restart_swpath()
         deadline = time.monotonic() + 10
-        while offload_counters(lab)["offload.resyncs"] <= before["offload.resyncs"]:
+        while offload_counters(lab)["instance_resyncs"] <= before["instance_resyncs"]:
             assert time.monotonic() < deadline, "the controller did not resubscribe"
             time.sleep(0.2)
         (again,) = udp_sessions_of(lab, sport)
@@ -428,7 +428,7 @@ def test_offload_instance_restart_keeps_switch_sessions(lab: Nodes) -> None:
     received = (lab.workdir / "restart-sink.log").read_text().split()
     print(f"instance restart took {gap:.2f} s; far received {received[-1] if received else 0}")
     assert in2out == 0, f"the new instance translated {in2out} packets of the offloaded flow"
-    for name in ("offload.deleted", "offload.installed", "offload.stale_entries_deleted"):
+    for name in ("sessions_closed", "sessions_installed", "stale_entries_deleted"):
         assert after[name] == before[name], f"{name}: {before[name]} -> {after[name]}"
     assert received and int(received[-1]) == 52, f"far received {received}"
 
@@ -464,10 +464,10 @@ def test_offload_instance_without_its_state_gets_switch_sessions_back(lab: Nodes
     received = (lab.workdir / "handback-sink.log").read_text().split()
     assert again["external"] == first["external"], (first, again)
     # every session the switch held for it (earlier tests' too) came back
-    handed_back = after["offload.handed_back"] - before["offload.handed_back"]
+    handed_back = after["sessions_handed_back"] - before["sessions_handed_back"]
     assert handed_back >= 1, after
     assert (counters["sessions_handed_back"], counters["in2out"]) == (handed_back, 0), counters
-    for name in ("offload.deleted", "offload.installed", "offload.handback_refused"):
+    for name in ("sessions_closed", "sessions_installed", "handback_refused"):
         assert after[name] == before[name], f"{name}: {before[name]} -> {after[name]}"
     assert received and int(received[-1]) == 51, f"far received {received}"
 

@@ -5,7 +5,7 @@ core opens it, rewrites its in2out entry when its TCP state or hairpin partner
 changes, and deletes both when the switch reports it idle. Each of those writes
 is asynchronous and may race a packet of the same flow, so every session is in
 exactly one of these states, changed only by the transitions below (no I/O
-here; write_path.py does the writes and reports their outcome):
+here; writer.py does the writes and reports their outcome):
 
     (none) --queue--> QUEUED --take_batch--> INSTALLING --installed--> INSTALLED
                                                         \\-stale-----> REWRITING
@@ -29,7 +29,7 @@ dictionary entries per session cost ~100 bytes of it.
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, Generic, Protocol, TypeVar
 
 Held = tuple[bytes, int]  # a punted packet and the port it came in on
@@ -68,7 +68,7 @@ class TransitionError(RuntimeError):
 
 class Installs(Generic[S]):
     """The install state of every session the controller writes, the packets
-    waiting for a write, and the queues the write path takes work from."""
+    waiting for a write, and the queues the writer takes work from (writer.py)."""
 
     def __init__(self) -> None:
         self._held: dict[int, list[Held]] = {}  # by session id, while held
@@ -158,9 +158,18 @@ class Installs(Generic[S]):
         self._expect(session, InstallState.QUEUED, InstallState.INSTALLING, InstallState.REWRITING)
         self._held.setdefault(session.id, []).append(packet)
 
-    def take_batch(self, limit: int) -> list[S]:
-        """QUEUED -> INSTALLING: the sessions of the next INSERT write."""
-        taken, self._batch = self._batch[:limit], self._batch[limit:]
+    def take_batch(self, limit: int, blocked: Callable[[S], bool] | None = None) -> list[S]:
+        """QUEUED -> INSTALLING: the sessions of the next INSERT write, in
+        order; those `blocked` names stay QUEUED, in their places (an entry
+        of theirs is being deleted: the writer's DELETE-first rule)."""
+        taken: list[S] = []
+        if blocked is None:
+            taken, self._batch = self._batch[:limit], self._batch[limit:]
+        else:
+            kept: list[S] = []
+            for session in self._batch:
+                (kept if len(taken) >= limit or blocked(session) else taken).append(session)
+            self._batch = kept
         for session in taken:
             self._set(session, InstallState.INSTALLING)
         return taken
@@ -265,10 +274,13 @@ class Installs(Generic[S]):
     def forget(self, session: S) -> list[Held]:
         """Any state -> none (the session is gone, or the switch lost its
         entries): its held packets."""
+        state = session.install
         self._set(session, None)
-        if session in self._batch:
+        # a session is in a queue exactly while in its state: no scan of the
+        # queues for the others (an expiry forgets a session per DELETE)
+        if state is InstallState.QUEUED:
             self._batch.remove(session)
-        if session in self._expiring:
+        elif state is InstallState.EXPIRING:
             self._expiring.remove(session)
         self._rewrite.pop(session.id, None)
         self._rewriting.discard(session.id)

@@ -136,53 +136,64 @@ def static_entries(p4info: P4Info, config: Config) -> list[p4r.TableEntry]:
     outside), own addresses, routes, the prefixes whose misses need NAT, and the
     NAT-owned prefixes no packet from a link may claim as its source."""
     entries: list[p4r.TableEntry] = []
+    for interface in config.interfaces:
+        entries += _interface_entries(p4info, interface)
+    entries += _proxy_arp_entries(p4info, config)
+    entries += _route_entries(p4info, config)
+    for sp in config.slow_paths:
+        entries += _port_entries(p4info, sp.port, ZONE_SLOW_PATH, SLOW_PATH_MTU)
+    entries += _scope_entries(p4info, config)
+    return entries
+
+
+def _port_entries(p4info: P4Info, port: int, zone: int, mtu: int) -> list[p4r.TableEntry]:
+    """A port's zone and MTU."""
+    return [
+        table_entry(p4info, "port_zone", {"ingress_port": port}, "set_zone", {"zone": zone}),
+        table_entry(p4info, "egress_mtu", {"egress_port": port}, "set_mtu", {"mtu": mtu}),
+    ]
+
+
+def _interface_entries(p4info: P4Info, interface: Interface) -> list[p4r.TableEntry]:
+    """An interface's port, and its own address: answered to ARP on its port
+    and taken as the router's own (local_address)."""
+    port = _ported(interface)
+    entries = _port_entries(p4info, port, ZONE_VALUE[interface.zone], interface.mtu)
+    if interface.address is None:
+        return entries
+    address = interface.address.address
+    arp = {"ingress_port": port, "arp_target_ip": address}
+    return [
+        *entries,
+        table_entry(p4info, "arp_reply", arp, "reply_arp", {"mac": _mac(interface)}),
+        table_entry(p4info, "local_address", {"ipv4_dst": address}, "mark_local"),
+    ]
+
+
+def _proxy_arp_entries(p4info: P4Info, config: Config) -> list[p4r.TableEntry]:
+    """Proxy ARP on every outside interface for the addresses the NAT
+    publishes (pools, DNAT and SNAT `to` addresses)."""
+    return [
+        table_entry(
+            p4info,
+            "arp_reply",
+            {"ingress_port": _ported(interface), "arp_target_ip": address},
+            "reply_arp",
+            {"mac": _mac(interface)},
+        )
+        for interface in config.interfaces
+        if interface.zone is Zone.OUTSIDE
+        for address in sorted(public_addresses(config))
+    ]
+
+
+def _route_entries(p4info: P4Info, config: Config) -> list[p4r.TableEntry]:
+    """Routes through a next hop, and a /32 route to each neighbour (how
+    hosts on a connected prefix are reached)."""
     by_name = {i.name: i for i in config.interfaces}
-    for interface in config.interfaces:
-        port = _ported(interface)
-        entries.append(
-            table_entry(
-                p4info,
-                "port_zone",
-                {"ingress_port": port},
-                "set_zone",
-                {"zone": ZONE_VALUE[interface.zone]},
-            )
-        )
-        entries.append(
-            table_entry(
-                p4info, "egress_mtu", {"egress_port": port}, "set_mtu", {"mtu": interface.mtu}
-            )
-        )
-        if interface.address is not None:
-            entries.append(
-                table_entry(
-                    p4info,
-                    "arp_reply",
-                    {"ingress_port": port, "arp_target_ip": interface.address.address},
-                    "reply_arp",
-                    {"mac": _mac(interface)},
-                )
-            )
-            entries.append(
-                table_entry(
-                    p4info, "local_address", {"ipv4_dst": interface.address.address}, "mark_local"
-                )
-            )
-    for interface in config.interfaces:
-        if interface.zone is Zone.OUTSIDE:
-            for address in sorted(public_addresses(config)):
-                entries.append(
-                    table_entry(
-                        p4info,
-                        "arp_reply",
-                        {"ingress_port": _ported(interface), "arp_target_ip": address},
-                        "reply_arp",
-                        {"mac": _mac(interface)},
-                    )
-                )
     neighbors = {(n.interface, n.address): n.mac for n in config.neighbors}
+    entries = []
     for route in config.routes:
-        interface = by_name[route.interface]
         if route.via is None:
             continue  # connected: hosts are reached through their /32 neighbour routes
         mac = neighbors.get((route.interface, route.via))
@@ -191,20 +202,15 @@ def static_entries(p4info: P4Info, config: Config) -> list[p4r.TableEntry]:
                 f"route {route.prefix}: next hop {format_ipv4(route.via)} "
                 f"needs a [[neighbor]] entry on {route.interface}"
             )
-        entries.append(_route(p4info, route.prefix, interface, mac))
+        entries.append(_route(p4info, route.prefix, by_name[route.interface], mac))
     for n in config.neighbors:
         entries.append(_route(p4info, Prefix(n.address, 32), by_name[n.interface], n.mac))
-    for sp in config.slow_paths:
-        entries.append(
-            table_entry(
-                p4info, "port_zone", {"ingress_port": sp.port}, "set_zone", {"zone": ZONE_SLOW_PATH}
-            )
-        )
-        entries.append(
-            table_entry(
-                p4info, "egress_mtu", {"egress_port": sp.port}, "set_mtu", {"mtu": SLOW_PATH_MTU}
-            )
-        )
+    return entries
+
+
+def _scope_entries(p4info: P4Info, config: Config) -> list[p4r.TableEntry]:
+    """The prefixes whose misses need NAT (snat_scope, dnat_scope) and the
+    NAT-owned ones no packet from a link may claim as its source."""
     scopes = {("snat_scope", "ipv4_src", r.prefix) for r in config.rules if r.kind is RuleKind.SNAT}
     scopes |= {
         ("dnat_scope", "ipv4_dst", r.prefix) for r in config.rules if r.kind is RuleKind.DNAT
@@ -218,6 +224,7 @@ def static_entries(p4info: P4Info, config: Config) -> list[p4r.TableEntry]:
         scopes |= {("dnat_scope", "ipv4_dst", p) for pool in config.pools for p in pool.addresses}
     # A NAT-owned source on a packet from a link is spoofed (IN-IP-5).
     scopes |= {("owned_source", "ipv4_src", p) for p in config.public_prefixes()}
+    entries = []
     for table, field, prefix in sorted(scopes, key=lambda s: (s[0], s[2])):
         action = "mark_owned" if table == "owned_source" else "mark_nat_required"
         entries.append(table_entry(p4info, table, {field: (prefix.address, prefix.length)}, action))
@@ -268,60 +275,81 @@ def slow_path_entries(p4info: P4Info, config: Config) -> list[list[p4r.Entity]]:
             len(instances),
         )
     )
-    tables = [
-        p4r.Entity(
-            table_entry=table_entry(
-                p4info,
-                "slow_path_in2out",
-                {"zone": ZONE_VALUE[Zone.INSIDE]},
-                group_id=SLOW_PATH_GROUP,
-            )
-        )
-    ]
+    inside = table_entry(
+        p4info, "slow_path_in2out", {"zone": ZONE_VALUE[Zone.INSIDE]}, group_id=SLOW_PATH_GROUP
+    )
+    tables = [p4r.Entity(table_entry=inside)]
+    tables += _slow_path_out2in(p4info, config)
+    tables += _slow_path_pins(p4info, config)
+    if len(instances) > 1:
+        tables += _slow_path_peers(p4info, config)
+    return [members, [group], tables]
 
-    def to(
-        table: str, match: Mapping[str, Exact | Lpm | Ternary], index: int, priority: int = 0
-    ) -> p4r.Entity:
-        port = {"port": instances[index].port}
-        return p4r.Entity(
-            table_entry=table_entry(p4info, table, match, "to_slow_path", port, priority=priority)
-        )
 
+def _to_instance(
+    p4info: P4Info,
+    table: str,
+    match: Mapping[str, Exact | Lpm | Ternary],
+    port: int,
+    priority: int = 0,
+) -> p4r.Entity:
+    """A slow-path table's entry sending what it matches to the instance on `port`."""
+    return p4r.Entity(
+        table_entry=table_entry(
+            p4info, table, match, "to_slow_path", {"port": port}, priority=priority
+        )
+    )
+
+
+def _slow_path_out2in(p4info: P4Info, config: Config) -> list[p4r.Entity]:
+    """Outside packets to a pool address by port block to the block's
+    instance (RFC 7422); below them, everything else of the NAT's to the
+    default instance."""
+    instances, entries = config.slow_paths, []
     prefixes = sorted({p for pool in config.pools for p in pool.addresses}, key=str)
     for prefix in prefixes:
         dst = Ternary(prefix.address, prefix.mask)
-        for index, sp in enumerate(instances):
+        for sp in instances:
             for block in port_block_ternaries(sp.port_min, sp.port_max):
                 match = {"ipv4_dst": dst, "has_ports": Ternary(1, 1), "l4_dport": block}
-                tables.append(to("slow_path_out2in", match, index, priority=10))
+                entries.append(_to_instance(p4info, "slow_path_out2in", match, sp.port, 10))
     public = [p for p in config.public_prefixes() if p not in prefixes]
+    default = instances[default_index(config)].port
     for prefix in prefixes + sorted(set(public), key=str):
         match = {"ipv4_dst": Ternary(prefix.address, prefix.mask)}
-        tables.append(to("slow_path_out2in", match, default_index(config), priority=1))
+        entries.append(_to_instance(p4info, "slow_path_out2in", match, default, 1))
+    return entries
+
+
+def _slow_path_pins(p4info: P4Info, config: Config) -> list[p4r.Entity]:
+    """The hosts of DNAT and SNAT `to` rules pinned to the instance that
+    takes those rules' outside packets."""
+    entries = []
     for prefix, index in pins(config):
         pin: dict[str, Exact | Lpm | Ternary] = {
             "zone": ZONE_VALUE[Zone.INSIDE],
             "inside_host": (prefix.address, prefix.length),
         }
-        tables.append(to("slow_path_pin", pin, index))
-    if len(instances) > 1:
-        tables += [
-            p4r.Entity(
-                table_entry=table_entry(
-                    p4info,
-                    "slow_path_peer",
-                    {"vid": peer_vid(i) + relay},
-                    "hand_off",
-                    {
-                        "port": sp.port,
-                        "vid": SLOW_PATH_VID_RELAY if relay else SLOW_PATH_VID_HANDOFF,
-                    },
-                )
+        entries.append(_to_instance(p4info, "slow_path_pin", pin, config.slow_paths[index].port))
+    return entries
+
+
+def _slow_path_peers(p4info: P4Info, config: Config) -> list[p4r.Entity]:
+    """Each instance's two peer VIDs: a hand-off (re-tagged 4) and a relay
+    (re-tagged 5) to it."""
+    return [
+        p4r.Entity(
+            table_entry=table_entry(
+                p4info,
+                "slow_path_peer",
+                {"vid": peer_vid(i) + relay},
+                "hand_off",
+                {"port": sp.port, "vid": SLOW_PATH_VID_RELAY if relay else SLOW_PATH_VID_HANDOFF},
             )
-            for i, sp in enumerate(instances)
-            for relay in (0, 1)
-        ]
-    return [members, [group], tables]
+        )
+        for i, sp in enumerate(config.slow_paths)
+        for relay in (0, 1)
+    ]
 
 
 def cpu_clone_session() -> p4r.Entity:

@@ -1,27 +1,31 @@
 """What the controller does with each packet the switch sends it (a punt):
-one handler per punt reason (program.PuntReason).
+one handler per punt reason (program.PuntReason), from a table the mode
+chose once (modes/).
 
-A new flow's first packet opens its session in the NAT core and waits in the
-write path for its entries; a packet that raced its install goes back through
-the pipeline at once (packet-out INJECT). ICMP errors, fragments and inside
-RSTs, which the switch's tables cannot translate, are translated here and
-routed by the switch (packet-out ROUTE); copies of packets the switch dropped
-are answered with the NAT's own ICMP error. No writes here (write_path.py), no
-connection (service.py).
+In both modes, copies of packets the switch dropped (TIME_EXCEEDED,
+FRAG_NEEDED) are answered with the NAT's own ICMP error (`Punts`). In
+controller mode the NAT core decides the rest (`NatPunts`): a new flow's
+first packet opens its session and waits in the writer for its entries; a
+packet that raced its install goes back through the pipeline at once
+(packet-out INJECT). ICMP errors, fragments and inside RSTs, which the
+switch's tables cannot translate, are translated here and routed by the
+switch (packet-out ROUTE). In offload mode the switch sends those to a
+slow-path instance instead, so they never come here. No writes here
+(writer.py), no connection (service.py).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import NamedTuple
 
 from finsy.proto import p4r
 
-from quicknat.config.model import Config, Zone
-from quicknat.controller.install_state import IN_SWITCH, InstallState
-from quicknat.controller.stats import Stats
-from quicknat.controller.write_path import WritePath
+from quicknat.config.model import Zone
+from quicknat.controller.context import ModeContext
+from quicknat.controller.install_state import IN_SWITCH, Held, InstallState
+from quicknat.controller.writer import SwitchWriter
 from quicknat.icmp_error import translate as translate_icmp_error
 from quicknat.icmp_gen import Kind, Originator
 from quicknat.nat.core import Nat, Refusal, Refused
@@ -29,7 +33,7 @@ from quicknat.nat.fragments import DatagramKey, Outcome, Reassembly
 from quicknat.nat.session import FlowKey, Session
 from quicknat.p4.constants import PacketOutMode, PuntReason
 from quicknat.p4rt.entities import packet_metadata
-from quicknat.p4rt.p4info import P4Info, decode
+from quicknat.p4rt.p4info import decode
 from quicknat.packet import (
     TCP,
     PacketError,
@@ -64,27 +68,19 @@ class Punt(NamedTuple):
 
 
 class Punts:
-    def __init__(
-        self,
-        config: Config,
-        p4info: P4Info,
-        nat: Nat,
-        writes: WritePath,
-        stats: Stats,
-        send: Callable[[bytes, Sequence[p4r.PacketMetadata]], None],
-        now: Callable[[], float],
-    ) -> None:
-        self.config = config
+    """Packet-ins decoded and handed to the handler of their reason; the
+    packet-outs the handlers send. The table here answers the error copies
+    only: what the switch punts in offload mode."""
+
+    def __init__(self, context: ModeContext) -> None:
+        config, p4info = context.config, context.p4info
+        self.config = config  # (a run-time change sets it: Mode.apply)
         self._p4info = p4info
-        self.nat = nat
-        self.writes = writes
-        self.stats = stats
-        self._send = send  # a packet-out on the switch's stream
-        self.now = now
-        self.icmp = Originator(config, stats)
+        self.stats = context.stats
+        self._send = context.packet_out
+        self.now = context.now
+        self.icmp = Originator(config, context.stats)
         self.zone_of_port = {i.port: i.zone for i in config.interfaces}
-        # The ports of fragmented datagrams (FRAGMENT packet-ins, IN-IP-8).
-        self.fragments = Reassembly()
         # Per-packet metadata, resolved once: packet-in field ids -> names, and
         # the packet-out header for each (port, mode) the controller sends with.
         self._packet_in_fields = {
@@ -92,12 +88,6 @@ class Punts:
         }
         self._packet_out_headers: dict[tuple[int, PacketOutMode], list[p4r.PacketMetadata]] = {}
         self._handlers: dict[int, Callable[[Punt], None]] = {
-            PuntReason.NEW_FLOW: self._on_new_flow,
-            PuntReason.NEW_FLOW_DNAT: self._on_new_flow,
-            PuntReason.TCP_RST: self._on_tcp_rst,
-            PuntReason.TCP_STATE: self._on_tcp_state,
-            PuntReason.ICMP_ERROR: self._on_icmp_error,
-            PuntReason.FRAGMENT: self._on_fragment,
             PuntReason.TIME_EXCEEDED: self._on_error_copy,
             PuntReason.FRAG_NEEDED: self._on_error_copy,
         }
@@ -119,6 +109,50 @@ class Punts:
             return
         handler(Punt(packet.payload, zone, port, meta.get("mtu", 0), PuntReason(reason)))
 
+    def _on_error_copy(self, punt: Punt) -> None:
+        """TIME_EXCEEDED, FRAG_NEEDED: a copy of a packet the switch dropped,
+        answered with the NAT's own ICMP error (ICMP-4)."""
+        self._send_icmp_error(punt.payload, punt.port, ERROR_COPIES[punt.reason], punt.mtu)
+
+    def _send_icmp_error(self, frame: bytes, port: int, kind: Kind, mtu: int = 0) -> None:
+        """The NAT's own ICMP error about a packet that arrived on `port`
+        (icmp_gen.py decides, counts and rate-limits), routed by the switch."""
+        error = self.icmp.error(frame, port, kind, self.now(), mtu)
+        if error is not None:
+            self._packet_out(error, port, PacketOutMode.ROUTE)
+
+    def inject(self, payload: bytes, port: int) -> None:
+        self._packet_out(payload, port, PacketOutMode.INJECT)
+
+    def _packet_out(self, payload: bytes, port: int, mode: PacketOutMode) -> None:
+        metadata = self._packet_out_headers.get((port, mode))
+        if metadata is None:
+            values = {"egress_port": 0, "ingress_port": port, "mode": mode}
+            metadata = packet_metadata(self._p4info, "packet_out", values)
+            self._packet_out_headers[(port, mode)] = metadata
+        self._send(payload, metadata)
+        self.stats["packet_out"] += 1
+
+
+class NatPunts(Punts):
+    """Controller mode's table: the NAT core decides every flow the switch
+    punts, and the writer installs the sessions it opens."""
+
+    def __init__(self, context: ModeContext, nat: Nat, writer: SwitchWriter[Session]) -> None:
+        super().__init__(context)
+        self.nat = nat
+        self.writer = writer
+        # The ports of fragmented datagrams (FRAGMENT packet-ins, IN-IP-8).
+        self.fragments = Reassembly()
+        self._handlers |= {
+            PuntReason.NEW_FLOW: self._on_new_flow,
+            PuntReason.NEW_FLOW_DNAT: self._on_new_flow,
+            PuntReason.TCP_RST: self._on_tcp_rst,
+            PuntReason.TCP_STATE: self._on_tcp_state,
+            PuntReason.ICMP_ERROR: self._on_icmp_error,
+            PuntReason.FRAGMENT: self._on_fragment,
+        }
+
     def _flow_key(self, punt: Punt) -> FlowKey | None:
         try:
             return parse_flow(punt.payload)
@@ -130,7 +164,7 @@ class Punts:
     def _on_new_flow(self, punt: Punt, key: FlowKey | None = None) -> None:
         """NEW_FLOW, NEW_FLOW_DNAT: a packet the switch has no entry for. Its
         session (opened, or found: it raced its install) and its place in the
-        write path decide whether it waits for a write or goes back at once."""
+        writer decide whether it waits for a write or goes back at once."""
         key = key or self._flow_key(punt)
         if key is None:
             return
@@ -143,19 +177,19 @@ class Punts:
         if key.protocol == TCP:
             self._track_tcp(session, key, flags)
         held = (punt.payload, punt.port)
-        state = self.writes.state(session)
+        state = self.writer.state(session)
         if state is InstallState.REWRITING:
             # Its entry is being rewritten (a hairpin that just opened): after that.
-            self.writes.hold(session, held)
+            self.writer.hold(session, held)
         elif state in IN_SWITCH:
             # Punted before its entries were in place: they are now.
             self.stats["packet_in.reinjected"] += 1
             self.inject(punt.payload, punt.port)
         elif state in (InstallState.QUEUED, InstallState.INSTALLING):
             self.stats["packet_in.install_in_flight"] += 1
-            self.writes.hold(session, held)
+            self.writer.hold(session, held)
         else:  # new, or revived while its DELETE is out (sent after it)
-            self.writes.queue(session, held)
+            self.writer.queue(session, held)
 
     def _on_tcp_rst(self, punt: Punt) -> None:
         """TCP_RST: an inside RST, routed without a lookup (_route_rst), or,
@@ -164,19 +198,17 @@ class Punts:
         if key is not None and not self._route_rst(punt.payload, key, punt.port):
             self._on_new_flow(punt, key)
 
-    def _on_error_copy(self, punt: Punt) -> None:
-        """TIME_EXCEEDED, FRAG_NEEDED: a copy of a packet the switch dropped,
-        answered with the NAT's own ICMP error (ICMP-4)."""
-        self._send_icmp_error(punt.payload, punt.port, ERROR_COPIES[punt.reason], punt.mtu)
-
     def _flow_session(
         self, zone: Zone, key: FlowKey, flags: int, payload: bytes, port: int
     ) -> Session | None:
         """The session of a punted packet's flow, opened if need be; None when
         the flow is refused (counted, and answered with code 13 when out of
         resources and the configuration says so, RFC 5508)."""
-        if self.nat.session_for(key) is None and not self.writes.has_room():
-            self.writes.table_full([(payload, port)])
+        if self.nat.session_for(key) is None and self.writer.free_slots() <= 0:
+            # RES-4: the switch's tables are full; refused as any flow out of
+            # resources, before a port is taken or a write tried
+            self.writer.table_full()
+            self.table_full([(payload, port)])
             return None
         try:
             return self.nat.new_flow(zone, key, self.now(), flags)
@@ -199,8 +231,8 @@ class Punts:
             return False
         self.stats["hairpin.opened"] += 1
         for s in (session, partner):
-            if self.writes.in_switch(s):
-                self.writes.want_rewrite(s)
+            if self.writer.in_switch(s):
+                self.writer.want_rewrite(s)
             else:  # (an insert in flight sees the stale action when it returns)
                 self._install_if_out(s)
         return True
@@ -208,8 +240,8 @@ class Punts:
     def _install_if_out(self, session: Session) -> None:
         """Install a session that has no entries and none on their way (or
         only a DELETE, after which it is installed again)."""
-        if self.writes.state(session) in (None, InstallState.DELETING):
-            self.writes.queue(session)
+        if self.writer.state(session) in (None, InstallState.DELETING):
+            self.writer.queue(session)
 
     def _on_icmp_error(self, punt: Punt) -> None:
         """ICMP_ERROR: translate an ICMP error for one of our sessions (the
@@ -289,26 +321,19 @@ class Punts:
             self.stats["fragment.timed_out"] += timed_out
             self.fragments.timed_out = 0
 
-    def _send_icmp_error(self, frame: bytes, port: int, kind: Kind, mtu: int = 0) -> None:
-        """The NAT's own ICMP error about a packet that arrived on `port`
-        (icmp_gen.py decides, counts and rate-limits), routed by the switch."""
-        error = self.icmp.error(frame, port, kind, self.now(), mtu)
-        if error is not None:
-            self._packet_out(error, port, PacketOutMode.ROUTE)
-
     def _route_rst(self, payload: bytes, key: FlowKey, port: int) -> bool:
         """An inside RST the switch did not look up, since a hit would restart
         its entry's idle timer (RFC 7857 sec. 2.2: an outbound RST does not
         refresh): tracked (the session turns transitory), translated with its
         session's rewrite and routed by the switch. That holds for a session
         whose idle timeout fired and whose DELETE is on its way too: any other
-        packet would revive it (WritePath.queue), a RST must not. False when it
+        packet would revive it (SwitchWriter.queue), a RST must not. False when it
         has no session with a rewrite: then it is handled as a new flow (which
         opens none for a RST, Nat.new_flow)."""
         session = self.nat.session_for(key)
         if session is None or key != session.in2out:
             return False
-        if self.writes.state(session) not in (*IN_SWITCH, InstallState.DELETING):
+        if self.writer.state(session) not in (*IN_SWITCH, InstallState.DELETING):
             return False
         rewrite = session.in2out_rewrite
         if rewrite is None:  # a hairpin half waiting for its peer
@@ -337,26 +362,16 @@ class Punts:
 
     def _track_tcp(self, session: Session, key: FlowKey, flags: int) -> None:
         for changed in self.nat.tcp_segment(session, key, flags):
-            self.writes.want_rewrite(changed)
+            self.writer.want_rewrite(changed)
 
-    def answer_refused(self, packets: list[tuple[bytes, int]]) -> None:
-        """A flow refused for a full table, as any flow out of resources: code
-        13 to its sender if the configuration says so (RFC 5508)."""
+    def table_full(self, packets: list[Held]) -> None:
+        """A flow refused for a full table (refused.table_full), as any flow
+        out of resources: code 13 to its sender if the configuration says so
+        (RFC 5508)."""
+        self.stats["refused.table_full"] += 1
         if packets and self.config.icmp.unreachable_on_exhaustion:
             payload, port = packets[0]
             self._send_icmp_error(payload, port, Kind.PROHIBITED)
-
-    def inject(self, payload: bytes, port: int) -> None:
-        self._packet_out(payload, port, PacketOutMode.INJECT)
-
-    def _packet_out(self, payload: bytes, port: int, mode: PacketOutMode) -> None:
-        metadata = self._packet_out_headers.get((port, mode))
-        if metadata is None:
-            values = {"egress_port": 0, "ingress_port": port, "mode": mode}
-            metadata = packet_metadata(self._p4info, "packet_out", values)
-            self._packet_out_headers[(port, mode)] = metadata
-        self._send(payload, metadata)
-        self.stats["packet_out"] += 1
 
 
 def _reason_name(reason: int) -> str:

@@ -17,10 +17,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from finsy.proto import p4r
 
+from quicknat.config import load_config
+from quicknat.config.commands import rule_command
 from quicknat.config.dump import config_to_toml_data
 from quicknat.config.model import Config
 from quicknat.config.parse import ConfigError, config_from_data
@@ -33,6 +36,57 @@ _INTEGERS = {"id", "port", "to_port"}
 
 class ReconfigureError(ValueError):
     """A change that is refused; the message says why."""
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """A run-time change a command asks for."""
+
+    config: Config
+    """The configuration wanted: the running one edited, or a file's."""
+    flush: bool
+    """Whether the sessions of removed or changed rules go too."""
+
+
+def command_change(line: str, running: Config, config_path: Path | None) -> Change | list[str]:
+    """swpath's run-time commands, on the P4 path: `rules` (its answer
+    lines), or `rule add ...`, `rule del N [flush]`, `reload [flush] [config
+    PATH]` (the change); ReconfigureError with the reason."""
+    words = line.split()
+    if words == ["rules"]:
+        return [rule_command(rule) for rule in running.rules]
+    if words[:2] == ["rule", "add"]:
+        return Change(with_rule(running, rule_from_words(words[2:])), flush=False)
+    if words[:2] == ["rule", "del"] and len(words) in (3, 4) and words[2].isdigit():
+        if len(words) == 4 and words[3] != "flush":
+            raise ReconfigureError("rule del: expected 'rule del N [flush]'")
+        return Change(without_rule(running, int(words[2])), flush=len(words) == 4)
+    if words and words[0] == "reload":
+        return _reload(words[1:], config_path)
+    raise ReconfigureError(f"unknown command {line!r} (rules, rule add, rule del, reload)")
+
+
+def _reload(words: list[str], config_path: Path | None) -> Change:
+    """`reload [flush] [config PATH]`: the file's configuration (by default
+    the one the controller started from)."""
+    flush = "flush" in words
+    rest = [w for w in words if w != "flush"]
+    if rest and (len(rest) != 2 or rest[0] != "config"):
+        raise ReconfigureError("reload: expected 'reload [flush] [config PATH]'")
+    path = Path(rest[1]) if rest else config_path
+    if path is None:
+        raise ReconfigureError("reload: the controller was not started from a file")
+    try:
+        return Change(load_config(path), flush)
+    except ConfigError as exc:
+        raise ReconfigureError("; ".join(exc.messages)) from None
+
+
+def removed_rules(running: Config, new: Config) -> set[int]:
+    """Rules removed, or changed (the same id matching other flows or
+    translating them otherwise): those whose sessions `flush` takes."""
+    kept = {r.id: r for r in new.rules}
+    return {r.id for r in running.rules if kept.get(r.id) != r}
 
 
 def rule_from_words(words: list[str]) -> dict[str, Any]:

@@ -10,47 +10,23 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
-# Counters with a fixed name; the per-reason families are added by the service
-# from its enums (refusals, ICMP errors sent, fragment outcomes, punt reasons).
-FIXED = (
+from quicknat.icmp_gen import Kind
+
+# The counters of the service and of the packet-in handlers both modes have
+# (punts.Punts); the writer's and each mode's own are theirs (writer.COUNTERS,
+# Mode.counter_names).
+COMMON = (
     "packet_in",
-    "sessions_deleted",
-    "reconfigured",
-    "takeovers",
-    "packet_in.malformed",
     "packet_in.unknown_port",
-    "packet_in.reinjected",
-    "packet_in.install_in_flight",
-    "packet_in.lost_on_disconnect",
     "packet_out",
-    "hairpin.opened",
-    "icmp_error.translated",
-    "icmp_error.no_session",
-    "icmp_error.malformed",
     "icmp_gen.malformed",
     "icmp_gen.no_address",
     "icmp_gen.rate_limited",
     "icmp_gen.suppressed",
-    "fragment.translated",
-    "fragment.no_session",
-    "fragment.hairpin",
-    "fragment.malformed",
-    "fragment.timed_out",
-    "tcp_rst.routed",
-    "tcp_state.segments",
-    "tcp_state.no_session",
-    "install_writes",
-    "install_failed",
-    "sessions_installed",
-    "entries_rewritten",
-    "rewrite_failed",
+    *(f"icmp_gen.sent.{kind.name.lower()}" for kind in Kind),
     "idle_timeouts",
-    "sessions_expired",
-    "sessions_revived",
-    "delete_failed",
-    "sessions_recovered",
-    "sessions_reinstalled",
-    "stale_entries_deleted",
+    "reconfigured",
+    "takeovers",
     "pipeline_pushes",
     "reconnects",
     "stream_errors",

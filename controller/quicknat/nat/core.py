@@ -23,6 +23,7 @@ from quicknat.nat.allocator import (
 )
 from quicknat.nat.qns import Qns
 from quicknat.nat.session import FlowKey, Mapping, Origin, Session
+from quicknat.nat.timeouts import idle_timeout
 from quicknat.rules import DnatTo, Protocol, Rule, RuleKind, SnatToAddress, SnatToPool
 
 
@@ -54,6 +55,7 @@ QuotaEvent = Callable[[str, int, int, float], None]
 the limit's value; now): a host's new flow was refused at that limit."""
 
 TRANSLATABLE = frozenset({Protocol.TCP, Protocol.UDP, Protocol.ICMP})
+_TCP = int(Protocol.TCP)
 
 
 # Packed integers as dictionary keys: a session is indexed twice and a mapping
@@ -459,14 +461,10 @@ class Nat:
                     self.on_mapping("deleted", mapping, now)
 
     def timeout(self, session: Session) -> int:
-        """Idle timeout in seconds (docs/nat-behavior.md TIME-*, TCP-*), by protocol and, for
-        TCP, by state (tcp_state.py)."""
-        t = self.config.timeouts
-        if session.protocol == Protocol.UDP:
-            return t.udp
-        if session.protocol == Protocol.ICMP:
-            return t.icmp
-        return t.tcp_established if tcp_state.established(session.tcp) else t.tcp_transitory
+        """Idle timeout in seconds: the one rule (timeouts.py), by protocol and,
+        for TCP, by the phase of the state tracked (tcp_state.py)."""
+        phase = tcp_state.phase(session.tcp) if session.protocol == _TCP else None
+        return idle_timeout(self.config.timeouts, session.protocol, phase)
 
     def tcp_segment(self, session: Session, packet: FlowKey, tcp_flags: int) -> list[Session]:
         """Record a TCP segment of the session (its key as it arrived); returns the

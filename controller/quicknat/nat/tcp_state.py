@@ -11,6 +11,8 @@ leaves a session at most 4 minutes.
 
 from __future__ import annotations
 
+import enum
+
 SYN_I2O, SYN_O2I = 0x01, 0x02
 FIN_I2O, FIN_O2I = 0x04, 0x08
 RST = 0x10
@@ -42,10 +44,29 @@ def established(state: int) -> bool:
     return (state & _SYN) == _SYN or ((state & _SYN) == 0 and (state & _SEEN) == _SEEN)
 
 
-def describe(state: int) -> str:
-    """For `quicknat sessions`."""
+class TcpPhase(enum.Enum):
+    """A TCP session's phase, in the words swpath's session stream and
+    `quicknat sessions` use (swpath/src/format.c, sp_tcp_phase_names); the
+    timeout rule (timeouts.py) takes it."""
+
+    OPENING = "opening"  # not established yet: a SYN without its answer, or one direction seen
+    ESTABLISHED = "established"  # established(): both SYNs, or picked up with traffic both ways
+    CLOSING = "closing"  # a FIN seen
+    RESET = "reset"  # a RST seen
+
+    # Identity's hash (members are singletons): Enum's own hashes the name,
+    # and offload mode looks a phase up per session event.
+    __hash__ = object.__hash__
+
+
+#: A phase by its word, as a slow-path instance's session stream writes it.
+PHASES = {p.value: p for p in TcpPhase}
+
+
+def phase(state: int) -> TcpPhase:
+    """The phase of a state (swpath: sp_nat_tcp_phase)."""
     if state & RST:
-        return "reset"
+        return TcpPhase.RESET
     if state & (FIN_I2O | FIN_O2I):
-        return "closing"
-    return "established" if established(state) else "opening"
+        return TcpPhase.CLOSING
+    return TcpPhase.ESTABLISHED if established(state) else TcpPhase.OPENING

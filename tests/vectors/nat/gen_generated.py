@@ -118,23 +118,49 @@ def filtering() -> list[Vector]:
 
 # -- TIME-1/2/3, TCP-1/2/3: idle timeouts -----------------------------------------
 
-# (name, protocol, packets after the first one (zone, flags) at t=0, timeout key)
+# One family per protocol and per TCP phase (swpath's words: opening,
+# established, closing, reset; nat/timeouts.py is the rule): (name, protocol,
+# the first packet's TCP flags, the packets after it (zone, flags) at t=1,
+# timeout key, requirement).
 _TIMED = [
-    ("udp", "udp", [], "udp"),
-    ("icmp", "icmp", [], "icmp"),
-    ("tcp_syn_sent", "tcp", [], "tcp_transitory"),
-    ("tcp_established", "tcp", [("outside", "SA"), ("inside", "A")], "tcp_established"),
+    ("udp", "udp", "", [], "udp", "TIME-1"),
+    ("icmp", "icmp", "", [], "icmp", "TIME-3"),
+    ("tcp_syn_sent", "tcp", "S", [], "tcp_transitory", "TCP-2"),
+    (
+        "tcp_established",
+        "tcp",
+        "S",
+        [("outside", "SA"), ("inside", "A")],
+        "tcp_established",
+        "TCP-1",
+    ),
+    # picked up mid-way (no SYN seen), with traffic both ways: established
+    ("tcp_picked_up", "tcp", "A", [("outside", "A")], "tcp_established", "TCP-1"),
     (
         "tcp_fin_seen",
         "tcp",
+        "S",
         [("outside", "SA"), ("inside", "A"), ("inside", "FA")],
         "tcp_transitory",
+        "TCP-2",
     ),
     (
         "tcp_fin_both",
         "tcp",
+        "S",
         [("outside", "SA"), ("inside", "A"), ("inside", "FA"), ("outside", "FA")],
         "tcp_transitory",
+        "TCP-2",
+    ),
+    # the reset phase: established, then a RST from outside (it ends the
+    # established timeout; one from inside would not refresh, timers.json)
+    (
+        "tcp_reset",
+        "tcp",
+        "S",
+        [("outside", "SA"), ("inside", "A"), ("outside", "RA")],
+        "tcp_transitory",
+        "TCP-3",
     ),
 ]
 
@@ -144,9 +170,10 @@ def timeouts() -> list[Vector]:
     second after, with the defaults and with other configured values."""
     vectors = []
     custom = {"udp": 180, "tcp_established": 9000, "tcp_transitory": 300, "icmp": 90}
-    for name, proto, packets, key in _TIMED:
+    for name, proto, first, packets, key, requirement in _TIMED:
         for variant, values in (("default", DEFAULT_TIMEOUTS), ("configured", custom)):
-            steps = [step(1, outbound(proto, "10.0.0.1", 4000, PEER, 80), "a", session="new")]
+            opening = outbound(proto, "10.0.0.1", 4000, PEER, 80, first or "S")
+            steps = [step(1, opening, "a", session="new")]
             for zone, flags in packets:
                 packet = (outbound if zone == "inside" else inbound)(
                     proto,
@@ -159,11 +186,10 @@ def timeouts() -> list[Vector]:
                 steps.append(step(1, packet, session="a"))
             timeout = values[key]
             steps += [step(timeout, alive=["a"]), step(timeout + 2, gone=["a"], sessions=0)]
-            requirement = {"udp": "TIME-1", "icmp": "TIME-3", "tcp_established": "TCP-1"}
             vectors.append(
                 vector(
                     f"timeout_{name}_{variant}",
-                    [requirement.get(key, "TCP-2")],
+                    [requirement],
                     steps,
                     **({"timeouts": custom} if variant == "configured" else {}),
                 )

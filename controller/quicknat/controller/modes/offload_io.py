@@ -1,10 +1,9 @@
-"""The offload manager's I/O (offload mode, docs/offload.md): one task per
-slow-path instance reading its session event stream (resubscribing with
-backoff when it ends), one task per instance sending it `session` lines in
-order, and the writer that flushes the manager (controller/offload.py) into
-the switch while the controller is connected. The controller service owns it:
-it calls `start` and `stop`, `recover` after each (re)connection, and
-`kick` after the manager got work from the switch (an idle notification).
+"""Offload mode's I/O with its slow-path instances (docs/offload.md): one
+task per instance reading its session event stream (resubscribing with
+backoff when it ends) into the mode (offload_mode.py), one task per instance
+sending it `session` lines in order, the mode's clock, and the flushes of
+the writer that the instances' events ask for. The mode owns it: `start`,
+`stop`, `command`, `configure`.
 """
 
 from __future__ import annotations
@@ -13,40 +12,41 @@ import asyncio
 import contextlib
 import logging
 from pathlib import Path
+from typing import Protocol
 
 from quicknat.config.model import SlowPath
-from quicknat.controller.offload import OffloadManager
 from quicknat.controller.stats import Stats
-from quicknat.nat.session import FlowKey
 from quicknat.offload.stream import SessionEvent, subscribe
-from quicknat.p4rt.client import P4RuntimeError
 
 log = logging.getLogger("quicknat.offload")
 
 BACKOFF_MIN_S, BACKOFF_MAX_S = 0.25, 5.0
 
-IO_COUNTERS = ("offload.stream_reconnects", "offload.command_errors")
-
 Connection = tuple[asyncio.StreamReader, asyncio.StreamWriter]
+
+
+class Instances(Protocol):
+    """What the instances' events go to (offload_mode.OffloadMode)."""
+
+    def on_event(self, instance: int, event: SessionEvent) -> None: ...
+    def stream_restarted(self, instance: int) -> None: ...
+    def tick(self) -> None: ...
+    def flush(self) -> None: ...
 
 
 class OffloadIO:
     def __init__(
         self,
-        manager: OffloadManager,
+        mode: Instances,
         instances: tuple[SlowPath, ...],
         stats: Stats,
-        connected: asyncio.Event,
         batch_window_ms: int = 0,  # [offload] batch_window_ms
     ) -> None:
-        self.manager = manager
+        self.mode = mode
         self.instances = instances
         self.stats = stats
-        for name in IO_COUNTERS:
-            stats[name] += 0
-        self.connected = connected
         self.batch_window_s = batch_window_ms / 1000
-        self._work = asyncio.Event()
+        self._flush_due: asyncio.TimerHandle | None = None
         self._queues: list[asyncio.Queue[list[str]]] = [asyncio.Queue() for _ in instances]
         self._tasks: list[asyncio.Task[None]] = []
 
@@ -56,10 +56,12 @@ class OffloadIO:
         for i in range(len(self.instances)):
             self._tasks.append(asyncio.ensure_future(self._feed(i)))
             self._tasks.append(asyncio.ensure_future(self._sender(i)))
-        self._tasks.append(asyncio.ensure_future(self._writer()))
         self._tasks.append(asyncio.ensure_future(self._ticker()))
 
     async def stop(self) -> None:
+        if self._flush_due is not None:
+            self._flush_due.cancel()
+            self._flush_due = None
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
@@ -68,7 +70,7 @@ class OffloadIO:
         self._tasks = []
 
     def command(self, instance: int, lines: list[str]) -> None:
-        """The manager's `command`: lines for an instance, sent in order."""
+        """Lines for an instance, sent in order."""
         self._queues[instance].put_nowait(lines)
 
     async def configure(self, lines: list[str]) -> list[str]:
@@ -86,40 +88,25 @@ class OffloadIO:
         return errors
 
     def kick(self) -> None:
-        self._work.set()
+        """The instances brought work: the writer flushes it, after
+        `[offload] batch_window_ms` to gather what else comes meanwhile (a
+        write is one round trip whatever it carries)."""
+        if not self.batch_window_s:
+            self.mode.flush()
+        elif self._flush_due is None:
+            loop = asyncio.get_running_loop()
+            self._flush_due = loop.call_later(self.batch_window_s, self._flush_now)
 
-    # -- the switch -----------------------------------------------------------------
-
-    def recover(
-        self, pairs: list[tuple[FlowKey, FlowKey]], halves: list[tuple[str, FlowKey]]
-    ) -> None:
-        """After a (re)connection: the sessions' entries the switch holds (in2out
-        and out2in keys), for the manager to adopt or sweep, and entries
-        without their other half (table, key), to sweep."""
-        self.manager.switch_entries(pairs, halves)
-        self.kick()
-
-    async def _writer(self) -> None:
-        while True:
-            await self._work.wait()
-            if self.batch_window_s:
-                # gather what else comes meanwhile ([offload] batch_window_ms)
-                await asyncio.sleep(self.batch_window_s)
-            self._work.clear()
-            while self.connected.is_set() and self.manager.has_work():
-                try:
-                    await self.manager.flush()
-                except P4RuntimeError as exc:
-                    log.warning("offload write: %s (again after the reconnection)", exc)
-                    break
+    def _flush_now(self) -> None:
+        self._flush_due = None
+        self.mode.flush()
 
     async def _ticker(self) -> None:
-        """The manager's clock (sessions handed back that were not taken)."""
+        """The mode's clock (sessions handed back that were not taken)."""
         while True:
             await asyncio.sleep(1.0)
-            self.manager.tick()
-            if self.manager.has_work():
-                self._work.set()
+            self.mode.tick()
+            self.mode.flush()
 
     # -- the instances ------------------------------------------------------------------
 
@@ -128,13 +115,13 @@ class OffloadIO:
         backoff = BACKOFF_MIN_S
         said = False
         while True:
-            self.manager.stream_restarted(instance)
+            self.mode.stream_restarted(instance)
             try:
                 async for events in subscribe(Path(sp.control)):
                     backoff = BACKOFF_MIN_S
                     said = False
                     lost = self._take(instance, events)
-                    self._work.set()
+                    self.kick()
                     if lost:
                         log.warning("slow path %s dropped session events: resubscribing", sp.name)
                         break
@@ -142,23 +129,23 @@ class OffloadIO:
                 if not said:
                     log.warning("slow path %s (%s): %s; retrying", sp.name, sp.control, exc)
                     said = True
-            self.stats["offload.stream_reconnects"] += 1
+            self.stats["instance_stream_reconnects"] += 1
             await asyncio.sleep(backoff)
             backoff = min(backoff * 2, BACKOFF_MAX_S)
 
     def _take(self, instance: int, events: list[SessionEvent]) -> bool:
-        """A batch of the instance's events to the manager, up to a "lost"
+        """A batch of the instance's events to the mode, up to a "lost"
         (records dropped: what follows it is not to be trusted); whether
         there was one."""
         for event in events:
-            self.manager.on_event(instance, event)
+            self.mode.on_event(instance, event)
             if event.kind == "lost":
                 return True
         return False
 
     async def _sender(self, instance: int) -> None:
         """`session` lines to the instance, in order, on one connection kept
-        open (a connection per batch was 9% of the manager's CPU): each line
+        open (a connection per batch was 9% of the offload manager's CPU): each line
         is answered with one `ok` or `error: ...`. A broken connection is
         opened again for the next batch; the batch it broke is counted."""
         connection: Connection | None = None
@@ -190,14 +177,14 @@ class OffloadIO:
                     connection[1].close()
                     connection = None
                 if fresh or attempt == 1:
-                    self.stats["offload.command_errors"] += len(lines)
+                    self.stats["instance_command_errors"] += len(lines)
                     log.warning(
                         "slow path %s: %d session commands not sent: %s", sp.name, len(lines), exc
                     )
                     return None
         errors = [a.strip() for a in answers if a.startswith("error:")]
         if errors:
-            self.stats["offload.command_errors"] += len(errors)
+            self.stats["instance_command_errors"] += len(errors)
             log.warning("slow path %s: %s", sp.name, errors[0])
         return connection
 
