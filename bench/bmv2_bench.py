@@ -201,7 +201,7 @@ def client_costs(pipeline: Pipeline, count: int) -> dict[str, float]:
                         "l4_sport": 53,
                         "l4_dport": 2000 + i,
                     },
-                    "rewrite_dst",
+                    "out2in_rewrite_dst",
                     {"addr": 0x0A000001, "port": 1000},
                 ),
             )

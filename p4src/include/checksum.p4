@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // Checksums.
-// - IPv4 header checksum: verified on the way in (a failure is dropped by
-//   ingress as IPV4_CHECKSUM) and recomputed on the way out, options
-//   included, only when the pipeline changed the header; an untouched
-//   header (packet-in, direct packet-out) leaves exactly as it came.
+// - IPv4 header checksum: verified on the way in by the target
+//   (v1model/checksum.p4, pna/checksum.p4; a failure is dropped by ingress
+//   as IPV4_CHECKSUM) and updated incrementally (RFC 1624) by the controls
+//   that change the header (a TTL, an address), options or not: an
+//   untouched header (packet-in, direct packet-out) leaves as it came.
 // - TCP/UDP/ICMP checksums: updated incrementally (RFC 1624) by the controls
 //   that rewrite covered fields. An incremental update needs only the old
 //   checksum and the changed 16-bit words, so it stays correct for any
@@ -48,54 +49,11 @@ bit<16> csum16_update(in bit<16> checksum, in bit<32> delta) {
     return ~csum16_fold((bit<32>)(~checksum) + delta);
 }
 
-// ---- v1model checksum controls ---------------------------------------------
-
-control QuickNatVerifyChecksum(inout headers_t hdr,
-                               inout local_metadata_t local_md) {
-    apply {
-        verify_checksum(hdr.ipv4.isValid() && !hdr.ipv4_options.isValid(),
-            { hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.dscp_ecn,
-              hdr.ipv4.total_len, hdr.ipv4.identification,
-              hdr.ipv4.flag_reserved, hdr.ipv4.flag_dont_fragment,
-              hdr.ipv4.flag_more_fragments, hdr.ipv4.frag_offset,
-              hdr.ipv4.ttl, hdr.ipv4.protocol,
-              hdr.ipv4.src_addr, hdr.ipv4.dst_addr },
-            hdr.ipv4.hdr_checksum, HashAlgorithm.csum16);
-        verify_checksum(hdr.ipv4.isValid() && hdr.ipv4_options.isValid(),
-            { hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.dscp_ecn,
-              hdr.ipv4.total_len, hdr.ipv4.identification,
-              hdr.ipv4.flag_reserved, hdr.ipv4.flag_dont_fragment,
-              hdr.ipv4.flag_more_fragments, hdr.ipv4.frag_offset,
-              hdr.ipv4.ttl, hdr.ipv4.protocol,
-              hdr.ipv4.src_addr, hdr.ipv4.dst_addr,
-              hdr.ipv4_options.options },
-            hdr.ipv4.hdr_checksum, HashAlgorithm.csum16);
-    }
-}
-
-control QuickNatComputeChecksum(inout headers_t hdr,
-                                inout local_metadata_t local_md) {
-    apply {
-        update_checksum(local_md.ipv4_changed && hdr.ipv4.isValid()
-                            && !hdr.ipv4_options.isValid(),
-            { hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.dscp_ecn,
-              hdr.ipv4.total_len, hdr.ipv4.identification,
-              hdr.ipv4.flag_reserved, hdr.ipv4.flag_dont_fragment,
-              hdr.ipv4.flag_more_fragments, hdr.ipv4.frag_offset,
-              hdr.ipv4.ttl, hdr.ipv4.protocol,
-              hdr.ipv4.src_addr, hdr.ipv4.dst_addr },
-            hdr.ipv4.hdr_checksum, HashAlgorithm.csum16);
-        update_checksum(local_md.ipv4_changed && hdr.ipv4.isValid()
-                            && hdr.ipv4_options.isValid(),
-            { hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.dscp_ecn,
-              hdr.ipv4.total_len, hdr.ipv4.identification,
-              hdr.ipv4.flag_reserved, hdr.ipv4.flag_dont_fragment,
-              hdr.ipv4.flag_more_fragments, hdr.ipv4.frag_offset,
-              hdr.ipv4.ttl, hdr.ipv4.protocol,
-              hdr.ipv4.src_addr, hdr.ipv4.dst_addr,
-              hdr.ipv4_options.options },
-            hdr.ipv4.hdr_checksum, HashAlgorithm.csum16);
-    }
+// The IPv4 header checksum after one of its 16-bit words changed, e.g. the
+// TTL and protocol word after a TTL decrement.
+bit<16> ipv4_checksum_word(in bit<16> checksum, in bit<16> old_word,
+                           in bit<16> new_word) {
+    return csum16_update(checksum, csum16_delta16(old_word, new_word));
 }
 
 #endif // __CHECKSUM__

@@ -7,7 +7,7 @@
 #ifndef __DEFINE__
 #define __DEFINE__
 
-#include "target.p4"
+// (after the target's target.p4, which the program's top file includes first)
 
 typedef bit<48> mac_addr_t;
 typedef bit<32> ipv4_addr_t;
@@ -50,11 +50,10 @@ const bit<8> TCP_FLAG_URG = 0x20;
 // The flags whose combination is checked (IN-TCP-2): all but PSH, ECE, CWR.
 const bit<8> TCP_FLAGS_CHECKED = 0x37;
 
-// Bytes before the IPv4 header: Ethernet II, and the packet_out header in
-// front of a packet-out (header.p4: 9 + 9 + 8 + 6 bits).
+// Bytes before the IPv4 header: Ethernet II and an 802.1Q tag (the
+// packet_out header's length is the target's: target.p4).
 const bit<32> ETHERNET_HDR_BYTES = 14;
 const bit<32> VLAN_TAG_BYTES = 4;
-const bit<32> PACKET_OUT_HDR_BYTES = 4;
 // The smallest L4 header of each protocol the parser extracts (IN-IP-2).
 const bit<16> TCP_MIN_HDR_BYTES = 20;
 const bit<16> UDP_HDR_BYTES = 8;
@@ -109,9 +108,17 @@ enum bit<8> PuntReason_t {
     TCP_RST       = 8, // an inside TCP RST, not looked up (a hit would
                        // refresh its entry, RFC 7857 sec. 2.2): the
                        // controller translates and routes it
-    FRAGMENT      = 9  // an IPv4 fragment that needs NAT: the switch cannot
+    FRAGMENT      = 9, // an IPv4 fragment that needs NAT: the switch cannot
                        // keep a datagram's ports, the controller does
                        // (RFC 4787 REQ-14, virtual reassembly) and routes it
+    TCP_SEGMENT   = 10,// a TCP SYN, FIN or RST of a session the switch
+                       // holds, on a target that cannot copy it
+                       // (TARGET_CLONES 0): not forwarded; the controller
+                       // tracks its state, translates and routes it
+    IPV4_OPTIONS  = 11 // an IPv4 datagram with options that needs NAT, on a
+                       // target whose parser does not walk options (PNA):
+                       // the controller checks them (RFC 7126 sec. 4.3),
+                       // translates and routes it
 }
 
 // Clone session (P4Runtime CloneSessionEntry, one replica to CPU_PORT) of the

@@ -13,8 +13,8 @@
 // the packet exactly as it arrived (no TTL decrement, no rewrite).
 @controller_header("packet_in")
 header packet_in_header_t {
-    PortId_t     ingress_port; // logical ingress port (after packet-out injection)
-    @padding bit<7> _pad0;
+    port_t       ingress_port; // logical ingress port (after packet-out injection)
+    PACKET_IN_PADDING          // (to whole bytes: target.p4)
     PuntReason_t reason;
     bit<16>      mtu;          // FRAG_NEEDED: the egress port's MTU; 0 otherwise
 }
@@ -22,10 +22,10 @@ header packet_in_header_t {
 // Prepended by the controller to every packet-out.
 @controller_header("packet_out")
 header packet_out_header_t {
-    PortId_t        egress_port;  // DIRECT: port to send the payload out of
-    PortId_t        ingress_port; // INJECT: port the payload is processed as arriving on
+    port_t          egress_port;  // DIRECT: port to send the payload out of
+    port_t          ingress_port; // INJECT: port the payload is processed as arriving on
     PacketOutMode_t mode;
-    @padding bit<6> _pad0;
+    PACKET_OUT_PADDING            // (to whole bytes: target.p4)
 }
 
 header ethernet_t {
@@ -112,6 +112,15 @@ header icmp_echo_t {
     bit<16> sequence;
 }
 
+// What follows an ICMP error's first 4 bytes, up to the quoted header's
+// destination (RFC 792): read for offload mode's steering, never changed.
+header icmp_quote_t {
+    bit<32>     rest;        // unused, or the MTU of a fragmentation needed
+    bit<64>     quote0;      // the quoted IPv4 header's bytes 0..7
+    bit<64>     quote1;      // and 8..15
+    ipv4_addr_t quote_dst;   // its destination
+}
+
 struct headers_t {
     packet_in_header_t  packet_in;
     packet_out_header_t packet_out;
@@ -124,6 +133,7 @@ struct headers_t {
     udp_t               udp;
     icmp_t              icmp;
     icmp_echo_t         icmp_echo;
+    icmp_quote_t        icmp_quote;
 }
 
 // Translation chosen by a connection-table hit, applied by NatIngress.
@@ -138,13 +148,25 @@ struct nat_rewrite_t {
     l4_port_t   dst_port;
 }
 
+// A connection-table key, the packet's 5-tuple gathered in one place: the
+// tables match on one contiguous piece of metadata, which p4c-dpdk needs
+// to make them exact-match tables (header and metadata fields together it
+// classes as wildcard, and refuses a direct counter on).
+struct flow_key_t {
+    ipv4_addr_t src;
+    ipv4_addr_t dst;
+    bit<8>      proto;
+    l4_port_t   sport;
+    l4_port_t   dport;
+}
+
 struct local_metadata_t {
     // Port the packet is processed as arriving on: the wire port, or
     // packet_out.ingress_port for an injected packet-out. Every table and
     // the packet_in header use this, never the architecture's ingress port.
     // Kept in TCP_STATE copies (clone field list), like copy_reason.
     @field_list(PUNT_FIELD_LIST)
-    PortId_t      ingress_port;
+    port_t        ingress_port;
     bool          injected;        // came from the controller (INJECT or ROUTE)
     bool          skip_nat;        // ROUTE packet-out: translated already
     zone_t        zone;
@@ -159,27 +181,37 @@ struct local_metadata_t {
     // nothing rewrites it here); valid only when icmp_quote_valid.
     bool          icmp_quote_valid;
     ipv4_addr_t   icmp_quote_dst;
-    // The parser's walk over IPv4 options: what is left of them, left-aligned,
-    // and how many bytes of them.
     bit<32>       frame_len;       // bytes from the Ethernet header on (IN-IP-2)
     bit<16>       l4_len;          // IPv4 total length less its header
-    bit<320>      opt_scan;
-    bit<8>        opt_left;
+    // What the target's parser needs to walk IPv4 options (target.p4).
+    TARGET_PARSER_METADATA
+    // The datagram has IPv4 options this target's parser does not walk, so
+    // its L4 header was not parsed: it is the slow path's (IPV4_OPTIONS).
+    bool          opaque_l4;
     bool          is_fragment;     // MF set or a fragment offset: never translated
     bool          is_local;        // local_address hit
     // Offload mode (slow_path.p4): a slow-path instance takes this packet's
     // misses (slow_path_port); from_slow_path: came back translated from one.
     bool          slow_path;
-    PortId_t      slow_path_port;
+    port_t        slow_path_port;
     ipv4_addr_t   inside_host;     // the inside host an inside-zone packet is about
     bool          from_slow_path;
+    flow_key_t    flow;            // the connection tables' key (nat.p4)
     nat_rewrite_t nat;
     bool          route_ipv4;      // run routing_v4 (translated, or inside traffic not subject to NAT)
-    bool          ipv4_changed;    // recompute the IPv4 header checksum on the way out
+    // The destination routing_v4 looks up: the packet's, or the one a NAT
+    // hit translates it to (the header is rewritten only once the packet
+    // is known to leave: NatRewriteIngress).
+    ipv4_addr_t   route_dst;
+    // What the target's parser and checksum verification found (the
+    // target's pipeline.p4 sets them before QuickNatIngressCore).
+    bool          parser_failed;
+    bool          source_routed;   // a source route option (IP_OPTIONS)
+    bool          checksum_failed;
     // Forwarding decision. When ingress ends either drop_reason is set or
     // forward is (a punt becomes forward to CPU_PORT in PacketInIngress).
     bool          forward;
-    PortId_t      egress_port;
+    port_t        egress_port;
     // MTU of egress_port (egress_mtu table), for a FRAG_NEEDED copy.
     @field_list(PUNT_FIELD_LIST)
     bit<16>       egress_mtu;
@@ -191,6 +223,10 @@ struct local_metadata_t {
     @field_list(PUNT_FIELD_LIST)
     PuntReason_t  copy_reason;
     DropReason_t  drop_reason;
+    // A target without clones (TARGET_CLONES 0) sends a packet it drops for
+    // an ICMP error to the controller itself, as it arrived, instead of a
+    // copy: the drop is counted, then it goes to CPU_PORT.
+    bool          punt_dropped;
 }
 
 #endif // __HEADER__

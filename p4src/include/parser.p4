@@ -29,20 +29,30 @@ error {
 parser QuickNatParser(packet_in packet,
                       out headers_t hdr,
                       inout local_metadata_t local_md,
-                      inout standard_metadata_t standard_md) {
+                      PARSER_TARGET_PARAMS) {
 
     state start {
-        // v1model zeroes user metadata; say so explicitly for other targets.
-        local_md.ingress_port = standard_md.ingress_port;
-        local_md.frame_len = standard_md.packet_length;
+        // Every field, every packet: v1model zeroes user metadata, but the
+        // SWX pipeline keeps a thread's metadata from one packet to the next
+        // (controller/tests/test_p4_source.py holds this list to header.p4).
+        local_md.ingress_port = TARGET_INGRESS_PORT;
+        local_md.frame_len = TARGET_FRAME_LEN;
+        TARGET_PARSER_INIT
         local_md.injected = false;
+        local_md.skip_nat = false;
         local_md.zone = 0;
         local_md.l4_ports_valid = false;
         local_md.l4_sport = 0;
         local_md.l4_dport = 0;
+        local_md.flow.src = 0;
+        local_md.flow.dst = 0;
+        local_md.flow.proto = 0;
+        local_md.flow.sport = 0;
+        local_md.flow.dport = 0;
         local_md.is_icmp_error = false;
         local_md.icmp_quote_valid = false;
         local_md.icmp_quote_dst = 0;
+        local_md.l4_len = 0;
         local_md.inside_host = 0;
         local_md.is_local = false;
         local_md.slow_path = false;
@@ -52,17 +62,39 @@ parser QuickNatParser(packet_in packet,
         local_md.nat.rewrite_src = false;
         local_md.nat.rewrite_dst = false;
         local_md.nat.pending = false;
+        local_md.nat.src_addr = 0;
+        local_md.nat.src_port = 0;
+        local_md.nat.dst_addr = 0;
+        local_md.nat.dst_port = 0;
         local_md.route_ipv4 = false;
-        local_md.ipv4_changed = false;
+        local_md.route_dst = 0;
+        local_md.opaque_l4 = false;
+        local_md.is_fragment = false;
+        // Until the parse reaches `parsed`: a failed verify() ends it before
+        // that, on every target, so the parser itself says whether it
+        // finished. (p4c-dpdk writes a failed verify's error into PNA's pre
+        // control metadata, which the main control never sees.)
+        local_md.parser_failed = true;
+        local_md.source_routed = false;
+        local_md.checksum_failed = false;
+        local_md.punt_dropped = false;
+        local_md.copy_reason = PuntReason_t.NONE;
+        local_md.egress_mtu = 0;
         local_md.forward = false;
         local_md.egress_port = 0;
         local_md.packet_out_direct = false;
         local_md.punt_reason = PuntReason_t.NONE;
         local_md.drop_reason = DropReason_t.NONE;
-        transition select(standard_md.ingress_port) {
-            CPU_PORT: parse_packet_out;
-            default:  parse_ethernet;
+        transition select(TARGET_FROM_CPU) {
+            TARGET_FROM_CPU_VALUE: parse_packet_out;
+            default:               parse_ethernet;
         }
+    }
+
+    // Every successful parse ends here.
+    state parsed {
+        local_md.parser_failed = false;
+        transition accept;
     }
 
     state parse_packet_out {
@@ -77,7 +109,7 @@ parser QuickNatParser(packet_in packet,
             ETHERTYPE_VLAN: parse_vlan;
             ETHERTYPE_ARP:  parse_arp;
             ETHERTYPE_IPV4: parse_ipv4;
-            default:        accept;
+            default:        parsed;
         }
     }
 
@@ -89,13 +121,13 @@ parser QuickNatParser(packet_in packet,
         transition select(hdr.vlan.eth_type) {
             ETHERTYPE_ARP:  parse_arp;
             ETHERTYPE_IPV4: parse_ipv4;
-            default:        accept;
+            default:        parsed;
         }
     }
 
     state parse_arp {
         packet.extract(hdr.arp);
-        transition accept;
+        transition parsed;
     }
 
     state parse_ipv4 {
@@ -110,112 +142,22 @@ parser QuickNatParser(packet_in packet,
                   <= local_md.frame_len,
                error.Ipv4BadLength);
         local_md.l4_len = hdr.ipv4.total_len - ((bit<16>)hdr.ipv4.ihl << 2);
+        if (hdr.ipv4.flag_more_fragments == 1 || hdr.ipv4.frag_offset != 0) {
+            local_md.is_fragment = true;
+        }
+        // the connection tables' key (flow_key_t), gathered as it is parsed
+        local_md.flow.src = hdr.ipv4.src_addr;
+        local_md.flow.dst = hdr.ipv4.dst_addr;
+        local_md.flow.proto = hdr.ipv4.protocol;
         transition select(hdr.ipv4.ihl) {
             IPV4_MIN_IHL: parse_ipv4_payload;
             default:      parse_ipv4_options;
         }
     }
 
-    // Options (ihl 6..15: 1..10 words) are walked first, without consuming
-    // them: the walk reads a copy (lookahead of exactly the options' size,
-    // left-aligned in opt_scan) one option at a time, so that source routes
-    // and malformed lists are refused as swpath refuses them (RFC 7126 sec.
-    // 4.3, 4.4: a source-routed packet would be steered past the NAT's
-    // rewrite). Then the options are extracted whole, as one varbit.
-    state parse_ipv4_options {
-        local_md.opt_left = ((bit<8>)hdr.ipv4.ihl - (bit<8>)IPV4_MIN_IHL) << 2;
-        transition select(hdr.ipv4.ihl) {
-            6:  look_1;
-            7:  look_2;
-            8:  look_3;
-            9:  look_4;
-            10: look_5;
-            11: look_6;
-            12: look_7;
-            13: look_8;
-            14: look_9;
-            default: look_10;
-        }
-    }
-
-    state look_1 {
-        local_md.opt_scan = packet.lookahead<bit<32>>() ++ (bit<288>)0;
-        transition scan_option;
-    }
-    state look_2 {
-        local_md.opt_scan = packet.lookahead<bit<64>>() ++ (bit<256>)0;
-        transition scan_option;
-    }
-    state look_3 {
-        local_md.opt_scan = packet.lookahead<bit<96>>() ++ (bit<224>)0;
-        transition scan_option;
-    }
-    state look_4 {
-        local_md.opt_scan = packet.lookahead<bit<128>>() ++ (bit<192>)0;
-        transition scan_option;
-    }
-    state look_5 {
-        local_md.opt_scan = packet.lookahead<bit<160>>() ++ (bit<160>)0;
-        transition scan_option;
-    }
-    state look_6 {
-        local_md.opt_scan = packet.lookahead<bit<192>>() ++ (bit<128>)0;
-        transition scan_option;
-    }
-    state look_7 {
-        local_md.opt_scan = packet.lookahead<bit<224>>() ++ (bit<96>)0;
-        transition scan_option;
-    }
-    state look_8 {
-        local_md.opt_scan = packet.lookahead<bit<256>>() ++ (bit<64>)0;
-        transition scan_option;
-    }
-    state look_9 {
-        local_md.opt_scan = packet.lookahead<bit<288>>() ++ (bit<32>)0;
-        transition scan_option;
-    }
-    state look_10 {
-        local_md.opt_scan = packet.lookahead<bit<320>>();
-        transition scan_option;
-    }
-
-    state scan_option {
-        transition select(local_md.opt_left, local_md.opt_scan[319:312]) {
-            (0, _):   extract_ipv4_options;  // walked them all
-            (_, 0):   extract_ipv4_options;  // end of option list
-            (_, 1):   skip_nop;
-            (_, 131): source_route;          // loose source route
-            (_, 137): source_route;          // strict source route
-            default:  skip_option;
-        }
-    }
-
-    state skip_nop {
-        local_md.opt_scan = local_md.opt_scan << 8;
-        local_md.opt_left = local_md.opt_left - 1;
-        transition scan_option;
-    }
-
-    state skip_option {
-        bit<8> len = local_md.opt_scan[311:304];
-        verify(len >= 2 && len <= local_md.opt_left, error.Ipv4BadOption);
-        // BMv2 shifts by at most 255 bits: an option of up to 40 bytes
-        // (320 bits) is skipped in two halves.
-        local_md.opt_scan = local_md.opt_scan << (len << 2) << (len << 2);
-        local_md.opt_left = local_md.opt_left - len;
-        transition scan_option;
-    }
-
-    state source_route {
-        verify(false, error.Ipv4SourceRoute);
-        transition accept;
-    }
-
-    state extract_ipv4_options {
-        packet.extract(hdr.ipv4_options,
-                       (bit<32>)(((bit<16>)hdr.ipv4.ihl - (bit<16>)IPV4_MIN_IHL) << 5));
-        transition parse_ipv4_payload;
-    }
+    // IPv4 options (ihl 6..15): the target's states (target.p4), from
+    // parse_ipv4_options to parse_ipv4_payload or parsed.
+#include TARGET_IPV4_OPTIONS
 
     state parse_ipv4_payload {
         // A first fragment has ports but its other fragments have none: no
@@ -227,14 +169,8 @@ parser QuickNatParser(packet_in packet,
             (0, 0, IP_PROTO_TCP):  parse_tcp;
             (0, 0, IP_PROTO_UDP):  parse_udp;
             (0, 0, IP_PROTO_ICMP): parse_icmp;
-            (0, 0, _):             accept;
-            default:               mark_fragment;
+            default:               parsed; // a fragment, or no L4 of ours
         }
-    }
-
-    state mark_fragment {
-        local_md.is_fragment = true;
-        transition accept;
     }
 
     state parse_tcp {
@@ -246,8 +182,10 @@ parser QuickNatParser(packet_in packet,
                error.TcpBadDataOffset);
         local_md.l4_sport = hdr.tcp.sport;
         local_md.l4_dport = hdr.tcp.dport;
+        local_md.flow.sport = hdr.tcp.sport;
+        local_md.flow.dport = hdr.tcp.dport;
         local_md.l4_ports_valid = true;
-        transition accept;
+        transition parsed;
     }
 
     state parse_udp {
@@ -258,8 +196,10 @@ parser QuickNatParser(packet_in packet,
                error.UdpBadLength);
         local_md.l4_sport = hdr.udp.sport;
         local_md.l4_dport = hdr.udp.dport;
+        local_md.flow.sport = hdr.udp.sport;
+        local_md.flow.dport = hdr.udp.dport;
         local_md.l4_ports_valid = true;
-        transition accept;
+        transition parsed;
     }
 
     state parse_icmp {
@@ -272,7 +212,7 @@ parser QuickNatParser(packet_in packet,
             ICMP_TYPE_DEST_UNREACH:  mark_icmp_error;
             ICMP_TYPE_TIME_EXCEEDED: mark_icmp_error;
             ICMP_TYPE_PARAM_PROBLEM: mark_icmp_error;
-            default:                 accept;
+            default:                 parsed;
         }
     }
 
@@ -282,31 +222,34 @@ parser QuickNatParser(packet_in packet,
         // value in both key fields in both directions.
         local_md.l4_sport = hdr.icmp_echo.identifier;
         local_md.l4_dport = hdr.icmp_echo.identifier;
+        local_md.flow.sport = hdr.icmp_echo.identifier;
+        local_md.flow.dport = hdr.icmp_echo.identifier;
         local_md.l4_ports_valid = true;
-        transition accept;
+        transition parsed;
     }
 
     state mark_icmp_error {
         local_md.is_icmp_error = true;
         transition select(local_md.l4_len >= ICMP_ERROR_QUOTE_MIN_BYTES) {
             true:    read_icmp_quote;
-            default: accept;   // too short to quote a header: the slow path drops it
+            default: parsed;   // too short to quote a header: the slow path drops it
         }
     }
 
-    // Looked at, not extracted: the quote stays payload for the deparser.
-    // 4 bytes of the error's header (unused / MTU), then the quoted header,
-    // its destination at byte 16. Offload mode steers an inside host's
-    // errors by it (slow_path.p4).
+    // The rest of the error's header (unused / MTU) and the quoted IPv4
+    // header, its destination at byte 16, extracted as one header and
+    // emitted unchanged (SWX reads at most 64 bits ahead: no lookahead of
+    // 24 bytes). Offload mode steers an inside host's errors by it
+    // (slow_path.p4).
     state read_icmp_quote {
-        bit<192> quote = packet.lookahead<bit<192>>();
-        local_md.icmp_quote_dst = quote[31:0];
+        packet.extract(hdr.icmp_quote);
+        local_md.icmp_quote_dst = hdr.icmp_quote.quote_dst;
         local_md.icmp_quote_valid = true;
-        transition accept;
+        transition parsed;
     }
 }
 
-control QuickNatDeparser(packet_out packet, in headers_t hdr) {
+control QuickNatDeparser(packet_out packet, in headers_t hdr DEPARSER_TARGET_PARAMS) {
     apply {
         packet.emit(hdr.packet_in);
         packet.emit(hdr.ethernet);
@@ -318,6 +261,7 @@ control QuickNatDeparser(packet_out packet, in headers_t hdr) {
         packet.emit(hdr.udp);
         packet.emit(hdr.icmp);
         packet.emit(hdr.icmp_echo);
+        packet.emit(hdr.icmp_quote);
     }
 }
 

@@ -18,6 +18,7 @@ from ipaddress import IPv4Address
 
 from base import INSIDE, INSIDE2, OUTSIDE, QuickNatTest
 from finsy.proto import p4r
+from harness.targets import Bmv2Target
 from packets import (
     GATEWAY_MAC,
     HOST_MAC,
@@ -75,16 +76,19 @@ class OffloadProgramTest(QuickNatTest):
 
     def setUp(self) -> None:
         super().setUp()
-        if self.target.name != "bmv2":
+        if not self._switch_alone():
             return
         self.target.stop_nat()
         self.p4info = self.target.pipeline.p4info
 
+    def _switch_alone(self) -> bool:
+        return isinstance(self.target, Bmv2Target) and self.target.controller_mode
+
     def skip_unless_switch(self) -> None:
-        if self.target.name != "bmv2":
+        if not self._switch_alone():
             self.skipTest(
-                "the program's offload tables, written by the test itself: on the bmv2 target "
-                "(the offload target runs them with the controller and an instance)"
+                "the program's offload tables, written by the test itself: on a switch "
+                "target (the offload target runs them with the controller and an instance)"
             )
 
     def write(self, updates: Sequence[p4r.Update]) -> None:
@@ -293,7 +297,7 @@ class OffloadedSessionsStayInTheSwitch(OffloadProgramTest):
                             "l4_sport": r_port,
                             "l4_dport": e_port,
                         },
-                        "rewrite_dst",
+                        "out2in_rewrite_dst",
                         {"addr": ip(i_addr), "port": i_port},
                     ),
                 ),

@@ -6,7 +6,8 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-CPU_PORT = 255  # p4src/include/target.p4
+from quicknat.p4.constants import V1MODEL_CPU_PORT as CPU_PORT  # p4src/include/v1model/target.p4
+
 LOG_LEVELS = ("off", "error", "warn", "info", "debug", "trace")  # simple_switch -L
 
 

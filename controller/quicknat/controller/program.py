@@ -21,9 +21,9 @@ from quicknat.config.model import Config, Interface, Zone
 from quicknat.nat.session import FlowKey, Rewrite, Session
 from quicknat.p4.constants import (
     CPU_CLONE_SESSION,
-    CPU_PORT,
     SLOW_PATH_VID_HANDOFF,
     SLOW_PATH_VID_RELAY,
+    V1MODEL_CPU_PORT,
     ZONE_INSIDE,
     ZONE_OUTSIDE,
     ZONE_SLOW_PATH,
@@ -46,6 +46,12 @@ from quicknat.rules import RuleKind
 ARTIFACTS = Path(__file__).resolve().parents[1] / "p4"
 P4INFO = ARTIFACTS / "quicknat.p4info.txtpb"
 BMV2_JSON = ARTIFACTS / "quicknat.json"
+# Each target's build: its P4Info and its device config (BMv2's JSON; the
+# SWX pipeline's spec, which quicknat-swx compiles).
+PROGRAMS: Mapping[str, tuple[Path, Path]] = {
+    "bmv2": (P4INFO, BMV2_JSON),
+    "swx": (ARTIFACTS / "pna" / "quicknat.p4info.txtpb", ARTIFACTS / "pna" / "quicknat.spec"),
+}
 ZONE_VALUE = {Zone.INSIDE: ZONE_INSIDE, Zone.OUTSIDE: ZONE_OUTSIDE}
 SLOW_PATH_SELECTOR = "slow_path_selector"
 SLOW_PATH_GROUP = 1
@@ -59,8 +65,13 @@ class Pipeline:
     cookie: int
 
     @classmethod
-    def load(cls, p4info_path: Path = P4INFO, json_path: Path = BMV2_JSON) -> Pipeline:
-        device_config = json_path.read_bytes()
+    def of_target(cls, target: str) -> Pipeline:
+        """The committed build for a target (PROGRAMS)."""
+        return cls.load(*PROGRAMS[target])
+
+    @classmethod
+    def load(cls, p4info_path: Path = P4INFO, device_config_path: Path = BMV2_JSON) -> Pipeline:
+        device_config = device_config_path.read_bytes()
         text = p4info_path.read_bytes()
         # The cookie identifies this exact program: a restarted controller that
         # finds it installed keeps the switch's tables instead of wiping them.
@@ -355,7 +366,8 @@ def _slow_path_peers(p4info: P4Info, config: Config) -> list[p4r.Entity]:
 def cpu_clone_session() -> p4r.Entity:
     """The clone session of the TCP_STATE copies: one replica, to the CPU port."""
     entry = p4r.CloneSessionEntry(
-        session_id=CPU_CLONE_SESSION, replicas=[p4r.Replica(egress_port=CPU_PORT, instance=1)]
+        session_id=CPU_CLONE_SESSION,
+        replicas=[p4r.Replica(egress_port=V1MODEL_CPU_PORT, instance=1)],
     )
     return p4r.Entity(
         packet_replication_engine_entry=p4r.PacketReplicationEngineEntry(clone_session_entry=entry)
@@ -386,32 +398,41 @@ class NatEntries:
     framing resolved once (p4rt/wire.py)."""
 
     KEY = ("ipv4_src", "ipv4_dst", "ip_proto", "l4_sport", "l4_dport")
-    ACTIONS: ClassVar[Mapping[str, tuple[str, ...]]] = {
+    # The two tables' rewrites are the same three, under names of their own:
+    # nat_in2out's count the hit (its entries age on their counter, as PNA
+    # wants an action to say so), nat_out2in's do not (include/control/nat.p4).
+    _REWRITES: ClassVar[Mapping[str, tuple[str, ...]]] = {
         "rewrite_src": ("addr", "port"),
         "rewrite_dst": ("addr", "port"),
         "rewrite_src_dst": ("src_addr", "src_port", "dst_addr", "dst_port"),
-        "hairpin_pending": ("src_addr", "src_port"),
+    }
+    PREFIX: ClassVar[Mapping[str, str]] = {"nat_in2out": "", "nat_out2in": "out2in_"}
+    # Each table's actions and their parameters, in the order given.
+    ACTIONS: ClassVar[Mapping[str, Mapping[str, tuple[str, ...]]]] = {
+        "nat_in2out": {**_REWRITES, "hairpin_pending": ("src_addr", "src_port")},
+        "nat_out2in": {"out2in_" + name: p for name, p in _REWRITES.items()},
     }
 
     def __init__(self, p4info: P4Info) -> None:
         self.tables = {
-            name: ExactTableUpdates(p4info, name, self.KEY, self.ACTIONS)
-            for name in ("nat_in2out", "nat_out2in")
+            name: ExactTableUpdates(p4info, name, self.KEY, actions)
+            for name, actions in self.ACTIONS.items()
         }
 
     @staticmethod
     def _key(key: FlowKey) -> tuple[int, int, int, int, int]:
         return (key.src, key.dst, key.protocol, key.sport, key.dport)
 
-    @staticmethod
-    def _action(rewrite: Rewrite) -> tuple[str, tuple[int, ...]]:
+    @classmethod
+    def _action(cls, table: str, rewrite: Rewrite) -> tuple[str, tuple[int, ...]]:
         src, dst = rewrite.src, rewrite.dst
+        prefix = cls.PREFIX[table]
         if src is not None and dst is not None:
-            return "rewrite_src_dst", (src.address, src.port, dst.address, dst.port)
+            return prefix + "rewrite_src_dst", (src.address, src.port, dst.address, dst.port)
         if src is not None:
-            return "rewrite_src", (src.address, src.port)
+            return prefix + "rewrite_src", (src.address, src.port)
         assert dst is not None
-        return "rewrite_dst", (dst.address, dst.port)
+        return prefix + "rewrite_dst", (dst.address, dst.port)
 
     def _in2out(
         self, kind: p4r.Update.Type.ValueType, session: Session, timeout_s: int, created_ms: int
@@ -422,7 +443,7 @@ class NatEntries:
             external = session.external
             action, params = "hairpin_pending", (external.address, external.port)
         else:
-            action, params = self._action(rewrite)
+            action, params = self._action("nat_in2out", rewrite)
         return self.tables["nat_in2out"].update(
             kind,
             self._key(session.in2out),
@@ -440,7 +461,7 @@ class NatEntries:
         clock, ms; the entry's controller metadata), so that a controller that
         recovers it from the switch knows its age."""
         in2out = self._in2out(p4r.Update.INSERT, session, timeout_s, created_ms)
-        action, params = self._action(session.out2in_rewrite)
+        action, params = self._action("nat_out2in", session.out2in_rewrite)
         out2in = self.tables["nat_out2in"].update(
             p4r.Update.INSERT, self._key(session.out2in), action, params
         )

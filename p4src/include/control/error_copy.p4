@@ -7,17 +7,23 @@
 // error (controller/quicknat/icmp_gen.py) and sends it back with a ROUTE
 // packet-out. The clone is the packet before any rewrite, so the error quotes
 // what the sender sent, and a packet the controller injected is never copied.
+//
+// A control rather than an action: an action called with the whole
+// local_md copies every field in and out (p4c inlines it with copy-in/out),
+// which a target without copy propagation (p4c-dpdk, p4src/Makefile) keeps.
 
 #ifndef __ERROR_COPY__
 #define __ERROR_COPY__
 
 #include "../header.p4"
 
-action drop_with_icmp_error(inout local_metadata_t local_md,
-                            DropReason_t drop, PuntReason_t reason) {
-    local_md.drop_reason = drop;
-    local_md.copy_reason = reason;
-    local_md.forward = false;
+control DropWithIcmpError(inout local_metadata_t local_md,
+                          in DropReason_t drop, in PuntReason_t reason) {
+    apply {
+        local_md.drop_reason = drop;
+        local_md.copy_reason = reason;
+        local_md.forward = false;
+    }
 }
 
 #endif // __ERROR_COPY__

@@ -70,10 +70,11 @@ control InputCheckIngress(inout headers_t hdr,
             local_md.drop_reason = DropReason_t.NOT_UNICAST;
         } else if (local_md.injected) {
             // a translated error's source is NAT-owned by design
-        } else if (src8 == 0 || src8 == 127 || src8 >= 224
-                || dst8 == 0 || dst8 == 127 || dst8 >= 240) {
+        } else if (src8 == 0 || src8 == 127 || src8[7:5] == 0x7
+                || dst8 == 0 || dst8 == 127 || dst8[7:4] == 0xf) {
             // RFC 1812 sec. 5.3.7, RFC 6890: 0/8, 127/8, multicast and
-            // class E sources; 0/8, 127/8 and class E destinations.
+            // class E sources (224 and up: the top three bits set); 0/8,
+            // 127/8 and class E destinations (240 and up).
             local_md.drop_reason = DropReason_t.MARTIAN;
         } else if (owned_source.apply().hit) {
             local_md.drop_reason = DropReason_t.MARTIAN;

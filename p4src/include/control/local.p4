@@ -45,8 +45,8 @@ control LocalIngress(inout headers_t hdr,
         if (local_md.is_local
                 && hdr.icmp_echo.isValid()
                 && hdr.icmp.icmp_type == ICMP_TYPE_ECHO_REQUEST
-                && !hdr.ipv4_options.isValid()
-                && hdr.ipv4.flag_more_fragments == 0) {
+                && hdr.ipv4.flag_more_fragments == 0
+                && !hdr.ipv4_options.isValid()) {
             // Type 8 -> 0 changes one 16-bit word of the ICMP checksum
             // coverage (type, code); the checksum does not cover IP
             // addresses, so the swap below needs no further update.
@@ -55,11 +55,15 @@ control LocalIngress(inout headers_t hdr,
                                ICMP_TYPE_ECHO_REPLY ++ hdr.icmp.icmp_code));
             hdr.icmp.icmp_type = ICMP_TYPE_ECHO_REPLY;
 
+            // Swapping the addresses leaves the header's sum as it was; the
+            // new TTL is one word's change.
             ipv4_addr_t requester = hdr.ipv4.src_addr;
             hdr.ipv4.src_addr = hdr.ipv4.dst_addr;
             hdr.ipv4.dst_addr = requester;
+            hdr.ipv4.hdr_checksum = ipv4_checksum_word(hdr.ipv4.hdr_checksum,
+                hdr.ipv4.ttl ++ hdr.ipv4.protocol,
+                ICMP_ECHO_REPLY_TTL ++ hdr.ipv4.protocol);
             hdr.ipv4.ttl = ICMP_ECHO_REPLY_TTL;
-            local_md.ipv4_changed = true;
 
             // Back to the neighbour that sent the request.
             mac_addr_t neighbour = hdr.ethernet.src_addr;

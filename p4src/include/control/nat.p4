@@ -17,23 +17,47 @@
 
 control NatIngress(inout headers_t hdr,
                    inout local_metadata_t local_md) {
+    DropWithIcmpError() drop_with_icmp_error;
 
+    // Hits of nat_in2out's entries. On v1model a table counts by itself;
+    // PNA counts where an action says so (DIRECT_COUNT: p4c-dpdk wants every
+    // action of the table, its default included, to, and only the table's
+    // own actions may), and quicknat-swx ages the entries by these counts
+    // (P4Runtime idle timeouts). Only the inside-to-outside entry of a
+    // session ages (the controller's rule: outbound packets refresh a
+    // mapping, RFC 4787 REQ-6), so nat_out2in has no counter, and actions
+    // of its own (out2in_*) that count nothing.
     DECLARE_DIRECT_COUNTER(nat_in2out_counter);
-    DECLARE_DIRECT_COUNTER(nat_out2in_counter);
 
-    // SNAT direction (inside to outside) and replies to DNAT sessions. For
-    // ICMP echo the port is the new identifier.
-    action rewrite_src(ipv4_addr_t addr, l4_port_t port) {
+    action count_hit() {
+        DIRECT_COUNT(nat_in2out_counter);
+    }
+
+    action set_src(ipv4_addr_t addr, l4_port_t port) {
         local_md.nat.rewrite_src = true;
         local_md.nat.src_addr = addr;
         local_md.nat.src_port = port;
     }
 
-    // Replies to SNAT sessions and the DNAT direction.
-    action rewrite_dst(ipv4_addr_t addr, l4_port_t port) {
+    action set_dst(ipv4_addr_t addr, l4_port_t port) {
         local_md.nat.rewrite_dst = true;
         local_md.nat.dst_addr = addr;
         local_md.nat.dst_port = port;
+    }
+
+    // What a hit decides; NatRewriteIngress applies it once the packet is
+    // known to leave (a packet dropped or sent up leaves as it came).
+    // SNAT direction (inside to outside) and replies to DNAT sessions. For
+    // ICMP echo the port is the new identifier.
+    action rewrite_src(ipv4_addr_t addr, l4_port_t port) {
+        set_src(addr, port);
+        count_hit();
+    }
+
+    // Replies to SNAT sessions and the DNAT direction.
+    action rewrite_dst(ipv4_addr_t addr, l4_port_t port) {
+        set_dst(addr, port);
+        count_hit();
     }
 
     // Both at once: hairpinning (RFC 4787 REQ-9: an inside host reaching
@@ -41,8 +65,30 @@ control NatIngress(inout headers_t hdr,
     // twice NAT. For ICMP echo the identifier becomes src_port.
     action rewrite_src_dst(ipv4_addr_t src_addr, l4_port_t src_port,
                            ipv4_addr_t dst_addr, l4_port_t dst_port) {
-        rewrite_src(src_addr, src_port);
-        rewrite_dst(dst_addr, dst_port);
+        set_src(src_addr, src_port);
+        set_dst(dst_addr, dst_port);
+        count_hit();
+    }
+
+    // nat_in2out's miss (PNA counts it too, in the counter's entry-less
+    // slot 0).
+    action in2out_miss() {
+        count_hit();
+    }
+
+    // nat_out2in's: the same rewrites, uncounted.
+    action out2in_rewrite_src(ipv4_addr_t addr, l4_port_t port) {
+        set_src(addr, port);
+    }
+
+    action out2in_rewrite_dst(ipv4_addr_t addr, l4_port_t port) {
+        set_dst(addr, port);
+    }
+
+    action out2in_rewrite_src_dst(ipv4_addr_t src_addr, l4_port_t src_port,
+                                  ipv4_addr_t dst_addr, l4_port_t dst_port) {
+        set_src(src_addr, src_port);
+        set_dst(dst_addr, dst_port);
     }
 
     // A hairpin session whose second half is not open (the peer's mapping
@@ -55,6 +101,7 @@ control NatIngress(inout headers_t hdr,
         local_md.nat.pending = true;
         local_md.nat.src_addr = src_addr;
         local_md.nat.src_port = src_port;
+        count_hit();
     }
 
     // nat_in2out: exact on (ipv4_src, ipv4_dst, ip_proto, l4_sport,
@@ -63,49 +110,49 @@ control NatIngress(inout headers_t hdr,
     // directions of a hairpinned session arrive from inside), rewrite_dst,
     // or hairpin_pending.
     // Entries idle-time out (P4Runtime idle_timeout_ns); hits are counted.
+    // The key is the packet's 5-tuple (flow_key_t).
     // Miss: NatScopeIngress decides (punt NEW_FLOW, route untranslated, drop).
     table nat_in2out {
         key = {
-            hdr.ipv4.src_addr:  exact @name("ipv4_src");
-            hdr.ipv4.dst_addr:  exact @name("ipv4_dst");
-            hdr.ipv4.protocol:  exact @name("ip_proto");
-            local_md.l4_sport:  exact @name("l4_sport");
-            local_md.l4_dport:  exact @name("l4_dport");
+            local_md.flow.src:   exact @name("ipv4_src");
+            local_md.flow.dst:   exact @name("ipv4_dst");
+            local_md.flow.proto: exact @name("ip_proto");
+            local_md.flow.sport: exact @name("l4_sport");
+            local_md.flow.dport: exact @name("l4_dport");
         }
         actions = {
             rewrite_src;
             rewrite_dst;
             rewrite_src_dst;
             hairpin_pending;
-            @defaultonly NoAction;
+            @defaultonly in2out_miss;
         }
-        const default_action = NoAction();
+        const default_action = in2out_miss();
         TABLE_DIRECT_COUNTER = nat_in2out_counter;
         TABLE_IDLE_TIMEOUT;
         size = NAT_IN2OUT_TABLE_SIZE;
     }
 
     // nat_out2in: the same key, of packets from the outside zone ->
-    // rewrite_dst (reply of an SNAT session, or DNAT session), or the others.
+    // out2in_rewrite_dst (reply of an SNAT session, or DNAT session), or
+    // the others (out2in_rewrite_src, out2in_rewrite_src_dst).
     // Miss: NatScopeIngress decides (punt NEW_FLOW_DNAT within dnat_scope,
     // otherwise drop: unsolicited inbound traffic never opens the NAT).
     table nat_out2in {
         key = {
-            hdr.ipv4.src_addr:  exact @name("ipv4_src");
-            hdr.ipv4.dst_addr:  exact @name("ipv4_dst");
-            hdr.ipv4.protocol:  exact @name("ip_proto");
-            local_md.l4_sport:  exact @name("l4_sport");
-            local_md.l4_dport:  exact @name("l4_dport");
+            local_md.flow.src:   exact @name("ipv4_src");
+            local_md.flow.dst:   exact @name("ipv4_dst");
+            local_md.flow.proto: exact @name("ip_proto");
+            local_md.flow.sport: exact @name("l4_sport");
+            local_md.flow.dport: exact @name("l4_dport");
         }
         actions = {
-            rewrite_src;
-            rewrite_dst;
-            rewrite_src_dst;
+            out2in_rewrite_src;
+            out2in_rewrite_dst;
+            out2in_rewrite_src_dst;
             @defaultonly NoAction;
         }
         const default_action = NoAction();
-        TABLE_DIRECT_COUNTER = nat_out2in_counter;
-        TABLE_IDLE_TIMEOUT;
         size = NAT_OUT2IN_TABLE_SIZE;
     }
 
@@ -132,7 +179,7 @@ control NatIngress(inout headers_t hdr,
         }
         if (outbound_rst) {
             if (hdr.ipv4.ttl <= 1) {
-                drop_with_icmp_error(local_md, DropReason_t.TTL_EXPIRED,
+                drop_with_icmp_error.apply(local_md, DropReason_t.TTL_EXPIRED,
                                      PuntReason_t.TIME_EXCEEDED);
             } else {
                 local_md.punt_reason = PuntReason_t.TCP_RST;
@@ -141,7 +188,7 @@ control NatIngress(inout headers_t hdr,
         } else if (hit && local_md.nat.pending) {
             // Untranslated, as a new flow would be (nat_scope.p4's rules).
             if (hdr.ipv4.ttl <= 1) {
-                drop_with_icmp_error(local_md, DropReason_t.TTL_EXPIRED,
+                drop_with_icmp_error.apply(local_md, DropReason_t.TTL_EXPIRED,
                                      PuntReason_t.TIME_EXCEEDED);
             } else {
                 local_md.punt_reason = PuntReason_t.NEW_FLOW;
@@ -153,73 +200,101 @@ control NatIngress(inout headers_t hdr,
             // state (RFC 7857 sec. 2.2), so the segments that change it go
             // there untranslated, as the controller's TCP_STATE copies would.
             if (hdr.ipv4.ttl <= 1) {
-                drop_with_icmp_error(local_md, DropReason_t.TTL_EXPIRED,
+                drop_with_icmp_error.apply(local_md, DropReason_t.TTL_EXPIRED,
                                      PuntReason_t.TIME_EXCEEDED);
             } else {
                 local_md.punt_reason = PuntReason_t.TCP_STATE;
             }
             local_md.nat.hit = true;
+        } else if (hit && hdr.tcp.isValid() && TARGET_CLONES == 0 && !local_md.injected
+                   && hdr.tcp.flags & (TCP_FLAG_SYN | TCP_FLAG_FIN | TCP_FLAG_RST) != 0) {
+            // RFC 7857 sec. 2.2: SYN, FIN and RST move the session between
+            // transitory and established timeouts, and the controller keeps
+            // that state. A target that cannot copy the segment (target.p4)
+            // sends it up instead; the controller forwards it. Not one the
+            // controller injected: it took that one's state from its punt.
+            if (hdr.ipv4.ttl <= 1) {
+                drop_with_icmp_error.apply(local_md, DropReason_t.TTL_EXPIRED,
+                                     PuntReason_t.TIME_EXCEEDED);
+            } else {
+                local_md.punt_reason = PuntReason_t.TCP_SEGMENT;
+            }
+            local_md.nat.hit = true;
         } else if (hit) {
-            ipv4_addr_t new_src = hdr.ipv4.src_addr;
-            ipv4_addr_t new_dst = hdr.ipv4.dst_addr;
-            l4_port_t new_sport = local_md.l4_sport;
-            l4_port_t new_dport = local_md.l4_dport;
-            if (local_md.nat.rewrite_src) {
-                new_src = local_md.nat.src_addr;
-                new_sport = local_md.nat.src_port;
+            if (hdr.tcp.isValid()
+                    && hdr.tcp.flags & (TCP_FLAG_SYN | TCP_FLAG_FIN | TCP_FLAG_RST) != 0) {
+                // A copy to the controller (TARGET_CLONES), which keeps the
+                // state and the entries' timeouts (RFC 7857 sec. 2.2).
+                local_md.copy_reason = PuntReason_t.TCP_STATE;
             }
             if (local_md.nat.rewrite_dst) {
-                new_dst = local_md.nat.dst_addr;
-                new_dport = local_md.nat.dst_port;
+                local_md.route_dst = local_md.nat.dst_addr;
             }
-
-            // TCP and UDP checksums cover the addresses (pseudo-header) and
-            // the ports: RFC 1624 over all six changed words at once.
-            bit<32> tcp_udp_delta =
-                  csum16_delta32(hdr.ipv4.src_addr, new_src)
-                + csum16_delta32(hdr.ipv4.dst_addr, new_dst)
-                + csum16_delta16(local_md.l4_sport, new_sport)
-                + csum16_delta16(local_md.l4_dport, new_dport);
-            if (hdr.tcp.isValid()) {
-                // RFC 7857 sec. 2.2: SYN, FIN and RST move the session
-                // between transitory and established timeouts; the
-                // controller keeps that state and the entries' timeouts.
-                if (hdr.tcp.flags & (TCP_FLAG_SYN | TCP_FLAG_FIN | TCP_FLAG_RST) != 0) {
-                    local_md.copy_reason = PuntReason_t.TCP_STATE;
-                }
-                hdr.tcp.checksum = csum16_update(hdr.tcp.checksum, tcp_udp_delta);
-                hdr.tcp.sport = new_sport;
-                hdr.tcp.dport = new_dport;
-            } else if (hdr.udp.isValid()) {
-                // RFC 768: 0 means "no checksum" and must stay 0; a computed
-                // 0 is sent as 0xffff, its one's-complement equivalent.
-                if (hdr.udp.checksum != 0) {
-                    bit<16> udp_checksum = csum16_update(hdr.udp.checksum,
-                                                         tcp_udp_delta);
-                    if (udp_checksum == 0) {
-                        udp_checksum = 0xffff;
-                    }
-                    hdr.udp.checksum = udp_checksum;
-                }
-                hdr.udp.sport = new_sport;
-                hdr.udp.dport = new_dport;
-            } else if (hdr.icmp_echo.isValid()) {
-                // The ICMP checksum covers no pseudo-header: only the
-                // identifier changes.
-                l4_port_t new_identifier = new_dport;
-                if (local_md.nat.rewrite_src) {
-                    new_identifier = new_sport;
-                }
-                hdr.icmp.checksum = csum16_update(hdr.icmp.checksum,
-                    csum16_delta16(hdr.icmp_echo.identifier, new_identifier));
-                hdr.icmp_echo.identifier = new_identifier;
-            }
-            hdr.ipv4.src_addr = new_src;
-            hdr.ipv4.dst_addr = new_dst;
-            local_md.ipv4_changed = true;
             local_md.nat.hit = true;
             local_md.route_ipv4 = true;
         }
+    }
+}
+
+// The rewrite a NatIngress hit decided, applied to a packet that leaves
+// (not one dropped or sent to the controller): addresses and ports, and the
+// checksums they are in, incrementally (RFC 1624), which stays right for any
+// payload length and for first fragments and keeps a wrong checksum wrong.
+control NatRewriteIngress(inout headers_t hdr,
+                          inout local_metadata_t local_md) {
+    apply {
+        ipv4_addr_t new_src = hdr.ipv4.src_addr;
+        ipv4_addr_t new_dst = hdr.ipv4.dst_addr;
+        l4_port_t new_sport = local_md.l4_sport;
+        l4_port_t new_dport = local_md.l4_dport;
+        if (local_md.nat.rewrite_src) {
+            new_src = local_md.nat.src_addr;
+            new_sport = local_md.nat.src_port;
+        }
+        if (local_md.nat.rewrite_dst) {
+            new_dst = local_md.nat.dst_addr;
+            new_dport = local_md.nat.dst_port;
+        }
+
+        // The IPv4 header checksum covers the addresses; TCP and UDP
+        // checksums cover them (pseudo-header) and the ports: RFC 1624 over
+        // all the changed words at once.
+        bit<32> address_delta = csum16_delta32(hdr.ipv4.src_addr, new_src)
+                              + csum16_delta32(hdr.ipv4.dst_addr, new_dst);
+        bit<32> tcp_udp_delta = address_delta
+                              + csum16_delta16(local_md.l4_sport, new_sport)
+                              + csum16_delta16(local_md.l4_dport, new_dport);
+        if (hdr.tcp.isValid()) {
+            hdr.tcp.checksum = csum16_update(hdr.tcp.checksum, tcp_udp_delta);
+            hdr.tcp.sport = new_sport;
+            hdr.tcp.dport = new_dport;
+        } else if (hdr.udp.isValid()) {
+            // RFC 768: 0 means "no checksum" and must stay 0; a computed
+            // 0 is sent as 0xffff, its one's-complement equivalent.
+            if (hdr.udp.checksum != 0) {
+                bit<16> udp_checksum = csum16_update(hdr.udp.checksum,
+                                                     tcp_udp_delta);
+                if (udp_checksum == 0) {
+                    udp_checksum = 0xffff;
+                }
+                hdr.udp.checksum = udp_checksum;
+            }
+            hdr.udp.sport = new_sport;
+            hdr.udp.dport = new_dport;
+        } else if (hdr.icmp_echo.isValid()) {
+            // The ICMP checksum covers no pseudo-header: only the
+            // identifier changes.
+            l4_port_t new_identifier = new_dport;
+            if (local_md.nat.rewrite_src) {
+                new_identifier = new_sport;
+            }
+            hdr.icmp.checksum = csum16_update(hdr.icmp.checksum,
+                csum16_delta16(hdr.icmp_echo.identifier, new_identifier));
+            hdr.icmp_echo.identifier = new_identifier;
+        }
+        hdr.ipv4.hdr_checksum = csum16_update(hdr.ipv4.hdr_checksum, address_delta);
+        hdr.ipv4.src_addr = new_src;
+        hdr.ipv4.dst_addr = new_dst;
     }
 }
 

@@ -13,7 +13,7 @@
 //                                                       never leak an inside
 //                                                       address untranslated)
 // Outside zone, in this order:
-//   ICMP error                                       -> needs NAT (RFC 5508)
+//   ICMP error, or L4 not parsed (options, PNA)      -> needs NAT (RFC 5508)
 //   dnat_scope hit                                   -> needs NAT
 //   slow_path_out2in hit (offload mode: the pool)    -> needs NAT
 //   addressed to the router                          -> drop LOCAL_ADDRESS
@@ -29,6 +29,9 @@
 //   fragment                   -> punt FRAGMENT: the controller keeps each
 //                                 datagram's ports (virtual reassembly, RFC
 //                                 4787 REQ-14) and routes it translated
+//   options the target's parser
+//   did not walk (PNA)         -> punt IPV4_OPTIONS: the controller checks
+//                                 them, translates and routes it
 //   ICMP error                 -> punt ICMP_ERROR (the controller translates
 //                                 the embedded packet or drops it)
 //   TCP, UDP, ICMP echo        -> punt NEW_FLOW (inside) / NEW_FLOW_DNAT
@@ -48,6 +51,7 @@
 
 control NatScopeIngress(inout headers_t hdr,
                         inout local_metadata_t local_md) {
+    DropWithIcmpError() drop_with_icmp_error;
 
     // The packet falls under a NAT rule's prefix; the apply block decides
     // between punt and drop.
@@ -95,14 +99,17 @@ control NatScopeIngress(inout headers_t hdr,
             new_flow_reason = PuntReason_t.NEW_FLOW_DNAT;
             // Offload mode: the pool's addresses and port blocks miss here
             // for sessions held only in software (slow_path.p4).
-            if (local_md.is_icmp_error || in_dnat_scope || local_md.slow_path) {
+            // An ICMP error, or a datagram whose L4 this target did not
+            // parse (opaque_l4), may be a session's: the slow path looks.
+            if (local_md.is_icmp_error || local_md.opaque_l4 || in_dnat_scope
+                    || local_md.slow_path) {
                 needs_nat = true;
             } else if (local_md.is_local) {
                 local_md.drop_reason = DropReason_t.LOCAL_ADDRESS;
             } else if (local_md.is_fragment) {
                 local_md.drop_reason = DropReason_t.IPV4_FRAGMENT;
             } else if (hdr.ipv4.ttl <= 1) {
-                drop_with_icmp_error(local_md, DropReason_t.TTL_EXPIRED,
+                drop_with_icmp_error.apply(local_md, DropReason_t.TTL_EXPIRED,
                                      PuntReason_t.TIME_EXCEEDED);
             } else {
                 local_md.drop_reason = DropReason_t.NO_MAPPING;
@@ -121,10 +128,13 @@ control NatScopeIngress(inout headers_t hdr,
 
         if (needs_nat) {
             if (hdr.ipv4.ttl <= 1) {
-                drop_with_icmp_error(local_md, DropReason_t.TTL_EXPIRED,
+                drop_with_icmp_error.apply(local_md, DropReason_t.TTL_EXPIRED,
                                      PuntReason_t.TIME_EXCEEDED);
             } else if (local_md.is_fragment) {
                 local_md.punt_reason = PuntReason_t.FRAGMENT;
+            } else if (local_md.opaque_l4) {
+                // options this target's parser did not walk (pna/ipv4_options.p4)
+                local_md.punt_reason = PuntReason_t.IPV4_OPTIONS;
             } else if (local_md.is_icmp_error) {
                 local_md.punt_reason = PuntReason_t.ICMP_ERROR;
             } else if (local_md.l4_ports_valid) {

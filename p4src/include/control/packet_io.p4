@@ -13,7 +13,7 @@
 //   offload mode: to the slow-path instance, slow_path.p4); and a
 //   TCP_STATE decision into a copy to CPU_PORT (clone session
 //   CPU_CLONE_SESSION) while the packet itself goes on.
-// - PacketInEgress: prepends packet_in to what goes to CPU_PORT.
+// - PacketInEncap: prepends packet_in to what goes to CPU_PORT.
 
 #ifndef __PACKET_IO__
 #define __PACKET_IO__
@@ -56,10 +56,16 @@ control PacketInIngress(inout headers_t hdr,
     DECLARE_COUNTER(punt_counter, PUNT_REASON_SLOTS);
     // Packets sent to a slow-path instance instead (offload mode), by reason.
     DECLARE_COUNTER(slow_path_counter, PUNT_REASON_SLOTS);
+    SendToSlowPath() send_to_slow_path;
 
     apply {
-        bool error_copy = local_md.copy_reason == PuntReason_t.TIME_EXCEEDED
-                          || local_md.copy_reason == PuntReason_t.FRAG_NEEDED;
+        // (conditions, not boolean assignments: p4c-dpdk has no || to
+        // assign, only to branch on)
+        bool error_copy = false;
+        if (local_md.copy_reason == PuntReason_t.TIME_EXCEEDED
+                || local_md.copy_reason == PuntReason_t.FRAG_NEEDED) {
+            error_copy = true;
+        }
         if (local_md.punt_reason != PuntReason_t.NONE
                 && local_md.drop_reason == DropReason_t.NONE) {
             if (local_md.injected) {
@@ -70,7 +76,7 @@ control PacketInIngress(inout headers_t hdr,
                 // Offload mode: the slow-path instance takes it, unmetered
                 // (it runs at line rate; the controller does not see it).
                 COUNT(slow_path_counter, (bit<8>)local_md.punt_reason);
-                send_to_slow_path(hdr, local_md);
+                send_to_slow_path.apply(hdr, local_md);
             } else {
                 MeterColor_t color;
                 EXECUTE_METER(punt_meter, (bit<8>)local_md.punt_reason, color);
@@ -83,9 +89,9 @@ control PacketInIngress(inout headers_t hdr,
                 }
             }
         } else if (local_md.copy_reason != PuntReason_t.NONE
-                && (error_copy ? !local_md.skip_nat
-                               : !local_md.injected
-                                 && local_md.drop_reason == DropReason_t.NONE)) {
+                && ((error_copy && !local_md.skip_nat)
+                    || (local_md.drop_reason == DropReason_t.NONE
+                        && !error_copy && !local_md.injected))) {
             // A copy of a forwarded packet (TCP_STATE; not of an injected
             // one, whose state the controller took from its punt), or of one
             // dropped for an ICMP error (error_copy.p4), injected ones
@@ -102,20 +108,31 @@ control PacketInIngress(inout headers_t hdr,
             EXECUTE_METER(punt_meter, (bit<8>)local_md.copy_reason, color);
             if (color != METER_COLOR_RED) {
                 COUNT(punt_counter, (bit<8>)local_md.copy_reason);
+#if TARGET_CLONES
                 CLONE_TO_CPU(CPU_CLONE_SESSION, PUNT_FIELD_LIST);
+#else
+                // No clone (target.p4): only an error's packet is copied
+                // here, and it is dropped anyway, so it goes up itself, as
+                // it arrived (the NAT rewrite waits for a packet that
+                // leaves: ingress.p4); its drop is counted first.
+                local_md.punt_dropped = true;
+                local_md.egress_port = CPU_PORT;
+#endif
             }
         }
     }
 }
 
-control PacketInEgress(inout headers_t hdr,
-                       in local_metadata_t local_md,
-                       in PortId_t egress_port) {
+// The packet_in header in front of what goes to CPU_PORT: v1model's egress
+// applies it, PNA's main control last (target pipeline.p4).
+control PacketInEncap(inout headers_t hdr,
+                      in local_metadata_t local_md,
+                      in port_t egress_port) {
     apply {
         if (egress_port == CPU_PORT) {
             hdr.packet_in.setValid();
             hdr.packet_in.ingress_port = local_md.ingress_port;
-            hdr.packet_in._pad0 = 0;
+            PACKET_IN_PADDING_CLEAR(hdr.packet_in)
             // A copy keeps only the PUNT_FIELD_LIST fields: ingress_port,
             // copy_reason, egress_mtu.
             hdr.packet_in.reason = local_md.copy_reason != PuntReason_t.NONE

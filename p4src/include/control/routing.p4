@@ -11,26 +11,28 @@
 #define __ROUTING__
 
 #include "../header.p4"
+#include "../checksum.p4"
 #include "error_copy.p4"
 
 control RoutingIngress(inout headers_t hdr,
                        inout local_metadata_t local_md) {
+    DropWithIcmpError() drop_with_icmp_error;
 
-    action set_next_hop(PortId_t port, mac_addr_t smac, mac_addr_t dmac) {
+    action set_next_hop(port_t port, mac_addr_t smac, mac_addr_t dmac) {
         local_md.egress_port = port;
         hdr.ethernet.src_addr = smac;
         hdr.ethernet.dst_addr = dmac;
         local_md.forward = true;
     }
 
-    // routing_v4: LPM on the (translated) IPv4 destination ->
+    // routing_v4: LPM on the (translated: route_dst) IPv4 destination ->
     // set_next_hop(port, smac, dmac): the router's MAC on that port and the
     // next hop's MAC. A directly connected host needs its own /32 entry
     // (the entry carries its MAC; there is no neighbour table).
     // Miss: drop, NO_ROUTE.
     table routing_v4 {
         key = {
-            hdr.ipv4.dst_addr: lpm @name("ipv4_dst");
+            local_md.route_dst: lpm @name("ipv4_dst");
         }
         actions = {
             set_next_hop;
@@ -64,10 +66,10 @@ control RoutingIngress(inout headers_t hdr,
         // From a slow-path instance (offload mode): translated and
         // TTL-checked there, TTL decremented, ICMP errors sent: route only.
         bool from_slow_path = local_md.from_slow_path;
-        if (!from_slow_path && hdr.ipv4.ttl <= 1) {
+        if (hdr.ipv4.ttl <= 1 && !from_slow_path) {
             // RFC 1812 sec. 5.3.1: a packet that would leave with TTL 0 is
             // not forwarded; its source gets time exceeded.
-            drop_with_icmp_error(local_md, DropReason_t.TTL_EXPIRED,
+            drop_with_icmp_error.apply(local_md, DropReason_t.TTL_EXPIRED,
                                  PuntReason_t.TIME_EXCEEDED);
         } else if (routing_v4.apply().hit) {
             if (egress_mtu.apply().hit
@@ -75,15 +77,17 @@ control RoutingIngress(inout headers_t hdr,
                 // RFC 4787 REQ-13, RFC 1191: DF set -> fragmentation needed
                 // with the MTU; otherwise dropped (never fragmented).
                 if (hdr.ipv4.flag_dont_fragment == 1 && !from_slow_path) {
-                    drop_with_icmp_error(local_md, DropReason_t.MTU_EXCEEDED,
+                    drop_with_icmp_error.apply(local_md, DropReason_t.MTU_EXCEEDED,
                                          PuntReason_t.FRAG_NEEDED);
                 } else {
                     local_md.drop_reason = DropReason_t.MTU_EXCEEDED;
                     local_md.forward = false;
                 }
             } else if (!from_slow_path) {
-                hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
-                local_md.ipv4_changed = true;
+                bit<8> ttl = hdr.ipv4.ttl - 1;
+                hdr.ipv4.hdr_checksum = ipv4_checksum_word(hdr.ipv4.hdr_checksum,
+                    hdr.ipv4.ttl ++ hdr.ipv4.protocol, ttl ++ hdr.ipv4.protocol);
+                hdr.ipv4.ttl = ttl;
             }
         } else {
             local_md.drop_reason = DropReason_t.NO_ROUTE;

@@ -47,7 +47,7 @@
 control SlowPathIngress(inout headers_t hdr,
                         inout local_metadata_t local_md) {
 
-    action to_slow_path(PortId_t port) {
+    action to_slow_path(port_t port) {
         local_md.slow_path = true;
         local_md.slow_path_port = port;
     }
@@ -70,7 +70,7 @@ control SlowPathIngress(inout headers_t hdr,
 
     // One member per instance, one group of them all; crc16 over inside_host.
     @name("slow_path_selector")
-    action_selector(HashAlgorithm.crc16, SLOW_PATH_MEMBERS, 16) slow_path_selector;
+    DECLARE_ACTION_SELECTOR(slow_path_selector, SLOW_PATH_MEMBERS, 16);
 
     // slow_path_in2out: inside-zone packets; exact on the zone (1) and the
     // selector over inside_host -> a member to_slow_path(port) per instance.
@@ -85,7 +85,7 @@ control SlowPathIngress(inout headers_t hdr,
         actions = {
             to_slow_path;
         }
-        implementation = slow_path_selector;
+        TABLE_IMPLEMENTATION = slow_path_selector;
         size = SLOW_PATH_IN2OUT_TABLE_SIZE;
     }
 
@@ -133,7 +133,7 @@ control SlowPathIngress(inout headers_t hdr,
 control SlowPathPeerIngress(inout headers_t hdr,
                             inout local_metadata_t local_md) {
 
-    action hand_off(PortId_t port, bit<12> vid) {
+    action hand_off(port_t port, bit<12> vid) {
         hdr.vlan.vid = vid;
         local_md.egress_port = port;
         local_md.forward = true;
@@ -161,16 +161,19 @@ control SlowPathPeerIngress(inout headers_t hdr,
 }
 
 // A packet leaving for a slow-path instance: tagged with its zone, out of
-// the instance's port, as it arrived (no rewrite ran on it).
-action send_to_slow_path(inout headers_t hdr, inout local_metadata_t local_md) {
-    hdr.vlan.setValid();
-    hdr.vlan.pcp = 0;
-    hdr.vlan.dei = 0;
-    hdr.vlan.vid = (bit<12>)local_md.zone;
-    hdr.vlan.eth_type = hdr.ethernet.eth_type;
-    hdr.ethernet.eth_type = ETHERTYPE_VLAN;
-    local_md.egress_port = local_md.slow_path_port;
-    local_md.forward = true;
+// the instance's port, as it arrived (no rewrite ran on it). (A control, as
+// error_copy.p4's: an action would copy hdr and local_md in and out.)
+control SendToSlowPath(inout headers_t hdr, inout local_metadata_t local_md) {
+    apply {
+        hdr.vlan.setValid();
+        hdr.vlan.pcp = 0;
+        hdr.vlan.dei = 0;
+        hdr.vlan.vid = (bit<12>)local_md.zone;
+        hdr.vlan.eth_type = hdr.ethernet.eth_type;
+        hdr.ethernet.eth_type = ETHERTYPE_VLAN;
+        local_md.egress_port = local_md.slow_path_port;
+        local_md.forward = true;
+    }
 }
 
 #endif // __SLOW_PATH__

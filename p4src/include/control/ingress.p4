@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// The v1model ingress and egress: order the feature controls and translate
-// their decision (local_md.forward / drop_reason) into standard_metadata.
-// This and target.p4 are the only places that know v1model's metadata.
+// The ingress of every target: orders the feature controls and leaves the
+// decision in local_md (forward and egress_port, or drop_reason). The
+// target's pipeline.p4 runs it between what only it knows (the parser's and
+// the checksum's verdicts in, the architecture's forwarding calls out).
 //
-// Ingress order:
+// Order:
 //   packet-out decode -> (DIRECT: out, nothing else runs;
 //                         ROUTE: routing_v4 only, the controller translated)
 //   parser / checksum errors -> port_zone ->
@@ -14,14 +15,15 @@
 //   IPv4: input_check (flags, ports, addresses) -> slow_path_pin /
 //         slow_path_in2out |
 //         slow_path_out2in (offload mode) -> nat_in2out | nat_out2in
-//         hit:  rewrite -> routing_v4
+//         hit:  decide the rewrite -> routing_v4 (on the translated
+//               destination)
 //         miss: local_address (echo reply) -> dnat_scope / snat_scope
 //               -> punt | drop (nothing leaves untranslated)
 //   punt_meter (offload mode: tag, to the slow-path instance)
-//   -> drop_counter / egress_spec
+//   -> drop_counter; a leaving NAT hit is rewritten last (NatRewriteIngress)
 
-#ifndef __PIPELINE__
-#define __PIPELINE__
+#ifndef __INGRESS__
+#define __INGRESS__
 
 #include "../header.p4"
 #include "packet_io.p4"
@@ -34,9 +36,8 @@
 #include "slow_path.p4"
 #include "routing.p4"
 
-control QuickNatIngress(inout headers_t hdr,
-                        inout local_metadata_t local_md,
-                        inout standard_metadata_t standard_md) {
+control QuickNatIngressCore(inout headers_t hdr,
+                            inout local_metadata_t local_md) {
 
     PacketOutIngress() packet_out_decap;
     PortZoneIngress() zone;
@@ -44,6 +45,7 @@ control QuickNatIngress(inout headers_t hdr,
     InputCheckIngress() input_check;
     LocalIngress() local;
     NatIngress() nat;
+    NatRewriteIngress() nat_rewrite;
     NatScopeIngress() nat_scope;
     SlowPathIngress() slow_path;
     SlowPathPeerIngress() slow_path_peer;
@@ -56,13 +58,15 @@ control QuickNatIngress(inout headers_t hdr,
     apply {
         packet_out_decap.apply(hdr, local_md);
 
-        if (!local_md.packet_out_direct
-                && local_md.drop_reason == DropReason_t.NONE) {
-            if (standard_md.parser_error == error.Ipv4SourceRoute) {
+        // (comparisons before negations in && and ||: p4c-dpdk's
+        // LogicalExpressionUnroll takes nothing else on the left)
+        if (local_md.drop_reason == DropReason_t.NONE
+                && !local_md.packet_out_direct) {
+            if (local_md.source_routed) {
                 local_md.drop_reason = DropReason_t.IP_OPTIONS;
-            } else if (standard_md.parser_error != error.NoError) {
+            } else if (local_md.parser_failed) {
                 local_md.drop_reason = DropReason_t.PARSER_ERROR;
-            } else if (standard_md.checksum_error == 1) {
+            } else if (local_md.checksum_failed) {
                 local_md.drop_reason = DropReason_t.IPV4_CHECKSUM;
             } else {
                 zone.apply(hdr, local_md);
@@ -97,6 +101,7 @@ control QuickNatIngress(inout headers_t hdr,
                         arp.apply(hdr, local_md);
                     }
                 } else if (hdr.ipv4.isValid()) {
+                    local_md.route_dst = hdr.ipv4.dst_addr;
                     if (!local_md.from_slow_path) {
                         input_check.apply(hdr, local_md);
                     }
@@ -131,22 +136,16 @@ control QuickNatIngress(inout headers_t hdr,
 
         if (local_md.drop_reason != DropReason_t.NONE) {
             COUNT(drop_counter, (bit<8>)local_md.drop_reason);
-            mark_to_drop(standard_md);
-        } else {
-            standard_md.egress_spec = local_md.egress_port;
+            // dropped; but for a target without clones, sent up as the
+            // copy it could not make (packet_io.p4)
+            local_md.forward = local_md.punt_dropped;
+        } else if (local_md.nat.hit && local_md.route_ipv4
+                   && local_md.egress_port != CPU_PORT) {
+            // a NAT hit that leaves: only now is the packet rewritten, so
+            // that what was dropped or sent up is as it arrived
+            nat_rewrite.apply(hdr, local_md);
         }
     }
 }
 
-control QuickNatEgress(inout headers_t hdr,
-                       inout local_metadata_t local_md,
-                       inout standard_metadata_t standard_md) {
-
-    PacketInEgress() packet_in_encap;
-
-    apply {
-        packet_in_encap.apply(hdr, local_md, standard_md.egress_port);
-    }
-}
-
-#endif // __PIPELINE__
+#endif // __INGRESS__
