@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""Run the PTF suite against one data path: `ptf-tests/run.py --target bmv2|swpath|offload`.
+"""Run the PTF suite against one data path: `ptf-tests/run.py --target TARGET`.
 
 Creates the namespace topology (topo/lab/netns.py), starts the switch when the
-target needs one (BMv2, alone or in offload mode in front of a swpath instance
-on a slow-path link; swpath is started by each test), runs PTF inside the
+target needs one (BMv2 or quicknat-swx, alone or, in offload mode, in front of
+a swpath instance on a slow-path link; swpath is started by each test), runs
+PTF inside the
 namespace with configs/ptf.toml, and always cleans up: processes
 are stopped and the namespace deleted even when a test or the run fails.
 The last line is `N passed, M failed, K skipped` for `make test`'s summary.
@@ -20,7 +21,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from lab.bmv2 import switch_binary, switch_command
+from lab import bmv2, swx
 from lab.netns import Topology, in_namespace
 from lab.processes import start, stop, stop_pid_file, wait_for_tcp
 from lab.swpath import SWPATH
@@ -32,17 +33,28 @@ VENV = REPO / ".venv" / "bin"
 GRPC_PORT = 9559
 SWITCH_PID = "switch.pid"
 EXIT_SKIPPED = 3
+# The switch each target runs (none: swpath alone).
+SWITCH = {"bmv2": "bmv2", "offload": "bmv2", "swx": "swx"}
+TARGETS = ("bmv2", "swx", "swpath", "offload")
 
 
 def requirements(target: str) -> str | None:
     """Why the target cannot run here, or None."""
     if os.geteuid() != 0:
         return "needs root (network namespace)"
-    if target in ("bmv2", "offload") and shutil.which(switch_binary()) is None:
+    switch = SWITCH.get(target)
+    if switch == "bmv2" and shutil.which(bmv2.switch_binary()) is None:
         return "simple_switch_grpc not on PATH"
+    if switch == "swx" and not swx.SWX.exists():
+        return f"{swx.SWX.relative_to(REPO)} not built (make build)"
     if target in ("swpath", "offload") and not SWPATH.exists():
         return f"{SWPATH.relative_to(REPO)} not built (make build)"
     return None
+
+
+def switch_command(target: str, topo: Topology, workdir: Path) -> list[str]:
+    starter = bmv2 if SWITCH[target] == "bmv2" else swx
+    return starter.switch_command(topo.switch_ports(), f"127.0.0.1:{GRPC_PORT}", workdir)
 
 
 def topology(target: str) -> Topology:
@@ -65,9 +77,8 @@ def inside(args: argparse.Namespace) -> int:
     topo = topology(args.target)
     switch = None
     try:
-        if args.target in ("bmv2", "offload"):
-            command = switch_command(topo.switch_ports(), f"127.0.0.1:{GRPC_PORT}", workdir)
-            switch = start(command, workdir / "switch.log")
+        if args.target in SWITCH:
+            switch = start(switch_command(args.target, topo, workdir), workdir / "switch.log")
             # Tests that restart the switch replace this pid (harness/targets.py).
             (workdir / SWITCH_PID).write_text(str(switch.pid))
             wait_for_tcp("127.0.0.1", GRPC_PORT, 30, switch)
@@ -110,11 +121,12 @@ def inside(args: argparse.Namespace) -> int:
     finally:
         stop(switch)
         stop_pid_file(workdir / SWITCH_PID)
+        swx.remove_runtime_dir(workdir)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--target", choices=["bmv2", "swpath", "offload"], required=True)
+    parser.add_argument("--target", choices=TARGETS, required=True)
     parser.add_argument("--workdir", help="logs go here (default: a new temporary directory)")
     parser.add_argument("--inside", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument(

@@ -153,7 +153,7 @@ def _controller(config: Config, args: argparse.Namespace) -> int:
     import asyncio
     import signal
 
-    from quicknat.controller.program import ConfigMismatch, Pipeline, PipelineMismatch
+    from quicknat.controller.program import PROGRAMS, ConfigMismatch, Pipeline, PipelineMismatch
     from quicknat.controller.service import Controller, ControllerOptions, ResetRefused
 
     log_format.configure(
@@ -175,7 +175,10 @@ def _controller(config: Config, args: argparse.Namespace) -> int:
         standby=args.standby,
     )
     try:
-        pipeline = Pipeline.load(Path(args.p4info), Path(args.bmv2_json))
+        p4info, device_config = PROGRAMS[args.target]
+        pipeline = Pipeline.load(
+            Path(args.p4info or p4info), Path(args.device_config or device_config)
+        )
         controller = Controller(config, options, pipeline)
     except (OSError, KeyError, ConfigMismatch, PipelineMismatch) as exc:
         print(f"quicknat controller: {exc}", file=sys.stderr)
@@ -350,7 +353,7 @@ def _configuration_commands(sub: Subparsers) -> None:
 
 def _controller_command(sub: Subparsers) -> None:
     """controller: its switch and program here, how it runs (_controller_options)."""
-    from quicknat.controller.program import BMV2_JSON, P4INFO
+    from quicknat.controller.program import PROGRAMS
 
     controller = sub.add_parser(
         "controller", help="run the P4Runtime controller service", formatter_class=DEFAULTS
@@ -363,9 +366,19 @@ def _controller_command(sub: Subparsers) -> None:
     controller.add_argument(
         "--election-id", type=int, default=1, help="P4Runtime election id (highest is primary)"
     )
-    controller.add_argument("--p4info", default=str(P4INFO), help="the program's P4Info")
     controller.add_argument(
-        "--bmv2-json", default=str(BMV2_JSON), help="the program's BMv2 JSON (device config)"
+        "--target",
+        choices=sorted(PROGRAMS),
+        default="bmv2",
+        help="the switch: BMv2 (simple_switch_grpc) or quicknat-swx (DPDK SWX); "
+        "picks the program's committed build (docs/p4-targets.md)",
+    )
+    controller.add_argument("--p4info", help="the program's P4Info (default: the target's)")
+    controller.add_argument(
+        "--device-config",
+        "--bmv2-json",
+        dest="device_config",
+        help="the program's device config: BMv2 JSON or SWX spec (default: the target's)",
     )
     controller.add_argument(
         "--tls-ca", help="TLS to the switch: the CA that signed its certificate (PEM)"

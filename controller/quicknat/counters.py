@@ -11,6 +11,10 @@ docs/counters.md is this table.
 
 A path may keep two canonical counters in one native counter where it does not
 tell the cases apart (swpath's `drop_unsolicited`, P4's `drop.parser_error`).
+And the P4 path may keep one in two places, joined by `+` and read as their
+sum, where the target decides who counts: a datagram with IPv4 options is
+checked by BMv2's parser (`drop.ip_options`) but by the controller on SWX,
+whose parser does not walk options (`ipv4_options.source_route`).
 """
 
 from __future__ import annotations
@@ -136,14 +140,14 @@ VOCABULARY: tuple[Counter, ...] = (
     Counter(
         "source_route_dropped",
         Kind.DROPPED,
-        "drop.ip_options",
+        "drop.ip_options+ipv4_options.source_route",
         "drop_ip_options",
         "packets with a loose or strict source route option, dropped",
     ),
     Counter(
         "malformed_dropped",
         Kind.DROPPED,
-        "drop.parser_error",
+        "drop.parser_error+ipv4_options.malformed",
         "drop_malformed",
         "packets with malformed headers (e.g. an IPv4 option list), dropped",
     ),
@@ -407,6 +411,11 @@ def native(counter: str, path: str) -> str:
     """The name `path` ("p4" or "swpath") keeps canonical `counter` under."""
     c = BY_NAME[counter]
     return c.p4 if path == "p4" else c.swpath
+
+
+def p4_natives(c: Counter) -> tuple[str, ...]:
+    """The native counters the P4 path keeps `c` in (summed)."""
+    return tuple(c.p4.split("+"))
 
 
 def refusal_reasons() -> frozenset[str]:

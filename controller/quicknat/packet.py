@@ -38,6 +38,32 @@ def ipv4_header_length(frame: bytes | bytearray) -> int:
     return header_len
 
 
+# Loose and strict source route (RFC 791): they would steer the packet past
+# the NAT's rewrite (RFC 7126 sec. 4.3, 4.4; docs/nat-behavior.md IN-IP-4).
+IPV4_OPTION_LSRR, IPV4_OPTION_SSRR = 131, 137
+
+
+def source_routed(frame: bytes | bytearray) -> bool:
+    """Whether a frame's IPv4 options hold a source route (IN-IP-4, as swpath's
+    sp_check_options); PacketError for an option list that runs past the
+    header or has a length below 2 (malformed)."""
+    end = ETH_HEADER + ipv4_header_length(frame)
+    i = ETH_HEADER + IPV4_MIN_HEADER
+    while i < end:
+        kind = frame[i]
+        if kind == 0:  # end of list
+            return False
+        if kind == 1:  # no-op
+            i += 1
+            continue
+        if i + 1 >= end or frame[i + 1] < 2 or i + frame[i + 1] > end:
+            raise PacketError("malformed IPv4 options")
+        if kind in (IPV4_OPTION_LSRR, IPV4_OPTION_SSRR):
+            return True
+        i += frame[i + 1]
+    return False
+
+
 def checksum(data: bytes | bytearray) -> int:
     """The Internet checksum (RFC 1071) of data."""
     total = sum(int.from_bytes(data[i : i + 2], "big") for i in range(0, len(data) - 1, 2))

@@ -8,7 +8,15 @@ import re
 from pathlib import Path
 
 from quicknat.controller.modes import OffloadMode, counter_names
-from quicknat.counters import OFFLOAD, VOCABULARY, Kind, markdown, offload_markdown, refusal_reasons
+from quicknat.counters import (
+    OFFLOAD,
+    VOCABULARY,
+    Kind,
+    markdown,
+    offload_markdown,
+    p4_natives,
+    refusal_reasons,
+)
 from quicknat.nat.core import Refusal
 from quicknat.p4.constants import DropReason
 
@@ -49,14 +57,20 @@ def test_every_swpath_name_is_a_counter_of_counters_h() -> None:
 def test_every_p4_name_is_a_drop_reason_or_a_controller_counter() -> None:
     controller = set(counter_names())
     for c in VOCABULARY:
-        if c.p4.startswith("drop."):
-            assert c.p4.removeprefix("drop.").upper() in DropReason.__members__, c
-        else:
-            assert c.p4 in controller, c
+        for name in p4_natives(c):
+            if name.startswith("drop."):
+                assert name.removeprefix("drop.").upper() in DropReason.__members__, c
+            else:
+                assert name in controller, c
 
 
 def test_every_drop_reason_of_the_p4_program_has_a_name() -> None:
-    named = {c.p4.removeprefix("drop.").upper() for c in VOCABULARY if c.p4.startswith("drop.")}
+    named = {
+        name.removeprefix("drop.").upper()
+        for c in VOCABULARY
+        for name in p4_natives(c)
+        if name.startswith("drop.")
+    }
     unnamed = {r for r in DropReason if r.name not in named} - P4_ONLY
     assert unnamed == set()
 

@@ -29,7 +29,7 @@ from quicknat.nat.allocator import Endpoint
 from quicknat.nat.session import FlowKey
 from quicknat.offload.stream import SessionEvent
 from quicknat.p4rt.client import UpdateError
-from test_controller_expiry import decoded
+from stub_controller import decoded
 
 PIPELINE = Pipeline.load()
 TABLES = {t.preamble.id: t.preamble.name.rsplit(".", 1)[-1] for t in PIPELINE.p4info.proto.tables}

@@ -14,7 +14,7 @@ from quicknat.controller import reconfigure as rc
 from quicknat.controller.program import Pipeline, static_entries
 from quicknat.controller.service import Controller, ControllerOptions
 from quicknat.controller.status import SessionQuery
-from test_controller_expiry import CONFIG, DELETE, INSERT, Run, StubSwitch, frame, kinds
+from stub_controller import CONFIG, DELETE, INSERT, Run, StubSwitch, frame, kinds
 from test_offload_manager import OFFLOAD_CONFIG
 
 DNAT = "id 50 type dnat prefix 203.0.113.50/32 port 80 protocol tcp to 10.0.0.10 to_port 8080"

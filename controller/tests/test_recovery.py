@@ -12,7 +12,7 @@ from quicknat.controller.program import NatEntries, Pipeline
 from quicknat.controller.recovery import HeldSession, held_entries
 from quicknat.nat.allocator import Endpoint
 from quicknat.nat.session import Session
-from test_controller_expiry import DELETE, Run, decoded, kinds
+from stub_controller import DELETE, Run, decoded, kinds
 from test_writer import session
 
 P4INFO = Pipeline.load().p4info

@@ -12,9 +12,11 @@ from finsy.proto import p4r
 from quicknat.config import parse_config
 from quicknat.controller.program import Pipeline
 from quicknat.controller.switch_config import SwitchConfig
+from quicknat.controller.target import bmv2, swx
 from quicknat.p4rt.client import UpdateError
 
 P4INFO = Pipeline.load().p4info
+PNA_P4INFO = Pipeline.of_target("swx").p4info
 INSERT, MODIFY, DELETE = p4r.Update.INSERT, p4r.Update.MODIFY, p4r.Update.DELETE
 
 
@@ -35,8 +37,9 @@ class Switch:
         return [p4r.Entity(table_entry=e) for e in self.held if e.table_id in tables]
 
 
-def config_entries(text: str) -> SwitchConfig:
-    return SwitchConfig.of(P4INFO, parse_config(text), 5000)
+def config_entries(text: str, pna: bool = False) -> SwitchConfig:
+    p4info = PNA_P4INFO if pna else P4INFO
+    return SwitchConfig.of(p4info, parse_config(text), 5000, (swx if pna else bmv2)(p4info))
 
 
 def test_a_kept_switch_gets_the_difference_deletes_first() -> None:
@@ -63,3 +66,21 @@ def test_a_new_pipeline_gets_every_entry_inserted() -> None:
     asyncio.run(wanted.write(switch, fresh=True))
     inserted = switch.writes[0]
     assert [u.type for u in inserted] == [INSERT] * len(wanted.table_entries())
+
+
+def test_a_target_without_clones_gets_no_clone_session() -> None:
+    """BMv2 copies TCP state changes through the CPU clone session; the SWX
+    build cannot clone (it punts them, TCP_SEGMENT), so it gets none."""
+    text = configs.text("switch", "snat_pool")
+    for pna, clones in ((False, 1), (True, 0)):
+        switch = Switch([])
+        asyncio.run(config_entries(text, pna).write(switch, fresh=True))
+        pre = [
+            u
+            for w in switch.writes
+            for u in w
+            if u.entity.HasField("packet_replication_engine_entry")
+        ]
+        assert len(pre) == clones
+        meters = [u for w in switch.writes for u in w if u.entity.HasField("meter_entry")]
+        assert meters, "both targets meter their punts"

@@ -20,7 +20,7 @@ from quicknat.controller.writer import SwitchWriter
 from quicknat.nat.allocator import Endpoint
 from quicknat.nat.session import Origin, Session
 from quicknat.p4rt.client import UpdateError
-from test_controller_expiry import decoded
+from stub_controller import decoded
 
 P4INFO = Pipeline.load().p4info
 INSERT, MODIFY, DELETE = p4r.Update.INSERT, p4r.Update.MODIFY, p4r.Update.DELETE

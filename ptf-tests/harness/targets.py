@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 
 import grpc
 from finsy.proto import p4r, p4r_grpc
-from lab.bmv2 import switch_command
+from lab import bmv2, swx
 from lab.netns import SLOW_PATH_PORT, Topology
 from lab.processes import start, stop, wait_for_tcp, wait_for_unix_socket
 from lab.swpath import QUICKNAT, compile_commands, swpath_command
@@ -135,6 +135,19 @@ class Target:
         where it is apart from the NAT's state (a switch); None otherwise."""
         return None
 
+    def wait_equal(self, what: str, read: Any, want: Any, timeout: float) -> None:
+        """Until read() gives want; the failure says what it gave last."""
+        last: list[Any] = []
+
+        def done() -> bool:
+            last[:] = [read()]
+            return bool(last[0] == want)
+
+        try:
+            self.wait_until(what, done, timeout)
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}: {last[0]!r}, not {want!r}") from None
+
     def wait_until(self, what: str, predicate: Any, timeout: float) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -154,6 +167,17 @@ class Bmv2Target(Target):
     # The sessions live in the switch's tables; a restarted controller reads them back.
     keeps_sessions_across_restart = True
     has_separate_switch = True
+    # The switch (`quicknat controller --target`), and where its builds are
+    # (make -C p4src): the program with the default connection tables, and
+    # with SMALL_TABLE-entry ones in small/.
+    switch = "bmv2"
+    build = REPO / "p4src" / "build"
+    device_config = "quicknat.json"
+    # A switch in controller mode alone (offload mode adds an instance).
+    controller_mode = True
+
+    def switch_command(self, ports: dict[int, str]) -> list[str]:
+        return bmv2.switch_command(ports, self.grpc_addr, self.workdir)
 
     def restart_switch(self) -> None:
         """Kill the switch (as a crash would) and start a fresh one with no
@@ -163,9 +187,8 @@ class Bmv2Target(Target):
         os.killpg(pid, signal.SIGKILL)
         self.wait_until("the old switch is gone", lambda: not _alive(pid), 10)
         host, port = self.grpc_addr.rsplit(":", 1)
-        topology = Topology(slow_path=self.name == OffloadTarget.name)
-        command = switch_command(topology.switch_ports(), self.grpc_addr, self.workdir)
-        switch = start(command, self.workdir / "switch.log")
+        topology = Topology(slow_path=not self.controller_mode)
+        switch = start(self.switch_command(topology.switch_ports()), self.workdir / "switch.log")
         pid_file.write_text(str(switch.pid))
         wait_for_tcp(host, int(port), 30, switch)
 
@@ -179,10 +202,9 @@ class Bmv2Target(Target):
         # the controller's status socket (in offload mode self.socket is the instance's)
         self.controller_socket = self.socket
         self.grpc_addr = params["grpc_addr"]
-        # the program built with 64-entry connection tables (make -C p4src)
-        build = REPO / "p4src" / "build" / ("small" if table_size else "")
-        self.p4info, self.bmv2_json = build / "quicknat.p4info.txtpb", build / "quicknat.json"
-        self.pipeline = Pipeline.load(self.p4info, self.bmv2_json)
+        build = self.build / ("small" if table_size else "")
+        self.p4info, self.program = build / "quicknat.p4info.txtpb", build / self.device_config
+        self.pipeline = Pipeline.load(self.p4info, self.program)
 
     def controller_command(self, socket: Path) -> list[str]:
         """`quicknat controller` for this switch, program and configuration."""
@@ -195,10 +217,12 @@ class Bmv2Target(Target):
             self.grpc_addr,
             "--socket",
             str(socket),
+            "--target",
+            self.switch,
             "--p4info",
             str(self.p4info),
-            "--bmv2-json",
-            str(self.bmv2_json),
+            "--device-config",
+            str(self.program),
         ]
 
     def start_nat(self, reset: bool = True) -> None:
@@ -278,9 +302,14 @@ class Bmv2Target(Target):
             return False
 
     def read_counter(self, native: str) -> int:
-        if native.startswith("drop."):
-            return self.drops().get(native.removeprefix("drop."), 0)
-        return int(self.controller_stats()["counters"].get(native, 0))
+        """One native counter, or the sum of several joined by `+`."""
+        total = 0
+        for name in native.split("+"):
+            if name.startswith("drop."):
+                total += self.drops().get(name.removeprefix("drop."), 0)
+            else:
+                total += int(self.controller_stats()["counters"].get(name, 0))
+        return total
 
     def data_plane_timeouts(self) -> list[int] | None:
         table_id = self.pipeline.p4info.table("nat_in2out").id
@@ -304,6 +333,24 @@ class Bmv2Target(Target):
                 continue
             result[name] = entry.data.packet_count
         return result
+
+
+class SwxTarget(Bmv2Target):
+    """The P4 program's PNA build on quicknat-swx (DPDK's SWX pipeline,
+    docs/p4-targets.md) and the controller: the same scenarios as on BMv2,
+    with what the target cannot do itself (copy a TCP state change, walk
+    IPv4 options) punted and done by the controller."""
+
+    name = "swx"
+    switch = "swx"
+    build = REPO / "p4src" / "build" / "pna"
+    device_config = "quicknat.spec"
+    # Its ports are DPDK's af_packet too (lab/swx.py), whose fanout has the
+    # kernel reassemble fragments first (SwpathTarget).
+    reassembles_fragments = True
+
+    def switch_command(self, ports: dict[int, str]) -> list[str]:
+        return swx.switch_command(ports, self.grpc_addr, self.workdir)
 
 
 def _alive(pid: int) -> bool:
@@ -419,6 +466,7 @@ class OffloadTarget(Bmv2Target):
 
     name = "offload"
     counters: ClassVar[dict[str, str]] = {c.name: _offload_counter(c) for c in VOCABULARY}
+    controller_mode = False
     # The instance is on af_packet too, and the kernel takes the 802.1Q tag
     # off before its defragmenting fanout looks at the packet (SwpathTarget).
     reassembles_fragments = True
@@ -471,6 +519,7 @@ class OffloadTarget(Bmv2Target):
 
 TARGETS: dict[str, type[Target]] = {
     "bmv2": Bmv2Target,
+    "swx": SwxTarget,
     "swpath": SwpathTarget,
     "offload": OffloadTarget,
 }

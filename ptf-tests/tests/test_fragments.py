@@ -132,15 +132,13 @@ class OrphanFragmentsAreBounded(Fragments):
             self.send(INSIDE, pieces(orphan, ident)[2])
         self.assertEqual(self.collect(OUTSIDE), [])
         if not self.target.reassembles_fragments:
-            self.target.wait_until(
+            self.target.wait_equal(
                 "orphans held and refused",
                 lambda: (
-                    (
-                        self.target.counter("fragment_held"),
-                        self.target.counter("fragment_over_limit"),
-                    )
-                    == (16, 24)
+                    self.target.counter("fragment_held"),
+                    self.target.counter("fragment_over_limit"),
                 ),
+                (16, 24),
                 5,
             )
         frags = pieces(orphan, 0x5A20)

@@ -9,7 +9,9 @@ first packet opens its session and waits in the writer for its entries; a
 packet that raced its install goes back through the pipeline at once
 (packet-out INJECT). ICMP errors, fragments and inside RSTs, which the
 switch's tables cannot translate, are translated here and routed by the
-switch (packet-out ROUTE). In offload mode the switch sends those to a
+switch (packet-out ROUTE); so are, on a target that cannot copy or parse
+them (PNA on SWX, target.py), the TCP segments that change a session's
+state and datagrams with IPv4 options. In offload mode the switch sends those to a
 slow-path instance instead, so they never come here. No writes here
 (writer.py), no connection (service.py).
 """
@@ -35,12 +37,17 @@ from quicknat.p4.constants import PacketOutMode, PuntReason
 from quicknat.p4rt.entities import packet_metadata
 from quicknat.p4rt.p4info import decode
 from quicknat.packet import (
+    ETH_HEADER,
+    ICMP,
+    ICMP_ECHO_REPLY,
+    ICMP_ECHO_REQUEST,
     TCP,
     PacketError,
     fragment_of,
     parse_flow,
     rewrite_addresses,
     rewrite_flow,
+    source_routed,
     tcp_flags,
 )
 
@@ -151,6 +158,8 @@ class NatPunts(Punts):
             PuntReason.TCP_STATE: self._on_tcp_state,
             PuntReason.ICMP_ERROR: self._on_icmp_error,
             PuntReason.FRAGMENT: self._on_fragment,
+            PuntReason.TCP_SEGMENT: self._on_tcp_segment,
+            PuntReason.IPV4_OPTIONS: self._on_ipv4_options,
         }
 
     def _flow_key(self, punt: Punt) -> FlowKey | None:
@@ -264,7 +273,7 @@ class NatPunts(Punts):
         so it sends every fragment that needs NAT here. The first is translated
         as a packet of its flow (which it may open), the later ones with its
         ports (nat/fragments.py); the switch routes them (ROUTE)."""
-        payload, zone, port = punt.payload, punt.zone, punt.port
+        payload, port = punt.payload, punt.port
         now = self.now()
         try:
             fragment = fragment_of(payload)
@@ -284,23 +293,87 @@ class NatPunts(Punts):
                 return
             self._route_later_fragment(payload, datagram, ports, port)
             return
-        flags = tcp_flags(payload) if key.protocol == TCP else 0
-        session = self._flow_session(zone, key, flags, payload, port)
-        if session is None:
+        if not self._route_own_packet(punt, key, "fragment"):
             return
-        if session.hairpin:  # its second half would need the ports again
-            self.stats["fragment.hairpin"] += 1
-            return
-        if key.protocol == TCP:
-            self._track_tcp(session, key, flags)
-        self._install_if_out(session)  # for the flow's whole packets
-        rewrite = session.in2out_rewrite if key == session.in2out else session.out2in_rewrite
-        assert rewrite is not None
-        self.stats["fragment.translated"] += 1
-        self._packet_out(rewrite_flow(payload, rewrite), port, PacketOutMode.ROUTE)
         for held in self.fragments.first(datagram, (key.sport, key.dport), now):
             self._route_later_fragment(held, datagram, (key.sport, key.dport), port)
         self._count_fragments_timed_out()
+
+    def _route_own_packet(self, punt: Punt, key: FlowKey, what: str) -> bool:
+        """A packet of `key`'s flow that the switch cannot translate (a first
+        fragment, a datagram with options): its session, opened if need be
+        and installed for the flow's other packets, translates it here and
+        the switch routes it. False when it is refused or dropped (counted
+        under `what`)."""
+        payload, port = punt.payload, punt.port
+        flags = tcp_flags(payload) if key.protocol == TCP else 0
+        session = self._flow_session(punt.zone, key, flags, payload, port)
+        if session is None:
+            return False
+        if session.hairpin:  # its second half would need this packet again
+            self.stats[f"{what}.hairpin"] += 1
+            return False
+        if key.protocol == TCP:
+            self._track_tcp(session, key, flags)
+        self._install_if_out(session)  # for the flow's other packets
+        rewrite = session.in2out_rewrite if key == session.in2out else session.out2in_rewrite
+        assert rewrite is not None
+        self.stats[f"{what}.translated"] += 1
+        self._packet_out(rewrite_flow(payload, rewrite), port, PacketOutMode.ROUTE)
+        return True
+
+    def _on_ipv4_options(self, punt: Punt) -> None:
+        """IPV4_OPTIONS: a datagram with options that needs NAT, from a target
+        whose parser does not walk them (PNA). Its options are checked as
+        swpath checks them (IN-IP-4: a source route is dropped, a malformed
+        list too); then it is what it would have been without them: a
+        fragment, an ICMP error, or a packet of a flow (opened if need be),
+        translated here and routed by the switch."""
+        payload = punt.payload
+        try:
+            routed = source_routed(payload)
+            fragment = fragment_of(payload)
+            l4 = ETH_HEADER + (payload[ETH_HEADER] & 0x0F) * 4
+            icmp_error = (
+                fragment is None
+                and payload[ETH_HEADER + 9] == ICMP
+                and len(payload) > l4
+                and payload[l4] not in (ICMP_ECHO_REPLY, ICMP_ECHO_REQUEST)
+            )
+            key = None if fragment is not None or icmp_error else parse_flow(payload)
+        except PacketError as exc:
+            self.stats["ipv4_options.malformed"] += 1
+            log.debug("malformed datagram with options from port %d: %s", punt.port, exc)
+            return
+        if routed:
+            self.stats["ipv4_options.source_route"] += 1
+            return
+        if fragment is not None:
+            self._on_fragment(punt)
+        elif icmp_error:
+            self._on_icmp_error(punt)
+        else:
+            assert key is not None
+            self._route_own_packet(punt, key, "ipv4_options")
+
+    def _on_tcp_segment(self, punt: Punt) -> None:
+        """TCP_SEGMENT: a SYN, FIN or RST of a session the switch holds, sent up
+        instead of forwarded by a target that cannot copy it: tracked (RFC
+        7857 sec. 2.2), translated with its session's rewrite and routed."""
+        key = self._flow_key(punt)
+        if key is None:
+            return
+        session = self.nat.session_for(key)
+        if session is None:
+            self.stats["tcp_segment.no_session"] += 1
+            return
+        rewrite = session.in2out_rewrite if key == session.in2out else session.out2in_rewrite
+        if rewrite is None:  # a hairpin half waiting for its peer
+            self.stats["tcp_segment.no_session"] += 1
+            return
+        self._track_tcp(session, key, tcp_flags(punt.payload))
+        self.stats["tcp_segment.routed"] += 1
+        self._packet_out(rewrite_flow(punt.payload, rewrite), punt.port, PacketOutMode.ROUTE)
 
     def _route_later_fragment(
         self, payload: bytes, datagram: DatagramKey, ports: tuple[int, int], port: int

@@ -44,7 +44,7 @@ from quicknat.controller.recovery import HeldEntries, flow_key, held_entries
 from quicknat.controller.stats import Stats
 from quicknat.controller.status import SessionQuery, serve_status
 from quicknat.controller.switch_config import SwitchConfig, write_diff
-from quicknat.controller.target import bmv2
+from quicknat.controller.target import for_program
 from quicknat.metrics import serve_metrics
 from quicknat.p4rt.client import P4RuntimeClient, P4RuntimeError, Tls
 
@@ -102,7 +102,10 @@ class Controller:
         self.client = P4RuntimeClient(
             options.grpc_addr, options.device_id, options.election_id, options.tls
         )
-        self.switch_config = SwitchConfig.of(self.p4info, config, options.punt_rate_pps)
+        self.target = for_program(self.p4info)
+        self.switch_config = SwitchConfig.of(
+            self.p4info, config, options.punt_rate_pps, self.target
+        )
         self.connected = asyncio.Event()
         self._reset_pending = options.reset
         self.stats = Stats()
@@ -110,7 +113,7 @@ class Controller:
         context = ModeContext(
             config=config,
             p4info=self.p4info,
-            target=bmv2(self.p4info),
+            target=self.target,
             stats=self.stats,
             write=lambda updates: self.client.write(updates),
             packet_out=lambda payload, metadata: self.client.packet_out(payload, metadata),
@@ -304,7 +307,7 @@ class Controller:
         decide again)."""
         check_runtime_change(self.config, new)
         try:
-            wanted = SwitchConfig.of(self.p4info, new, self.options.punt_rate_pps)
+            wanted = SwitchConfig.of(self.p4info, new, self.options.punt_rate_pps, self.target)
         except ConfigMismatch as exc:
             raise ReconfigureError(str(exc)) from None
         await self.mode.prepare(self.config, new, flush)

@@ -25,7 +25,7 @@ from quicknat.config.model import Config
 from quicknat.controller import program
 from quicknat.controller.punts import ERROR_COPIES
 from quicknat.controller.reconfigure import EntryDiff, entry_diff
-from quicknat.controller.target import ALREADY_EXISTS, SESSION_TABLES
+from quicknat.controller.target import ALREADY_EXISTS, SESSION_TABLES, TargetCapabilities
 from quicknat.p4.constants import PuntReason
 from quicknat.p4rt.client import P4RuntimeError, UpdateError
 from quicknat.p4rt.p4info import P4Info
@@ -58,9 +58,14 @@ class SwitchConfig:
     tables), each naming the one before; empty in controller mode."""
     punt_rate_pps: int
     """New-flow packet-ins per second the punt meter lets through."""
+    clone_session: bool
+    """Whether the target copies TCP state changes to the controller
+    (TargetCapabilities.clone_sessions): then it gets the clone session."""
 
     @classmethod
-    def of(cls, p4info: P4Info, config: Config, punt_rate_pps: int) -> SwitchConfig:
+    def of(
+        cls, p4info: P4Info, config: Config, punt_rate_pps: int, target: TargetCapabilities
+    ) -> SwitchConfig:
         """ConfigMismatch when the configuration lacks what the switch needs."""
         return cls(
             p4info,
@@ -68,6 +73,7 @@ class SwitchConfig:
             program.static_entries(p4info, config),
             program.slow_path_entries(p4info, config),
             punt_rate_pps,
+            target.clone_sessions,
         )
 
     def table_entries(self) -> list[p4r.TableEntry]:
@@ -98,8 +104,9 @@ class SwitchConfig:
             )
         meters = [self._meter(r) for r in PuntReason if r is not PuntReason.NONE]
         _raise(await client.write(meters), "punt meter")
-        # (the packet replication engine's state may outlive a pipeline)
-        await _insert_or_modify(client, [program.cpu_clone_session()], "CPU clone session")
+        if self.clone_session:
+            # (the packet replication engine's state may outlive a pipeline)
+            await _insert_or_modify(client, [program.cpu_clone_session()], "CPU clone session")
 
     def _meter(self, reason: PuntReason) -> p4r.Update:
         """One punt reason's meter: new flows at the full rate, the other

@@ -2,13 +2,12 @@
 place: a target's capabilities, read by the writer (writer.py) and the modes
 (modes/), never tested for by name elsewhere.
 
-BMv2 is the one target today. A second one (DPDK's SWX pipeline behind a
-P4Runtime server of our own) differs exactly here: its table sizes, its
-batch limit, the code it answers a full table with (RESOURCE_EXHAUSTED, as
-P4Runtime spec sec. 12.3 asks), and whether it notifies idle entries at
-all. It is a second constructor beside `bmv2`; what the controller does with
-a capability (size its room checks, split its writes, classify an error,
-give an entry an idle timeout) is already written against the fields.
+Two targets: BMv2 running the v1model build (`bmv2`), and quicknat-swx, DPDK's
+SWX pipeline running the PNA build behind our P4Runtime server (`swx`,
+docs/p4-targets.md). They differ exactly here: their table sizes, batch
+limits, the code they answer a full table with, whether they notify idle
+entries, and whether they can copy a packet to the controller. The program's
+P4Info says which one runs it (`for_program`, by its architecture).
 """
 
 from __future__ import annotations
@@ -55,6 +54,12 @@ class TargetCapabilities:
     the modes' `idle` as the notifications do; BMv2 notifies, so no such
     ageing is built."""
 
+    clone_sessions: bool
+    """Whether it has a packet replication engine (P4Runtime
+    CloneSessionEntry): then the switch forwards a session's TCP SYN, FIN
+    and RST and copies them to the controller (TCP_STATE); without one it
+    sends them up instead (TCP_SEGMENT) and the controller forwards them."""
+
     def table_full(self, code: int) -> bool:
         """Whether an INSERT that failed with `code` met a full table."""
         return code in self.full_table_codes
@@ -73,4 +78,36 @@ def bmv2(p4info: P4Info) -> TargetCapabilities:
         max_updates_per_write=None,
         full_table_codes=frozenset({RESOURCE_EXHAUSTED, UNKNOWN}),
         idle_timeout_notifications=True,
+        clone_sessions=True,
     )
+
+
+def swx(p4info: P4Info) -> TargetCapabilities:
+    """quicknat-swx running p4src/build/pna/: table sizes from the P4Info;
+    a full table is RESOURCE_EXHAUSTED (P4Runtime spec sec. 12.3); it ages
+    entries by their direct counters and notifies idle ones; it applies a
+    write's updates in one table transaction each (no limit of its own);
+    PNA on DPDK 22.11 has no clone, so no clone sessions."""
+    sizes = {t.preamble.alias: t.size for t in p4info.proto.tables}
+    return TargetCapabilities(
+        name="swx",
+        session_capacity=min(sizes[table] for table in SESSION_TABLES),
+        max_updates_per_write=None,
+        full_table_codes=frozenset({RESOURCE_EXHAUSTED}),
+        idle_timeout_notifications=True,
+        clone_sessions=False,
+    )
+
+
+# The targets by the architecture the program was compiled for (P4Info's
+# pkg_info.arch, which p4c writes).
+_BY_ARCH = {"v1model": bmv2, "pna": swx}
+
+
+def for_program(p4info: P4Info) -> TargetCapabilities:
+    """The target a program was built for; ValueError for an architecture
+    no target here runs."""
+    arch = p4info.proto.pkg_info.arch
+    if arch not in _BY_ARCH:
+        raise ValueError(f"no target runs a program for the {arch!r} architecture")
+    return _BY_ARCH[arch](p4info)

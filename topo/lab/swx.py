@@ -1,0 +1,64 @@
+"""The one place that knows how to start quicknat-swx, the P4 program on DPDK's
+SWX pipeline (swpath/swx/, docs/p4-targets.md), on veths: as simple_switch_grpc
+--no-p4, it starts with no program and the controller pushes one."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from collections.abc import Mapping
+from pathlib import Path
+
+from lab.swpath import AF_PACKET_FRAMES
+
+REPO = Path(__file__).resolve().parents[2]
+SWX = REPO / "swpath" / "build" / "swx" / "quicknat-swx"
+# A pipeline thread that found no packet sleeps this long (quicknat-swx
+# --idle-sleep-us): a lab shares its two CPUs with hosts, a controller and
+# PTF, which a thread polling flat out would starve. 50 us adds at most that
+# to a packet that arrives while it sleeps.
+IDLE_SLEEP_US = 50
+
+
+def file_prefix(workdir: Path) -> str:
+    """The EAL file prefix of the switch a lab or test run keeps in `workdir`:
+    one per run, so two runs never share DPDK's runtime directory."""
+    return "quicknat-swx-" + hashlib.sha256(str(workdir).encode()).hexdigest()[:12]
+
+
+def switch_command(ports: Mapping[int, str], grpc_addr: str, workdir: Path) -> list[str]:
+    """quicknat-swx with P4 port N on interface `ports[N]` (net_af_packet: no
+    hugepages or NIC needed), one pipeline thread on lcore 1, P4Runtime on
+    `grpc_addr`. Its CPU port (0) is internal: packet-ins and packet-outs go
+    through the P4Runtime stream."""
+    vdevs, mapping = [], []
+    for port, name in sorted(ports.items()):
+        vdevs += ["--vdev", f"net_af_packet{port},iface={name},framecnt={AF_PACKET_FRAMES}"]
+        mapping += ["--port", f"{port}=net_af_packet{port}"]
+    return [
+        str(SWX),
+        "-l",
+        "0,1",
+        *vdevs,
+        "--file-prefix",
+        file_prefix(workdir),
+        # no files of its own: a switch killed and started again (a test
+        # of a crash) finds none of its predecessor's in its way
+        "--no-shconf",
+        "--no-huge",
+        "-m",
+        "512",
+        "--no-pci",
+        "--",
+        *mapping,
+        "--grpc-addr",
+        grpc_addr,
+        "--idle-sleep-us",
+        str(IDLE_SLEEP_US),
+    ]
+
+
+def remove_runtime_dir(workdir: Path) -> None:
+    """DPDK's runtime directory of a stopped switch (its telemetry socket):
+    the EAL leaves it behind."""
+    shutil.rmtree(Path("/var/run/dpdk") / file_prefix(workdir), ignore_errors=True)
