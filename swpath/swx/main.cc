@@ -22,6 +22,7 @@
 
 #include "p4rt/device.h"
 #include "p4rt/server.h"
+#include "p4rt/telemetry.h"
 
 extern "C" {
 #include <rte_eal.h>
@@ -133,6 +134,7 @@ int main(int argc, char** argv) {
   {
     swx::Device device(o);
     swx::Server service(&device, device_id);
+    swx::RegisterTelemetry(&device);
     grpc::ServerBuilder builder;
     int bound = 0;
     builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &bound);
@@ -150,6 +152,7 @@ int main(int argc, char** argv) {
     fprintf(stderr, "quicknat-swx: device %llu, %zu pipeline thread(s), P4Runtime on %s\n",
             static_cast<unsigned long long>(device_id), o.lcores.size(), address.c_str());
     g_server->Wait();
+    swx::DetachTelemetry();
     service.Stop();
     g_server.reset();
     status = 0;

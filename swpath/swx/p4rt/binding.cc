@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "binding.h"
 
-#include <jansson.h>
-
 #include <memory>
 #include <set>
 
@@ -13,11 +11,15 @@ using p4::config::v1::P4Info;
 
 namespace {
 
-using Json = std::unique_ptr<json_t, decltype(&json_decref)>;
-
-std::string Str(json_t* obj, const char* key) {
-  json_t* v = json_object_get(obj, key);
-  return json_is_string(v) ? std::string(json_string_value(v)) : std::string();
+// The pipeline's name of a P4 object: p4c-dpdk drops the top control's
+// name and joins the rest with underscores
+// (QuickNatMainControl.core.nat.nat_in2out -> core_nat_nat_in2out).
+std::string SpecName(const std::string& p4_name) {
+  size_t dot = p4_name.find('.');
+  std::string name = dot == std::string::npos ? p4_name : p4_name.substr(dot + 1);
+  for (char& c : name)
+    if (c == '.') c = '_';
+  return name;
 }
 
 std::string LastPart(const std::string& name) {
@@ -25,59 +27,21 @@ std::string LastPart(const std::string& name) {
   return dot == std::string::npos ? name : name.substr(dot + 1);
 }
 
-std::string Underscored(std::string name) {
-  for (char& c : name)
-    if (c == '.') c = '_';
-  return name;
+// Whether `have` is `base`, or `base` with a copy's suffix _N: p4c-dpdk
+// makes a copy of an action per table that uses it.
+bool SameOrCopy(const std::string& have, const std::string& base) {
+  if (have == base) return true;
+  return have.size() > base.size() + 1 && have.compare(0, base.size(), base) == 0 &&
+         have[base.size()] == '_' &&
+         have.find_first_not_of("0123456789", base.size() + 1) == std::string::npos;
 }
 
-// The context's tables and externs by their P4 (external) name.
-struct Context {
-  std::map<std::string, json_t*> tables;   // also hidden ones, by their name
-  std::map<std::string, json_t*> externs;
-};
-
-std::string ReadContext(json_t* root, Context* ctx) {
-  json_t *tables = json_object_get(root, "tables"), *externs = json_object_get(root, "externs");
-  if (!json_is_array(tables)) return "the context JSON has no \"tables\"";
-  size_t i;
-  json_t* t;
-  json_array_foreach(tables, i, t) ctx->tables[Str(t, "name")] = t;
-  if (json_is_array(externs)) json_array_foreach(externs, i, t) ctx->externs[Str(t, "name")] = t;
-  return "";
-}
-
-// The pipeline action of table `layout` that the context names: p4c-dpdk
-// gives it the P4 action's name, or that name with the control's prefix
-// made an underscore, or with a suffix _N where names clash; only the
-// table's own actions are candidates, so the first that fits is the one.
-int FindAction(const swx_info* info, const swx_table_layout* layout, const std::string& target,
-               const std::string& external) {
-  std::vector<std::string> names = {target, Underscored(target), LastPart(target),
-                                    LastPart(external)};
-  for (const auto& want : names) {
-    for (uint32_t i = 0; i < layout->n_actions; i++) {
-      const std::string have = info->actions[layout->actions[i]].name;
-      if (have == want) return static_cast<int>(layout->actions[i]);
-    }
-  }
-  for (const auto& want : names) {  // a clash suffix: NAME_0, NAME_1, ...
-    for (uint32_t i = 0; i < layout->n_actions; i++) {
-      const std::string have = info->actions[layout->actions[i]].name;
-      if (have.size() > want.size() + 1 && have.compare(0, want.size(), want) == 0 &&
-          have[want.size()] == '_' &&
-          have.find_first_not_of("0123456789", want.size() + 1) == std::string::npos)
-        return static_cast<int>(layout->actions[i]);
-    }
-  }
-  return -1;
-}
-
-int FindTable(const swx_info* info, const std::string& target, const std::string& external) {
-  for (const std::string& name : {target, Underscored(target), LastPart(external)}) {
-    int id = swx_info_table(info, name.c_str());
-    if (id >= 0) return id;
-  }
+// The pipeline action of table `layout` that P4 action `p4_name` became.
+int FindAction(const swx_info* info, const swx_table_layout* layout, const std::string& p4_name) {
+  const std::string base = p4_name == "NoAction" ? p4_name : SpecName(p4_name);
+  for (uint32_t i = 0; i < layout->n_actions; i++)
+    if (SameOrCopy(info->actions[layout->actions[i]].name, base))
+      return static_cast<int>(layout->actions[i]);
   return -1;
 }
 
@@ -132,23 +96,14 @@ const ProfileBinding* Binding::Profile(uint32_t id) const {
   return it == profiles_.end() ? nullptr : &it->second;
 }
 
-std::string Binding::Bind(const P4Info& p4info, const std::string& context_text,
-                          const swx_info* info) {
-  json_error_t error;
-  Json root(json_loads(context_text.c_str(), 0, &error), json_decref);
-  if (!root) return std::string("the context is not JSON: ") + error.text;
-  Context ctx;
-  if (std::string why = ReadContext(root.get(), &ctx); !why.empty()) return why;
-
+std::string Binding::Bind(const P4Info& p4info, const swx_info* info) {
   std::map<uint32_t, const p4::config::v1::Action*> p4_actions;
   for (const auto& a : p4info.actions()) p4_actions[a.preamble().id()] = &a;
 
   for (const auto& t : p4info.tables()) {
     const std::string& name = t.preamble().name();
-    auto c = ctx.tables.find(name);
-    if (c == ctx.tables.end()) return "table " + name + " is not in the context";
-    int swx_id = FindTable(info, Str(c->second, "target_name"), name);
-    if (swx_id < 0) return "table " + name + " is not in the pipeline";
+    int swx_id = swx_info_table(info, SpecName(name).c_str());
+    if (swx_id < 0) return "table " + name + " is not in the pipeline (" + SpecName(name) + ")";
     TableBinding& b = tables_[t.preamble().id()];
     b.id = t.preamble().id();
     b.name = name;
@@ -156,6 +111,8 @@ std::string Binding::Bind(const P4Info& p4info, const std::string& context_text,
     b.layout = &info->tables[swx_id];
     b.size = static_cast<uint32_t>(t.size());
     if (b.size == 0 || b.size > b.layout->size) b.size = b.layout->size;
+    // (p4c-dpdk leaves pna_idle_timeout out of the P4Info: a table whose
+    // entries are counted ages them too, below)
     b.idle_timeout = t.idle_timeout_behavior() == p4::config::v1::Table::NOTIFY_CONTROL;
     b.const_default_action = t.const_default_action_id();
     if (static_cast<uint32_t>(t.match_fields_size()) != b.layout->n_fields)
@@ -184,37 +141,27 @@ std::string Binding::Bind(const P4Info& p4info, const std::string& context_text,
   // actions in two tables (p4c-dpdk copies what two controls share).
   for (const auto& t : p4info.tables()) {
     TableBinding& b = tables_[t.preamble().id()];
-    json_t* c = ctx.tables[b.name];
     TableBinding* holder = &b;  // whose actions these are
     if (t.implementation_id() != 0) {
-      // a profile's actions live in its member table (p4c-dpdk's hidden table)
-      json_t* refs = json_object_get(c, "action_data_table_refs");
-      std::string member_name = json_is_array(refs) && json_array_size(refs) > 0
-                                    ? Str(json_array_get(refs, 0), "name")
-                                    : std::string();
-      auto m = ctx.tables.find(member_name);
-      int member_id = m == ctx.tables.end()
-                          ? -1
-                          : FindTable(info, Str(m->second, "target_name"), member_name);
-      if (member_id < 0) return "table " + b.name + ": its action profile's table is not bound";
+      // a profile's actions live in its member table, which p4c-dpdk names
+      // after the profile (and its selector NAME_sel)
+      const p4::config::v1::ActionProfile* profile = nullptr;
+      for (const auto& ap : p4info.action_profiles())
+        if (ap.preamble().id() == t.implementation_id()) profile = &ap;
+      if (profile == nullptr) return "table " + b.name + ": its action profile is not in the P4Info";
+      std::string member_name = LastPart(profile->preamble().name());
+      int member_id = swx_info_table(info, member_name.c_str());
+      if (member_id < 0) return "action profile " + member_name + " has no table in the pipeline";
       holder = &hidden_[static_cast<uint32_t>(member_id)];
       holder->name = member_name;
       holder->swx_id = static_cast<uint32_t>(member_id);
       holder->layout = &info->tables[member_id];
       holder->size = holder->layout->size;
-      c = m->second;
     }
-    json_t* ctx_actions = json_object_get(c, "actions");
     for (const auto& ref : t.action_refs()) {
       const auto* a = p4_actions[ref.id()];
       if (a == nullptr) return "table " + b.name + ": action id " + std::to_string(ref.id()) + " unknown";
-      std::string target;
-      size_t i;
-      json_t* ca;
-      json_array_foreach(ctx_actions, i, ca) {
-        if (Str(ca, "name") == a->preamble().name()) target = Str(ca, "target_name");
-      }
-      int swx_action = FindAction(info, holder->layout, target, a->preamble().name());
+      int swx_action = FindAction(info, holder->layout, a->preamble().name());
       if (swx_action < 0)
         return "table " + b.name + ": action " + a->preamble().name() + " is not in the pipeline";
       const ActionBinding* binding = nullptr;
@@ -262,13 +209,8 @@ std::string Binding::Bind(const P4Info& p4info, const std::string& context_text,
     p.max_group_size = static_cast<uint32_t>(ap.max_group_size());
     if (ap.table_ids_size() == 0) return "action profile " + p.name + " has no table";
     TableBinding& owner = tables_[ap.table_ids(0)];
-    json_t* oc = ctx.tables[owner.name];
-    json_t* mrefs = json_object_get(oc, "action_data_table_refs");
-    std::string member_name = json_is_array(mrefs) && json_array_size(mrefs) > 0
-                                  ? Str(json_array_get(mrefs, 0), "name")
-                                  : std::string();
     for (auto& [hid, h] : hidden_)
-      if (h.name == member_name) p.member_table = &h;
+      if (h.name == LastPart(p.name)) p.member_table = &h;
     if (p.member_table == nullptr) return "action profile " + p.name + ": no member table";
     if (p.size == 0 || p.size > p.member_table->size) p.size = p.member_table->size;
     for (uint32_t i = 0; i < owner.layout->n_actions; i++) {
@@ -279,17 +221,7 @@ std::string Binding::Bind(const P4Info& p4info, const std::string& context_text,
         p.set_group_action = static_cast<int>(owner.layout->actions[i]);
     }
     if (ap.with_selector()) {
-      json_t* c = ctx.tables[owner.name];
-      json_t* refs = json_object_get(c, "selection_table_refs");
-      std::string sel_name = json_is_array(refs) && json_array_size(refs) > 0
-                                 ? Str(json_array_get(refs, 0), "name")
-                                 : std::string();
-      auto s = ctx.tables.find(sel_name);
-      std::string target = s == ctx.tables.end() ? LastPart(sel_name) : Str(s->second, "target_name");
-      for (const std::string& n : {target, Underscored(target), LastPart(sel_name)}) {
-        p.selector = swx_info_selector(info, n.c_str());
-        if (p.selector >= 0) break;
-      }
+      p.selector = swx_info_selector(info, (LastPart(p.name) + "_sel").c_str());
       if (p.selector < 0) return "action selector " + p.name + " is not in the pipeline";
       if (p.set_group_action < 0)
         return "table " + owner.name + " has no set_group_id action in the pipeline";
@@ -305,9 +237,7 @@ std::string Binding::Bind(const P4Info& p4info, const std::string& context_text,
     b.id = c.preamble().id();
     b.name = c.preamble().name();
     b.unit = c.spec().unit();
-    auto e = ctx.externs.find(b.name);
-    std::string target = e == ctx.externs.end() ? LastPart(b.name) : Str(e->second, "target_name");
-    FindCounterArrays(info, target, &b);
+    FindCounterArrays(info, SpecName(b.name), &b);
     if (b.packets < 0 && b.bytes < 0) return "counter " + b.name + " is not in the pipeline";
     if (b.size > static_cast<uint32_t>(c.size())) b.size = static_cast<uint32_t>(c.size());
   }
@@ -317,21 +247,21 @@ std::string Binding::Bind(const P4Info& p4info, const std::string& context_text,
     b.name = c.preamble().name();
     b.unit = c.spec().unit();
     b.table_id = c.direct_table_id();
-    auto e = ctx.externs.find(b.name);
-    std::string target = e == ctx.externs.end() ? LastPart(b.name) : Str(e->second, "target_name");
-    FindCounterArrays(info, target, &b);
+    FindCounterArrays(info, SpecName(b.name), &b);
     if (b.packets < 0 && b.bytes < 0) return "direct counter " + b.name + " is not in the pipeline";
     auto t = tables_.find(b.table_id);
-    if (t != tables_.end()) t->second.direct_counter = &b;
+    if (t != tables_.end()) {
+      t->second.direct_counter = &b;
+      // this target sees a hit by the entry's counter: a counted table ages
+      t->second.idle_timeout = true;
+    }
   }
   for (const auto& m : p4info.meters()) {
     MeterBinding& b = meters_[m.preamble().id()];
     b.id = m.preamble().id();
     b.name = m.preamble().name();
     b.unit = m.spec().unit();
-    auto e = ctx.externs.find(b.name);
-    std::string target = e == ctx.externs.end() ? LastPart(b.name) : Str(e->second, "target_name");
-    int id = swx_info_metarray(info, target.c_str());
+    int id = swx_info_metarray(info, SpecName(b.name).c_str());
     if (id < 0) return "meter " + b.name + " is not in the pipeline";
     b.metarray = info->metarrays[id].name;
     b.size = info->metarrays[id].size;

@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // The P4Info's objects bound to the pipeline's: which SWX table, action,
-// argument, selector, register array and meter array each P4Info id is,
-// through the names in the context JSON p4c-dpdk writes (its "target_name"
-// of each table, action and extern). Match fields and action parameters
-// are bound by position: p4c-dpdk keeps a table's key fields and an
-// action's arguments in the P4 program's order (the P4Info ids' order),
-// which Bind checks against their widths.
+// argument, selector, register array and meter array each P4Info id is.
+// p4c-dpdk names them after the P4 names (without the top control's,
+// dots made underscores, a copy of an action per table suffixed _N; an
+// action profile's member table after the profile, its selector NAME_sel),
+// and keeps a table's key fields and an action's arguments in the
+// program's order (the P4Info ids' order); Bind checks every count and
+// width. (Its context JSON would name them too, but p4c-dpdk 1.2.4.17
+// cannot write one for a program with an action selector in a nested
+// control: "unable to find id for ..._sel".)
 #ifndef SWX_P4RT_BINDING_H
 #define SWX_P4RT_BINDING_H
 
@@ -84,7 +87,7 @@ struct TableBinding {
   std::vector<FieldBinding> fields;  // by P4Info match field id order
   std::unordered_map<uint32_t, ActionRef> actions;  // P4Info action id
   uint32_t size = 0;
-  bool idle_timeout = false;    // NOTIFY_CONTROL in the P4Info
+  bool idle_timeout = false;    // NOTIFY_CONTROL in the P4Info, or counted
   uint32_t const_default_action = 0;
   bool lpm = false;             // has an LPM field (the priority is its prefix)
   bool ternary = false;         // needs a P4Runtime priority
@@ -116,10 +119,9 @@ struct PacketMetadataBinding {
 
 class Binding {
  public:
-  // Binds p4info to the pipeline described by info through the context
-  // JSON (text). Empty string: bound; else what does not bind.
-  std::string Bind(const p4::config::v1::P4Info& p4info, const std::string& context,
-                   const swx_info* info);
+  // Binds p4info to the pipeline described by info. Empty string: bound;
+  // else what does not bind.
+  std::string Bind(const p4::config::v1::P4Info& p4info, const swx_info* info);
 
   const TableBinding* Table(uint32_t id) const;
   const CounterBinding* Counter(uint32_t id) const;

@@ -141,3 +141,18 @@ void Device::TakeIdle(std::vector<p4::v1::TableEntry>* out) {
 }
 
 }  // namespace swx
+
+namespace swx {
+
+void Device::PortStats(const std::function<void(uint32_t, const swx::PortStats&)>& each) {
+  std::shared_ptr<Program> program = Running();
+  if (program) program->PortStats(each);
+}
+
+void Device::TableStats(
+    const std::function<void(const std::string&, uint64_t, uint64_t)>& each) {
+  std::shared_ptr<Program> program = Running();
+  if (program) program->TableStats(each);
+}
+
+}  // namespace swx

@@ -3,10 +3,10 @@
 // One P4Runtime device: the P4 program running on DPDK's SWX pipeline, one
 // pipeline per thread (each its own queue of every port, the same tables
 // written to each), and what P4Runtime sees of it. The program arrives as a
-// ForwardingPipelineConfig: its P4Info and, as p4_device_config, the
-// pipeline config of p4src/build/pna/ (device_config.h: the spec and the
-// context JSON p4c-dpdk wrote). A new program replaces the running one
-// with empty tables (VERIFY_AND_COMMIT); the ports stay.
+// ForwardingPipelineConfig: its P4Info and, as p4_device_config, the SWX
+// spec p4c-dpdk wrote (p4src/build/pna/quicknat.spec). A new program
+// replaces the running one with empty tables (VERIFY_AND_COMMIT); the
+// ports stay.
 #ifndef SWX_P4RT_DEVICE_H
 #define SWX_P4RT_DEVICE_H
 
@@ -30,6 +30,10 @@ extern "C" {
 namespace swx {
 
 class Program;
+
+struct PortStats {
+  uint64_t rx_packets = 0, tx_packets = 0, truncated = 0;
+};
 
 class Device {
  public:
@@ -69,6 +73,12 @@ class Device {
   // The entries that have been idle for their idle_timeout_ns since they
   // were last reported (each once, until a packet hits it again).
   void TakeIdle(std::vector<p4::v1::TableEntry>* out);
+
+  // The running pipelines' port and table counts, summed over the
+  // pipelines (telemetry.h); nothing without a program.
+  void PortStats(const std::function<void(uint32_t, const swx::PortStats&)>& each);
+  void TableStats(
+      const std::function<void(const std::string&, uint64_t hits, uint64_t misses)>& each);
 
  private:
   std::unique_ptr<Program> Build(const p4::v1::ForwardingPipelineConfig& config,

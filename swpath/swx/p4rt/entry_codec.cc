@@ -117,6 +117,10 @@ std::string EncodedEntry::Identity() const {
   return id;
 }
 
+// The highest P4Runtime priority a ternary entry may have here: DPDK's
+// RTE_ACL_MAX_PRIORITY (rte_acl.h), what a wildcard table's ACL accepts.
+constexpr uint32_t kMaxPriority = (1u << 29) - 1;
+
 Status EncodeMatch(const TableBinding& t, const p4::v1::TableEntry& entry, EncodedEntry* out) {
   const uint32_t size = t.layout->key_size;
   out->key.assign(size, '\0');
@@ -138,7 +142,15 @@ Status EncodeMatch(const TableBinding& t, const p4::v1::TableEntry& entry, Encod
   if (t.ternary) {
     if (entry.priority() <= 0)
       return Invalid("table " + t.name + " needs a priority above 0 (ternary or optional match)");
-    out->priority = 0x7fffffffu - static_cast<uint32_t>(entry.priority());
+    // SWX takes the lowest value first and hands a wildcard table's
+    // entries to DPDK's ACL as priority RTE_ACL_MAX_PRIORITY - value,
+    // which must be 1..RTE_ACL_MAX_PRIORITY (2^29 - 1): so a P4Runtime
+    // priority is the ACL's own, and one above that range is refused.
+    if (static_cast<uint32_t>(entry.priority()) > kMaxPriority)
+      return Status(StatusCode::OUT_OF_RANGE,
+                    "table " + t.name + ": priority " + std::to_string(entry.priority()) +
+                        " is above this target's " + std::to_string(kMaxPriority));
+    out->priority = kMaxPriority - static_cast<uint32_t>(entry.priority());
   } else {
     if (entry.priority() != 0)
       return Invalid("table " + t.name + " takes no priority (no ternary match)");
@@ -147,6 +159,7 @@ Status EncodeMatch(const TableBinding& t, const p4::v1::TableEntry& entry, Encod
       for (const auto& f : t.fields)
         if (f.match == MatchField::LPM) width = f.bitwidth;
       // the longest prefix first: SWX takes the lowest priority value
+      // (32 at most: well inside the ACL's range, above)
       out->priority = width - static_cast<uint32_t>(lpm < 0 ? 0 : lpm);
     }
   }

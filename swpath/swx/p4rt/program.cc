@@ -8,7 +8,6 @@
 #include <cstring>
 
 #include "bytestring.h"
-#include "device_config.h"
 #include "packet_io.h"
 
 extern "C" {
@@ -19,6 +18,7 @@ extern "C" {
 
 #include "arrays.h"
 #include "guard.h"
+#include "contract/p4_constants.h"
 }
 
 namespace swx {
@@ -64,14 +64,10 @@ std::string Serialized(const google::protobuf::Message& m) {
 std::unique_ptr<Program> Program::Build(const Device::Options& options,
                                         const p4::v1::ForwardingPipelineConfig& config,
                                         uint64_t generation, Status* status) {
-  DeviceConfig dc;
-  std::string why = ParseDeviceConfig(config.p4_device_config(), &dc);
-  if (!why.empty()) {
-    *status = Invalid("p4_device_config: " + why);
-    return nullptr;
-  }
+  // the device config is the pipeline's spec, as p4c-dpdk wrote it
+  const std::string& spec = config.p4_device_config();
   char so[4096], err[1024];
-  if (swx_build_lib(&options.build, dc.spec.data(), dc.spec.size(), so, sizeof(so), err,
+  if (swx_build_lib(&options.build, spec.data(), spec.size(), so, sizeof(so), err,
                     sizeof(err)) != 0) {
     *status = Invalid(err);
     return nullptr;
@@ -101,10 +97,29 @@ std::unique_ptr<Program> Program::Build(const Device::Options& options,
     *status = Status(StatusCode::INTERNAL, "cannot read the pipeline's objects");
     return nullptr;
   }
-  why = program->binding_.Bind(config.p4info(), dc.context, &program->info_);
+  // PNA's direction: p4c-dpdk reads it from its `direction` register by
+  // input port; the CPU port is the host's (HOST_TO_NET, 1), the others the
+  // network's (0, as the register starts).
+  if (swx_info_regarray(&program->info_, "direction") >= 0)
+    for (auto& in : program->instances_)
+      rte_swx_ctl_pipeline_regarray_write(in.pipeline, "direction", SWX_CPU_PORT, 1);
+  std::string why = program->binding_.Bind(config.p4info(), &program->info_);
   if (!why.empty()) {
     *status = Invalid("the P4Info does not match the pipeline: " + why);
     return nullptr;
+  }
+  // The input guard (src/guard.h) is this target's length check of the
+  // parser: the frames it drops count where the program counts its
+  // parser's drops, drop_counter[PARSER_ERROR] (the generated contract).
+  for (const auto& c : config.p4info().counters()) {
+    const CounterBinding* b = program->binding_.Counter(c.preamble().id());
+    if (c.preamble().alias() != "drop_counter" || b == nullptr || b->packets < 0) continue;
+    for (auto& in : program->instances_)
+      if (swx_guard_count_into(in.pipeline, static_cast<uint32_t>(b->packets),
+                               P4_DROP_REASON_PARSER_ERROR) != 0) {
+        *status = Invalid("drop_counter has no PARSER_ERROR element");
+        return nullptr;
+      }
   }
   for (const auto& [id, t] : program->binding_.Tables()) program->tables_[id].binding = &t;
   for (const auto& [id, p] : program->binding_.Profiles()) program->profiles_[id].binding = &p;
@@ -797,6 +812,44 @@ void Program::TakeIdle(std::vector<p4::v1::TableEntry>* out) {
       e.ParseFromString(s.entry);
       out->push_back(std::move(e));
     }
+  }
+}
+
+// -- stats ------------------------------------------------------------------
+
+void Program::PortStats(const std::function<void(uint32_t, const swx::PortStats&)>& each) const {
+  for (uint32_t port = 0; port < info_.pipeline.n_ports_in; port++) {
+    swx::PortStats sum;
+    for (const auto& in : instances_) {
+      rte_swx_port_in_stats rx{};
+      rte_swx_port_out_stats tx{};
+      struct swx_guard_stats guard{};
+      rte_swx_ctl_pipeline_port_in_stats_read(in.pipeline, port, &rx);
+      if (port < info_.pipeline.n_ports_out)
+        rte_swx_ctl_pipeline_port_out_stats_read(in.pipeline, port, &tx);
+      swx_guard_stats(in.pipeline, port, &guard);
+      sum.rx_packets += rx.n_pkts;
+      sum.tx_packets += tx.n_pkts;
+      sum.truncated += guard.truncated;
+    }
+    each(port, sum);
+  }
+}
+
+void Program::TableStats(
+    const std::function<void(const std::string&, uint64_t, uint64_t)>& each) const {
+  for (uint32_t t = 0; t < info_.pipeline.n_tables; t++) {
+    uint64_t hits = 0, misses = 0;
+    std::vector<uint64_t> per_action(info_.pipeline.n_actions + 1, 0);
+    for (const auto& in : instances_) {
+      rte_swx_table_stats stats{};
+      stats.n_pkts_action = per_action.data();
+      if (rte_swx_ctl_pipeline_table_stats_read(in.pipeline, info_.tables[t].name, &stats) == 0) {
+        hits += stats.n_pkts_hit;
+        misses += stats.n_pkts_miss;
+      }
+    }
+    each(info_.tables[t].name, hits, misses);
   }
 }
 

@@ -22,6 +22,7 @@ struct guard {
 	rte_swx_port_in_pkt_rx_t rx;	/* the port's own */
 	void *obj;
 	struct swx_guard_stats stats;
+	uint64_t *drops;		/* the program's count of them, or NULL */
 };
 
 /* Whether the frame holds what its Ethernet, 802.1Q and IPv4 or ARP
@@ -72,6 +73,8 @@ guard_rx(void *port, struct rte_swx_pkt *pkt)
 			return 1;
 		}
 		g->stats.truncated++;
+		if (g->drops != NULL)	/* this thread's array: no race */
+			(*g->drops)++;
 		rte_pktmbuf_free(m);
 	}
 	return 0;
@@ -90,6 +93,23 @@ swx_guard_install(struct rte_swx_pipeline *p)
 		p->in[i].pkt_rx = guard_rx;
 		p->in[i].obj = g;
 	}
+	return 0;
+}
+
+int
+swx_guard_count_into(struct rte_swx_pipeline *p, uint32_t regarray_id, uint32_t index)
+{
+	struct rte_swx_ctl_pipeline_info info;
+	struct regarray_runtime *r;
+
+	if (rte_swx_ctl_pipeline_info_get(p, &info) != 0 || regarray_id >= info.n_regarrays)
+		return -1;
+	r = &p->regarray_runtime[regarray_id];
+	if (index > r->size_mask)
+		return -1;
+	for (uint32_t i = 1; i < p->n_ports_in; i++)
+		if (p->in[i].pkt_rx == guard_rx)
+			((struct guard *)p->in[i].obj)->drops = &r->regarray[index];
 	return 0;
 }
 

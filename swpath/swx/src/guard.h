@@ -28,6 +28,13 @@ struct swx_guard_stats {
 /* Wraps input ports 1.. (0 is the CPU port, the controller's packets) of p.
  * 0, or -1 (out of memory). */
 int swx_guard_install(struct rte_swx_pipeline *p);
+/* Counts each frame the guards drop in element index of register array
+ * regarray_id too (where the program counts its parser's drops, so that
+ * one counter holds every frame too short for its headers, as on a target
+ * whose parser sees the frame's length). The guards run on the pipeline's
+ * own thread, so the increment races no other writer. 0, or -1 for an
+ * array or index the pipeline does not have. */
+int swx_guard_count_into(struct rte_swx_pipeline *p, uint32_t regarray_id, uint32_t index);
 /* Port port's counts (zero for a port without a guard). */
 void swx_guard_stats(struct rte_swx_pipeline *p, uint32_t port, struct swx_guard_stats *out);
 /* Frees the guards; before rte_swx_pipeline_free. */

@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <rte_common.h>
 #include <rte_errno.h>
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
@@ -179,7 +180,9 @@ swx_ports_iospec(const struct swx_ports *ports, unsigned queue)
 			highest = ports->ports[i].number;
 	/* the CPU port: bursts of one, so a packet-in is never held back */
 	fprintf(f, "port in 0 ring swx_from_cpu_%u bsz 1\n", queue);
-	for (uint32_t n = 1; n <= highest; n++) {
+	/* input ports up to a power of 2: the pipeline polls them in turn
+	 * with a mask (rte_swx_pipeline.c checks the count is one) */
+	for (uint32_t n = 1; n < rte_align32pow2(highest + 1); n++) {
 		const struct swx_port *p = port_numbered(ports, n);
 
 		if (p != NULL)

@@ -7,7 +7,8 @@
  * Every other port is a DPDK ethdev (af_packet, af_xdp, pcap, ring, null:
  * whatever the EAL's --vdev made), one RX and one TX queue per pipeline
  * thread; a port number no device has is a sink that drops and an empty
- * ring that never delivers.
+ * ring that never delivers (also up to a power of 2 of input ports, which
+ * the pipeline wants).
  */
 #ifndef SWX_PORTS_H
 #define SWX_PORTS_H

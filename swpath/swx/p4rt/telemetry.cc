@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "telemetry.h"
+
+#include <mutex>
+
+#include "device.h"
+
+extern "C" {
+#include <rte_telemetry.h>
+}
+
+namespace swx {
+
+namespace {
+
+std::mutex g_mutex;  // g_device, against DetachTelemetry
+Device* g_device = nullptr;
+
+int Ports(const char*, const char*, struct rte_tel_data* d) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  rte_tel_data_start_dict(d);
+  if (g_device == nullptr) return 0;
+  g_device->PortStats([d](uint32_t port, const PortStats& s) {
+    struct rte_tel_data* p = rte_tel_data_alloc();
+    if (p == nullptr) return;
+    rte_tel_data_start_dict(p);
+    rte_tel_data_add_dict_u64(p, "rx_packets", s.rx_packets);
+    rte_tel_data_add_dict_u64(p, "tx_packets", s.tx_packets);
+    rte_tel_data_add_dict_u64(p, "truncated", s.truncated);
+    rte_tel_data_add_dict_container(d, std::to_string(port).c_str(), p, 0);
+  });
+  return 0;
+}
+
+int Tables(const char*, const char*, struct rte_tel_data* d) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  rte_tel_data_start_dict(d);
+  if (g_device == nullptr) return 0;
+  g_device->TableStats([d](const std::string& name, uint64_t hits, uint64_t misses) {
+    struct rte_tel_data* t = rte_tel_data_alloc();
+    if (t == nullptr) return;
+    rte_tel_data_start_dict(t);
+    rte_tel_data_add_dict_u64(t, "hits", hits);
+    rte_tel_data_add_dict_u64(t, "misses", misses);
+    rte_tel_data_add_dict_container(d, name.c_str(), t, 0);
+  });
+  return 0;
+}
+
+}  // namespace
+
+void DetachTelemetry() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_device = nullptr;
+}
+
+void RegisterTelemetry(Device* device) {
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    g_device = device;
+  }
+  rte_telemetry_register_cmd("/quicknat_swx/ports", Ports,
+                             "Each pipeline port: rx_packets, tx_packets, truncated (the input "
+                             "guard's drops), summed over the pipelines. No parameters");
+  rte_telemetry_register_cmd("/quicknat_swx/tables", Tables,
+                             "Each table's hits and misses, summed over the pipelines. No parameters");
+}
+
+}  // namespace swx

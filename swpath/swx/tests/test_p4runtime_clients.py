@@ -1,0 +1,117 @@
+"""quicknat-swx through a P4Runtime client nobody here wrote: finsy (PyPI)
+connects, pushes the PNA build, reads the P4Info back, writes table entries
+and reads them and a counter back, and is told what the target does not do.
+The switch runs on net_null ports (no packets), as root."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import finsy
+import pytest
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[2]
+SWX = REPO / "swpath" / "build" / "swx" / "quicknat-swx"
+BUILD = REPO / "p4src" / "build" / "pna"
+P4INFO, SPEC = BUILD / "quicknat.p4info.txtpb", BUILD / "quicknat.spec"
+
+pytestmark = pytest.mark.skipif(
+    os.geteuid() != 0 or not SWX.exists(), reason="needs root and make -C swpath/swx"
+)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def switch() -> Iterator[str]:
+    """quicknat-swx with P4 ports 1 and 2 on net_null devices: its address."""
+    address = f"127.0.0.1:{free_port()}"
+    workdir = Path(tempfile.mkdtemp(prefix="swx-clients-"))
+    prefix = f"swx-clients-{os.getpid()}"
+    args = [str(SWX), "-l", "0,1", "--no-huge", "-m", "256", "--no-pci", "--no-shconf"]
+    args += ["--file-prefix", prefix, "--vdev", "net_null1,no-rx=1", "--vdev", "net_null2,no-rx=1"]
+    args += ["--", "--port", "1=net_null1", "--port", "2=net_null2", "--grpc-addr", address]
+    args += ["--idle-sleep-us", "1000", "--cache", str(workdir / "cache")]
+    log = (workdir / "switch.log").open("wb")
+    proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        host, port = address.split(":")
+        for _ in range(100):
+            if proc.poll() is not None:
+                pytest.fail(f"quicknat-swx exited: {(workdir / 'switch.log').read_text()}")
+            with socket.socket() as s:
+                if s.connect_ex((host, int(port))) == 0:
+                    break
+            asyncio.run(asyncio.sleep(0.1))
+        yield address
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        log.close()
+        shutil.rmtree(workdir, ignore_errors=True)
+        shutil.rmtree(Path("/var/run/dpdk") / prefix, ignore_errors=True)
+
+
+def entry(i: int) -> finsy.P4TableEntry:
+    return finsy.P4TableEntry(
+        "nat_in2out",
+        match=finsy.P4TableMatch(
+            ipv4_src=0x0A000000 + i, ipv4_dst=0xC6336401, ip_proto=17, l4_sport=1000, l4_dport=53
+        ),
+        action=finsy.P4TableAction("rewrite_src", addr=0xCB007101, port=2000 + i),
+        idle_timeout_ns=60 * 10**9,
+    )
+
+
+def test_finsy_pushes_the_program_writes_and_reads_it_back(switch: str) -> None:
+    async def scenario() -> None:
+        options = finsy.SwitchOptions(p4info=P4INFO, p4blob=SPEC, device_id=1)
+        async with finsy.Switch("swx", switch, options) as sw:
+            # the P4Info the switch holds is the one pushed
+            assert sw.p4info.tables["nat_in2out"].size == 65536
+            await sw.write([+entry(i) for i in range(3)])
+            await sw.write(
+                [
+                    +finsy.P4TableEntry(
+                        "routing_v4",
+                        match=finsy.P4TableMatch(ipv4_dst="198.51.100.0/24"),
+                        action=finsy.P4TableAction(
+                            "set_next_hop", port=2, smac=0x020000000002, dmac=0x0200000000FE
+                        ),
+                    )
+                ]
+            )
+            got = [e async for e in sw.read(finsy.P4TableEntry("nat_in2out"))]
+            assert sorted(e.match["ipv4_src"] for e in got) == [0x0A000000 + i for i in range(3)]
+            assert {e.action.args["port"] for e in got} == {2000, 2001, 2002}
+            assert all(e.idle_timeout_ns == 60 * 10**9 for e in got)
+            routes = [e async for e in sw.read(finsy.P4TableEntry("routing_v4"))]
+            assert routes[0].match["ipv4_dst"] == (0xC6336400, 24)
+            # counters read back, every index of the array
+            drops = [e async for e in sw.read(finsy.P4CounterEntry("drop_counter"))]
+            assert len(drops) == sw.p4info.counters["drop_counter"].size
+            # a duplicate is refused as P4Runtime says (ALREADY_EXISTS), the
+            # switch keeps going
+            with pytest.raises(finsy.P4ClientError) as refused:
+                await sw.write([+entry(0)])
+            assert "ALREADY_EXISTS" in str(refused.value)
+            # what this target has not: a packet replication engine
+            with pytest.raises(finsy.P4ClientError) as unimplemented:
+                await sw.write([+finsy.P4CloneSessionEntry(session_id=5, replicas=[(0, 1)])])
+            assert "UNIMPLEMENTED" in str(unimplemented.value)
+            await sw.write([-entry(i) for i in range(3)])
+            assert [e async for e in sw.read(finsy.P4TableEntry("nat_in2out"))] == []
+
+    asyncio.run(scenario())
