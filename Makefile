@@ -47,6 +47,7 @@ $(VENV)/.installed: controller/pyproject.toml topo/pyproject.toml ptf-tests/pypr
 build:
 	$(MAKE) -C swpath all
 	$(MAKE) -C swpath/src all
+	$(MAKE) -C swpath/swx all
 
 # build first: the swpath suites (C tests, PTF and the lab through swpath) run
 # the binary. PYTHON runs the Mininet lab's suite (it needs Debian's Mininet).
@@ -54,8 +55,8 @@ test: $(VENV)/.installed build
 	PYTHON=$(PYTHON) $(VPY) tests/run_suites.py
 
 lint: $(VENV)/.installed
-	$(VENV)/bin/ruff check controller tests bench ptf-tests topo swpath/tests
-	$(VENV)/bin/ruff format --check controller tests bench ptf-tests topo swpath/tests
+	$(VENV)/bin/ruff check controller tests bench ptf-tests topo swpath/tests swpath/swx/tests p4src
+	$(VENV)/bin/ruff format --check controller tests bench ptf-tests topo swpath/tests swpath/swx/tests p4src
 	$(VENV)/bin/mypy --config-file controller/pyproject.toml controller/quicknat
 
 # Every benchmark; each prints its figures and writes bench/results/NAME.json.

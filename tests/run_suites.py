@@ -78,6 +78,11 @@ SUITES = [
         "the shared NAT behaviour vectors against swpath's C core (sp_nat)",
     ),
     Suite(
+        "swx-unit",
+        ["make", "-s", "-C", "swpath/swx", "test"],
+        "quicknat-swx: the SWX pipeline layer (tables, guard) against DPDK's pipeline",
+    ),
+    Suite(
         "swpath-fuzz",
         ["make", "-s", "-C", "swpath/fuzz", "check"],
         "libFuzzer (ASan+UBSan) over swpath's packet path, 30 s from the corpus",
@@ -88,6 +93,12 @@ SUITES = [
         [PY, "ptf-tests/run.py", "--target", "bmv2"],
         "PTF packet tests through simple_switch_grpc and the controller",
         requires=["simple_switch_grpc"],
+        root=True,
+    ),
+    Suite(
+        "ptf-swx",
+        [PY, "ptf-tests/run.py", "--target", "swx"],
+        "the same PTF scenarios through quicknat-swx (the PNA build on DPDK's SWX pipeline)",
         root=True,
     ),
     Suite(
