@@ -37,8 +37,8 @@
 #include <rte_malloc.h>
 #include <rte_udp.h>
 
-#include "fastpath.h"
-#include "session_store.h"
+#include "dataplane/fastpath.h"
+#include "persist/session_store.h"
 #include "sp_harness.h"
 
 #define FRAME_LEN 60

@@ -17,7 +17,7 @@
 
 #include <rte_mbuf.h>
 
-#include "fastpath.h"
+#include "dataplane/fastpath.h"
 #include "sp_harness.h"
 
 #define MAC_IN "02:00:00:00:00:01"

@@ -31,13 +31,13 @@
 #include <rte_ring_elem.h>
 #include <rte_tcp.h>
 
-#include "control.h"
-#include "counters.h"
-#include "events.h"
-#include "nat.h"
+#include "control/control.h"
+#include "core/counters.h"
+#include "persist/events.h"
+#include "core/nat.h"
 #include "qns.h"
-#include "setup.h"
-#include "sp.h"
+#include "control/setup.h"
+#include "dataplane/sp.h"
 #include "sp_test_util.h"
 
 #define T0_MS 1000u

@@ -13,8 +13,8 @@
 #include <rte_memory.h>
 #include <rte_random.h>
 
-#include "allocator.h"
-#include "rss.h"
+#include "core/allocator.h"
+#include "core/rss.h"
 
 #define REUSE_MS 120000u
 

@@ -9,8 +9,8 @@
 
 #include "sp_test_util.h"
 
-#include "cmd.h"
-#include "format.h"
+#include "control/cmd.h"
+#include "control/format.h"
 
 static const char *golden_dir = "../../controller/tests/golden/good";
 

@@ -17,8 +17,8 @@
 #include <rte_cycles.h>
 #include <rte_malloc.h>
 
-#include "events.h"
-#include "sp.h"
+#include "persist/events.h"
+#include "dataplane/sp.h"
 
 /* 2023-11-14T22:13:20Z */
 #define WHEN 1700000000

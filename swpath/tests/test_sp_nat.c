@@ -15,11 +15,11 @@
 
 #include <rte_memory.h>
 
-#include "events.h"
-#include "nat.h"
-#include "session_stream.h"
+#include "persist/events.h"
+#include "core/nat.h"
+#include "persist/session_stream.h"
 #include "qns.h"
-#include "sp.h"
+#include "dataplane/sp.h"
 
 #define T0 1000u
 

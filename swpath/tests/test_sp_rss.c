@@ -13,10 +13,10 @@
 #include <rte_ip.h>
 #include <rte_thash.h>
 
-#include "allocator.h"
-#include "fastpath.h"
-#include "rss.h"
-#include "sp.h"
+#include "core/allocator.h"
+#include "dataplane/fastpath.h"
+#include "core/rss.h"
+#include "dataplane/sp.h"
 
 static uint64_t rng = 0x1234567887654321ull;
 
