@@ -9,6 +9,8 @@
 #include <rte_log.h>
 
 #include "control/control.h"
+#include "control/routing.h"
+#include "control/publish.h"
 #include "control/setup.h"
 #include "sp_harness.h"
 

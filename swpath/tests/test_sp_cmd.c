@@ -87,7 +87,7 @@ test_session(void **state)
 
 	(void)state;
 	assert_int_equal(c.verb, SP_CMD_SESSION);
-	assert_int_equal(c.u.session.action, SP_SESSION_OFFLOAD);
+	assert_int_equal(c.u.session.action, SP_SESSION_CMD_OFFLOAD);
 	assert_int_equal(c.u.session.id, 12);
 	assert_int_equal(c.u.session.proto, 6);
 	assert_int_equal(c.u.session.int_addr, 0x0a00000f);
@@ -95,9 +95,9 @@ test_session(void **state)
 	assert_int_equal(c.u.session.rem_addr, 0xc633640a);
 	assert_int_equal(c.u.session.rem_port, 443);
 	c = parse_ok("session idle 1 icmp 10.0.0.2:7 8.8.8.8:7");
-	assert_int_equal(c.u.session.action, SP_SESSION_IDLE);
+	assert_int_equal(c.u.session.action, SP_SESSION_CMD_IDLE);
 	c = parse_ok("session onload 3 udp 10.0.0.2:53 8.8.8.8:53");
-	assert_int_equal(c.u.session.action, SP_SESSION_ONLOAD);
+	assert_int_equal(c.u.session.action, SP_SESSION_CMD_ONLOAD);
 	parse_err("session evict 1 udp 10.0.0.2:53 8.8.8.8:53", "session evict: session offload|idle|onload");
 	parse_err("session offload 0 udp 10.0.0.2:53 8.8.8.8:53", "id 0: must be 1..");
 	parse_err("session offload 1 any 10.0.0.2:53 8.8.8.8:53", "protocol any: must be tcp, udp or icmp");
@@ -106,7 +106,7 @@ test_session(void **state)
 	parse_err("session offload 1 udp 10.0.0.2:53", "session: session offload|idle|onload");
 	/* a session the switch holds, handed back (no id: the process gives one) */
 	c = parse_ok("session adopt tcp 10.0.0.15:40000 203.0.113.1:40000 198.51.100.10:443 snat established");
-	assert_int_equal(c.u.session.action, SP_SESSION_ADOPT);
+	assert_int_equal(c.u.session.action, SP_SESSION_CMD_ADOPT);
 	assert_int_equal(c.u.session.ext_addr, 0xcb007101);
 	assert_int_equal(c.u.session.ext_port, 40000);
 	assert_int_equal(c.u.session.rem_port, 443);

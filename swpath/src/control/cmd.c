@@ -12,6 +12,7 @@
 
 #include "contract/p4_constants.h"
 #include "control/cmd.h"
+#include "util/text.h"
 
 #define SP_MAX_WORDS 96
 #define SP_TIMEOUT_MAX 604800u
@@ -71,40 +72,46 @@ sp_filter_name(uint8_t mode)
 	return mode <= SP_FILTER_ADDR_PORT ? filter_names[mode] : "?";
 }
 
+static const struct {
+	const char *name;
+	enum sp_cmd_when when;
+} verb_info[] = {
+	[SP_CMD_INTERFACE] = { "interface", SP_WHEN_STARTUP },
+	[SP_CMD_ROUTE] = { "route", SP_WHEN_STARTUP },
+	[SP_CMD_NEIGHBOR] = { "neighbor", SP_WHEN_ANY },
+	[SP_CMD_POOL] = { "pool", SP_WHEN_ANY },
+	[SP_CMD_RULE_ADD] = { "rule add", SP_WHEN_ANY },
+	[SP_CMD_RULE_DEL] = { "rule del", SP_WHEN_RUNTIME },
+	[SP_CMD_TIMEOUTS] = { "timeouts", SP_WHEN_ANY },
+	[SP_CMD_FILTERING] = { "filtering", SP_WHEN_ANY },
+	[SP_CMD_LIMITS] = { "limits", SP_WHEN_ANY },
+	[SP_CMD_LOGGING] = { "logging", SP_WHEN_STARTUP },
+	[SP_CMD_ICMP] = { "icmp", SP_WHEN_ANY },
+	[SP_CMD_RULES] = { "rules", SP_WHEN_RUNTIME },
+	[SP_CMD_SESSIONS] = { "sessions", SP_WHEN_RUNTIME },
+	[SP_CMD_STATS] = { "stats", SP_WHEN_RUNTIME },
+	[SP_CMD_SUBSCRIBE] = { "subscribe", SP_WHEN_RUNTIME },
+	[SP_CMD_SESSION] = { "session", SP_WHEN_RUNTIME },
+	[SP_CMD_OFFLOAD] = { "offload", SP_WHEN_ANY },
+	[SP_CMD_PEER] = { "peer", SP_WHEN_STARTUP },
+};
+
 const char *
-sp_proto_name(uint8_t proto)
+sp_cmd_verb_name(enum sp_verb verb)
 {
-	switch (proto) {
-	case 0:
-		return "any";
-	case 1:
-		return "icmp";
-	case 6:
-		return "tcp";
-	case 17:
-		return "udp";
-	default:
-		return "?";
-	}
+	return verb_info[verb].name;
 }
 
-int
-sp_fail(char *err, size_t errlen, const char *fmt, ...)
+enum sp_cmd_when
+sp_cmd_when(enum sp_verb verb)
 {
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return -1;
+	return verb_info[verb].when;
 }
 
-char *
-sp_ip_str(uint32_t addr, char *buf)
+bool
+sp_verb_is_json(enum sp_verb verb)
 {
-	snprintf(buf, 16, "%u.%u.%u.%u", addr >> 24, (addr >> 16) & 0xff,
-		 (addr >> 8) & 0xff, addr & 0xff);
-	return buf;
+	return verb == SP_CMD_SESSIONS || verb == SP_CMD_STATS;
 }
 
 static int
@@ -981,7 +988,7 @@ word_index(const char *w, const char *const *names, unsigned n)
 /* `session adopt PROTO INTERNAL EXTERNAL REMOTE ORIGIN [PHASE]`; the names
  * are format.c's sp_origin_names and phase names (this parser has no DPDK) */
 static int
-parse_session_adopt(const struct words *words, struct sp_cmd_session *c,
+parse_session_adopt(const struct words *words, struct sp_session_cmd *c,
 		    const char *usage, char *err, size_t errlen)
 {
 	static const char *const origins[] = { "snat", "inbound", "dnat" };
@@ -991,7 +998,7 @@ parse_session_adopt(const struct words *words, struct sp_cmd_session *c,
 
 	if (words->n != 7 && words->n != 8)
 		return sp_fail(err, errlen, "session: %s", usage);
-	c->action = SP_SESSION_ADOPT;
+	c->action = SP_SESSION_CMD_ADOPT;
 	if (parse_protocol(words->w[2], &c->proto) < 0 || c->proto == 0)
 		return sp_fail(err, errlen, "session: protocol %s: must be tcp, udp or icmp",
 			    words->w[2]);
@@ -1021,7 +1028,7 @@ parse_session_adopt(const struct words *words, struct sp_cmd_session *c,
 }
 
 static int
-parse_session(const struct words *words, struct sp_cmd_session *c, char *err,
+parse_session(const struct words *words, struct sp_session_cmd *c, char *err,
 	      size_t errlen)
 {
 	static const char *const usage =
@@ -1035,11 +1042,11 @@ parse_session(const struct words *words, struct sp_cmd_session *c, char *err,
 	if (words->n != 6)
 		return sp_fail(err, errlen, "session: %s", usage);
 	if (strcmp(words->w[1], "offload") == 0)
-		c->action = SP_SESSION_OFFLOAD;
+		c->action = SP_SESSION_CMD_OFFLOAD;
 	else if (strcmp(words->w[1], "idle") == 0)
-		c->action = SP_SESSION_IDLE;
+		c->action = SP_SESSION_CMD_IDLE;
 	else if (strcmp(words->w[1], "onload") == 0)
-		c->action = SP_SESSION_ONLOAD;
+		c->action = SP_SESSION_CMD_ONLOAD;
 	else
 		return sp_fail(err, errlen, "session %s: %s", words->w[1], usage);
 	if (parse_uint(words->w[2], 1, UINT32_MAX, &id) < 0)

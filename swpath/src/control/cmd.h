@@ -12,55 +12,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SP_NAME_MAX 32
+#include "core/adopt.h"           /* struct sp_session_cmd */
+#include "core/allocator.h"       /* SP_POOL_MAX_PREFIXES */
+#include "core/session.h"         /* struct sp_session_filter */
+#include "core/types.h"
+#include "persist/events.h"       /* enum sp_event_sink, SP_PATH_MAX */
+#include "util/text.h"
+
 /* Interface MTU (IPv4 packet, header included): the NAT's own ICMP errors
  * take up to 576 bytes and must fit every link. */
 #define SP_MTU_MIN 576
 #define SP_MTU_MAX 9216
 #define SP_MTU_DEFAULT 1500
-#define SP_POOL_MAX_PREFIXES 64
-#define SP_PATH_MAX 256
-
-struct sp_prefix {
-	uint32_t addr; /* host byte order, host bits zero */
-	uint8_t len;
-};
-
-enum sp_zone {
-	SP_ZONE_INSIDE = 0,
-	SP_ZONE_OUTSIDE = 1,
-};
-
-/* RFC 4787 sec. 5 filtering modes. */
-enum sp_filter {
-	SP_FILTER_EIM = 0,       /* endpoint-independent */
-	SP_FILTER_ADDR = 1,      /* address-dependent */
-	SP_FILTER_ADDR_PORT = 2, /* address-and-port-dependent */
-};
-
-/* Per-protocol arrays are indexed by these. */
-enum sp_proto_index {
-	SP_PI_TCP = 0,
-	SP_PI_UDP = 1,
-	SP_PI_ICMP = 2,
-	SP_PI_MAX = 3,
-};
-
-/* Where mapping events go (RFC 6888 REQ-12, events.h). */
-enum sp_event_sink {
-	SP_EVENTS_NONE = 0,
-	SP_EVENTS_SYSLOG = 1,
-	SP_EVENTS_FILE = 2,
-};
-
-enum sp_timeout {
-	SP_TO_UDP = 0,
-	SP_TO_TCP_EST = 1,
-	SP_TO_TCP_TRANS = 2,
-	SP_TO_ICMP = 3,
-	SP_TO_MAX = 4,
-};
-
 enum sp_verb {
 	SP_CMD_NONE = 0, /* blank or comment line */
 	SP_CMD_INTERFACE,
@@ -81,6 +44,14 @@ enum sp_verb {
 	SP_CMD_SESSION,         /* session offload|idle: offload mode */
 	SP_CMD_OFFLOAD,         /* offload after_packets N */
 	SP_CMD_PEER,            /* peer vid V ports LOW-HIGH [self] [default] */
+};
+
+/* When a verb may be applied: the command file, the control socket at run
+ * time, or both. */
+enum sp_cmd_when {
+	SP_WHEN_ANY = 0,
+	SP_WHEN_STARTUP = 1,
+	SP_WHEN_RUNTIME = 2,
 };
 
 enum sp_rule_target {
@@ -114,12 +85,6 @@ struct sp_cmd_neighbor {
 	uint32_t addr;
 	uint8_t mac[6];
 	char dev[SP_NAME_MAX];
-};
-
-/* How a pool picks external ports (RFC 4787 REQ-4; TOML [[pool]] fields). */
-struct sp_port_policy {
-	bool preserve_parity;   /* even internal port -> even external port */
-	bool preserve_port;     /* the internal port itself when it is free */
 };
 
 struct sp_cmd_pool {
@@ -175,17 +140,6 @@ struct sp_cmd_icmp {
 	uint32_t burst;
 };
 
-/* Which sessions a `sessions` command lists or deletes (as conntrack's
- * filters): every given field must match. */
-struct sp_session_filter {
-	uint8_t proto;          /* 0: any */
-	bool has_src, has_dst, has_port, has_rule;
-	uint32_t rule;          /* the rule that opened it (0: inbound) */
-	uint32_t src;           /* the inside host (host order) */
-	uint32_t dst;           /* the remote peer (host order) */
-	uint16_t port;          /* the inside, external or remote port */
-};
-
 enum sp_sessions_action {
 	SP_SESSIONS_LIST = 0,
 	SP_SESSIONS_DELETE = 1,  /* the matching ones (at least one filter) */
@@ -196,32 +150,6 @@ struct sp_cmd_sessions {
 	uint8_t action;         /* enum sp_sessions_action */
 	uint32_t limit;         /* list: most rows; 0 = all */
 	struct sp_session_filter filter;
-};
-
-/* `session offload|idle|onload ID PROTO INTERNAL REMOTE` (offload mode):
- * one session, named by its id and, to find it, its inside-to-outside key.
- * `session adopt PROTO INTERNAL EXTERNAL REMOTE ORIGIN [PHASE]`: a session
- * the switch holds that this process does not know, handed back. */
-enum sp_session_action {
-	SP_SESSION_OFFLOAD = 1, /* the switch holds it: age it by the switch */
-	SP_SESSION_IDLE = 2,    /* the switch reported it idle */
-	SP_SESSION_ONLOAD = 3,  /* the switch no longer holds it */
-	SP_SESSION_ADOPT = 4,   /* take it over (nat.h sp_nat_handback) */
-};
-
-struct sp_cmd_session {
-	uint8_t action;         /* enum sp_session_action */
-	uint8_t proto;
-	uint16_t int_port;      /* ICMP: the identifier */
-	uint16_t rem_port;
-	uint16_t ext_port;      /* adopt */
-	uint32_t id;            /* not adopt: the process gives it one */
-	uint32_t int_addr;      /* host order */
-	uint32_t rem_addr;
-	uint32_t ext_addr;      /* adopt */
-	uint8_t origin;         /* adopt: SP_ORIGIN_* */
-	uint8_t tcp_phase;      /* adopt: enum sp_tcp_phase */
-	uint8_t pad[2];
 };
 
 /* `peer vid V ports LOW-HIGH [self] [default]`: one slow-path instance
@@ -249,7 +177,7 @@ struct sp_cmd {
 		struct sp_cmd_logging logging;
 		struct sp_cmd_icmp icmp;
 		struct sp_cmd_sessions sessions;
-		struct sp_cmd_session session;
+		struct sp_session_cmd session;
 		struct sp_cmd_peer peer;
 		uint8_t after_packets;
 	} u;
@@ -262,19 +190,16 @@ struct sp_cmd {
  */
 int sp_cmd_parse(const char *line, struct sp_cmd *cmd, char *err, size_t errlen);
 
+/* A verb's word(s) ("rule add"), when it may be applied, and whether it
+ * answers in JSON (the status-socket form: sessions, stats). */
+const char *sp_cmd_verb_name(enum sp_verb verb);
+enum sp_cmd_when sp_cmd_when(enum sp_verb verb);
+bool sp_verb_is_json(enum sp_verb verb);
+
 /* Words of the language, for messages and the `rules` listing. */
-const char *sp_proto_name(uint8_t proto);
 const char *sp_filter_name(uint8_t mode);
 const char *sp_timeout_name(unsigned index);
 const char *sp_proto_index_name(unsigned index);
 const char *sp_event_sink_name(uint8_t sink);
-
-/* "a.b.c.d" of a host-order address into buf (at least 16 bytes). */
-/* Writes a message into err (the `char *err, size_t errlen` convention of
- * every verb and start-up step) and returns -1, so a failure is one line:
- * `return sp_fail(err, errlen, "port %u: ...", port);` */
-int sp_fail(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-char *sp_ip_str(uint32_t addr, char *buf);
 
 #endif /* SP_CMD_H */

@@ -24,6 +24,9 @@
 #include <unistd.h>
 
 #include "control/control.h"
+#include "control/ctl_socket.h"
+#include "control/routing.h"
+#include "control/publish.h"
 #include "control/format.h"
 #include "dataplane/sp.h"
 #include "persist/events.h"

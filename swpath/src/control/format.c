@@ -4,115 +4,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <rte_byteorder.h>
-
 #include "control/format.h"
+#include "core/rule.h"
 #include "dataplane/sp.h"
+#include "persist/session_json.h"
 #include "qns.h"
-
-void
-sp_buf_printf(struct sp_buf *b, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	for (;;) {
-		size_t room = b->cap - b->len;
-
-		va_start(ap, fmt);
-		n = vsnprintf(b->p + b->len, room, fmt, ap);
-		va_end(ap);
-		if (n < 0)
-			return;
-		if ((size_t)n < room) {
-			b->len += (size_t)n;
-			if (b->sink != NULL && b->len >= 65536)
-				sp_buf_drain(b);
-			return;
-		}
-		size_t cap = b->cap ? b->cap * 2 : 4096;
-		while (cap - b->len <= (size_t)n)
-			cap *= 2;
-		char *p = realloc(b->p, cap);
-		if (p == NULL)
-			return;
-		b->p = p;
-		b->cap = cap;
-	}
-}
-
-void
-sp_buf_drain(struct sp_buf *b)
-{
-	if (b->sink == NULL || b->len == 0)
-		return;
-	b->sink(b, b->sink_arg);
-	b->len = 0;
-}
-
-void
-sp_buf_json_string(struct sp_buf *b, const char *s)
-{
-	sp_buf_printf(b, "\"");
-	for (; *s != '\0'; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c == '"' || c == '\\')
-			sp_buf_printf(b, "\\%c", c);
-		else if (c < 0x20)
-			sp_buf_printf(b, "\\u%04x", c);
-		else
-			sp_buf_printf(b, "%c", c);
-	}
-	sp_buf_printf(b, "\"");
-}
-
-void
-sp_buf_free(struct sp_buf *b)
-{
-	free(b->p);
-	memset(b, 0, sizeof(*b));
-}
-
-const char *const sp_origin_names[] = { "snat", "inbound", "dnat" };
-
-int
-sp_session_copy(const struct sp_session *s, struct sp_session *out)
-{
-	for (int attempt = 0; attempt < 4; attempt++) {
-		uint32_t a = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
-
-		if (a & 1)
-			continue;
-		memcpy(out, s, sizeof(*out));
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);
-		if (__atomic_load_n(&s->seq, __ATOMIC_RELAXED) == a)
-			return out->proto != 0;
-	}
-	return 0;
-}
-
-const char *const sp_tcp_phase_names[] = {
-	[SP_TCP_OPENING] = "opening", [SP_TCP_ESTABLISHED] = "established",
-	[SP_TCP_CLOSING] = "closing", [SP_TCP_RESET] = "reset",
-};
+#include "util/text.h"
 
 static const char *
 tcp_state(const struct sp_session *s)
 {
-	return s->proto == IPPROTO_TCP ? sp_tcp_phase_names[sp_nat_tcp_phase(s)] :
-					 NULL;
-}
-
-void
-sp_format_endpoint(struct sp_buf *b, const char *name, rte_be32_t addr,
-		   rte_be16_t port)
-{
-	char ip[16];
-
-	sp_buf_printf(b, "\"%s\": \"%s:%u\"", name,
-		      sp_ip_str(rte_be_to_cpu_32(addr), ip),
-		      rte_be_to_cpu_16(port));
+	return s->proto == IPPROTO_TCP ?
+		sp_tcp_phase_name(sp_session_tcp_phase(s)) : NULL;
 }
 
 void
@@ -140,19 +43,19 @@ sp_format_sessions_json(struct sp_buf *b, const struct sp_session_filter *f,
 				      "\"origin\": \"%s\", \"rule\": %u, ",
 				      n ? "," : "", s.id,
 				      s.proto,
-				      sp_origin_names[s.origin < 3 ? s.origin : 0],
+				      sp_origin_name(s.origin),
 				      s.rule_id);
-			sp_format_endpoint(b, "internal", s.int_addr, s.int_port);
+			sp_json_endpoint(b, "internal", s.int_addr, s.int_port);
 			sp_buf_printf(b, ", ");
-			sp_format_endpoint(b, "external", s.ext_addr, s.ext_port);
+			sp_json_endpoint(b, "external", s.ext_addr, s.ext_port);
 			sp_buf_printf(b, ", ");
-			sp_format_endpoint(b, "remote", s.rem_addr, s.rem_port);
+			sp_json_endpoint(b, "remote", s.rem_addr, s.rem_port);
 			sp_buf_printf(b, ", \"age_s\": %.1f, \"idle_s\": %.1f, "
 				      "\"timeout_s\": %u, \"installed\": true, "
 				      "\"offloaded\": %s, \"worker\": %u",
 				      (double)(uint32_t)(now - s.created) / 1000.0,
 				      (double)(uint32_t)(now - s.last_seen) / 1000.0,
-				      sp_nat_timeout_ms(rt, &s) / 1000u,
+				      sp_session_timeout_ms(rt, &s) / 1000u,
 				      (s.flags & SP_SESS_OFFLOADED) ? "true" : "false", w);
 			state = tcp_state(&s);
 			if (state != NULL)

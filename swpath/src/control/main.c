@@ -9,10 +9,8 @@
  * stderr and exit status 2.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
-#include <sched.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdarg.h>
@@ -32,7 +30,11 @@
 #include <rte_random.h>
 
 #include "control/control.h"
+#include "control/ctl_socket.h"
+#include "control/eal.h"
 #include "control/format.h"
+#include "control/routing.h"
+#include "control/publish.h"
 #include "control/setup.h"
 #include "control/telemetry.h"
 #include "dataplane/sp.h"
@@ -44,7 +46,6 @@
 
 #define PROG "quicknat-swpath"
 #define EXIT_STARTUP 2
-#define MAX_EAL_ARGS 128
 
 struct options {
 	const char *commands;
@@ -58,9 +59,6 @@ struct cmd_line {
 	unsigned line;
 	struct sp_cmd cmd;
 };
-
-static bool user_log_level;
-static void die_setup(const char *msg) __attribute__((noreturn));
 
 static void __attribute__((noreturn, format(printf, 1, 2)))
 die(const char *fmt, ...)
@@ -118,6 +116,63 @@ number(const char *opt, const char *s, unsigned long min, unsigned long max)
 	return v;
 }
 
+/* One option after --; the defaults are set before. */
+static void
+set_option(int c, const char *arg, struct options *o)
+{
+	switch (c) {
+	case 'c':
+		o->commands = arg;
+		break;
+	case 'C':
+		o->control = arg;
+		break;
+	case 'w':
+		sp.n_workers = (unsigned)number("--lcores-workers", arg, 1,
+						SP_MAX_WORKERS);
+		break;
+	case 's':
+		sp.sessions_per_worker = (uint32_t)number("--sessions", arg, 64,
+							  1u << 24);
+		break;
+	case 'd':
+		if (strcmp(arg, "auto") == 0)
+			sp.dispatch = SP_DISPATCH_AUTO;
+		else if (strcmp(arg, "rss") == 0)
+			sp.dispatch = SP_DISPATCH_RSS;
+		else if (strcmp(arg, "software") == 0)
+			sp.dispatch = SP_DISPATCH_SOFTWARE;
+		else
+			die("--dispatch %s: must be auto, rss or software", arg);
+		break;
+	case 'r':
+		sp.port_reuse_ms = (uint32_t)number("--port-reuse", arg, 0,
+						    86400) * 1000u;
+		break;
+	case 'I':
+		sp.idle_sleep_us = (uint32_t)number("--idle-sleep-us", arg, 0,
+						    10000);
+		break;
+	case 'S':
+		sp.seed = number("--seed", arg, 0, ULONG_MAX);
+		break;
+	case 'L':
+		if (strcmp(arg, "json") != 0 && strcmp(arg, "text") != 0)
+			die("--log-format %s: must be text or json", arg);
+		break;
+	case 'i':
+		o->exit_when_idle_ms = (unsigned)number("--exit-when-idle", arg,
+							1, 86400000);
+		break;
+	case 'D':
+		o->dump = arg;
+		break;
+	case 'T':
+		o->state = arg;
+		break;
+	}
+}
+
 static void
 parse_options(int argc, char **argv, struct options *o)
 {
@@ -146,66 +201,14 @@ parse_options(int argc, char **argv, struct options *o)
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'c':
-			o->commands = optarg;
-			break;
-		case 'C':
-			o->control = optarg;
-			break;
-		case 'w':
-			sp.n_workers = (unsigned)number("--lcores-workers", optarg,
-							1, SP_MAX_WORKERS);
-			break;
-		case 's':
-			sp.sessions_per_worker = (uint32_t)number("--sessions",
-								  optarg, 64,
-								  1u << 24);
-			break;
-		case 'd':
-			if (strcmp(optarg, "auto") == 0)
-				sp.dispatch = SP_DISPATCH_AUTO;
-			else if (strcmp(optarg, "rss") == 0)
-				sp.dispatch = SP_DISPATCH_RSS;
-			else if (strcmp(optarg, "software") == 0)
-				sp.dispatch = SP_DISPATCH_SOFTWARE;
-			else
-				die("--dispatch %s: must be auto, rss or software",
-				    optarg);
-			break;
-		case 'r':
-			sp.port_reuse_ms = (uint32_t)number("--port-reuse", optarg,
-							    0, 86400) * 1000u;
-			break;
-		case 'I':
-			sp.idle_sleep_us = (uint32_t)number("--idle-sleep-us",
-							    optarg, 0, 10000);
-			break;
-		case 'S':
-			sp.seed = number("--seed", optarg, 0, ULONG_MAX);
-			break;
-		case 'L':
-			if (strcmp(optarg, "json") != 0 && strcmp(optarg, "text") != 0)
-				die("--log-format %s: must be text or json", optarg);
-			break;
-		case 'i':
-			o->exit_when_idle_ms = (unsigned)number("--exit-when-idle",
-								optarg, 1,
-								86400000);
-			break;
-		case 'D':
-			o->dump = optarg;
-			break;
-		case 'T':
-			o->state = optarg;
-			break;
-		case 'h':
+		if (c == 'h') {
 			usage(stdout);
 			exit(0);
-		default:
+		}
+		if (c == '?' || c == ':')
 			die("unknown or incomplete option '%s' after -- (see --help)",
 			    argv[optind - 1]);
-		}
+		set_option(c, optarg, o);
 	}
 	if (optind < argc)
 		die("unexpected argument '%s' (see --help)", argv[optind]);
@@ -218,14 +221,27 @@ parse_options(int argc, char **argv, struct options *o)
 
 /* -- the command file ------------------------------------------------------- */
 
+/* One parsed line of the file, checked for what a file may hold. */
+static void
+check_line(const char *path, unsigned lineno, const struct sp_cmd *cmd,
+	   bool *inside, bool *outside)
+{
+	if (sp_cmd_when(cmd->verb) == SP_WHEN_RUNTIME)
+		die("%s:%u: '%s' is a run-time command", path, lineno,
+		    sp_cmd_verb_name(cmd->verb));
+	if (cmd->verb == SP_CMD_INTERFACE) {
+		*inside |= cmd->u.iface.zone == SP_ZONE_INSIDE;
+		*outside |= cmd->u.iface.zone == SP_ZONE_OUTSIDE;
+	}
+}
+
 static struct cmd_line *
 read_commands(const char *path, size_t *count)
 {
 	FILE *f = fopen(path, "r");
 	struct cmd_line *cmds = NULL;
-	size_t n = 0, cap = 0;
+	size_t n = 0, cap = 0, len = 0;
 	char *line = NULL;
-	size_t len = 0;
 	unsigned lineno = 0;
 	bool inside = false, outside = false;
 
@@ -240,16 +256,7 @@ read_commands(const char *path, size_t *count)
 			die("%s:%u: %s", path, lineno, err);
 		if (cmd.verb == SP_CMD_NONE)
 			continue;
-		if (cmd.verb == SP_CMD_RULES || sp_verb_is_json(cmd.verb) ||
-		    cmd.verb == SP_CMD_RULE_DEL)
-			die("%s:%u: '%s' is a run-time command", path, lineno,
-			    cmd.verb == SP_CMD_RULE_DEL ? "rule del" :
-			    cmd.verb == SP_CMD_RULES ? "rules" :
-			    cmd.verb == SP_CMD_STATS ? "stats" : "sessions");
-		if (cmd.verb == SP_CMD_INTERFACE) {
-			inside |= cmd.u.iface.zone == SP_ZONE_INSIDE;
-			outside |= cmd.u.iface.zone == SP_ZONE_OUTSIDE;
-		}
+		check_line(path, lineno, &cmd, &inside, &outside);
 		if (n == cap) {
 			cap = cap ? 2 * cap : 64;
 			cmds = realloc(cmds, cap * sizeof(*cmds));
@@ -267,6 +274,20 @@ read_commands(const char *path, size_t *count)
 		    path);
 	*count = n;
 	return cmds;
+}
+
+/* A start-up failure after the EAL: ours, plus what DPDK said if apt. */
+static void __attribute__((noreturn))
+die_setup(const char *msg)
+{
+	char cause[1024];
+
+	if (strstr(msg, "does not exist") != NULL) {
+		sp_eal_cause(cause, sizeof(cause));
+		if (cause[0] != '\0')
+			die("%s; DPDK said: %s", msg, cause);
+	}
+	die("%s", msg);
 }
 
 static void
@@ -288,263 +309,6 @@ apply_commands(const char *path, const struct cmd_line *cmds, size_t n,
 		}
 		sp_buf_free(&out);
 	}
-}
-
-/* -- EAL arguments and a quiet start ---------------------------------------- */
-
-static bool
-has_arg(int argc, char **argv, const char *const *names)
-{
-	for (int i = 1; i < argc; i++)
-		for (const char *const *n = names; *n; n++) {
-			size_t len = strlen(*n);
-
-			if (strncmp(argv[i], *n, len) == 0 &&
-			    (argv[i][len] == '\0' || argv[i][len] == '=' ||
-			     ((*n)[1] != '-' && len == 2)))
-				return true;
-		}
-	return false;
-}
-
-static bool
-file_has_line(const char *path, const char *fmt, unsigned long *n)
-{
-	FILE *f = fopen(path, "r");
-	char line[512];
-	bool found = false;
-
-	if (f == NULL)
-		return false;
-	while (!found && fgets(line, sizeof(line), f) != NULL)
-		found = n != NULL ? sscanf(line, fmt, n) == 1 :
-				    strstr(line, fmt) != NULL;
-	fclose(f);
-	return found;
-}
-
-/*
- * Hugepages the EAL can take: some free, and either a hugetlbfs mounted or
- * --in-memory (a memfd of hugepages, no mount needed). Reserved pages with
- * no mount and a --file-prefix would stop the EAL ("Cannot get hugepage
- * information"): then run without them.
- */
-static bool
-hugepages_usable(bool in_memory)
-{
-	unsigned long n = 0;
-
-	return file_has_line("/proc/meminfo", "HugePages_Free: %lu", &n) &&
-	       n > 0 &&
-	       (in_memory || file_has_line("/proc/mounts", " hugetlbfs ", NULL));
-}
-
-static char *
-cpu_list(void)
-{
-	static char buf[512];
-	cpu_set_t set;
-	size_t len = 0;
-
-	if (sched_getaffinity(0, sizeof(set), &set) != 0)
-		return strcpy(buf, "0");
-	buf[0] = '\0';
-	for (int c = 0; c < CPU_SETSIZE && len < sizeof(buf) - 8; c++)
-		if (CPU_ISSET(c, &set))
-			len += (size_t)snprintf(buf + len, sizeof(buf) - len,
-						"%s%d", len ? "," : "", c);
-	return buf;
-}
-
-/* argv[0..argc) are the EAL arguments; adds the defaults they lack. */
-static int
-eal_arguments(int argc, char **argv, char **out)
-{
-	static const char *const mem[] = { "--no-huge", "-m", "--socket-mem",
-		"--huge-dir", "--in-memory", "--legacy-mem", "--socket-limit",
-		NULL };
-	static const char *const shconf[] = { "--file-prefix", "--proc-type",
-		"--no-shconf", "--in-memory", NULL };
-	static const char *const pci[] = { "-a", "--allow", "-b", "--block",
-		"--no-pci", NULL };
-	static const char *const cores[] = { "-l", "-c", "--lcores", NULL };
-	static const char *const log[] = { "--log-level", NULL };
-	static char lcores[600];
-	int n = 0;
-	bool no_huge;
-
-	for (int i = 0; i < argc && n < MAX_EAL_ARGS - 12; i++)
-		out[n++] = argv[i];
-	no_huge = has_arg(argc, argv, (const char *const[]){ "--no-huge", NULL });
-	if (!has_arg(argc, argv, mem)) {
-		no_huge = !hugepages_usable(!has_arg(argc, argv, shconf));
-		if (no_huge) {
-			out[n++] = "--no-huge";
-			out[n++] = "-m";
-			out[n++] = "512";
-		}
-	}
-	if (!has_arg(argc, argv, shconf))
-		out[n++] = no_huge ? "--no-shconf" : "--in-memory";
-	if (no_huge && !has_arg(argc, argv, pci))
-		out[n++] = "--no-pci";
-	if (!has_arg(argc, argv, cores)) {
-		snprintf(lcores, sizeof(lcores), "--lcores=(0-%u)@(%s)",
-			 sp.n_workers, cpu_list());
-		out[n++] = lcores;
-	}
-	user_log_level = has_arg(argc, argv, log);
-	if (!user_log_level)
-		out[n++] = "--log-level=*:error";
-	out[n] = NULL;
-	return n;
-}
-
-/*
- * What DPDK logs during start-up is kept in a temporary file, not shown: a
- * start-up failure is one line of ours. On success it is shown only when the
- * user chose a --log-level.
- */
-static FILE *startup_log;
-static const char *prog_path;
-
-/* The first line of the start-up log that names a cause, or "". */
-static void
-startup_log_cause(char *line, size_t len)
-{
-	char buf[1024];
-	bool line_start = true;
-
-	line[0] = '\0';
-	if (startup_log == NULL)
-		return;
-	fflush(startup_log);
-	rewind(startup_log);
-	while (fgets(buf, sizeof(buf), startup_log) != NULL) {
-		char *p = buf, *colon;
-		bool was_start = line_start;
-
-		line_start = strchr(buf, '\n') != NULL;
-		buf[strcspn(buf, "\n")] = '\0';
-		if (!was_start || *p == '\0' || *p == ' ' || *p == '\t' ||
-		    strncmp(p, "Usage:", 6) == 0 ||
-		    strncmp(p, "EAL common options", 18) == 0 ||
-		    strncmp(p, "EAL: Detected", 13) == 0 ||
-		    strstr(p, "Invalid 'command line'") != NULL)
-			continue;
-		/* "PROG: unrecognized option" (getopt) -> "unrecognized option" */
-		colon = strstr(p, ": ");
-		if (colon != NULL && prog_path != NULL &&
-		    (size_t)(colon - p) == strlen(prog_path) &&
-		    strncmp(p, prog_path, strlen(prog_path)) == 0)
-			p = colon + 2;
-		if (strncmp(p, "EAL: ", 5) == 0)
-			p += 5;
-		if (strncmp(p, "FATAL: ", 7) == 0)
-			p += 7;
-		snprintf(line, len, "%s", p);
-		break;
-	}
-	fseek(startup_log, 0, SEEK_END);
-}
-
-static void
-startup_log_end(void)
-{
-	if (startup_log == NULL)
-		return;
-	if (user_log_level) {
-		int c;
-
-		fflush(startup_log);
-		rewind(startup_log);
-		while ((c = fgetc(startup_log)) != EOF)
-			fputc(c, stderr);
-	}
-	rte_openlog_stream(sp_log_dpdk_stream());
-	fclose(startup_log);
-	startup_log = NULL;
-}
-
-static char runtime_dir[PATH_MAX];
-
-/*
- * The EAL makes /var/run/dpdk/PREFIX and leaves it behind, even when it
- * holds nothing (--no-shconf, --in-memory); one per run would pile up.
- * Registered before rte_eal_init(), so that it runs after the EAL's own exit
- * handlers (telemetry unlinks its socket in one).
- */
-static void
-remove_runtime_dir(void)
-{
-	if (runtime_dir[0] != '\0')
-		rmdir(runtime_dir);
-}
-
-static void
-eal_started(void)
-{
-	snprintf(runtime_dir, sizeof(runtime_dir), "%s",
-		 rte_eal_get_runtime_dir());
-}
-
-static void
-eal_init_quiet(int argc, char **argv)
-{
-	int saved_out, saved_err, rc;
-
-	atexit(remove_runtime_dir);
-	startup_log = tmpfile();
-	if (startup_log == NULL) {
-		if (rte_eal_init(argc, argv) < 0)
-			die("DPDK (EAL) did not start: %s", rte_strerror(rte_errno));
-		eal_started();
-		return;
-	}
-	/* every writer appends: the log stream, stdout and stderr */
-	fcntl(fileno(startup_log), F_SETFL, O_APPEND);
-	setvbuf(startup_log, NULL, _IOLBF, 0);
-	/* the EAL prints its usage with printf: capture stdout too */
-	fflush(stdout);
-	fflush(stderr);
-	saved_out = dup(STDOUT_FILENO);
-	saved_err = dup(STDERR_FILENO);
-	dup2(fileno(startup_log), STDOUT_FILENO);
-	dup2(fileno(startup_log), STDERR_FILENO);
-	rte_openlog_stream(startup_log);
-	rc = rte_eal_init(argc, argv);
-	fflush(stdout);
-	fflush(stderr);
-	dup2(saved_out, STDOUT_FILENO);
-	dup2(saved_err, STDERR_FILENO);
-	close(saved_out);
-	close(saved_err);
-	if (rc < 0) {
-		char line[1024];
-
-		startup_log_cause(line, sizeof(line));
-		if (line[0] == '\0')
-			snprintf(line, sizeof(line), "%s", rte_strerror(rte_errno));
-		if (strstr(line, "hugepage") != NULL)
-			die("DPDK (EAL) did not start: %s (no free hugepages: reserve some with dpdk-hugepages.py, or pass --no-huge -m 512)",
-			    line);
-		die("DPDK (EAL) did not start: %s", line);
-	}
-	eal_started();
-}
-
-/* A start-up failure after the EAL: ours, plus what DPDK said if apt. */
-static void
-die_setup(const char *msg)
-{
-	char cause[1024];
-
-	if (strstr(msg, "does not exist") != NULL) {
-		startup_log_cause(cause, sizeof(cause));
-		if (cause[0] != '\0')
-			die("%s; DPDK said: %s", msg, cause);
-	}
-	die("%s", msg);
 }
 
 /* -- run -------------------------------------------------------------------- */
@@ -631,18 +395,123 @@ dump_on_exit(const char *path)
 	sp_buf_free(&b);
 }
 
-int
-main(int argc, char **argv)
+/*
+ * Start-up: the command file (syntax, before the EAL), the EAL, the
+ * interfaces, the shared tables, every other command, then routes,
+ * buffers, workers and ports, the control socket, and the predecessor's
+ * sessions before any packet could open others.
+ */
+static void
+start(int argc, char **argv, int sep, const struct options *o)
 {
-	char *eal_argv[MAX_EAL_ARGS];
-	struct options o = { 0 };
+	char *eal_argv[SP_EAL_ARGS_MAX + 1];
 	struct cmd_line *cmds;
 	size_t n_cmds;
 	char err[512];
-	int sep = argc, eal_argc;
+	int eal_argc;
+
+	cmds = read_commands(o->commands, &n_cmds);
+	sp_setup_defaults();
+	eal_argc = sp_eal_arguments(sep, argv, sp.n_workers, eal_argv);
+	if (sp_eal_start(eal_argc, eal_argv, err, sizeof(err)) < 0)
+		die("%s", err);
+	sp.tsc_hz = rte_get_tsc_hz();
+	sp.tsc0 = rte_rdtsc();
+	if (sp.seed != 0)
+		rte_srand(sp.seed);
+	apply_commands(o->commands, cmds, n_cmds, true);
+	if (sp_setup_dispatch(err, sizeof(err)) < 0 ||
+	    sp_setup_core(err, sizeof(err)) < 0)
+		die_setup(err);
+	apply_commands(o->commands, cmds, n_cmds, false);
+	free(cmds);
+	if (sp_routes_build(err, sizeof(err)) < 0 ||
+	    sp_setup_mempool(err, sizeof(err)) < 0 ||
+	    sp_setup_workers(err, sizeof(err)) < 0 ||
+	    sp_setup_ports(err, sizeof(err)) < 0 ||
+	    sp_runtime_publish() < 0)
+		die_setup(err);
+	if (strcmp(o->control, "none") != 0 &&
+	    sp_control_listen(o->control, err, sizeof(err)) < 0)
+		die_setup(err);
+	if (o->state != NULL && sp_store_open(o->state, err, sizeof(err)) < 0)
+		die_setup(err);
+	sp_telemetry_register();
+}
+
+/* The workers, and the control thread's rounds until a signal (or
+ * --exit-when-idle). */
+static void
+run(const struct options *o)
+{
+	struct sigaction sa;
+	struct timespec ts;
 	uint64_t last_activity = 0;
 	uint32_t idle_since;
-	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sa.sa_handler = on_hangup;
+	sigaction(SIGHUP, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	sp_eal_log_end();
+	clock_gettime(CLOCK_REALTIME, &ts);
+	sp.run_id = ((uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec) ^
+		    ((uint64_t)getpid() << 40);
+	sp.running = true;
+	for (unsigned i = 0; i < sp.n_workers; i++)
+		rte_eal_remote_launch(sp_worker_main, sp.workers[i],
+				      sp.workers[i]->lcore);
+	sp_log("info", "%u worker%s, %s dispatch, %u interfaces, %zu rules; control %s",
+	       sp.n_workers, sp.n_workers == 1 ? "" : "s",
+	       sp.n_workers == 1 ? "no" : sp.hw_rss ? "NIC RSS" : "software RSS",
+	       sp.n_ifaces, qns_count(sp.qns), o->control);
+	notify_systemd("READY=1");
+	idle_since = sp_now_ms();
+	while (!__atomic_load_n(&sp.quit, __ATOMIC_RELAXED)) {
+		uint64_t a;
+
+		sp_control_poll(10);
+		if (o->exit_when_idle_ms == 0)
+			continue;
+		a = activity();
+		if (a != last_activity) {
+			last_activity = a;
+			idle_since = sp_now_ms();
+		} else if (sp_now_ms() - idle_since >= o->exit_when_idle_ms) {
+			__atomic_store_n(&sp.quit, 1, __ATOMIC_RELAXED);
+		}
+	}
+}
+
+/* After the workers stopped: what they logged last, the mappings that end
+ * with the process (with --state they pass to the successor: they do not
+ * end here), the dump, the state file, then everything else. */
+static void
+stop(const struct options *o)
+{
+	notify_systemd("STOPPING=1");
+	rte_eal_mp_wait_lcore();
+	sp_events_drain();
+	if (!sp_store_enabled())
+		sp_events_mappings_closed();
+	sp_events_close();
+	if (o->dump != NULL)
+		dump_on_exit(o->dump);
+	sp_store_close();
+	sp_control_close();
+	sp.running = false;
+	sp_teardown();
+	rte_eal_cleanup();
+}
+
+int
+main(int argc, char **argv)
+{
+	struct options o = { 0 };
+	int sep = argc;
 
 	for (int i = 1; i < argc; i++)
 		if (strcmp(argv[i], "--") == 0) {
@@ -666,93 +535,8 @@ main(int argc, char **argv)
 	}
 	argv[sep] = argv[0];
 	parse_options(argc - sep, argv + sep, &o);
-	cmds = read_commands(o.commands, &n_cmds);
-	sp_setup_defaults();
-
-	prog_path = argv[0];
-	eal_argc = eal_arguments(sep, argv, eal_argv);
-	eal_init_quiet(eal_argc, eal_argv);
-	sp.tsc_hz = rte_get_tsc_hz();
-	sp.tsc0 = rte_rdtsc();
-	if (sp.seed != 0)
-		rte_srand(sp.seed);
-
-	apply_commands(o.commands, cmds, n_cmds, true);
-	if (sp_setup_dispatch(err, sizeof(err)) < 0 ||
-	    sp_setup_core(err, sizeof(err)) < 0)
-		die_setup(err);
-	apply_commands(o.commands, cmds, n_cmds, false);
-	free(cmds);
-	if (sp_routes_build(err, sizeof(err)) < 0 ||
-	    sp_setup_mempool(err, sizeof(err)) < 0 ||
-	    sp_setup_workers(err, sizeof(err)) < 0 ||
-	    sp_setup_ports(err, sizeof(err)) < 0 ||
-	    sp_runtime_publish() < 0)
-		die_setup(err);
-	if (strcmp(o.control, "none") != 0 &&
-	    sp_control_listen(o.control, err, sizeof(err)) < 0)
-		die_setup(err);
-	/* the predecessor's sessions, before any packet could open others */
-	if (o.state != NULL && sp_store_open(o.state, err, sizeof(err)) < 0)
-		die_setup(err);
-	sp_telemetry_register();
-
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sa.sa_handler = on_hangup;
-	sigaction(SIGHUP, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
-
-	startup_log_end();
-	{
-		struct timespec ts;
-
-		clock_gettime(CLOCK_REALTIME, &ts);
-		sp.run_id = ((uint64_t)ts.tv_sec * 1000000000u +
-			     (uint64_t)ts.tv_nsec) ^ ((uint64_t)getpid() << 40);
-	}
-	sp.running = true;
-	for (unsigned i = 0; i < sp.n_workers; i++)
-		rte_eal_remote_launch(sp_worker_main, sp.workers[i],
-				      sp.workers[i]->lcore);
-	sp_log("info", "%u worker%s, %s dispatch, %u interfaces, %zu rules; control %s",
-		sp.n_workers, sp.n_workers == 1 ? "" : "s",
-		sp.n_workers == 1 ? "no" : sp.hw_rss ? "NIC RSS" : "software RSS",
-		sp.n_ifaces, qns_count(sp.qns), o.control);
-	notify_systemd("READY=1");
-
-	idle_since = sp_now_ms();
-	while (!__atomic_load_n(&sp.quit, __ATOMIC_RELAXED)) {
-		sp_control_poll(10);
-		if (o.exit_when_idle_ms != 0) {
-			uint64_t a = activity();
-			uint32_t now = sp_now_ms();
-
-			if (a != last_activity) {
-				last_activity = a;
-				idle_since = now;
-			} else if (now - idle_since >= o.exit_when_idle_ms) {
-				__atomic_store_n(&sp.quit, 1, __ATOMIC_RELAXED);
-			}
-		}
-	}
-	notify_systemd("STOPPING=1");
-	rte_eal_mp_wait_lcore();
-	/* what the workers logged last, the mappings that end with the
-	 * process, then the file is closed */
-	sp_events_drain();
-	/* with --state they pass to the successor: they do not end here */
-	if (!sp_store_enabled())
-		sp_events_mappings_closed();
-	sp_events_close();
-	if (o.dump != NULL)
-		dump_on_exit(o.dump);
-	sp_store_close();
-	sp_control_close();
-	sp.running = false;
-	sp_teardown();
-	rte_eal_cleanup();
+	start(argc, argv, sep, &o);
+	run(&o);
+	stop(&o);
 	return 0;
 }

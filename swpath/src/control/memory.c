@@ -10,6 +10,7 @@
 
 #include "control/memory.h"
 #include "dataplane/sp.h"
+#include "util/text.h"
 
 #define HEAP_NAME "quicknat"
 #define PAGE_2M (2ull << 20)

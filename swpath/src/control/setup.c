@@ -15,17 +15,20 @@
 #include <rte_ring.h>
 #include <rte_ring_elem.h>
 
-#include "control/control.h"
 #include "control/memory.h"
+#include "control/peers.h"
+#include "control/publish.h"
 #include "control/setup.h"
+#include "dataplane/dispatch.h"
 #include "dataplane/frag.h"
-#include "dataplane/peer.h"
 #include "dataplane/sp.h"
 #include "dataplane/vlan.h"
 #include "persist/events.h"
 #include "persist/session_stream.h"
+#include "persist/sink.h"
 #include "qns.h"
 #include "util/log.h"
+#include "util/text.h"
 
 #define SP_RX_DESC 1024
 #define SP_TX_DESC 1024
@@ -56,6 +59,8 @@ sp_setup_defaults(void)
 	 * worker table (controller/quicknat/config/model.py, Limits) */
 	sp.ports_per_host = SP_HOST_LIMIT_DEFAULT;
 	sp.sessions_per_host = SP_HOST_LIMIT_DEFAULT;
+	/* [offload] after_packets: a session is announced at its first */
+	sp.after_packets = 1;
 }
 
 int
@@ -199,15 +204,106 @@ tx_buffer(struct sp_worker *w, struct sp_txq *q, uint16_t port,
 	return 0;
 }
 
+/* The rings worker i owns: hand-offs, control's packets, session commands,
+ * the session stream, and mapping events when they are logged. */
+static int
+worker_rings(struct sp_worker *w, unsigned i, int socket)
+{
+	char name[RTE_RING_NAMESIZE];
+
+	snprintf(name, sizeof(name), "sp_in_%u", i);
+	w->in_ring = rte_ring_create(name, SP_RING_SIZE, socket, RING_F_SC_DEQ);
+	snprintf(name, sizeof(name), "sp_ctl_%u", i);
+	w->ctl_ring = rte_ring_create(name, 256, socket, RING_F_SC_DEQ);
+	if (sp_events_enabled())
+		w->event_ring = sp_events_ring_create(i, socket);
+	w->stream_ring = sp_stream_ring_create(i, socket);
+	snprintf(name, sizeof(name), "sp_cmd_%u", i);
+	w->cmd_ring = rte_ring_create_elem(name, sizeof(struct sp_session_cmd),
+					   SP_CMD_RING_SIZE, socket,
+					   RING_F_SP_ENQ | RING_F_SC_DEQ);
+	if (w->in_ring == NULL || w->ctl_ring == NULL ||
+	    w->stream_ring == NULL || w->cmd_ring == NULL ||
+	    (sp_events_enabled() && w->event_ring == NULL))
+		return -1;
+	return 0;
+}
+
+/* Worker i's receive queues and transmit paths: with NIC RSS a queue of
+ * its own on every port; with software RSS worker 0 receives and sends
+ * for all, the others send through its TX rings. */
+static int
+worker_queues(struct sp_worker *w, unsigned i)
+{
+	for (unsigned f = 0; f < sp.n_ifaces; f++) {
+		uint16_t port = sp.ifaces[f].port;
+		uint16_t queue = (uint16_t)(sp.hw_rss ? i : 0);
+
+		if (!sp.hw_rss && i != 0) {
+			w->tx[f].ring = sp.tx_rings[f];
+			w->tx[f].port = port;
+			continue;
+		}
+		/* a port's queue once, for all its interfaces */
+		if (sp_port_first_iface(f))
+			w->rxq[w->n_rxq++] = (struct sp_rxq){
+				.port = port, .queue = queue,
+				.iface = sp.port_iface[port] == SP_IFACE_TRUNK ?
+					SP_IFACE_TRUNK : (uint16_t)f,
+			};
+		if (tx_buffer(w, &w->tx[f], port, queue) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* Worker i on lcore, its tables on its NUMA node. */
+static int
+worker_create(unsigned i, unsigned lcore, char *err, size_t errlen)
+{
+	int socket = sp_memory_socket((int)rte_lcore_to_socket_id(lcore));
+	struct sp_worker *w = rte_zmalloc_socket("sp_worker", sizeof(*w),
+						 RTE_CACHE_LINE_SIZE, socket);
+
+	if (w == NULL)
+		return sp_fail(err, errlen, "out of memory for worker %u", i);
+	sp.workers[i] = w;
+	w->index = i;
+	w->lcore = lcore;
+	w->socket = socket;
+	/* the ICMP error bucket starts full (capped at first use) */
+	w->icmp_tokens = UINT64_MAX / 2;
+	if (sp_nat_init(&w->nat, &(struct sp_nat_params){
+				.worker = i, .n_workers = sp.n_workers,
+				.max_sessions = sp.sessions_per_worker,
+				.counters = w->cnt, .socket = socket,
+				.now_ms = sp_now_ms(), .env = &sp_dpdk_env,
+				.shared = sp_nat_shared(),
+				.observer = sp_sink_observer(w),
+			}) < 0)
+		return sp_fail(err, errlen,
+			       "not enough memory for %u sessions on each of %u workers; lower --sessions or give DPDK more memory (-m)",
+			       sp.sessions_per_worker, sp.n_workers);
+	w->frag = rte_zmalloc_socket("sp_frag", sizeof(*w->frag),
+				     RTE_CACHE_LINE_SIZE, socket);
+	if (w->frag == NULL)
+		return sp_fail(err, errlen,
+			       "out of memory for worker %u's fragments", i);
+	if (worker_rings(w, i, socket) < 0)
+		return sp_fail(err, errlen, "cannot create worker rings: %s",
+			       rte_strerror(rte_errno));
+	if (worker_queues(w, i) < 0)
+		return sp_fail(err, errlen, "out of memory for TX buffers");
+	return 0;
+}
+
 int
 sp_setup_workers(char *err, size_t errlen)
 {
 	unsigned lcore, i = 0;
 	char name[RTE_RING_NAMESIZE];
-	bool spread = !sp.hw_rss && sp.n_workers > 1;
-	uint32_t now = sp_now_ms();
 
-	if (spread) {
+	if (!sp.hw_rss && sp.n_workers > 1) {
 		for (unsigned f = 0; f < sp.n_ifaces; f++) {
 			snprintf(name, sizeof(name), "sp_tx_%u", f);
 			sp.tx_rings[f] = rte_ring_create(name, SP_RING_SIZE,
@@ -215,83 +311,20 @@ sp_setup_workers(char *err, size_t errlen)
 							 RING_F_SC_DEQ);
 			if (sp.tx_rings[f] == NULL)
 				return sp_fail(err, errlen, "cannot create TX ring: %s",
-					    rte_strerror(rte_errno));
+					       rte_strerror(rte_errno));
 		}
 	}
 	RTE_LCORE_FOREACH_WORKER(lcore) {
-		struct sp_worker *w;
-		int socket = sp_memory_socket((int)rte_lcore_to_socket_id(lcore));
-
 		if (i == sp.n_workers)
 			break;
-		w = rte_zmalloc_socket("sp_worker", sizeof(*w),
-				       RTE_CACHE_LINE_SIZE, socket);
-		if (w == NULL)
-			return sp_fail(err, errlen, "out of memory for worker %u", i);
-		sp.workers[i] = w;
-		w->index = i;
-		w->lcore = lcore;
-		w->socket = socket;
-		/* the ICMP error bucket starts full (capped at first use) */
-		w->icmp_tokens = UINT64_MAX / 2;
-		if (sp_nat_init(&w->nat, i, sp.n_workers, sp.sessions_per_worker,
-				w->cnt, socket, now) < 0)
-			return sp_fail(err, errlen,
-				    "not enough memory for %u sessions on each of %u workers; lower --sessions or give DPDK more memory (-m)",
-				    sp.sessions_per_worker, sp.n_workers);
-		w->frag = rte_zmalloc_socket("sp_frag", sizeof(*w->frag),
-					     RTE_CACHE_LINE_SIZE, socket);
-		if (w->frag == NULL)
-			return sp_fail(err, errlen,
-				    "out of memory for worker %u's fragments", i);
-		snprintf(name, sizeof(name), "sp_in_%u", i);
-		w->in_ring = rte_ring_create(name, SP_RING_SIZE, socket,
-					     RING_F_SC_DEQ);
-		snprintf(name, sizeof(name), "sp_ctl_%u", i);
-		w->ctl_ring = rte_ring_create(name, 256, socket, RING_F_SC_DEQ);
-		if (sp_events_enabled()) {
-			w->event_ring = sp_events_ring_create(i, socket);
-			w->nat.events = w->event_ring;
-		}
-		w->nat.stream = sp_stream_ring_create(i, socket);
-		snprintf(name, sizeof(name), "sp_cmd_%u", i);
-		w->cmd_ring = rte_ring_create_elem(name,
-						   sizeof(struct sp_cmd_session),
-						   SP_CMD_RING_SIZE, socket,
-						   RING_F_SP_ENQ | RING_F_SC_DEQ);
-		if (w->in_ring == NULL || w->ctl_ring == NULL ||
-		    w->nat.stream == NULL || w->cmd_ring == NULL ||
-		    (sp_events_enabled() && w->event_ring == NULL))
-			return sp_fail(err, errlen, "cannot create worker rings: %s",
-				    rte_strerror(rte_errno));
-		for (unsigned f = 0; f < sp.n_ifaces; f++) {
-			uint16_t port = sp.ifaces[f].port;
-
-			if (sp.hw_rss || i == 0) {
-				/* a port's queue once, for all its interfaces */
-				if (sp_port_first_iface(f))
-					w->rxq[w->n_rxq++] = (struct sp_rxq){
-						.port = port,
-						.queue = (uint16_t)(sp.hw_rss ? i : 0),
-						.iface = sp.port_iface[port] ==
-								 SP_IFACE_TRUNK ?
-							SP_IFACE_TRUNK : (uint16_t)f,
-					};
-				if (tx_buffer(w, &w->tx[f], port,
-					      (uint16_t)(sp.hw_rss ? i : 0)) < 0)
-					return sp_fail(err, errlen,
-						    "out of memory for TX buffers");
-			} else {
-				w->tx[f].ring = sp.tx_rings[f];
-				w->tx[f].port = port;
-			}
-		}
+		if (worker_create(i, lcore, err, errlen) < 0)
+			return -1;
 		i++;
 	}
 	if (i < sp.n_workers)
 		return sp_fail(err, errlen,
-			    "%u workers need %u lcores (one for control); the EAL has %u: use -l or --lcores before --",
-			    sp.n_workers, sp.n_workers + 1, rte_lcore_count());
+			       "%u workers need %u lcores (one for control); the EAL has %u: use -l or --lcores before --",
+			       sp.n_workers, sp.n_workers + 1, rte_lcore_count());
 	return 0;
 }
 
@@ -393,7 +426,7 @@ sp_teardown(void)
 		rte_ring_free(w->in_ring);
 		rte_ring_free(w->ctl_ring);
 		rte_ring_free(w->event_ring);
-		rte_ring_free(w->nat.stream);
+		rte_ring_free(w->stream_ring);
 		rte_ring_free(w->cmd_ring);
 		rte_free(w);
 		sp.workers[i] = NULL;

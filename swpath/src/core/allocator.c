@@ -1,29 +1,27 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
-#include <stdarg.h>
-#include <stdlib.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-#include <rte_common.h>
-#include <rte_malloc.h>
-#include <rte_random.h>
-
 #include "core/allocator.h"
+#include "util/text.h"
 
 #define SP_POOL_MAX_ADDRS (1u << 16)
 
 static void
 pool_release_memory(struct sp_pool *pool)
 {
+	const struct sp_env *env = pool->env;
+
 	if (pool->space != NULL) {
 		for (uint32_t i = 0; i < pool->n_workers * pool->n_addrs; i++)
-			rte_free(pool->space[i].state[0]);
+			env->free(pool->space[i].state[0]);
 	}
-	rte_free(pool->space);
-	rte_free(pool->port_lists);
-	rte_free(pool->addrs);
-	rte_free(pool->prefixes);
+	env->free(pool->space);
+	env->free(pool->port_lists);
+	env->free(pool->addrs);
+	env->free(pool->prefixes);
 }
 
 void
@@ -32,7 +30,7 @@ sp_pool_free(struct sp_pool *pool)
 	if (pool == NULL)
 		return;
 	pool_release_memory(pool);
-	rte_free(pool);
+	pool->env->free(pool);
 }
 
 size_t
@@ -71,162 +69,215 @@ shape_of(const uint16_t *ports, uint32_t n, struct port_shape *shape)
  * (its "class"): owner(a, p) = reta[(h(a) ^ h(p)) & mask]. Lists are built
  * once per class present in the pool and shared by its addresses.
  */
-static int
-pool_build_spaces(struct sp_pool *pool, const struct sp_rss *rss, char *err,
-		  size_t errlen)
+struct classes {
+	int32_t slot[SP_RETA_MAX];      /* a class's lists, or -1: absent */
+	uint32_t n;                     /* classes present */
+	uint32_t *counts;               /* [slot * workers + worker]: ports */
+};
+
+static unsigned
+port_owner(const struct sp_rss *rss, unsigned class, uint32_t port)
 {
-	uint32_t range = (uint32_t)pool->port_max - pool->port_min + 1;
+	return rss->reta[(class ^ sp_rss_hash_port(rss, (uint16_t)port)) &
+			 rss->reta_mask];
+}
+
+static unsigned
+address_class(const struct sp_rss *rss, uint32_t addr)
+{
+	return sp_rss_hash_addr(rss, addr) & rss->reta_mask;
+}
+
+/* Which classes the pool's addresses have, and how many ports of each
+ * class every worker owns. */
+static int
+pool_count_classes(const struct sp_pool *pool, const struct sp_rss *rss,
+		   struct classes *cl)
+{
 	unsigned nw = pool->n_workers;
-	int32_t class_slot[SP_RETA_MAX];
-	uint32_t n_classes = 0;
-	uint32_t *counts;
-	uint16_t *cursor_base;
 
 	for (unsigned c = 0; c < SP_RETA_MAX; c++)
-		class_slot[c] = -1;
+		cl->slot[c] = -1;
+	cl->n = 0;
 	for (uint32_t a = 0; a < pool->n_addrs; a++) {
-		uint32_t c = sp_rss_hash_addr(rss, pool->addrs[a]) &
-			     rss->reta_mask;
+		unsigned c = address_class(rss, pool->addrs[a]);
 
-		if (class_slot[c] < 0)
-			class_slot[c] = (int32_t)n_classes++;
+		if (cl->slot[c] < 0)
+			cl->slot[c] = (int32_t)cl->n++;
 	}
-	pool->port_lists = rte_malloc("sp_pool_ports",
-				      (size_t)n_classes * range *
-					      sizeof(uint16_t), 0);
-	counts = calloc((size_t)n_classes * nw, sizeof(*counts));
-	pool->space = rte_zmalloc("sp_pool_space",
-				  (size_t)nw * pool->n_addrs *
-					  sizeof(struct sp_pool_space),
-				  RTE_CACHE_LINE_SIZE);
-	if (pool->port_lists == NULL || counts == NULL || pool->space == NULL) {
-		free(counts);
-		return sp_fail(err, errlen,
-				  "pool %s: not enough memory for %u addresses x %u ports",
-				  pool->name, pool->n_addrs, range);
-	}
-	/* Count, then fill each class's lists in worker order, ascending. */
+	cl->counts = calloc((size_t)cl->n * nw, sizeof(*cl->counts));
+	if (cl->counts == NULL)
+		return -ENOMEM;
 	for (unsigned c = 0; c < SP_RETA_MAX; c++) {
-		if (class_slot[c] < 0)
+		if (cl->slot[c] < 0)
 			continue;
 		for (uint32_t p = pool->port_min; p <= pool->port_max; p++) {
-			unsigned q = rss->reta[(c ^ sp_rss_hash_port(rss, (uint16_t)p)) &
-					       rss->reta_mask];
+			unsigned q = port_owner(rss, c, p);
+
 			if (q < nw)
-				counts[(uint32_t)class_slot[c] * nw + q]++;
-		}
-	}
-	cursor_base = pool->port_lists;
-	for (unsigned c = 0; c < SP_RETA_MAX; c++) {
-		uint16_t *start[SP_RETA_MAX];
-		uint32_t fill[SP_RETA_MAX];
-		struct port_shape shape[SP_RETA_MAX];
-		uint32_t slot;
-
-		if (class_slot[c] < 0)
-			continue;
-		slot = (uint32_t)class_slot[c];
-		for (unsigned q = 0; q < nw; q++) {
-			start[q] = cursor_base;
-			fill[q] = 0;
-			cursor_base += counts[slot * nw + q];
-		}
-		for (uint32_t p = pool->port_min; p <= pool->port_max; p++) {
-			unsigned q = rss->reta[(c ^ sp_rss_hash_port(rss, (uint16_t)p)) &
-					       rss->reta_mask];
-			if (q < nw)
-				start[q][fill[q]++] = (uint16_t)p;
-		}
-		for (unsigned q = 0; q < nw; q++)
-			shape_of(start[q], fill[q], &shape[q]);
-		for (uint32_t a = 0; a < pool->n_addrs; a++) {
-			uint32_t ac = sp_rss_hash_addr(rss, pool->addrs[a]) &
-				      rss->reta_mask;
-
-			if (ac != c)
-				continue;
-			for (unsigned q = 0; q < nw; q++) {
-				struct sp_pool_space *s =
-					&pool->space[q * pool->n_addrs + a];
-
-				s->ports = start[q];
-				s->n = fill[q];
-				s->n_low = shape[q].n_low;
-				memcpy(s->size, shape[q].size, sizeof(s->size));
-			}
-		}
-	}
-	free(counts);
-	/* Port states: one block per (worker, address), three protocols. */
-	for (unsigned q = 0; q < nw; q++) {
-		for (uint32_t a = 0; a < pool->n_addrs; a++) {
-			struct sp_pool_space *s = &pool->space[q * pool->n_addrs + a];
-			uint32_t *block;
-
-			block = rte_zmalloc("sp_pool_state",
-					    (size_t)(s->n ? s->n : 1) * SP_PI_MAX *
-						    sizeof(uint32_t),
-					    RTE_CACHE_LINE_SIZE);
-			if (block == NULL)
-				return sp_fail(err, errlen,
-						  "pool %s: not enough memory for the port states of %u addresses x %u ports (about %zu MB); give DPDK more memory (-m) or use a smaller pool",
-						  pool->name, pool->n_addrs, range,
-						  sp_pool_memory(pool) >> 20);
-			for (unsigned pi = 0; pi < SP_PI_MAX; pi++)
-				s->state[pi] = block + (size_t)pi * s->n;
+				cl->counts[(uint32_t)cl->slot[c] * nw + q]++;
 		}
 	}
 	return 0;
 }
 
+/* Class c's lists, one per worker, ascending, from *cursor on; then every
+ * address of the class points its space at its worker's list. */
+static void
+pool_fill_class(struct sp_pool *pool, const struct sp_rss *rss,
+		const struct classes *cl, unsigned c, uint16_t **cursor)
+{
+	unsigned nw = pool->n_workers;
+	uint32_t slot = (uint32_t)cl->slot[c];
+	uint16_t *start[SP_RETA_MAX];
+	uint32_t fill[SP_RETA_MAX];
+	struct port_shape shape[SP_RETA_MAX];
+
+	for (unsigned q = 0; q < nw; q++) {
+		start[q] = *cursor;
+		fill[q] = 0;
+		*cursor += cl->counts[slot * nw + q];
+	}
+	for (uint32_t p = pool->port_min; p <= pool->port_max; p++) {
+		unsigned q = port_owner(rss, c, p);
+
+		if (q < nw)
+			start[q][fill[q]++] = (uint16_t)p;
+	}
+	for (unsigned q = 0; q < nw; q++)
+		shape_of(start[q], fill[q], &shape[q]);
+	for (uint32_t a = 0; a < pool->n_addrs; a++) {
+		if (address_class(rss, pool->addrs[a]) != c)
+			continue;
+		for (unsigned q = 0; q < nw; q++) {
+			struct sp_pool_space *s = &pool->space[q * pool->n_addrs + a];
+
+			s->ports = start[q];
+			s->n = fill[q];
+			s->n_low = shape[q].n_low;
+			memcpy(s->size, shape[q].size, sizeof(s->size));
+		}
+	}
+}
+
+/* Port states: one block per (worker, address), three protocols. */
+static int
+pool_alloc_states(struct sp_pool *pool)
+{
+	for (uint32_t i = 0; i < pool->n_workers * pool->n_addrs; i++) {
+		struct sp_pool_space *s = &pool->space[i];
+		uint32_t *block = pool->env->zalloc("sp_pool_state",
+						    (size_t)(s->n ? s->n : 1) *
+							    SP_PI_MAX *
+							    sizeof(uint32_t),
+						    SP_SOCKET_ANY);
+
+		if (block == NULL)
+			return -ENOMEM;
+		for (unsigned pi = 0; pi < SP_PI_MAX; pi++)
+			s->state[pi] = block + (size_t)pi * s->n;
+	}
+	return 0;
+}
+
+static int
+pool_build_spaces(struct sp_pool *pool, const struct sp_rss *rss, char *err,
+		  size_t errlen)
+{
+	uint32_t range = (uint32_t)pool->port_max - pool->port_min + 1;
+	const struct sp_env *env = pool->env;
+	struct classes cl;
+	uint16_t *cursor;
+
+	if (pool_count_classes(pool, rss, &cl) < 0)
+		goto no_memory;
+	pool->port_lists = env->zalloc("sp_pool_ports",
+				       (size_t)cl.n * range * sizeof(uint16_t),
+				       SP_SOCKET_ANY);
+	pool->space = env->zalloc("sp_pool_space",
+				  (size_t)pool->n_workers * pool->n_addrs *
+					  sizeof(struct sp_pool_space),
+				  SP_SOCKET_ANY);
+	if (pool->port_lists == NULL || pool->space == NULL) {
+		free(cl.counts);
+		goto no_memory;
+	}
+	cursor = pool->port_lists;
+	for (unsigned c = 0; c < SP_RETA_MAX; c++)
+		if (cl.slot[c] >= 0)
+			pool_fill_class(pool, rss, &cl, c, &cursor);
+	free(cl.counts);
+	if (pool_alloc_states(pool) < 0)
+		return sp_fail(err, errlen,
+			       "pool %s: not enough memory for the port states of %u addresses x %u ports (about %zu MB); give DPDK more memory (-m) or use a smaller pool",
+			       pool->name, pool->n_addrs, range,
+			       sp_pool_memory(pool) >> 20);
+	return 0;
+no_memory:
+	return sp_fail(err, errlen,
+		       "pool %s: not enough memory for %u addresses x %u ports",
+		       pool->name, pool->n_addrs, range);
+}
+
+/* Every address of the prefixes, in order, host bits counted up. */
+static int
+pool_expand(struct sp_pool *pool, const struct sp_pool_params *p)
+{
+	const struct sp_env *env = pool->env;
+	uint32_t n = 0;
+
+	pool->addrs = env->zalloc("sp_pool_addrs",
+				  (size_t)pool->n_addrs * sizeof(uint32_t),
+				  SP_SOCKET_ANY);
+	pool->prefixes = env->zalloc("sp_pool_prefixes",
+				     p->n_prefixes * sizeof(*p->prefixes),
+				     SP_SOCKET_ANY);
+	if (pool->addrs == NULL || pool->prefixes == NULL)
+		return -ENOMEM;
+	memcpy(pool->prefixes, p->prefixes, p->n_prefixes * sizeof(*p->prefixes));
+	for (unsigned i = 0; i < p->n_prefixes; i++)
+		for (uint64_t off = 0; off < 1ull << (32 - p->prefixes[i].len); off++)
+			pool->addrs[n++] = p->prefixes[i].addr + (uint32_t)off;
+	return 0;
+}
+
 struct sp_pool *
-sp_pool_create(const char *name, const struct sp_prefix *pfx,
-	       unsigned n_prefixes, uint16_t port_min, uint16_t port_max,
-	       const struct sp_rss *rss, unsigned n_workers, char *err,
-	       size_t errlen)
+sp_pool_create(const struct sp_pool_params *p, char *err, size_t errlen)
 {
 	struct sp_pool *pool;
 	uint64_t n_addrs = 0;
 
-	for (unsigned i = 0; i < n_prefixes; i++)
-		n_addrs += 1ull << (32 - pfx[i].len);
+	for (unsigned i = 0; i < p->n_prefixes; i++)
+		n_addrs += 1ull << (32 - p->prefixes[i].len);
 	if (n_addrs > SP_POOL_MAX_ADDRS) {
 		sp_fail(err, errlen, "pool %s: %llu addresses; at most %u",
-			   name, (unsigned long long)n_addrs, SP_POOL_MAX_ADDRS);
+			p->name, (unsigned long long)n_addrs, SP_POOL_MAX_ADDRS);
 		return NULL;
 	}
-	if (port_min == 0 || port_min > port_max) {
-		sp_fail(err, errlen, "pool %s: bad port range", name);
+	if (p->port_min == 0 || p->port_min > p->port_max) {
+		sp_fail(err, errlen, "pool %s: bad port range", p->name);
 		return NULL;
 	}
-	pool = rte_zmalloc("sp_pool", sizeof(*pool), RTE_CACHE_LINE_SIZE);
+	pool = p->env->zalloc("sp_pool", sizeof(*pool), SP_SOCKET_ANY);
 	if (pool == NULL) {
-		sp_fail(err, errlen, "pool %s: out of memory", name);
+		sp_fail(err, errlen, "pool %s: out of memory", p->name);
 		return NULL;
 	}
-	snprintf(pool->name, sizeof(pool->name), "%s", name);
-	/* the configuration's defaults ([[pool]] in README.md) */
-	pool->policy.preserve_parity = true;
-	pool->policy.preserve_port = false;
-	pool->port_min = port_min;
-	pool->port_max = port_max;
-	pool->n_workers = n_workers;
+	snprintf(pool->name, sizeof(pool->name), "%s", p->name);
+	pool->env = p->env;
+	pool->policy = p->policy;
+	pool->internal = p->internal;
+	pool->port_min = p->port_min;
+	pool->port_max = p->port_max;
+	pool->n_workers = p->n_workers;
 	pool->n_addrs = (uint32_t)n_addrs;
-	pool->n_prefixes = n_prefixes;
-	pool->addrs = rte_malloc("sp_pool_addrs", n_addrs * sizeof(uint32_t), 0);
-	pool->prefixes = rte_malloc("sp_pool_prefixes",
-				    n_prefixes * sizeof(*pfx), 0);
-	if (pool->addrs == NULL || pool->prefixes == NULL) {
-		sp_fail(err, errlen, "pool %s: out of memory", name);
+	pool->n_prefixes = p->n_prefixes;
+	if (pool_expand(pool, p) < 0) {
+		sp_fail(err, errlen, "pool %s: out of memory", p->name);
 		sp_pool_free(pool);
 		return NULL;
 	}
-	memcpy(pool->prefixes, pfx, n_prefixes * sizeof(*pfx));
-	n_addrs = 0;
-	for (unsigned i = 0; i < n_prefixes; i++)
-		for (uint64_t off = 0; off < 1ull << (32 - pfx[i].len); off++)
-			pool->addrs[n_addrs++] = pfx[i].addr + (uint32_t)off;
-	if (pool_build_spaces(pool, rss, err, errlen) < 0) {
+	if (pool_build_spaces(pool, p->rss, err, errlen) < 0) {
 		sp_pool_free(pool);
 		return NULL;
 	}
@@ -234,17 +285,18 @@ sp_pool_create(const char *name, const struct sp_prefix *pfx,
 }
 
 int
-sp_alloc_ctx_init(struct sp_alloc_ctx *ctx, unsigned worker,
-		  uint32_t capacity, int socket)
+sp_alloc_ctx_init(struct sp_alloc_ctx *ctx, const struct sp_env *env,
+		  unsigned worker, uint32_t capacity, int socket)
 {
 	memset(ctx, 0, sizeof(*ctx));
+	ctx->env = env;
 	ctx->worker = worker;
 	ctx->cap = capacity;
-	ctx->b = rte_zmalloc_socket("sp_bindings",
-				    (size_t)capacity * sizeof(*ctx->b),
-				    RTE_CACHE_LINE_SIZE, socket);
-	if (ctx->b == NULL || sp_hix_init(&ctx->index, "sp_binding_ix", capacity,
-					  capacity, false, socket) < 0) {
+	ctx->b = env->zalloc("sp_bindings", (size_t)capacity * sizeof(*ctx->b),
+			     socket);
+	if (ctx->b == NULL || sp_hix_init(&ctx->index, env, "sp_binding_ix",
+					  capacity, capacity, false,
+					  socket) < 0) {
 		sp_alloc_ctx_free(ctx);
 		return -ENOMEM;
 	}
@@ -257,8 +309,10 @@ sp_alloc_ctx_init(struct sp_alloc_ctx *ctx, unsigned worker,
 void
 sp_alloc_ctx_free(struct sp_alloc_ctx *ctx)
 {
-	sp_hix_free(&ctx->index);
-	rte_free(ctx->b);
+	if (ctx->env == NULL)
+		return;
+	sp_hix_free(&ctx->index, ctx->env);
+	ctx->env->free(ctx->b);
 	ctx->b = NULL;
 }
 
@@ -377,8 +431,9 @@ pool_find_port(const struct sp_pool_space *s, const struct candidates *c,
 }
 
 static int
-pool_choose_port(const struct sp_pool *pool, struct sp_pool_space *s,
-		 const struct sp_alloc_req *req, uint32_t *slot)
+pool_choose_port(const struct sp_pool *pool, const struct sp_alloc_ctx *ctx,
+		 struct sp_pool_space *s, const struct sp_alloc_req *req,
+		 uint32_t *slot)
 {
 	const uint32_t *state = s->state[req->pi];
 	uint32_t now = req->now_ms, start, n, oldest = UINT32_MAX, oldest_age = 0;
@@ -391,7 +446,7 @@ pool_choose_port(const struct sp_pool *pool, struct sp_pool_space *s,
 	    slot_free(state[*slot], now, req->reuse_ms))
 		return 0;
 	n = c.hi - c.lo;
-	start = (uint32_t)rte_rand_max(n);
+	start = (uint32_t)ctx->env->random_below(n);
 	/*
 	 * RFC 6056 algorithm 1: a random start, then the next free candidate.
 	 * A free port of the wrong parity costs one compare; with a pool mostly
@@ -529,7 +584,7 @@ sp_pool_allocate(struct sp_pool *pool, struct sp_alloc_ctx *ctx,
 	addr_idx = b != NULL ? b->addr_idx :
 			       pool_pick_address(pool, ctx->worker, req->int_addr);
 	s = &pool->space[ctx->worker * pool->n_addrs + addr_idx];
-	rc = pool_choose_port(pool, s, req, &slot);
+	rc = pool_choose_port(pool, ctx, s, req, &slot);
 	if (rc < 0)
 		return rc;
 	if (b == NULL && (b = binding_new(pool, ctx, req->int_addr, addr_idx,

@@ -31,11 +31,16 @@
 #ifndef SP_ALLOCATOR_H
 #define SP_ALLOCATOR_H
 
+#include <stddef.h>
 #include <stdint.h>
 
-#include "control/cmd.h"
+#include "core/env.h"
 #include "core/hash_index.h"
 #include "core/rss.h"
+#include "core/types.h"
+
+#define SP_MAX_POOLS 256
+#define SP_POOL_MAX_PREFIXES 64
 
 #define SP_PORT_FREE 0u
 #define SP_PORT_USED UINT32_MAX
@@ -63,8 +68,9 @@ struct sp_pool {
 	uint16_t port_min;
 	uint16_t port_max;
 	uint8_t internal;               /* made for an SNAT 'to' address */
-	struct sp_port_policy policy;   /* set before the pool is published */
+	struct sp_port_policy policy;
 	unsigned n_workers;
+	const struct sp_env *env;       /* its memory's */
 	uint32_t n_addrs;
 	uint32_t *addrs;                /* host order */
 	uint32_t n_prefixes;
@@ -83,6 +89,7 @@ struct sp_binding {
 };
 
 struct sp_alloc_ctx {
+	const struct sp_env *env;       /* memory, and the random start */
 	unsigned worker;
 	uint32_t cap;
 	uint32_t free_head;
@@ -110,23 +117,33 @@ struct sp_alloc_req {
 	uint32_t reuse_ms;              /* how long a released port rests */
 };
 
+/* What a pool is made of (`pool ...`, or an SNAT `to` address). */
+struct sp_pool_params {
+	const char *name;
+	const struct sp_prefix *prefixes;
+	unsigned n_prefixes;
+	uint16_t port_min, port_max;
+	struct sp_port_policy policy;
+	uint8_t internal;               /* made for an SNAT 'to' address */
+	const struct sp_rss *rss;       /* the partition of its ports */
+	unsigned n_workers;
+	const struct sp_env *env;
+};
+
 /*
- * Builds a pool for n_workers workers with the RSS partition of rss, with
- * the default port policy (parity preserved, port not); the caller may set
- * pool->policy before publishing the pool.
- * Returns NULL with a message in err (too big for memory, ...).
+ * Builds a pool for p->n_workers workers, split by the RSS partition of
+ * p->rss (each worker's own ports, per address class). Returns NULL with a
+ * message in err (too big for memory, ...).
  */
-struct sp_pool *sp_pool_create(const char *name, const struct sp_prefix *pfx,
-			       unsigned n_prefixes, uint16_t port_min,
-			       uint16_t port_max, const struct sp_rss *rss,
-			       unsigned n_workers, char *err, size_t errlen);
+struct sp_pool *sp_pool_create(const struct sp_pool_params *p, char *err,
+			       size_t errlen);
 void sp_pool_free(struct sp_pool *pool);
 
 /* Bytes of memory a pool takes (for messages and docs). */
 size_t sp_pool_memory(const struct sp_pool *pool);
 
-int sp_alloc_ctx_init(struct sp_alloc_ctx *ctx, unsigned worker,
-		      uint32_t capacity, int socket);
+int sp_alloc_ctx_init(struct sp_alloc_ctx *ctx, const struct sp_env *env,
+		      unsigned worker, uint32_t capacity, int socket);
 void sp_alloc_ctx_free(struct sp_alloc_ctx *ctx);
 
 /*

@@ -24,7 +24,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include <rte_prefetch.h>
+#include "core/env.h"
 
 #define SP_HIX_NONE UINT32_MAX
 
@@ -42,9 +42,9 @@ struct sp_hix {
  * singly linked removal walks the bucket. Returns 0 or -ENOMEM.
  * Everything is written here, so the memory is touched (faulted in) now.
  */
-int sp_hix_init(struct sp_hix *ix, const char *name, uint32_t records,
-		uint32_t min_buckets, bool doubly, int socket);
-void sp_hix_free(struct sp_hix *ix);
+int sp_hix_init(struct sp_hix *ix, const struct sp_env *env, const char *name,
+		uint32_t records, uint32_t min_buckets, bool doubly, int socket);
+void sp_hix_free(struct sp_hix *ix, const struct sp_env *env);
 
 /*
  * The hash of a key given as two words (a key's fields packed by its
@@ -84,7 +84,7 @@ sp_hix_next(const struct sp_hix *ix, uint32_t rec)
 static inline void
 sp_hix_prefetch(const struct sp_hix *ix, uint32_t hash)
 {
-	rte_prefetch0(&ix->head[hash & ix->mask]);
+	__builtin_prefetch(&ix->head[hash & ix->mask]);
 }
 
 /* Puts rec, not in the index, first in its bucket. */

@@ -11,11 +11,13 @@
  * q hands out only (address, port) pairs that hash to q (allocator.c), which
  * makes every SNAT flow local to one worker in both directions.
  *
- * The hash is computed with rte_softrss; since Toeplitz is linear over XOR,
- * the hash of a tuple is the XOR of the hashes of its bytes, and those are
- * tabulated once from rte_softrss (6 lookups per packet instead of a loop over
- * every set bit). For ICMP echo the identifier stands in for the port, as
- * RFC 5508 maps it.
+ * Since Toeplitz is linear over XOR, the hash of a tuple is the XOR of the
+ * hashes of its bytes, and those are tabulated once (6 lookups per packet
+ * instead of a loop over every set bit). The tables are DPDK's rte_softrss,
+ * byte by byte, so bit for bit what the NIC computes: the data path fills
+ * them (dataplane/dispatch.h, sp_rss_init), and the core only reads them, so
+ * the allocator hands out the ports the NIC will bring back to the worker.
+ * For ICMP echo the identifier stands in for the port, as RFC 5508 maps it.
  */
 #ifndef SP_RSS_H
 #define SP_RSS_H
@@ -33,16 +35,6 @@ struct sp_rss {
 	uint16_t reta[SP_RETA_MAX];
 	uint8_t key[SP_RSS_KEY_LEN];
 };
-
-/* The default key (the Microsoft RSS verification key most NICs ship). */
-extern const uint8_t sp_rss_default_key[SP_RSS_KEY_LEN];
-
-/*
- * Fills the tables for this key, a RETA of reta_size entries (a power of two,
- * <= SP_RETA_MAX) spreading n_queues queues round-robin (entry i -> i % n).
- */
-void sp_rss_init(struct sp_rss *rss, const uint8_t *key, unsigned reta_size,
-		 unsigned n_queues);
 
 /* Hash of (addr) as the first 4 bytes of the tuple; addr in host order. */
 static inline uint32_t

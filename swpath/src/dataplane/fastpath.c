@@ -1,10 +1,22 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The per-packet path (fastpath.h): a burst parsed, checked against the
+ * input contract (docs/nat-behavior.md, IN-*), its flows looked up together
+ * and translated; fragments by virtual reassembly (frag.h); hairpinning.
+ */
 #include <rte_prefetch.h>
 
+#include "core/lifecycle.h"
+#include "core/nat.h"
+#include "dataplane/dispatch.h"
 #include "dataplane/fastpath.h"
 #include "dataplane/frag.h"
+#include "dataplane/fwd.h"
+#include "dataplane/icmp_gen.h"
+#include "dataplane/in2out.h"
+#include "dataplane/l2.h"
+#include "dataplane/out2in.h"
 #include "dataplane/peer.h"
-#include "qns.h"
 
 /*
  * IN-IP-5/6 (docs/nat-behavior.md): addresses no router forwards (RFC 1812
@@ -48,6 +60,107 @@ sp_address_check(const struct rte_ipv4_hdr *ip, const struct sp_runtime *rt)
 	return 0;
 }
 
+/*
+ * Hairpinning (RFC 4787 REQ-9): a packet translated in2out to a NAT-owned
+ * address enters again as from outside, on the worker RSS would give it
+ * there (for an ICMP error, the owner of the quoted packet's source), or
+ * the peer instance that owns the mapping (peer.h).
+ */
+static void
+hairpin(struct sp_worker *w, struct rte_mbuf *m, uint16_t iface,
+	const struct sp_runtime *rt)
+{
+	int peer = sp_peer_elsewhere(m);
+	unsigned owner;
+
+	SP_INC(w, hairpin);
+	if (unlikely(peer >= 0)) {
+		sp_peer_send(w, m, (unsigned)peer, false);
+		return;
+	}
+	owner = sp.n_workers > 1 ? sp_owner_of(m, SP_ZONE_OUTSIDE) : 0;
+	if (owner != w->index) {
+		sp_handoff(w, m, owner, SP_META_OUTSIDE);
+		return;
+	}
+	*sp_meta(m) |= SP_META_OUTSIDE;
+	sp_process_burst(w, &m, 1, iface, 1, rt);
+}
+
+/*
+ * Applies session sidx's rewrite for direction dir, refreshes it and sends
+ * the packet on. The TTL was checked (> 1) by the caller.
+ */
+static inline void
+translate(struct sp_worker *w, struct rte_mbuf *m, struct sp_pkt *p,
+	  uint32_t sidx, unsigned dir, uint16_t iface,
+	  const struct sp_runtime *rt)
+{
+	struct sp_session *s = &w->nat.sessions[sidx];
+	int second_pass = *sp_meta(m) & SP_META_OUTSIDE;
+
+	/* The size is checked before any rewrite, so that the error quotes
+	 * the packet as it arrived. A hairpinned packet learns its egress on
+	 * its second pass (iface is still the one it arrived on): its first
+	 * pass keeps what it rewrites, so that the error can quote it whole. */
+	if (!(dir == SP_DIR_IN2OUT && (s->flags & SP_SESS_HAIRPIN)) &&
+	    sp_too_big(w, m, p, sp_session_route(s, dir), iface, 1, rt))
+		return;
+
+	/* a hairpinned packet had its TTL decremented on the way in2out */
+	if (likely(!second_pass))
+		sp_ttl_decrement(p->ip);
+	if (dir == SP_DIR_IN2OUT) {
+		if (unlikely(s->flags & SP_SESS_HAIRPIN)) {
+			struct sp_mbuf_meta *meta = sp_mbuf_meta(m);
+
+			meta->hp_src_addr = p->ip->src_addr;
+			meta->hp_src_port = p->proto == IPPROTO_ICMP ?
+				((struct rte_icmp_hdr *)p->l4)->icmp_ident :
+				*(rte_be16_t *)p->l4;
+		}
+		sp_rewrite_src(p, s->ext_addr, s->ext_port);
+	} else
+		sp_rewrite_dst(p, s->int_addr, s->int_port);
+	/* RFC 7857 sec. 2.2: a RST does not refresh the session */
+	if (likely(!(p->tcp_flags & RTE_TCP_RST_FLAG)))
+		s->last_seen = w->now;
+	sp_nat_count_packet(&w->nat, rt, s, w->now);
+	if (p->proto == IPPROTO_TCP) {
+		uint8_t before = s->tcp;
+
+		sp_session_tcp_track(s, dir, p->tcp_flags);
+		if (unlikely(s->tcp != before))
+			sp_nat_tcp_changed(&w->nat, sidx, before, w->now);
+		/* closing: due sooner than the wheel has it */
+		if (unlikely(p->tcp_flags &
+			     (RTE_TCP_FIN_FLAG | RTE_TCP_RST_FLAG)))
+			sp_nat_reschedule(&w->nat, rt, sidx);
+	}
+	if (dir == SP_DIR_IN2OUT) {
+		SP_INC(w, in2out);
+		if (unlikely(s->flags & SP_SESS_HAIRPIN)) {
+			hairpin(w, m, iface, rt);
+			return;
+		}
+	} else {
+		SP_INC(w, out2in);
+	}
+	sp_forward(w, m, p, s, dir);
+}
+
+/* A packet the slow path missed on: its session, or SP_NONE (consumed). */
+static __rte_noinline uint32_t
+miss(struct sp_worker *w, struct rte_mbuf *m, struct sp_pkt *p,
+     const struct sp_flow_key *key, int outside, const struct sp_runtime *rt)
+{
+	uint32_t sidx = outside ? sp_out2in_miss(w, m, p, key, rt) :
+				  sp_in2out_miss(w, m, p, key, rt);
+
+	return sidx == SP_NONE ? SP_NONE :
+	       sidx << 1 | (outside ? SP_DIR_OUT2IN : SP_DIR_IN2OUT);
+}
+
 /* Looks up the flow packets gathered so far and translates them. */
 static void
 flush_flows(struct sp_worker *w, struct rte_mbuf **fm, struct sp_pkt *pk,
@@ -65,15 +178,39 @@ flush_flows(struct sp_worker *w, struct rte_mbuf **fm, struct sp_pkt *pk,
 				sp_nat_prefetch_miss(&w->nat, &keys[j], outside,
 						     stage);
 	for (unsigned j = 0; j < nk; j++) {
-		if (found[j] != SP_NONE) {
-			sp_translate(w, fm[j], &pk[j], found[j] >> 1,
-				     found[j] & 1, iface, rt);
-		} else if (outside) {
-			sp_out2in_miss(w, fm[j], &pk[j], &keys[j], rt);
-		} else {
-			sp_in2out_miss(w, fm[j], &pk[j], &keys[j], rt);
+		uint32_t e = found[j];
+
+		if (e == SP_NONE) {
+			e = miss(w, fm[j], &pk[j], &keys[j], outside, rt);
+			if (e == SP_NONE)
+				continue;
 		}
+		translate(w, fm[j], &pk[j], e >> 1, e & 1, iface, rt);
 	}
+}
+
+/*
+ * An ICMP error (RFC 5508), after the flows gathered before it: translated
+ * through the session of the packet it quotes, then routed as that
+ * session's packets are; one about a hairpinned packet goes back in, as
+ * from outside, to the session that sent that packet (sec. 6).
+ */
+static __rte_noinline void
+icmp_error_input(struct sp_worker *w, struct rte_mbuf *m, struct sp_pkt *p,
+		 int outside, const struct sp_runtime *rt)
+{
+	uint32_t sidx = outside ? sp_out2in_icmp_error(w, m, p, rt) :
+				  sp_in2out_icmp_error(w, m, p, rt);
+	struct sp_session *s;
+
+	if (sidx == SP_NONE)
+		return;
+	s = &w->nat.sessions[sidx];
+	if (!outside && (s->flags & SP_SESS_HAIRPIN)) {
+		hairpin(w, m, sp_in_iface(m), rt);
+		return;
+	}
+	sp_forward(w, m, p, s, outside ? SP_DIR_OUT2IN : SP_DIR_IN2OUT);
 }
 
 /*
@@ -91,8 +228,69 @@ fragment_peer(struct rte_mbuf *m, const struct sp_flow_key *key, int outside)
 }
 
 /*
- * A later fragment (frag.h): its datagram's ports from the first fragment
- * (this worker's table, or the mbuf when another worker handed it over),
+ * A later fragment whose datagram has no session here: another instance's
+ * (peer.h), or another worker's, where its first fragment was handed (the
+ * ports go along in the mbuf); else dropped.
+ */
+static void
+fragment_elsewhere(struct sp_worker *w, struct rte_mbuf *m,
+		   const struct sp_flow_key *key, int outside)
+{
+	struct sp_mbuf_meta *meta = sp_mbuf_meta(m);
+	int peer = fragment_peer(m, key, outside);
+
+	if (unlikely(peer >= 0)) {
+		sp_peer_send(w, m, (unsigned)peer, true);
+		return;
+	}
+	if (sp.n_workers > 1 && !(meta->flags & SP_META_HANDED)) {
+		unsigned owner = outside ?
+			sp_nat_owner_external(&w->nat, key->proto,
+					      rte_be_to_cpu_32(key->dst),
+					      rte_be_to_cpu_16(key->dport)) :
+			sp_owner_inside(&sp.rss, rte_be_to_cpu_32(key->src));
+
+		if (owner != w->index) {
+			meta->frag_sport = key->sport;
+			meta->frag_dport = key->dport;
+			sp_handoff(w, m, owner, SP_META_FRAG);
+			return;
+		}
+	}
+	sp_drop(w, m, SP_CNT_drop_fragment);
+}
+
+/* A later fragment's datagram ports: from the worker that handed it over,
+ * or this worker's table. 0, or -1 when m was held or dropped. */
+static int
+fragment_ports(struct sp_worker *w, struct rte_mbuf *m, struct sp_pkt *p,
+	       struct sp_flow_key *key)
+{
+	const struct sp_mbuf_meta *meta = sp_mbuf_meta(m);
+	struct sp_frag_key fk = {
+		.src = key->src, .dst = key->dst,
+		.id = p->ip->packet_id, .proto = key->proto,
+	};
+	int rc;
+
+	if (meta->flags & SP_META_FRAG) {
+		key->sport = meta->frag_sport;
+		key->dport = meta->frag_dport;
+		return 0;
+	}
+	rc = sp_frag_later(w->frag, &fk, m, w->now, &key->sport, &key->dport,
+			   w->cnt);
+	if (rc == SP_FRAG_HELD)
+		return -1;
+	if (rc < 0) {
+		sp_drop(w, m, (unsigned)-rc);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * A later fragment (frag.h): its datagram's ports from the first fragment,
  * then the session they name, whose address rewrite it gets: no L4 header
  * to rewrite, and the first fragment's checksum update covers the whole
  * datagram (RFC 1624 on the pseudo-header).
@@ -102,55 +300,15 @@ later_fragment(struct sp_worker *w, struct rte_mbuf *m, struct sp_pkt *p,
 	       struct sp_flow_key *key, uint16_t iface, int outside,
 	       const struct sp_runtime *rt)
 {
-	struct sp_mbuf_meta *meta = sp_mbuf_meta(m);
 	unsigned want = outside ? SP_DIR_OUT2IN : SP_DIR_IN2OUT;
 	struct sp_session *s;
 	int64_t d;
 
-	if (meta->flags & SP_META_FRAG) {
-		key->sport = meta->frag_sport;
-		key->dport = meta->frag_dport;
-	} else {
-		struct sp_frag_key fk = {
-			.src = key->src, .dst = key->dst,
-			.id = p->ip->packet_id, .proto = key->proto,
-		};
-		int rc = sp_frag_later(w->frag, &fk, m, w->now, &key->sport,
-				       &key->dport, w->cnt);
-
-		if (rc == SP_FRAG_HELD)
-			return;
-		if (rc < 0) {
-			sp_drop(w, m, (unsigned)-rc);
-			return;
-		}
-	}
+	if (fragment_ports(w, m, p, key) < 0)
+		return;
 	d = sp_nat_lookup(&w->nat, key);
 	if (d < 0) {
-		int peer = fragment_peer(m, key, outside);
-
-		/* a datagram of another instance's flow (peer.h) */
-		if (unlikely(peer >= 0)) {
-			sp_peer_send(w, m, (unsigned)peer, true);
-			return;
-		}
-		/* the session lives where the first fragment was handed */
-		if (sp.n_workers > 1 && !(meta->flags & SP_META_HANDED)) {
-			unsigned owner = outside ?
-				sp_owner_external(key->proto,
-						  rte_be_to_cpu_32(key->dst),
-						  rte_be_to_cpu_16(key->dport)) :
-				sp_owner_inside(&sp.rss,
-						rte_be_to_cpu_32(key->src));
-
-			if (owner != w->index) {
-				meta->frag_sport = key->sport;
-				meta->frag_dport = key->dport;
-				sp_handoff(w, m, owner, SP_META_FRAG);
-				return;
-			}
-		}
-		sp_drop(w, m, SP_CNT_drop_fragment);
+		fragment_elsewhere(w, m, key, outside);
 		return;
 	}
 	s = &w->nat.sessions[d >> 1];
@@ -241,6 +399,74 @@ fragment_input(struct sp_worker *w, struct rte_mbuf *m, struct sp_pkt *p,
 }
 
 /*
+ * The checks of a packet from a link (a hairpinned packet re-enters with
+ * our source and skips them): its Ethernet destination (a slow-path link
+ * carries the switch's misses, sent to the switch's own MACs,
+ * p4src/README.md), its addresses (IN-IP-5/6), the router's own
+ * addresses, its TTL (RFC 1812 sec. 5.3.1: it would leave with TTL 0).
+ * Returns whether it goes on; if not, m was consumed.
+ */
+static inline bool
+link_input(struct sp_worker *w, struct rte_mbuf *m, struct sp_pkt *p,
+	   const struct sp_iface *ifc, uint16_t iface,
+	   const struct sp_runtime *rt)
+{
+	unsigned bad;
+
+	if (unlikely(!rte_is_same_ether_addr(&p->eth->dst_addr, &ifc->mac)) &&
+	    !ifc->slow_path) {
+		sp_drop(w, m, SP_CNT_drop_l2_other);
+		return false;
+	}
+	bad = sp_address_check(p->ip, rt);
+	if (unlikely(bad != 0)) {
+		sp_drop(w, m, bad);
+		return false;
+	}
+	if (unlikely(sp_is_local(p->ip->dst_addr))) {
+		sp_local_input(w, m, p, iface);
+		return false;
+	}
+	if (unlikely(p->ip->time_to_live <= 1)) {
+		SP_INC(w, drop_ttl);
+		sp_icmp_error_send(w, m, iface, SP_ICMP_TIME_EXCEEDED, 0, 0, rt);
+		return false;
+	}
+	return true;
+}
+
+/* The flows gathered so far of a burst being parsed. */
+struct gathered {
+	struct sp_pkt pk[SP_BURST];
+	struct sp_flow_key keys[SP_BURST];
+	struct rte_mbuf *fm[SP_BURST];
+	unsigned n;
+};
+
+/*
+ * A packet that is not a flow packet (a fragment, an ICMP error) comes in
+ * its order: the flows gathered before it go first, and its parse (the
+ * next free slot) moves to slot 0. Returns its parse.
+ */
+static struct sp_pkt *
+flush_before(struct sp_worker *w, struct gathered *g, uint16_t iface,
+	     int outside, const struct sp_runtime *rt)
+{
+	struct sp_pkt p;
+	struct sp_flow_key key;
+
+	if (g->n == 0)
+		return &g->pk[0];
+	p = g->pk[g->n];
+	key = g->keys[g->n];
+	flush_flows(w, g->fm, g->pk, g->keys, g->n, iface, outside, rt);
+	g->n = 0;
+	g->pk[0] = p;
+	g->keys[0] = key;
+	return &g->pk[0];
+}
+
+/*
  * Parses the burst, gathering the packets of flows; they are looked up
  * together. Any other packet that is not dropped first flushes what was
  * gathered, so packets are handled (and sent) in the order they came.
@@ -249,22 +475,18 @@ void
 sp_process_burst(struct sp_worker *w, struct rte_mbuf **pkts, uint16_t n,
 		 uint16_t iface, int outside, const struct sp_runtime *rt)
 {
-	struct sp_pkt pk[SP_BURST];
-	struct sp_flow_key keys[SP_BURST];
-	struct rte_mbuf *fm[SP_BURST];
-	const struct rte_ether_addr *mac = &sp.ifaces[iface].mac;
-	const bool slow_path = sp.ifaces[iface].slow_path;
-	unsigned nk = 0;
+	const struct sp_iface *ifc = &sp.ifaces[iface];
+	struct gathered g;
 
+	g.n = 0;
 	for (uint16_t i = 0; i < n; i++) {
 		struct rte_mbuf *m = pkts[i];
-		struct sp_pkt *p = &pk[nk];
-		uint32_t meta = *sp_meta(m);
+		struct sp_pkt *p = &g.pk[g.n];
 		int rc;
 
 		if (i + 1 < n)
 			rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 1], void *));
-		rc = sp_parse(m, p, &keys[nk]);
+		rc = sp_parse(m, p, &g.keys[g.n]);
 		if (unlikely(rc < 0)) {
 			sp_drop(w, m, (unsigned)-rc);
 			continue;
@@ -273,54 +495,16 @@ sp_process_burst(struct sp_worker *w, struct rte_mbuf **pkts, uint16_t n,
 			sp_arp_input(w, m, iface, rt);
 			continue;
 		}
-		/* from a link (a hairpinned packet re-enters with our source) */
-		if (!(meta & SP_META_OUTSIDE)) {
-			unsigned bad;
-
-			/* a slow-path link carries the switch's misses, sent
-			 * to the switch's own MACs (p4src/README.md) */
-			if (unlikely(!rte_is_same_ether_addr(&p->eth->dst_addr,
-							     mac)) &&
-			    !slow_path) {
-				sp_drop(w, m, SP_CNT_drop_l2_other);
-				continue;
-			}
-			bad = sp_address_check(p->ip, rt);
-			if (unlikely(bad != 0)) {
-				sp_drop(w, m, bad);
-				continue;
-			}
-			if (unlikely(sp_is_local(p->ip->dst_addr))) {
-				sp_local_input(w, m, p, iface);
-				continue;
-			}
-			/* RFC 1812 sec. 5.3.1: it would leave with TTL 0 */
-			if (unlikely(p->ip->time_to_live <= 1)) {
-				SP_INC(w, drop_ttl);
-				sp_icmp_error_send(w, m, iface,
-						   SP_ICMP_TIME_EXCEEDED, 0, 0,
-						   rt);
-				continue;
-			}
-		}
+		if (!(*sp_meta(m) & SP_META_OUTSIDE) &&
+		    !link_input(w, m, p, ifc, iface, rt))
+			continue;
 		if (unlikely(p->frag != SP_FRAG_NONE)) {
-			/* in order: after the flows gathered before it */
-			if (nk > 0) {
-				struct sp_pkt frag = *p;
-				struct sp_flow_key fkey = keys[nk];
-
-				flush_flows(w, fm, pk, keys, nk, iface, outside,
-					    rt);
-				nk = 0;
-				pk[0] = frag;
-				keys[0] = fkey;
-				p = &pk[0];
-			}
-			fragment_input(w, m, p, &keys[0], iface, outside, rt);
+			p = flush_before(w, &g, iface, outside, rt);
+			fragment_input(w, m, p, &g.keys[0], iface, outside, rt);
 			continue;
 		}
 		if (likely(rc == SP_PKT_FLOW)) {
-			fm[nk++] = m;
+			g.fm[g.n++] = m;
 			continue;
 		}
 		if (rc == SP_PKT_OTHER) {
@@ -328,21 +512,11 @@ sp_process_burst(struct sp_worker *w, struct rte_mbuf **pkts, uint16_t n,
 			continue;
 		}
 		/* an ICMP error may be about a flow opened earlier in the burst */
-		if (nk > 0) {
-			struct sp_pkt err = *p;
-
-			flush_flows(w, fm, pk, keys, nk, iface, outside, rt);
-			nk = 0;
-			pk[0] = err;
-			p = &pk[0];
-		}
-		if (outside)
-			sp_out2in_icmp_error(w, m, p, rt);
-		else
-			sp_in2out_icmp_error(w, m, p, rt);
+		p = flush_before(w, &g, iface, outside, rt);
+		icmp_error_input(w, m, p, outside, rt);
 	}
-	if (nk > 0)
-		flush_flows(w, fm, pk, keys, nk, iface, outside, rt);
+	if (g.n > 0)
+		flush_flows(w, g.fm, g.pk, g.keys, g.n, iface, outside, rt);
 }
 
 void
@@ -365,183 +539,4 @@ sp_process_ring(struct sp_worker *w, struct rte_mbuf **pkts, uint16_t n,
 				 rt);
 		start = end;
 	}
-}
-
-unsigned
-sp_owner_external(uint8_t proto, uint32_t addr, uint16_t port)
-{
-	const struct qns_rule *rule =
-		qns_lookup_kind(sp.qns, QNS_DNAT, proto, addr, port);
-
-	if (rule != NULL && SP_ACT_KIND(rule->user) == SP_ACT_DNAT) {
-		uint32_t mask = rule->plen == 0 ? 0 : ~0u << (32 - rule->plen);
-		uint32_t to = SP_ACT_TO(rule->user);
-
-		if (SP_ACT_TO_LEN(rule->user) < 32)
-			to |= addr & ~mask;
-		return sp_owner_inside(&sp.rss, to);
-	}
-	return sp_owner_outside(&sp.rss, addr, port);
-}
-
-void
-sp_hairpin(struct sp_worker *w, struct rte_mbuf *m, struct sp_pkt *p,
-	   uint16_t iface, const struct sp_runtime *rt)
-{
-	int peer = sp_peer_elsewhere(m);
-	unsigned owner;
-
-	RTE_SET_USED(p);
-	SP_INC(w, hairpin);
-	/* a mapping of another instance behind the switch (peer.h) */
-	if (unlikely(peer >= 0)) {
-		sp_peer_send(w, m, (unsigned)peer, false);
-		return;
-	}
-	/* It enters again as from outside: the worker RSS would give it there
-	 * (for an ICMP error, the owner of the quoted packet's source). */
-	owner = sp.n_workers > 1 ? sp_owner_of(m, SP_ZONE_OUTSIDE) : 0;
-	if (owner != w->index) {
-		sp_handoff(w, m, owner, SP_META_OUTSIDE);
-		return;
-	}
-	*sp_meta(m) |= SP_META_OUTSIDE;
-	sp_process_burst(w, &m, 1, iface, 1, rt);
-}
-
-unsigned
-sp_dispatch_owner(struct rte_mbuf *m, uint16_t iface)
-{
-	return sp_owner_of(m, sp.ifaces[iface].zone);
-}
-
-/*
- * The external end of an outside packet: its destination (address, port;
- * ICMP echo: identifier), or for an ICMP error the quoted packet's source,
- * which was ours. 0 when it has none (not IPv4, a fragment, truncated).
- */
-int
-sp_outside_end(struct rte_mbuf *m, uint32_t *addr, uint16_t *port)
-{
-	uint16_t len = rte_pktmbuf_data_len(m);
-	const uint8_t *d = rte_pktmbuf_mtod(m, const uint8_t *);
-	const struct rte_ipv4_hdr *ip;
-	const uint8_t *l4;
-	unsigned ihl;
-	rte_be16_t be_port;
-
-	if (len < sizeof(struct rte_ether_hdr) + sizeof(*ip) ||
-	    ((const struct rte_ether_hdr *)d)->ether_type !=
-		    RTE_BE16(RTE_ETHER_TYPE_IPV4))
-		return 0;
-	ip = (const struct rte_ipv4_hdr *)(d + sizeof(struct rte_ether_hdr));
-	ihl = (ip->version_ihl & 0x0f) * 4u;
-	if (ihl < 20 || len < sizeof(struct rte_ether_hdr) + ihl + 8 ||
-	    (ip->fragment_offset &
-	     RTE_BE16(RTE_IPV4_HDR_MF_FLAG | RTE_IPV4_HDR_OFFSET_MASK)))
-		return 0;
-	l4 = (const uint8_t *)ip + ihl;
-	*addr = rte_be_to_cpu_32(ip->dst_addr);
-	switch (ip->next_proto_id) {
-	case IPPROTO_TCP:
-	case IPPROTO_UDP:
-		memcpy(&be_port, l4 + 2, sizeof(be_port));
-		break;
-	case IPPROTO_ICMP:
-		if (l4[0] == SP_ICMP_ECHO_REQUEST || l4[0] == SP_ICMP_ECHO_REPLY) {
-			memcpy(&be_port, l4 + 4, sizeof(be_port));
-			break;
-		}
-		if (sp_icmp_is_error(l4[0])) {
-			/* the embedded packet's source is our external end */
-			const struct rte_ipv4_hdr *in = (const void *)(l4 + 8);
-			unsigned iihl;
-
-			if (len < sizeof(struct rte_ether_hdr) + ihl + 8 + 20)
-				return 0;
-			iihl = (in->version_ihl & 0x0f) * 4u;
-			if (iihl < 20 || len < sizeof(struct rte_ether_hdr) +
-						       ihl + 8 + iihl + 8)
-				return 0;
-			l4 = (const uint8_t *)in + iihl;
-			if (in->next_proto_id == IPPROTO_ICMP)
-				memcpy(&be_port, l4 + 4, sizeof(be_port));
-			else
-				memcpy(&be_port, l4, sizeof(be_port));
-			*addr = rte_be_to_cpu_32(in->src_addr);
-			break;
-		}
-		return 0;
-	default:
-		return 0;
-	}
-	*port = rte_be_to_cpu_16(be_port);
-	return 1;
-}
-
-/*
- * Software RSS over the same fields as the NIC would hash (rss.h). Anything
- * that is not a well-formed flow stays with worker 0, which drops or answers
- * it after a full parse.
- */
-unsigned
-sp_owner_of(struct rte_mbuf *m, unsigned zone)
-{
-	uint32_t addr;
-	uint16_t port;
-
-	if (zone == SP_ZONE_INSIDE) {
-		uint16_t len = rte_pktmbuf_data_len(m);
-		const uint8_t *d = rte_pktmbuf_mtod(m, const uint8_t *);
-		const struct rte_ipv4_hdr *ip = (const void *)
-			(d + sizeof(struct rte_ether_hdr));
-
-		if (len < sizeof(struct rte_ether_hdr) + sizeof(*ip) ||
-		    ((const struct rte_ether_hdr *)d)->ether_type !=
-			    RTE_BE16(RTE_ETHER_TYPE_IPV4))
-			return 0;
-		return sp_owner_inside(&sp.rss, rte_be_to_cpu_32(ip->src_addr));
-	}
-	if (!sp_outside_end(m, &addr, &port))
-		return 0;
-	return sp_owner_outside(&sp.rss, addr, port);
-}
-
-void
-sp_dispatch_burst(struct sp_worker *w, struct rte_mbuf **pkts, uint16_t n,
-		  uint16_t iface, const struct sp_runtime *rt)
-{
-	struct rte_mbuf *mine[SP_BURST];
-	struct rte_mbuf *other[SP_MAX_WORKERS][SP_BURST];
-	uint16_t n_other[SP_MAX_WORKERS];
-	uint16_t n_mine = 0;
-
-	for (unsigned q = 0; q < sp.n_workers; q++)
-		n_other[q] = 0;
-	for (uint16_t i = 0; i < n; i++) {
-		unsigned q = sp_dispatch_owner(pkts[i], iface);
-
-		if (q == w->index)
-			mine[n_mine++] = pkts[i];
-		else
-			other[q][n_other[q]++] = pkts[i];
-	}
-	for (unsigned q = 0; q < sp.n_workers; q++) {
-		unsigned sent;
-
-		if (n_other[q] == 0)
-			continue;
-		sent = rte_ring_mp_enqueue_burst(sp.workers[q]->in_ring,
-						 (void **)other[q], n_other[q],
-						 NULL);
-		SP_ADD(w, dispatched, sent);
-		if (sent < n_other[q]) {
-			SP_ADD(w, drop_ring_full, n_other[q] - sent);
-			rte_pktmbuf_free_bulk(&other[q][sent],
-					      n_other[q] - sent);
-		}
-	}
-	if (n_mine != 0)
-		sp_process_burst(w, mine, n_mine, iface,
-				 sp.ifaces[iface].zone == SP_ZONE_OUTSIDE, rt);
 }

@@ -18,13 +18,6 @@
 #include "dataplane/vlan.h"
 
 static inline void
-sp_drop(struct sp_worker *w, struct rte_mbuf *m, unsigned counter)
-{
-	w->cnt[counter]++;
-	rte_pktmbuf_free(m);
-}
-
-static inline void
 sp_txq_flush_ring(struct sp_worker *w, struct sp_txq *q)
 {
 	unsigned sent = rte_ring_mp_enqueue_burst(q->ring, (void **)q->pend,
@@ -219,13 +212,5 @@ sp_forward(struct sp_worker *w, struct rte_mbuf *m, struct sp_pkt *p,
 	}
 	sp_send(w, m, p->eth, p->ip->dst_addr, ri, &s->neigh[dir]);
 }
-
-/* l2.c */
-void sp_arp_input(struct sp_worker *w, struct rte_mbuf *m, uint16_t iface,
-		  const struct sp_runtime *rt);
-void sp_local_input(struct sp_worker *w, struct rte_mbuf *m, struct sp_pkt *p,
-		    uint16_t iface);
-int sp_is_local(rte_be32_t addr);
-struct rte_mbuf *sp_arp_request(uint16_t iface, uint32_t target);
 
 #endif /* SP_FWD_H */

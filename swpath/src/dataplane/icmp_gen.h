@@ -54,4 +54,53 @@ void sp_icmp_error_send(struct sp_worker *w, struct rte_mbuf *m,
 			uint16_t iface, uint8_t type, uint8_t code,
 			uint16_t mtu, const struct sp_runtime *rt);
 
+/*
+ * A hairpinned packet on its second pass, as it arrived for its first: the
+ * sender's own source (stashed in the mbuf by sp_translate) and the TTL
+ * before the first pass decremented it. Its destination is still the
+ * public endpoint the sender used: the second pass has not rewritten it.
+ */
+static inline void
+sp_hairpin_unwind(struct rte_mbuf *m, struct sp_pkt *p)
+{
+	const struct sp_mbuf_meta *meta = sp_mbuf_meta(m);
+	uint16_t old, new;
+
+	sp_rewrite_src(p, meta->hp_src_addr, meta->hp_src_port);
+	memcpy(&old, &p->ip->time_to_live, sizeof(old));
+	p->ip->time_to_live++;
+	memcpy(&new, &p->ip->time_to_live, sizeof(new));
+	p->ip->hdr_checksum = sp_cksum_adjust16(p->ip->hdr_checksum, old, new);
+}
+
+/*
+ * RFC 4787 REQ-13, RFC 1191: a packet bigger than the MTU of the interface
+ * route ri leaves by is dropped, never fragmented; with DF set, and error,
+ * its sender gets fragmentation needed quoting m as it arrived on iface
+ * (untranslated yet, or a hairpinned packet unwound). Returns 1 when m was
+ * consumed.
+ */
+static inline int
+sp_too_big(struct sp_worker *w, struct rte_mbuf *m, struct sp_pkt *p,
+	   uint16_t ri, uint16_t iface, int error, const struct sp_runtime *rt)
+{
+	uint16_t mtu;
+
+	if (unlikely(ri == SP_ROUTE_NONE))
+		return 0;       /* sp_forward drops it: no route */
+	mtu = sp_route_mtu(ri);
+	if (likely(rte_be_to_cpu_16(p->ip->total_length) <= mtu))
+		return 0;
+	SP_INC(w, drop_mtu);
+	if (error && (p->ip->fragment_offset & RTE_BE16(RTE_IPV4_HDR_DF_FLAG))) {
+		if (*sp_meta(m) & SP_META_OUTSIDE)
+			sp_hairpin_unwind(m, p);
+		sp_icmp_error_send(w, m, iface, SP_ICMP_DEST_UNREACH,
+				   SP_ICMP_CODE_FRAG_NEEDED, mtu, rt);
+	} else {
+		rte_pktmbuf_free(m);
+	}
+	return 1;
+}
+
 #endif /* SP_ICMP_GEN_H */

@@ -7,6 +7,7 @@
 #include <rte_arp.h>
 
 #include "dataplane/fwd.h"
+#include "dataplane/l2.h"
 
 int
 sp_is_local(rte_be32_t addr)

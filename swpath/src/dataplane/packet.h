@@ -44,7 +44,7 @@
 #include <rte_udp.h>
 
 #include "core/counters.h"
-#include "core/nat.h"
+#include "core/session.h"
 
 enum sp_class {
 	SP_PKT_FLOW = 0,        /* TCP, UDP, ICMP echo: has a flow key */

@@ -32,7 +32,6 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "control/cmd.h"
 #include "dataplane/sp.h"
 
 #define SP_MAX_PEERS 64         /* the switch's slow_path_peer table */
@@ -53,14 +52,9 @@ struct sp_peers {
 	struct sp_peer p[SP_MAX_PEERS];
 };
 
+/* Filled at start-up by the `peer` commands (control/peers.c), read-only
+ * once the workers run. */
 extern struct sp_peers sp_peers;
-
-/* `peer ...`, at start-up only; in the switch's order. */
-int sp_peer_add(const struct sp_cmd_peer *c, char *err, size_t errlen);
-
-/* After the interfaces, routes and neighbours: finds the sub-interface to
- * send by and the switch's MAC on it, and checks the list (one `self`). */
-int sp_peers_setup(char *err, size_t errlen);
 
 /* The index of the instance that owns external (addr, port), host order;
  * has_port 0 for a packet without one. */

@@ -13,22 +13,24 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <rte_common.h>
 #include <rte_ether.h>
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
 
-#include "control/cmd.h"
 #include "core/allocator.h"
 #include "core/counters.h"
-#include "core/nat.h"
+#include "core/env.h"
 #include "core/rss.h"
+#include "core/runtime.h"
+#include "core/table.h"
+#include "core/types.h"
 
 #define SP_BURST 32
 #define SP_MAX_IFACES 16
 #define SP_MAX_WORKERS 64
-#define SP_MAX_POOLS 256
 #define SP_MAX_ROUTES 4096
 #define SP_MAX_NEIGH 4096
 #define SP_RING_SIZE 4096
@@ -105,50 +107,6 @@ struct sp_neigh {
 	uint32_t last_request;          /* ms; control thread only */
 };
 
-/* Addresses the NAT owns: proxy ARP on outside links, hairpinning. */
-struct sp_range {
-	uint32_t lo;
-	uint32_t hi;
-};
-
-/* Run-time settings, replaced as a whole under RCU. */
-struct sp_runtime {
-	uint32_t timeout_ms[SP_TO_MAX];
-	uint8_t filtering[SP_PI_MAX];
-	uint32_t ports_per_host;
-	uint32_t sessions_per_host;
-	uint32_t reuse_ms;
-	/* ICMP errors (icmp_gen.h): this worker's share of the rate */
-	uint32_t icmp_rate;             /* errors per second per worker */
-	uint32_t icmp_burst;            /* per worker */
-	uint8_t icmp_on_exhaustion;
-	uint32_t n_owned;
-	struct sp_range owned[];        /* sorted, disjoint */
-};
-
-/* What a rule does, packed into qns_rule.user. */
-#define SP_ACT_SNAT 1ull
-#define SP_ACT_DNAT 2ull
-#define SP_ACT_KIND(u) ((u) >> 62)
-#define SP_ACT_POOL(u) ((uint16_t)((u) & 0xffff))
-#define SP_ACT_TO(u) ((uint32_t)((u) & 0xffffffff))
-#define SP_ACT_HAS_TO_PORT(u) (((u) >> 32) & 1)
-#define SP_ACT_TO_PORT(u) ((uint16_t)(((u) >> 33) & 0xffff))
-#define SP_ACT_TO_LEN(u) ((uint8_t)(((u) >> 49) & 0x3f))
-
-static inline uint64_t
-sp_act_snat(uint16_t pool)
-{
-	return SP_ACT_SNAT << 62 | pool;
-}
-
-static inline uint64_t
-sp_act_dnat(uint32_t to, uint8_t to_len, int has_port, uint16_t port)
-{
-	return SP_ACT_DNAT << 62 | (uint64_t)(to_len & 0x3f) << 49 |
-	       (uint64_t)port << 33 | (uint64_t)(has_port ? 1 : 0) << 32 | to;
-}
-
 /* Messages from workers to the control thread (neighbour table). */
 enum sp_msg_type {
 	SP_MSG_LEARN = 1,               /* an ARP packet told us addr's MAC */
@@ -193,7 +151,11 @@ struct sp_worker {
 	struct rte_ring *in_ring;               /* dispatch + handoff (MP/SC) */
 	struct rte_ring *ctl_ring;              /* packets from control (MP/SC) */
 	struct rte_ring *cmd_ring;              /* session commands (SP/SC) */
+	/* Where the NAT core's observer (persist/sink.c) writes: */
 	struct rte_ring *event_ring;            /* mapping events (SP/SC), or NULL */
+	struct rte_ring *stream_ring;           /* the session stream (SP/SC) */
+	struct sp_session *store;               /* the state file's copies of
+						 * this worker's sessions, or NULL */
 	uint32_t now;                           /* ms since start */
 	/* TSC cycles of the iterations that had packets: the worker's work,
 	 * apart from its polling (stats' busy_us; readers tolerate tearing
@@ -258,6 +220,7 @@ struct sp_app {
 	bool icmp_on_exhaustion;
 	uint32_t icmp_rate;
 	uint32_t icmp_burst;
+	uint8_t after_packets;          /* `offload after_packets N` */
 
 	/* data path */
 	struct sp_rss rss;
@@ -327,6 +290,16 @@ sp_runtime_get(void)
 	return __atomic_load_n(&sp.rt, __ATOMIC_ACQUIRE);
 }
 
+/* The index of the interface named name, or -1. */
+static inline int
+sp_iface_by_name(const char *name)
+{
+	for (unsigned i = 0; i < sp.n_ifaces; i++)
+		if (strcmp(sp.ifaces[i].name, name) == 0)
+			return (int)i;
+	return -1;
+}
+
 /* Whether interface i is the first on its DPDK port (which is set up,
  * polled and closed once, for all its 802.1Q sub-interfaces). */
 static inline bool
@@ -338,42 +311,28 @@ sp_port_first_iface(unsigned i)
 	return true;
 }
 
-/* Whether a host-order address is NAT-owned (binary search). Every packet
- * from a link asks it of its source (IN-IP-5): one that is outside the span
- * of every owned range, as nearly all are, is answered by two compares. */
-static inline bool
-sp_rt_owned(const struct sp_runtime *rt, uint32_t addr)
-{
-	uint32_t lo = 0, hi = rt->n_owned;
-
-	if (hi == 0 || addr < rt->owned[0].lo || addr > rt->owned[hi - 1].hi)
-		return false;
-	while (lo < hi) {
-		uint32_t mid = (lo + hi) / 2;
-
-		if (addr < rt->owned[mid].lo)
-			hi = mid;
-		else if (addr > rt->owned[mid].hi)
-			lo = mid + 1;
-		else
-			return true;
-	}
-	return false;
-}
-
-static inline unsigned
-sp_proto_index(uint8_t proto)
-{
-	return proto == IPPROTO_TCP ? SP_PI_TCP :
-	       proto == IPPROTO_UDP ? SP_PI_UDP : SP_PI_ICMP;
-}
-
 #define SP_INC(w, name) ((w)->cnt[SP_CNT_##name]++)
 #define SP_ADD(w, name, n) ((w)->cnt[SP_CNT_##name] += (n))
 
-/* app.c */
-int sp_app_init(void);
-struct sp_runtime *sp_runtime_build(void);
+/* Drops m, counted under counter (enum sp_counter). */
+static inline void
+sp_drop(struct sp_worker *w, struct rte_mbuf *m, unsigned counter)
+{
+	w->cnt[counter]++;
+	rte_pktmbuf_free(m);
+}
+
+/* sp.c */
+
+/* The platform the NAT core runs on here (core/env.h): DPDK's heap on the
+ * given NUMA node, and rte_rand (seeded by --seed). */
+extern const struct sp_env sp_dpdk_env;
+
+/* The shared state the core of every worker reads (core/table.h). */
+struct sp_nat_shared sp_nat_shared(void);
+
+/* Readers of the workers (control thread): a counter summed over them,
+ * and their sessions. */
 uint64_t sp_counter_sum(enum sp_counter c);
 uint32_t sp_session_count(void);
 

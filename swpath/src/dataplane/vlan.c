@@ -6,7 +6,6 @@
  */
 #include <rte_ether.h>
 
-#include "dataplane/fwd.h"
 #include "dataplane/vlan.h"
 
 struct vlan_entry {

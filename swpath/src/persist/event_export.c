@@ -9,8 +9,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "control/cmd.h"
 #include "persist/event_export.h"
+#include "util/text.h"
 
 #define APP_NAME "quicknat-swpath"
 #define PEN_EXAMPLE 32473       /* RFC 5612 */

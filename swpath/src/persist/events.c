@@ -10,10 +10,14 @@
 #include <string.h>
 #include <syslog.h>
 
+#include <rte_ring.h>
+#include <rte_ring_elem.h>
+
 #include "dataplane/sp.h"
 #include "persist/event_export.h"
 #include "persist/events.h"
 #include "util/log.h"
+#include "util/text.h"
 
 #define DRAIN_BURST 64
 

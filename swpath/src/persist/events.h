@@ -3,7 +3,7 @@
  * Mapping created / deleted events (RFC 6888 REQ-12), `logging events ...`.
  *
  * A worker does no I/O: it pushes a fixed-size record into its own
- * single-producer ring, and the control thread (main lcore) drains every ring
+ * single-producer ring (persist/sink.c), and the control thread (main lcore) drains every ring
  * once per control round and writes one line per record to a file or to
  * syslog. A full ring drops the record and counts it (events_dropped); a
  * worker never waits for the log.
@@ -13,7 +13,8 @@
  * address:port, and never the destination:
  *   2026-01-31T12:00:00Z mapping created udp 10.0.0.7:5000 203.0.113.1:2001
  * One mapping is one created and one deleted line, however many sessions it
- * carried (nat.c emits them where core.py calls on_mapping).
+ * carried (the core emits them where core.py calls on_mapping,
+ * core/observer.h; persist/sink.c puts them in the worker's ring).
  *
  * A host that reaches its per-host limit is one line, the first time a new
  * flow is refused for it since the host last closed a session:
@@ -27,45 +28,24 @@
 #include <stdint.h>
 #include <time.h>
 
-#include <rte_branch_prediction.h>
-#include <rte_ring.h>
-#include <rte_ring_elem.h>
+#include "core/observer.h"              /* struct sp_event */
 
-#include "control/cmd.h"                /* enum sp_event_sink */
+/* Where mapping events go (RFC 6888 REQ-12; `logging events ...`). */
+enum sp_event_sink {
+	SP_EVENTS_NONE = 0,
+	SP_EVENTS_SYSLOG = 1,
+	SP_EVENTS_FILE = 2,
+};
+
+/* The event file's path, its NUL included. */
+#define SP_PATH_MAX 256
 
 /* Records per worker ring: 10 ms of control round at 1.6 M mappings/s. */
 #define SP_EVENT_RING_SIZE 16384
 /* The longest line: time, words, two endpoints, newline. */
 #define SP_EVENT_LINE_MAX 96
 
-enum sp_event_type {
-	SP_EVENT_CREATED = 0,
-	SP_EVENT_DELETED = 1,
-	/* A host reached its limit (RFC 6888 REQ-4/5; RFC 8158's "quota
-	 * exceeded" event): int_addr is the host, ext_addr the limit. */
-	SP_EVENT_QUOTA_PORTS = 2,
-	SP_EVENT_QUOTA_SESSIONS = 3,
-};
-
-struct sp_event {
-	uint32_t time_ms;       /* the workers' clock (sp_now_ms) */
-	uint32_t int_addr;      /* host order */
-	uint32_t ext_addr;      /* host order */
-	uint16_t int_port;      /* ICMP: identifier */
-	uint16_t ext_port;
-	uint8_t proto;
-	uint8_t type;           /* enum sp_event_type */
-	uint16_t pad;
-};
-
-/* Worker side: never blocks; a full ring counts the record in *dropped. */
-static inline void
-sp_event_push(struct rte_ring *ring, struct sp_event *ev,
-	      uint64_t *dropped)
-{
-	if (unlikely(rte_ring_sp_enqueue_elem(ring, ev, sizeof(*ev)) != 0))
-		(*dropped)++;
-}
+struct rte_ring;
 
 /* -- control thread ---------------------------------------------------------- */
 

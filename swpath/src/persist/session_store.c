@@ -15,9 +15,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "dataplane/sp.h"
+#include "core/adopt.h"
 #include "persist/session_store.h"
 #include "util/log.h"
+#include "util/text.h"
 
 #define STORE_MAGIC "QNSWSESS"
 /* Bump when struct sp_session or this header changes meaning. */
@@ -305,12 +306,12 @@ sp_store_open(const char *path, char *err, size_t errlen)
 	store.size = size;
 	store.hdr = h;
 	for (unsigned w = 0; w < sp.n_workers; w++) {
-		struct sp_nat *nat = &sp.workers[w]->nat;
+		struct sp_worker *wk = sp.workers[w];
 
-		nat->store = records(h, w);
-		for (uint32_t i = 0; i < nat->max_sessions; i++)
-			if (nat->sessions[i].proto != 0)
-				sp_store_put(nat, i);
+		wk->store = records(h, w);
+		for (uint32_t i = 0; i < wk->nat.max_sessions; i++)
+			if (wk->nat.sessions[i].proto != 0)
+				sp_store_put(wk, i, &wk->nat.sessions[i]);
 	}
 	if (rename(tmp, path) < 0) {
 		int e = errno;
@@ -334,13 +335,13 @@ sp_store_close(void)
 	if (h == NULL)
 		return;
 	for (unsigned w = 0; w < sp.n_workers; w++) {
-		struct sp_nat *nat = &sp.workers[w]->nat;
+		struct sp_worker *wk = sp.workers[w];
 
 		/* last_seen is not stored per packet: now it is */
-		for (uint32_t i = 0; i < nat->max_sessions; i++)
-			if (nat->sessions[i].proto != 0)
-				sp_store_put(nat, i);
-		nat->store = NULL;
+		for (uint32_t i = 0; i < wk->nat.max_sessions; i++)
+			if (wk->nat.sessions[i].proto != 0)
+				sp_store_put(wk, i, &wk->nat.sessions[i]);
+		wk->store = NULL;
 	}
 	h->sync_ms = sp_now_ms();
 	h->sync_mono_ns = mono_ns();

@@ -16,8 +16,8 @@
  * At start, before the workers run, swpath reads the file a predecessor
  * left, checks its header (layout version, record size, the same boot) and
  * adopts every record that is still valid under its own configuration
- * (sp_nat_adopt: the rule, the pool, the port, the worker that owns it, no
- * conflict), re-creating mappings, host counts and port bindings from the
+ * (core/adopt.h, sp_nat_adopt: the rule, the pool, the port, the worker
+ * that owns it, no conflict), re-creating mappings, host counts and port bindings from the
  * sessions, so a port of an adopted session is never handed out again. The
  * rest are discarded, counted and logged with the reason. Then it writes its
  * own file beside the old one and renames it over it. An exclusive flock
@@ -39,7 +39,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/nat.h"
+#include "core/session.h"
+#include "dataplane/sp.h"
 
 /*
  * Adopts the sessions of the predecessor's file at path (if there is one and
@@ -61,21 +62,38 @@ bool sp_store_enabled(void);
 
 /* -- the worker's side ----------------------------------------------------- */
 
-/* Copies session sidx (or its end, proto 0) to the worker's stored record. */
+/* Copies session s, slot sidx of worker w, to its stored record. */
 static inline void
-sp_store_put(const struct sp_nat *nat, uint32_t sidx)
+sp_store_put(struct sp_worker *w, uint32_t sidx, const struct sp_session *s)
 {
 	struct sp_session *r;
 	uint32_t seq;
 
-	if (nat->store == NULL)
+	if (w->store == NULL)
 		return;
-	r = &nat->store[sidx];
+	r = &w->store[sidx];
 	seq = r->seq | 1;               /* odd: being written */
 	__atomic_store_n(&r->seq, seq, __ATOMIC_RELAXED);
 	__atomic_thread_fence(__ATOMIC_RELEASE);
-	memcpy(r, &nat->sessions[sidx], offsetof(struct sp_session, seq));
-	r->id = nat->sessions[sidx].id;
+	memcpy(r, s, offsetof(struct sp_session, seq));
+	r->id = s->id;
+	__atomic_store_n(&r->seq, seq + 1, __ATOMIC_RELEASE);
+}
+
+/* Marks slot sidx's stored record free: its session ended. */
+static inline void
+sp_store_end(struct sp_worker *w, uint32_t sidx)
+{
+	struct sp_session *r;
+	uint32_t seq;
+
+	if (w->store == NULL)
+		return;
+	r = &w->store[sidx];
+	seq = r->seq | 1;
+	__atomic_store_n(&r->seq, seq, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	r->proto = 0;
 	__atomic_store_n(&r->seq, seq + 1, __ATOMIC_RELEASE);
 }
 

@@ -8,14 +8,12 @@
 
 #include <rte_lcore.h>
 
-#include "control/format.h"
-#include "dataplane/sp.h"
+#include "persist/session_json.h"
 #include "persist/session_stream.h"
 
 #define DRAIN_BURST 64
 
 uint32_t sp_stream_subscribers;
-uint8_t sp_stream_after_packets = 1;
 
 static uint64_t dropped_seen;   /* stream_dropped at the last drain */
 
@@ -33,25 +31,6 @@ sp_stream_ring_create(unsigned worker, int socket)
 static const char *const type_names[] = { "opened", "state", "closed" };
 static const char *const reason_names[] = { "expired", "deleted" };
 
-/* The fields every line has: the session as the sessions listing shows it. */
-static void
-session_fields(struct sp_buf *b, uint32_t id, unsigned worker, uint8_t proto,
-	       uint8_t origin, uint32_t rule_id, const struct sp_session *s)
-{
-	sp_buf_printf(b, "\"id\": %u, \"worker\": %u, \"protocol\": %u, "
-			 "\"origin\": \"%s\", \"rule\": %u, ",
-		      id, worker, proto, sp_origin_names[origin < 3 ? origin : 0],
-		      rule_id);
-	sp_format_endpoint(b, "internal", s->int_addr, s->int_port);
-	sp_buf_printf(b, ", ");
-	sp_format_endpoint(b, "external", s->ext_addr, s->ext_port);
-	sp_buf_printf(b, ", ");
-	sp_format_endpoint(b, "remote", s->rem_addr, s->rem_port);
-	if (proto == IPPROTO_TCP)
-		sp_buf_printf(b, ", \"tcp_state\": \"%s\"",
-			      sp_tcp_phase_names[sp_nat_tcp_phase(s)]);
-}
-
 void
 sp_stream_format(const struct sp_stream_record *r, struct sp_buf *b)
 {
@@ -59,13 +38,13 @@ sp_stream_format(const struct sp_stream_record *r, struct sp_buf *b)
 		.int_addr = r->int_addr, .ext_addr = r->ext_addr,
 		.rem_addr = r->rem_addr, .int_port = r->int_port,
 		.ext_port = r->ext_port, .rem_port = r->rem_port,
-		.proto = r->proto, .tcp = r->tcp,
+		.proto = r->proto, .tcp = r->tcp, .origin = r->origin,
+		.rule_id = r->rule_id, .id = r->id,
 	};
 
 	sp_buf_printf(b, "{\"event\": \"%s\", ",
 		      type_names[r->type < 3 ? r->type : 0]);
-	session_fields(b, r->id, r->worker, r->proto, r->origin, r->rule_id,
-		       &s);
+	sp_json_session(b, &s, r->worker);
 	if (r->type == SP_STREAM_CLOSED)
 		sp_buf_printf(b, ", \"reason\": \"%s\"",
 			      reason_names[r->reason < 2 ? r->reason : 0]);
@@ -78,7 +57,7 @@ discard(void)
 	struct sp_stream_record r[DRAIN_BURST];
 
 	for (unsigned w = 0; w < sp.n_workers; w++) {
-		struct rte_ring *ring = sp.workers[w]->nat.stream;
+		struct rte_ring *ring = sp.workers[w]->stream_ring;
 
 		while (ring != NULL &&
 		       rte_ring_sc_dequeue_burst_elem(ring, r, sizeof(r[0]),
@@ -91,6 +70,7 @@ discard(void)
 void
 sp_stream_subscribe(struct sp_buf *b)
 {
+	uint8_t after = sp_runtime_get()->after_packets;
 	unsigned n = 0;
 
 	/* Records left from an earlier subscription describe sessions that
@@ -108,11 +88,10 @@ sp_stream_subscribe(struct sp_buf *b)
 
 			/* not yet announced: its after_packets-th packet will */
 			if (!sp_session_copy(&nat->sessions[i], &s) ||
-			    (sp_stream_after_packets > 1 &&
-			     s.pkts < sp_stream_after_packets))
+			    (after > 1 && s.pkts < after))
 				continue;
 			sp_buf_printf(b, "{\"event\": \"opened\", \"snapshot\": true, ");
-			session_fields(b, s.id, w, s.proto, s.origin, s.rule_id, &s);
+			sp_json_session(b, &s, w);
 			sp_buf_printf(b, "}\n");
 			n++;
 		}
@@ -143,7 +122,7 @@ sp_stream_drain(struct sp_buf *b)
 		struct rte_ring *ring;
 		unsigned n;
 
-		if (sp.workers[w] == NULL || (ring = sp.workers[w]->nat.stream) == NULL)
+		if (sp.workers[w] == NULL || (ring = sp.workers[w]->stream_ring) == NULL)
 			continue;
 		do {
 			n = rte_ring_sc_dequeue_burst_elem(ring, r, sizeof(r[0]),

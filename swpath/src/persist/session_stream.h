@@ -6,7 +6,8 @@
  * polling: `subscribe sessions` on the control socket keeps the connection
  * open and receives one JSON line per event (docs/swpath-commands.md).
  *
- * A worker does no I/O: at a session's open, its TCP state change and its
+ * A worker does no I/O: at a session's announcement (its open, or its
+ * after_packets-th packet: core/runtime.h), its TCP state change and its
  * close it pushes a fixed-size record into its own single-producer ring,
  * only while someone subscribes (one relaxed load otherwise); the control
  * thread drains the rings every control round and writes the lines to every
@@ -25,8 +26,8 @@
 #include <rte_ring.h>
 #include <rte_ring_elem.h>
 
-#include "core/counters.h"
-#include "core/nat.h"
+#include "core/session.h"
+#include "dataplane/sp.h"
 
 /* Records per worker ring: 160 ms of control rounds at 100 k sessions/s. */
 #define SP_STREAM_RING_SIZE 16384
@@ -63,25 +64,17 @@ struct sp_stream_record {
 /* Subscribers now; workers push only when it is not 0. */
 extern uint32_t sp_stream_subscribers;
 
-/*
- * A session is announced ("opened") once it has this many packets (`offload
- * after_packets N`, 1..255; 1: at its first). With 2, a flow of one packet
- * (most DNS) never costs the switch a write. The fast path counts a session's
- * packets in sp_session.pkts only until then.
- */
-extern uint8_t sp_stream_after_packets;
-
-
-/* Worker side: a record for session s, if anyone listens. Never blocks. */
+/* Worker side (persist/sink.c): a record for session s, if anyone
+ * listens. Never blocks: a full ring counts stream_dropped. */
 static inline void
-sp_stream_push(struct sp_nat *nat, const struct sp_session *s, uint8_t type,
+sp_stream_push(struct sp_worker *w, const struct sp_session *s, uint8_t type,
 	       uint8_t reason, uint32_t now)
 {
 	struct sp_stream_record r;
 
 	if (likely(__atomic_load_n(&sp_stream_subscribers,
 				   __ATOMIC_RELAXED) == 0) ||
-	    nat->stream == NULL)
+	    w->stream_ring == NULL)
 		return;
 	r = (struct sp_stream_record){
 		.time_ms = now, .id = s->id, .rule_id = s->rule_id,
@@ -90,20 +83,11 @@ sp_stream_push(struct sp_nat *nat, const struct sp_session *s, uint8_t type,
 		.ext_port = s->ext_port, .rem_port = s->rem_port,
 		.proto = s->proto, .type = type, .tcp = s->tcp,
 		.origin = s->origin, .reason = reason,
-		.worker = (uint8_t)nat->worker,
+		.worker = (uint8_t)w->index,
 	};
-	if (unlikely(rte_ring_sp_enqueue_elem(nat->stream, &r, sizeof(r)) != 0))
-		nat->cnt[SP_CNT_stream_dropped]++;
-}
-
-/* The fast path, per translated packet: a session reaching after_packets. */
-static inline void
-sp_stream_count(struct sp_nat *nat, struct sp_session *s, uint32_t now)
-{
-	if (likely(s->pkts >= sp_stream_after_packets))
-		return;
-	if (++s->pkts == sp_stream_after_packets && s->pkts > 1)
-		sp_stream_push(nat, s, SP_STREAM_OPENED, 0, now);
+	if (unlikely(rte_ring_sp_enqueue_elem(w->stream_ring, &r,
+					      sizeof(r)) != 0))
+		SP_INC(w, stream_dropped);
 }
 
 /* -- control thread ---------------------------------------------------------- */

@@ -5,7 +5,7 @@
 #include <sys/time.h>
 #include <time.h>
 
-#include "control/format.h"
+#include "util/buf.h"
 #include "util/log.h"
 
 #define PROG "quicknat-swpath"

@@ -1,28 +1,18 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The application state and what the control thread derives from it: the
- * counter names, the run-time snapshot (timeouts, filtering, limits, and the
- * NAT-owned address ranges used for proxy ARP and hairpinning).
+ * The run-time snapshot (core/runtime.h) the control thread builds from the
+ * settings and rules: timeouts, filtering, limits, the ICMP error rate,
+ * offload's after_packets, and the NAT-owned address ranges used for proxy
+ * ARP and hairpinning; its publication, and RCU's retired memory.
  */
 #include <stdlib.h>
 #include <string.h>
 
+#include <rte_rcu_qsbr.h>
+
+#include "control/publish.h"
 #include "dataplane/sp.h"
 #include "qns.h"
-
-struct sp_app sp;
-
-const char *const sp_counter_names[SP_CNT_MAX] = {
-#define SP_X_NAME(name, help) #name,
-	SP_COUNTERS(SP_X_NAME)
-#undef SP_X_NAME
-};
-
-const char *const sp_counter_help[SP_CNT_MAX] = {
-#define SP_X_HELP(name, help) help,
-	SP_COUNTERS(SP_X_HELP)
-#undef SP_X_HELP
-};
 
 struct range_list {
 	struct sp_range *r;
@@ -112,6 +102,7 @@ sp_runtime_build(void)
 	rt->icmp_rate = RTE_MAX(sp.icmp_rate / sp.n_workers, 1u);
 	rt->icmp_burst = RTE_MAX(sp.icmp_burst / sp.n_workers, 1u);
 	rt->icmp_on_exhaustion = sp.icmp_on_exhaustion;
+	rt->after_packets = sp.after_packets;
 	rt->n_owned = n;
 	if (n > 0)
 		memcpy(rt->owned, l.r, n * sizeof(struct sp_range));
@@ -119,26 +110,75 @@ sp_runtime_build(void)
 	return rt;
 }
 
-uint64_t
-sp_counter_sum(enum sp_counter c)
-{
-	uint64_t sum = 0;
 
-	for (unsigned i = 0; i < sp.n_workers; i++)
-		if (sp.workers[i] != NULL)
-			sum += __atomic_load_n(&sp.workers[i]->cnt[c],
-					       __ATOMIC_RELAXED);
-	return sum;
+/* -- RCU: retired memory waits for a grace period ----------------------- */
+
+struct retired {
+	uint64_t token;
+	void *ptr;
+};
+
+static struct retired *retired;
+static size_t n_retired, cap_retired;
+
+void
+sp_rcu_defer(void *ctx, void *ptr)
+{
+	RTE_SET_USED(ctx);
+	if (!sp.running || sp.rcu == NULL) {
+		free(ptr);
+		return;
+	}
+	if (n_retired == cap_retired) {
+		size_t cap = cap_retired ? 2 * cap_retired : 64;
+		struct retired *r = realloc(retired, cap * sizeof(*r));
+
+		if (r == NULL) {
+			/* cannot queue it: wait out a grace period now */
+			rte_rcu_qsbr_synchronize(sp.rcu, RTE_QSBR_THRID_INVALID);
+			free(ptr);
+			return;
+		}
+		retired = r;
+		cap_retired = cap;
+	}
+	retired[n_retired].token = rte_rcu_qsbr_start(sp.rcu);
+	retired[n_retired].ptr = ptr;
+	n_retired++;
 }
 
-uint32_t
-sp_session_count(void)
+void
+sp_rcu_reclaim(bool wait)
 {
-	uint32_t sum = 0;
+	size_t kept = 0;
 
-	for (unsigned i = 0; i < sp.n_workers; i++)
-		if (sp.workers[i] != NULL)
-			sum += __atomic_load_n(&sp.workers[i]->nat.n_sessions,
-					       __ATOMIC_RELAXED);
-	return sum;
+	for (size_t i = 0; i < n_retired; i++) {
+		if (!sp.running ||
+		    rte_rcu_qsbr_check(sp.rcu, retired[i].token, wait) == 1)
+			free(retired[i].ptr);
+		else
+			retired[kept++] = retired[i];
+	}
+	n_retired = kept;
+}
+
+int
+sp_runtime_publish(void)
+{
+	struct sp_runtime *rt = sp_runtime_build();
+	struct sp_runtime *old;
+
+	if (rt == NULL)
+		return -1;
+	old = __atomic_exchange_n(&sp.rt, rt, __ATOMIC_ACQ_REL);
+	if (old != NULL)
+		sp_rcu_defer(NULL, old);
+	return 0;
+}
+
+
+int
+sp_runtime_changed(void)
+{
+	return sp.running ? sp_runtime_publish() : 0;
 }
