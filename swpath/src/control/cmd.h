@@ -1,9 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The swpath command language (docs/swpath-commands.md): one line, one
- * command. Parsing only checks syntax and ranges; whether names exist and
- * ports are present is checked when the command is applied (control.c), so
- * the same parser serves the --commands file and the control socket.
+ * command, parsed into a struct sp_cmd. Parsing only checks syntax, ranges
+ * and one value against another; whether names exist and ports are present
+ * is checked when the command is applied (control.c), so the same parser
+ * serves the --commands file and the control socket. The language is
+ * described once, in swpath/spec/commands.toml: the parser works by the
+ * table generated from it (cmd_table.h), as the controller's writer works
+ * by the vocabulary generated from it. Plain C, no DPDK.
  */
 #ifndef SP_CMD_H
 #define SP_CMD_H
@@ -17,13 +21,13 @@
 #include "core/session.h"         /* struct sp_session_filter */
 #include "core/types.h"
 #include "persist/events.h"       /* enum sp_event_sink, SP_PATH_MAX */
+#include "util/buf.h"
 #include "util/text.h"
 
-/* Interface MTU (IPv4 packet, header included): the NAT's own ICMP errors
- * take up to 576 bytes and must fit every link. */
-#define SP_MTU_MIN 576
-#define SP_MTU_MAX 9216
+/* An interface's MTU when it names none (an IPv4 packet, header included;
+ * the range is the language's, commands.toml). */
 #define SP_MTU_DEFAULT 1500
+
 enum sp_verb {
 	SP_CMD_NONE = 0, /* blank or comment line */
 	SP_CMD_INTERFACE,
@@ -54,10 +58,6 @@ enum sp_cmd_when {
 	SP_WHEN_RUNTIME = 2,
 };
 
-enum sp_rule_target {
-	SP_TARGET_POOL = 0, /* SNAT to a pool */
-	SP_TARGET_ADDR = 1, /* SNAT to one address, or DNAT to an address/prefix */
-};
 
 struct sp_cmd_interface {
 	char name[SP_NAME_MAX];
@@ -102,7 +102,8 @@ struct sp_cmd_rule {
 	bool has_port;
 	uint16_t port;
 	struct sp_prefix prefix;
-	uint8_t target; /* enum sp_rule_target */
+	bool has_pool;  /* SNAT to a pool, */
+	bool has_to;    /* or to one address; DNAT to an address or prefix */
 	char pool[SP_NAME_MAX];
 	struct sp_prefix to;
 	bool has_to_port;
@@ -110,7 +111,7 @@ struct sp_cmd_rule {
 };
 
 struct sp_cmd_timeouts {
-	uint8_t set;                  /* bit i: value[i] given */
+	uint8_t set;                  /* bit i: seconds[i] given */
 	uint32_t seconds[SP_TO_MAX];
 };
 
@@ -119,8 +120,20 @@ struct sp_cmd_filtering {
 	uint8_t mode[SP_PI_MAX];
 };
 
+/* The bits of sp_cmd_limits.set and sp_cmd_icmp.set. */
+enum sp_limit_bit {
+	SP_LIMIT_PORTS = 0,
+	SP_LIMIT_SESSIONS = 1,
+};
+
+enum sp_icmp_bit {
+	SP_ICMP_SET_UNREACHABLE = 0,
+	SP_ICMP_SET_RATE = 1,
+	SP_ICMP_SET_BURST = 2,
+};
+
 struct sp_cmd_limits {
-	uint8_t set;                  /* bit 0 ports_per_host, bit 1 sessions */
+	uint8_t set;                  /* 1 << SP_LIMIT_*: given */
 	uint32_t ports_per_host;
 	uint32_t sessions_per_host;
 };
@@ -134,7 +147,7 @@ struct sp_cmd_logging {
 
 /* The ICMP errors the NAT originates (icmp_gen.h). */
 struct sp_cmd_icmp {
-	uint8_t set;    /* bit 0 unreachable_on_exhaustion, 1 rate, 2 burst */
+	uint8_t set;    /* 1 << SP_ICMP_SET_*: given */
 	bool unreachable_on_exhaustion;
 	uint32_t rate;  /* errors per second, all workers together */
 	uint32_t burst;
@@ -190,16 +203,17 @@ struct sp_cmd {
  */
 int sp_cmd_parse(const char *line, struct sp_cmd *cmd, char *err, size_t errlen);
 
+/*
+ * The line of a parsed command, as the controller writes it (newline not
+ * included): its words, then every argument and keyword given, in the
+ * table's order. sp_cmd_parse of it gives cmd back.
+ */
+void sp_cmd_format(const struct sp_cmd *cmd, struct sp_buf *b);
+
 /* A verb's word(s) ("rule add"), when it may be applied, and whether it
  * answers in JSON (the status-socket form: sessions, stats). */
 const char *sp_cmd_verb_name(enum sp_verb verb);
 enum sp_cmd_when sp_cmd_when(enum sp_verb verb);
 bool sp_verb_is_json(enum sp_verb verb);
-
-/* Words of the language, for messages and the `rules` listing. */
-const char *sp_filter_name(uint8_t mode);
-const char *sp_timeout_name(unsigned index);
-const char *sp_proto_index_name(unsigned index);
-const char *sp_event_sink_name(uint8_t sink);
 
 #endif /* SP_CMD_H */

@@ -115,10 +115,12 @@ static int
 apply_limits(const struct sp_cmd *cmd, struct sp_buf *out, char *err,
 	     size_t errlen)
 {
-	if (cmd->u.limits.set & 1)
-		sp.ports_per_host = cmd->u.limits.ports_per_host;
-	if (cmd->u.limits.set & 2)
-		sp.sessions_per_host = cmd->u.limits.sessions_per_host;
+	const struct sp_cmd_limits *c = &cmd->u.limits;
+
+	if (c->set & (1u << SP_LIMIT_PORTS))
+		sp.ports_per_host = c->ports_per_host;
+	if (c->set & (1u << SP_LIMIT_SESSIONS))
+		sp.sessions_per_host = c->sessions_per_host;
 	return sp_runtime_changed();
 }
 
@@ -126,12 +128,14 @@ static int
 apply_icmp(const struct sp_cmd *cmd, struct sp_buf *out, char *err,
 	   size_t errlen)
 {
-	if (cmd->u.icmp.set & 1)
-		sp.icmp_on_exhaustion = cmd->u.icmp.unreachable_on_exhaustion;
-	if (cmd->u.icmp.set & 2)
-		sp.icmp_rate = cmd->u.icmp.rate;
-	if (cmd->u.icmp.set & 4)
-		sp.icmp_burst = cmd->u.icmp.burst;
+	const struct sp_cmd_icmp *c = &cmd->u.icmp;
+
+	if (c->set & (1u << SP_ICMP_SET_UNREACHABLE))
+		sp.icmp_on_exhaustion = c->unreachable_on_exhaustion;
+	if (c->set & (1u << SP_ICMP_SET_RATE))
+		sp.icmp_rate = c->rate;
+	if (c->set & (1u << SP_ICMP_SET_BURST))
+		sp.icmp_burst = c->burst;
 	return sp_runtime_changed();
 }
 

@@ -152,7 +152,7 @@ sp_apply_rule_add(const struct sp_cmd *cmd, struct sp_buf *out, char *err,
 	if (c->kind == QNS_SNAT) {
 		int pool;
 
-		if (c->target == SP_TARGET_POOL) {
+		if (c->has_pool) {
 			pool = pool_by_name(c->pool);
 			if (pool < 0)
 				return sp_fail(err, errlen, "rule %u: unknown pool '%s'",

@@ -63,8 +63,9 @@ struct sp_session_cmd {
 	uint32_t rem_addr;
 	uint32_t ext_addr;      /* adopt */
 	uint8_t origin;         /* adopt: SP_ORIGIN_* */
-	uint8_t tcp_phase;      /* adopt: enum sp_tcp_phase */
-	uint8_t pad[2];
+	uint8_t tcp_phase;      /* adopt: enum sp_tcp_phase (TCP: opening */
+	uint8_t has_phase;      /* unless given) */
+	uint8_t pad;
 };
 
 /*
