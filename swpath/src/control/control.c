@@ -25,13 +25,41 @@
 #include "persist/event_export.h"
 #include "persist/events.h"
 
+/*
+ * A port carries one untagged interface and any number of 802.1Q
+ * sub-interfaces, each with its own VID: whether c's port has interfaces
+ * already (*shared), or -1 when c cannot be one more of them.
+ */
+static int
+port_shared(const struct sp_cmd_interface *c, bool *shared, char *err,
+	    size_t errlen)
+{
+	*shared = false;
+	for (unsigned i = 0; i < sp.n_ifaces; i++) {
+		const struct sp_iface *o = &sp.ifaces[i];
+
+		if (o->port != c->port)
+			continue;
+		if (o->vlan == c->vlan && c->vlan == 0)
+			return sp_fail(err, errlen,
+				       "interface %s: port %u already used by interface %s (give one of them a vlan)",
+				       c->name, c->port, o->name);
+		if (o->vlan == c->vlan)
+			return sp_fail(err, errlen,
+				       "interface %s: vlan %u of port %u already used by interface %s",
+				       c->name, c->vlan, c->port, o->name);
+		*shared = true;
+	}
+	return 0;
+}
+
 static int
 apply_interface(const struct sp_cmd *cmd, struct sp_buf *out, char *err,
 		size_t errlen)
 {
 	const struct sp_cmd_interface *c = &cmd->u.iface;
 	struct sp_iface *ifc;
-	bool shared = false;
+	bool shared;
 
 	if (sp.n_ifaces == SP_MAX_IFACES)
 		return sp_fail(err, errlen, "interface %s: more than %d interfaces",
@@ -43,23 +71,8 @@ apply_interface(const struct sp_cmd *cmd, struct sp_buf *out, char *err,
 		return sp_fail(err, errlen,
 			    "interface %s: DPDK port %u does not exist (%u ports; add one with --vdev or -a before --)",
 			    c->name, c->port, rte_eth_dev_count_avail());
-	/* A port carries one untagged interface and any number of 802.1Q
-	 * sub-interfaces, each with its own VID. */
-	for (unsigned i = 0; i < sp.n_ifaces; i++) {
-		const struct sp_iface *o = &sp.ifaces[i];
-
-		if (o->port != c->port)
-			continue;
-		if (o->vlan == c->vlan && c->vlan == 0)
-			return sp_fail(err, errlen,
-				    "interface %s: port %u already used by interface %s (give one of them a vlan)",
-				    c->name, c->port, o->name);
-		if (o->vlan == c->vlan)
-			return sp_fail(err, errlen,
-				    "interface %s: vlan %u of port %u already used by interface %s",
-				    c->name, c->vlan, c->port, o->name);
-		shared = true;
-	}
+	if (port_shared(c, &shared, err, errlen) < 0)
+		return -1;
 	ifc = &sp.ifaces[sp.n_ifaces];
 	memset(ifc, 0, sizeof(*ifc));
 	snprintf(ifc->name, sizeof(ifc->name), "%s", c->name);

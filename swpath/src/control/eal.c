@@ -140,6 +140,36 @@ sp_eal_arguments(int argc, char **argv, unsigned n_workers, char **out)
  */
 static FILE *startup_log;
 
+/* A line of the start-up log that says nothing of a cause: a blank or
+ * indented one, the usage, the EAL's inventory. */
+static bool
+no_cause(const char *p)
+{
+	return *p == '\0' || *p == ' ' || *p == '\t' ||
+	       strncmp(p, "Usage:", 6) == 0 ||
+	       strncmp(p, "EAL common options", 18) == 0 ||
+	       strncmp(p, "EAL: Detected", 13) == 0 ||
+	       strstr(p, "Invalid 'command line'") != NULL;
+}
+
+/* The cause itself: "PROG: unrecognized option" (getopt) -> "unrecognized
+ * option", and no "EAL: " or "FATAL: " in front. */
+static const char *
+cause_of(const char *p)
+{
+	const char *colon = strstr(p, ": ");
+
+	if (colon != NULL && prog_path[0] != '\0' &&
+	    (size_t)(colon - p) == strlen(prog_path) &&
+	    strncmp(p, prog_path, strlen(prog_path)) == 0)
+		p = colon + 2;
+	if (strncmp(p, "EAL: ", 5) == 0)
+		p += 5;
+	if (strncmp(p, "FATAL: ", 7) == 0)
+		p += 7;
+	return p;
+}
+
 void
 sp_eal_cause(char *line, size_t len)
 {
@@ -152,28 +182,13 @@ sp_eal_cause(char *line, size_t len)
 	fflush(startup_log);
 	rewind(startup_log);
 	while (fgets(buf, sizeof(buf), startup_log) != NULL) {
-		char *p = buf, *colon;
 		bool was_start = line_start;
 
 		line_start = strchr(buf, '\n') != NULL;
 		buf[strcspn(buf, "\n")] = '\0';
-		if (!was_start || *p == '\0' || *p == ' ' || *p == '\t' ||
-		    strncmp(p, "Usage:", 6) == 0 ||
-		    strncmp(p, "EAL common options", 18) == 0 ||
-		    strncmp(p, "EAL: Detected", 13) == 0 ||
-		    strstr(p, "Invalid 'command line'") != NULL)
+		if (!was_start || no_cause(buf))
 			continue;
-		/* "PROG: unrecognized option" (getopt) -> "unrecognized option" */
-		colon = strstr(p, ": ");
-		if (colon != NULL && prog_path[0] != '\0' &&
-		    (size_t)(colon - p) == strlen(prog_path) &&
-		    strncmp(p, prog_path, strlen(prog_path)) == 0)
-			p = colon + 2;
-		if (strncmp(p, "EAL: ", 5) == 0)
-			p += 5;
-		if (strncmp(p, "FATAL: ", 7) == 0)
-			p += 7;
-		snprintf(line, len, "%s", p);
+		snprintf(line, len, "%s", cause_of(buf));
 		break;
 	}
 	fseek(startup_log, 0, SEEK_END);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "control/cmd.h"
 #include "control/format.h"
 #include "core/rule.h"
 #include "dataplane/sp.h"
@@ -178,6 +179,41 @@ rule_cmp(const void *a, const void *b)
 	return x->id < y->id ? -1 : x->id > y->id;
 }
 
+/* A rule as `rule add` gives it, for the command table to write back. */
+static void
+rule_command(const struct qns_rule *r, struct sp_cmd *cmd)
+{
+	struct sp_cmd_rule *c = &cmd->u.rule;
+	uint64_t u = r->user;
+
+	memset(cmd, 0, sizeof(*cmd));
+	cmd->verb = SP_CMD_RULE_ADD;
+	c->id = r->id;
+	c->kind = r->kind;
+	c->proto = r->proto;
+	c->has_port = r->has_port;
+	c->port = r->port;
+	c->prefix = (struct sp_prefix){ .addr = r->prefix, .len = r->plen };
+	if (SP_ACT_KIND(u) == SP_ACT_SNAT) {
+		const struct sp_pool *pool = sp.pools[SP_ACT_POOL(u)];
+
+		/* an SNAT `to A` has a pool of its own (rules.c) */
+		c->has_pool = !pool->internal;
+		c->has_to = pool->internal;
+		snprintf(c->pool, sizeof(c->pool), "%s", pool->name);
+		c->to = (struct sp_prefix){ .addr = pool->addrs[0], .len = 32 };
+	} else {
+		c->has_to = true;
+		c->to = (struct sp_prefix){ .addr = SP_ACT_TO(u),
+					    .len = SP_ACT_TO_LEN(u) };
+		c->has_to_port = SP_ACT_HAS_TO_PORT(u);
+		c->to_port = SP_ACT_TO_PORT(u);
+	}
+}
+
+/* The `rule add` line of each rule, by id: written by the command table,
+ * so each is what the controller writes for the rule (quicknat reload
+ * compares them). */
 void
 sp_format_rules(struct sp_buf *b)
 {
@@ -190,30 +226,10 @@ sp_format_rules(struct sp_buf *b)
 	qns_foreach(sp.qns, collect_rule, &l);
 	qsort(l.r, l.n, sizeof(*l.r), rule_cmp);
 	for (size_t i = 0; i < l.n; i++) {
-		const struct qns_rule *r = l.r[i];
-		uint64_t u = r->user;
-		char ip[16];
+		struct sp_cmd cmd;
 
-		sp_buf_printf(b, "rule add id %u type %s prefix %s/%u", r->id,
-			      r->kind == QNS_SNAT ? "snat" : "dnat",
-			      sp_ip_str(r->prefix, ip), r->plen);
-		if (r->has_port)
-			sp_buf_printf(b, " port %u", r->port);
-		sp_buf_printf(b, " protocol %s", sp_proto_name(r->proto));
-		if (SP_ACT_KIND(u) == SP_ACT_SNAT) {
-			const struct sp_pool *pool = sp.pools[SP_ACT_POOL(u)];
-
-			if (pool->internal)
-				sp_buf_printf(b, " to %s/32",
-					      sp_ip_str(pool->addrs[0], ip));
-			else
-				sp_buf_printf(b, " pool %s", pool->name);
-		} else {
-			sp_buf_printf(b, " to %s/%u", sp_ip_str(SP_ACT_TO(u), ip),
-				      SP_ACT_TO_LEN(u));
-			if (SP_ACT_HAS_TO_PORT(u))
-				sp_buf_printf(b, " to_port %u", SP_ACT_TO_PORT(u));
-		}
+		rule_command(l.r[i], &cmd);
+		sp_cmd_format(&cmd, b);
 		sp_buf_printf(b, "\n");
 	}
 	free(l.r);

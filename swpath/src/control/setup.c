@@ -103,6 +103,31 @@ sp_setup_core(char *err, size_t errlen)
 	return 0;
 }
 
+/* Whether interface i's port can spread the workers' packets itself: a
+ * queue per worker, a RETA of the same size as the others' (*reta_size),
+ * RSS on TCP and UDP; *exact when it hashes the fields swpath needs. */
+static bool
+port_rss_capable(unsigned i, unsigned *reta_size, bool *exact)
+{
+	struct rte_eth_dev_info info;
+
+	/* one port, both zones: the NIC cannot hash them apart */
+	if (sp.port_iface[sp.ifaces[i].port] == SP_IFACE_TRUNK ||
+	    rte_eth_dev_info_get(sp.ifaces[i].port, &info) != 0)
+		return false;
+	if (info.max_rx_queues < sp.n_workers ||
+	    info.max_tx_queues < sp.n_workers || info.reta_size == 0 ||
+	    info.reta_size > SP_RETA_MAX ||
+	    (*reta_size != 0 && info.reta_size != *reta_size) ||
+	    (info.flow_type_rss_offloads &
+	     (RTE_ETH_RSS_NONFRAG_IPV4_TCP | RTE_ETH_RSS_NONFRAG_IPV4_UDP)) == 0)
+		return false;
+	*reta_size = info.reta_size;
+	if ((info.flow_type_rss_offloads & SP_RSS_NEEDED) != SP_RSS_NEEDED)
+		*exact = false;
+	return true;
+}
+
 int
 sp_setup_dispatch(char *err, size_t errlen)
 {
@@ -114,28 +139,8 @@ sp_setup_dispatch(char *err, size_t errlen)
 		sp_rss_init(&sp.rss, sp_rss_default_key, 128, 1);
 		return 0;
 	}
-	for (unsigned i = 0; i < sp.n_ifaces; i++) {
-		struct rte_eth_dev_info info;
-
-		/* one port, both zones: the NIC cannot hash them apart */
-		if (sp.port_iface[sp.ifaces[i].port] == SP_IFACE_TRUNK) {
-			capable = false;
-			break;
-		}
-		if (rte_eth_dev_info_get(sp.ifaces[i].port, &info) != 0 ||
-		    info.max_rx_queues < sp.n_workers ||
-		    info.max_tx_queues < sp.n_workers || info.reta_size == 0 ||
-		    info.reta_size > SP_RETA_MAX ||
-		    (reta_size != 0 && info.reta_size != reta_size) ||
-		    (info.flow_type_rss_offloads &
-		     (RTE_ETH_RSS_NONFRAG_IPV4_TCP | RTE_ETH_RSS_NONFRAG_IPV4_UDP)) == 0) {
-			capable = false;
-			break;
-		}
-		reta_size = info.reta_size;
-		if ((info.flow_type_rss_offloads & SP_RSS_NEEDED) != SP_RSS_NEEDED)
-			exact = false;
-	}
+	for (unsigned i = 0; i < sp.n_ifaces && capable; i++)
+		capable = port_rss_capable(i, &reta_size, &exact);
 	switch (sp.dispatch) {
 	case SP_DISPATCH_RSS:
 		if (!capable)

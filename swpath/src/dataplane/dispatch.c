@@ -55,6 +55,31 @@ sp_dispatch_owner(struct rte_mbuf *m, uint16_t iface)
 }
 
 /*
+ * An ICMP error's external end: the source of the packet it quotes, which
+ * was ours (its address and port, or identifier). l4 is the error's ICMP
+ * header, with left bytes after it in the frame. 0 when it quotes too
+ * little.
+ */
+static int
+quoted_end(const uint8_t *l4, unsigned left, uint32_t *addr,
+	   rte_be16_t *be_port)
+{
+	const struct rte_ipv4_hdr *in = (const void *)(l4 + 8);
+	unsigned iihl;
+
+	if (left < 8 + 20)
+		return 0;
+	iihl = (in->version_ihl & 0x0f) * 4u;
+	if (iihl < 20 || left < 8 + iihl + 8)
+		return 0;
+	l4 = (const uint8_t *)in + iihl;
+	memcpy(be_port, in->next_proto_id == IPPROTO_ICMP ? l4 + 4 : l4,
+	       sizeof(*be_port));
+	*addr = rte_be_to_cpu_32(in->src_addr);
+	return 1;
+}
+
+/*
  * The external end of an outside packet: its destination (address, port;
  * ICMP echo: identifier), or for an ICMP error the quoted packet's source,
  * which was ours. 0 when it has none (not IPv4, a fragment, truncated).
@@ -87,30 +112,13 @@ sp_outside_end(struct rte_mbuf *m, uint32_t *addr, uint16_t *port)
 		memcpy(&be_port, l4 + 2, sizeof(be_port));
 		break;
 	case IPPROTO_ICMP:
-		if (l4[0] == SP_ICMP_ECHO_REQUEST || l4[0] == SP_ICMP_ECHO_REPLY) {
+		if (l4[0] == SP_ICMP_ECHO_REQUEST || l4[0] == SP_ICMP_ECHO_REPLY)
 			memcpy(&be_port, l4 + 4, sizeof(be_port));
-			break;
-		}
-		if (sp_icmp_is_error(l4[0])) {
-			/* the embedded packet's source is our external end */
-			const struct rte_ipv4_hdr *in = (const void *)(l4 + 8);
-			unsigned iihl;
-
-			if (len < sizeof(struct rte_ether_hdr) + ihl + 8 + 20)
-				return 0;
-			iihl = (in->version_ihl & 0x0f) * 4u;
-			if (iihl < 20 || len < sizeof(struct rte_ether_hdr) +
-						       ihl + 8 + iihl + 8)
-				return 0;
-			l4 = (const uint8_t *)in + iihl;
-			if (in->next_proto_id == IPPROTO_ICMP)
-				memcpy(&be_port, l4 + 4, sizeof(be_port));
-			else
-				memcpy(&be_port, l4, sizeof(be_port));
-			*addr = rte_be_to_cpu_32(in->src_addr);
-			break;
-		}
-		return 0;
+		else if (!sp_icmp_is_error(l4[0]) ||
+			 !quoted_end(l4, len - sizeof(struct rte_ether_hdr) - ihl,
+				     addr, &be_port))
+			return 0;
+		break;
 	default:
 		return 0;
 	}

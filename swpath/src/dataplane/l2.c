@@ -26,6 +26,23 @@ on_link(const struct sp_iface *ifc, uint32_t addr)
 	return ifc->has_addr && (addr & mask) == (ifc->addr & mask);
 }
 
+/* Learns the sender of an ARP packet when it is on this link (RFC 826
+ * merge): the control thread keeps the neighbour table. */
+static void
+arp_learn(struct sp_worker *w, const struct rte_arp_hdr *arp, uint16_t iface,
+	  uint32_t sip)
+{
+	const struct sp_iface *ifc = &sp.ifaces[iface];
+	struct sp_msg msg = { .type = SP_MSG_LEARN, .iface = iface, .addr = sip };
+
+	if (!on_link(ifc, sip) || sip == ifc->addr ||
+	    !rte_is_unicast_ether_addr(&arp->arp_data.arp_sha))
+		return;
+	memcpy(msg.mac, &arp->arp_data.arp_sha, RTE_ETHER_ADDR_LEN);
+	if (rte_ring_mp_enqueue_elem(sp.msg_ring, &msg, sizeof(msg)) == 0)
+		SP_INC(w, arp_learned);
+}
+
 void
 sp_arp_input(struct sp_worker *w, struct rte_mbuf *m, uint16_t iface,
 	     const struct sp_runtime *rt)
@@ -49,17 +66,7 @@ sp_arp_input(struct sp_worker *w, struct rte_mbuf *m, uint16_t iface,
 	}
 	sip = rte_be_to_cpu_32(arp->arp_data.arp_sip);
 	tip = rte_be_to_cpu_32(arp->arp_data.arp_tip);
-	/* Learn the sender when it is on this link (RFC 826 merge). */
-	if (on_link(ifc, sip) && sip != ifc->addr &&
-	    rte_is_unicast_ether_addr(&arp->arp_data.arp_sha)) {
-		struct sp_msg msg = { .type = SP_MSG_LEARN, .iface = iface,
-				      .addr = sip };
-
-		memcpy(msg.mac, &arp->arp_data.arp_sha, RTE_ETHER_ADDR_LEN);
-		if (rte_ring_mp_enqueue_elem(sp.msg_ring, &msg,
-					     sizeof(msg)) == 0)
-			SP_INC(w, arp_learned);
-	}
+	arp_learn(w, arp, iface, sip);
 	ours = (ifc->has_addr && tip == ifc->addr) ||
 	       (ifc->zone == SP_ZONE_OUTSIDE && sp_rt_owned(rt, tip));
 	if (arp->arp_opcode != RTE_BE16(RTE_ARP_OP_REQUEST) || !ours ||

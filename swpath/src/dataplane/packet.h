@@ -35,7 +35,9 @@
 #include <stdint.h>
 #include <string.h>
 
+#include <rte_branch_prediction.h>
 #include <rte_byteorder.h>
+#include <rte_common.h>
 #include <rte_ether.h>
 #include <rte_icmp.h>
 #include <rte_ip.h>
@@ -183,6 +185,134 @@ sp_check_options(const uint8_t *opt, unsigned len)
 }
 
 /*
+ * The IPv4 header of a frame of len bytes (IN-IP-1..4): version, header
+ * length, total length within the frame, checksum (unless the NIC checked
+ * it), options. Returns 0 or minus the counter to drop it under.
+ */
+static __rte_always_inline int
+sp_parse_ipv4(struct rte_mbuf *m, const struct rte_ipv4_hdr *ip, uint16_t len,
+	      unsigned *ihl, unsigned *total)
+{
+	*ihl = (ip->version_ihl & 0x0f) * 4u;
+	if (unlikely((ip->version_ihl >> 4) != 4 || *ihl < 20))
+		return -SP_CNT_drop_malformed;
+	*total = rte_be_to_cpu_16(ip->total_length);
+	if (unlikely(*total < *ihl))
+		return -SP_CNT_drop_malformed;
+	if (unlikely(len < sizeof(struct rte_ether_hdr) + *total))
+		return -SP_CNT_drop_truncated;
+	if ((m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK) !=
+	    RTE_MBUF_F_RX_IP_CKSUM_GOOD) {
+		if (unlikely((m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK) ==
+				     RTE_MBUF_F_RX_IP_CKSUM_BAD ||
+			     rte_raw_cksum(ip, *ihl) != 0xffff))
+			return -SP_CNT_drop_bad_checksum;
+	}
+	if (unlikely(*ihl > 20))
+		return sp_check_options((const uint8_t *)(ip + 1), *ihl - 20);
+	return 0;
+}
+
+/*
+ * A fragment (IN-IP-8): a first one (MF set, offset 0) goes on as a flow
+ * packet whose L4 header must be whole; a later one is SP_PKT_FRAGMENT,
+ * its key without ports (frag.h). Returns 1 to go on, else the class or
+ * minus the counter.
+ */
+static __rte_always_inline int
+sp_parse_fragment(struct sp_pkt *p, const struct rte_ipv4_hdr *ip,
+		  struct sp_flow_key *key)
+{
+	uint16_t frag = rte_be_to_cpu_16(ip->fragment_offset);
+
+	if (likely(!(frag & (RTE_IPV4_HDR_MF_FLAG | RTE_IPV4_HDR_OFFSET_MASK))))
+		return 1;
+	if (!(frag & RTE_IPV4_HDR_OFFSET_MASK)) {
+		p->frag = SP_FRAG_FIRST;
+		return 1;
+	}
+	/* RFC 1858 sec. 3.2: offset 1 (8 bytes) rewrites TCP's flags */
+	if (p->proto == IPPROTO_TCP && (frag & RTE_IPV4_HDR_OFFSET_MASK) == 1)
+		return -SP_CNT_drop_fragment;
+	if (p->proto != IPPROTO_TCP && p->proto != IPPROTO_UDP &&
+	    p->proto != IPPROTO_ICMP)
+		return SP_PKT_OTHER;
+	p->frag = SP_FRAG_LATER;
+	key->src = ip->src_addr;
+	key->dst = ip->dst_addr;
+	key->proto = p->proto;
+	key->sport = key->dport = 0;
+	key->pad[0] = key->pad[1] = key->pad[2] = 0;
+	return SP_PKT_FRAGMENT;
+}
+
+/* TCP (IN-TCP-1/2, IN-L4-1): a header of 5..15 words inside the segment, a
+ * flag combination a peer sends, no port 0. */
+static __rte_always_inline int
+sp_parse_tcp(struct sp_pkt *p, struct sp_flow_key *key)
+{
+	const struct rte_tcp_hdr *tcp = (const void *)p->l4;
+	unsigned doff;
+
+	if (unlikely(p->l4_len < sizeof(struct rte_tcp_hdr)))
+		return -SP_CNT_drop_truncated;
+	doff = (tcp->data_off >> 4) * 4u;
+	if (unlikely(doff < sizeof(struct rte_tcp_hdr) || doff > p->l4_len))
+		return -SP_CNT_drop_malformed;
+	if (unlikely(!sp_tcp_flags_valid(tcp->tcp_flags)))
+		return -SP_CNT_drop_bad_tcp_flags;
+	if (unlikely(tcp->src_port == 0 || tcp->dst_port == 0))
+		return -SP_CNT_drop_port_zero;
+	p->tcp_flags = tcp->tcp_flags;
+	key->sport = tcp->src_port;
+	key->dport = tcp->dst_port;
+	return SP_PKT_FLOW;
+}
+
+/* UDP: its 8 bytes, a length that fits (a first fragment's covers the
+ * whole datagram), no port 0. */
+static __rte_always_inline int
+sp_parse_udp(struct sp_pkt *p, struct sp_flow_key *key)
+{
+	const struct rte_udp_hdr *udp = (const void *)p->l4;
+
+	if (unlikely(p->l4_len < sizeof(struct rte_udp_hdr)))
+		return -SP_CNT_drop_truncated;
+	if (unlikely(rte_be_to_cpu_16(udp->dgram_len) <
+			     sizeof(struct rte_udp_hdr) ||
+		     (rte_be_to_cpu_16(udp->dgram_len) > p->l4_len &&
+		      p->frag == SP_FRAG_NONE)))
+		return -SP_CNT_drop_malformed;
+	if (unlikely(udp->src_port == 0 || udp->dst_port == 0))
+		return -SP_CNT_drop_port_zero;
+	key->sport = udp->src_port;
+	key->dport = udp->dst_port;
+	return SP_PKT_FLOW;
+}
+
+/* ICMP: echo is a flow (the identifier as both ports), an error is
+ * translated through what it quotes, any other type is not translated. */
+static __rte_always_inline int
+sp_parse_icmp(struct sp_pkt *p, struct sp_flow_key *key)
+{
+	const struct rte_icmp_hdr *icmp = (const void *)p->l4;
+
+	if (unlikely(p->l4_len < sizeof(struct rte_icmp_hdr)))
+		return -SP_CNT_drop_truncated;
+	if (icmp->icmp_type == SP_ICMP_ECHO_REQUEST ||
+	    icmp->icmp_type == SP_ICMP_ECHO_REPLY) {
+		key->sport = icmp->icmp_ident;
+		key->dport = icmp->icmp_ident;
+		return SP_PKT_FLOW;
+	}
+	if (!sp_icmp_is_error(icmp->icmp_type))
+		return SP_PKT_OTHER;
+	/* an error quotes at most 576 bytes: never fragmented */
+	return p->frag == SP_FRAG_NONE ? SP_PKT_ICMP_ERROR :
+					 -SP_CNT_drop_fragment;
+}
+
+/*
  * Parses an Ethernet frame. Returns an enum sp_class, or minus the counter
  * of the reason to drop it. For SP_PKT_FLOW the flow key is filled.
  */
@@ -193,7 +323,7 @@ sp_parse(struct rte_mbuf *m, struct sp_pkt *p, struct sp_flow_key *key)
 	uint8_t *data = rte_pktmbuf_mtod(m, uint8_t *);
 	struct rte_ipv4_hdr *ip;
 	unsigned ihl, total;
-	uint16_t frag;
+	int rc;
 
 	if (unlikely(m->nb_segs != 1))
 		return -SP_CNT_drop_multiseg;
@@ -209,110 +339,32 @@ sp_parse(struct rte_mbuf *m, struct sp_pkt *p, struct sp_flow_key *key)
 		return -SP_CNT_drop_truncated;
 	ip = (struct rte_ipv4_hdr *)(data + sizeof(struct rte_ether_hdr));
 	p->ip = ip;
-	ihl = (ip->version_ihl & 0x0f) * 4u;
-	if (unlikely((ip->version_ihl >> 4) != 4 || ihl < 20))
-		return -SP_CNT_drop_malformed;
-	total = rte_be_to_cpu_16(ip->total_length);
-	if (unlikely(total < ihl))
-		return -SP_CNT_drop_malformed;
-	if (unlikely(len < sizeof(struct rte_ether_hdr) + total))
-		return -SP_CNT_drop_truncated;
-	if ((m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK) !=
-	    RTE_MBUF_F_RX_IP_CKSUM_GOOD) {
-		if (unlikely((m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK) ==
-				     RTE_MBUF_F_RX_IP_CKSUM_BAD ||
-			     rte_raw_cksum(ip, ihl) != 0xffff))
-			return -SP_CNT_drop_bad_checksum;
-	}
-	if (unlikely(ihl > 20)) {
-		int rc = sp_check_options((const uint8_t *)(ip + 1), ihl - 20);
-
-		if (rc < 0)
-			return rc;
-	}
+	rc = sp_parse_ipv4(m, ip, len, &ihl, &total);
+	if (unlikely(rc < 0))
+		return rc;
 	p->proto = ip->next_proto_id;
 	p->l4 = (uint8_t *)ip + ihl;
 	p->l4_len = (uint16_t)(total - ihl);
 	p->tcp_flags = 0;
 	p->frag = SP_FRAG_NONE;
-	frag = rte_be_to_cpu_16(ip->fragment_offset);
-	if (unlikely(frag & (RTE_IPV4_HDR_MF_FLAG | RTE_IPV4_HDR_OFFSET_MASK))) {
-		if (!(frag & RTE_IPV4_HDR_OFFSET_MASK)) {
-			p->frag = SP_FRAG_FIRST;
-		} else {
-			/* RFC 1858 sec. 3.2: offset 1 (8 bytes) rewrites TCP's flags */
-			if (p->proto == IPPROTO_TCP &&
-			    (frag & RTE_IPV4_HDR_OFFSET_MASK) == 1)
-				return -SP_CNT_drop_fragment;
-			if (p->proto != IPPROTO_TCP && p->proto != IPPROTO_UDP &&
-			    p->proto != IPPROTO_ICMP)
-				return SP_PKT_OTHER;
-			p->frag = SP_FRAG_LATER;
-			key->src = ip->src_addr;
-			key->dst = ip->dst_addr;
-			key->proto = p->proto;
-			key->sport = key->dport = 0;
-			key->pad[0] = key->pad[1] = key->pad[2] = 0;
-			return SP_PKT_FRAGMENT;
-		}
-	}
+	rc = sp_parse_fragment(p, ip, key);
+	if (unlikely(rc != 1))
+		return rc;
 	switch (p->proto) {
-	case IPPROTO_TCP: {
-		const struct rte_tcp_hdr *tcp = (const void *)p->l4;
-		unsigned doff;
-
-		if (unlikely(p->l4_len < sizeof(struct rte_tcp_hdr)))
-			return -SP_CNT_drop_truncated;
-		/* IN-TCP-1: the header is 5..15 words and inside the segment */
-		doff = (tcp->data_off >> 4) * 4u;
-		if (unlikely(doff < sizeof(struct rte_tcp_hdr) || doff > p->l4_len))
-			return -SP_CNT_drop_malformed;
-		if (unlikely(!sp_tcp_flags_valid(tcp->tcp_flags)))
-			return -SP_CNT_drop_bad_tcp_flags;
-		if (unlikely(tcp->src_port == 0 || tcp->dst_port == 0))
-			return -SP_CNT_drop_port_zero;
-		p->tcp_flags = tcp->tcp_flags;
-		key->sport = tcp->src_port;
-		key->dport = tcp->dst_port;
+	case IPPROTO_TCP:
+		rc = sp_parse_tcp(p, key);
 		break;
-	}
-	case IPPROTO_UDP: {
-		const struct rte_udp_hdr *udp = (const void *)p->l4;
-
-		if (unlikely(p->l4_len < sizeof(struct rte_udp_hdr)))
-			return -SP_CNT_drop_truncated;
-		/* a first fragment's UDP length covers the whole datagram */
-		if (unlikely(rte_be_to_cpu_16(udp->dgram_len) <
-				     sizeof(struct rte_udp_hdr) ||
-			     (rte_be_to_cpu_16(udp->dgram_len) > p->l4_len &&
-			      p->frag == SP_FRAG_NONE)))
-			return -SP_CNT_drop_malformed;
-		if (unlikely(udp->src_port == 0 || udp->dst_port == 0))
-			return -SP_CNT_drop_port_zero;
-		key->sport = udp->src_port;
-		key->dport = udp->dst_port;
+	case IPPROTO_UDP:
+		rc = sp_parse_udp(p, key);
 		break;
-	}
-	case IPPROTO_ICMP: {
-		const struct rte_icmp_hdr *icmp = (const void *)p->l4;
-
-		if (unlikely(p->l4_len < sizeof(struct rte_icmp_hdr)))
-			return -SP_CNT_drop_truncated;
-		if (icmp->icmp_type == SP_ICMP_ECHO_REQUEST ||
-		    icmp->icmp_type == SP_ICMP_ECHO_REPLY) {
-			key->sport = icmp->icmp_ident;
-			key->dport = icmp->icmp_ident;
-			break;
-		}
-		if (!sp_icmp_is_error(icmp->icmp_type))
-			return SP_PKT_OTHER;
-		/* an error quotes at most 576 bytes: never fragmented */
-		return p->frag == SP_FRAG_NONE ? SP_PKT_ICMP_ERROR :
-						 -SP_CNT_drop_fragment;
-	}
+	case IPPROTO_ICMP:
+		rc = sp_parse_icmp(p, key);
+		break;
 	default:
 		return SP_PKT_OTHER;
 	}
+	if (rc != SP_PKT_FLOW)
+		return rc;
 	key->src = ip->src_addr;
 	key->dst = ip->dst_addr;
 	key->proto = p->proto;

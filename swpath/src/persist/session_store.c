@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "core/adopt.h"
+#include "core/rss.h"
 #include "persist/session_store.h"
 #include "util/log.h"
 #include "util/text.h"
@@ -135,88 +136,125 @@ header_problem(const struct store_header *h, size_t size, const char *boot)
 	return NULL;
 }
 
-/* Adopts the sessions of the predecessor's file fd (locked by us). */
+/* What a predecessor's file gave: how many records, and why each that was
+ * not taken over was not. */
+struct adoption {
+	uint32_t reasons[SP_ADOPT_MAX];
+	uint32_t torn;
+	uint32_t total;
+};
+
+/* One record of the predecessor's: on the worker that owns it now (its
+ * inside host's, rss.h), in this process's clock. */
 static void
-adopt_from(int fd, const char *path, uint32_t now)
+adopt_record(struct sp_session rec, const struct store_header *h,
+	     const struct clocks *clk, struct adoption *a)
 {
 	const struct sp_runtime *rt = sp_runtime_get();
-	uint32_t reasons[SP_ADOPT_MAX] = { 0 }, torn = 0, total = 0;
-	struct store_header *h;
-	struct clocks clk;
-	const char *why;
-	char boot[40];
-	struct stat st;
+	unsigned owner = 0;
+	enum sp_adopt r;
+	uint32_t sidx;
+
+	if (rec.proto == 0 && !(rec.seq & 1))
+		return;
+	a->total++;
+	if (rec.seq & 1) {
+		/* killed while writing it */
+		a->torn++;
+		sp.workers[0]->cnt[SP_CNT_sessions_discarded]++;
+		return;
+	}
+	rec.created = convert(clk, rec.created);
+	/* after a crash last_seen may be old: a full timeout */
+	rec.last_seen = h->clean ? convert(clk, rec.last_seen) : clk->new_ms;
+	if (sp.n_workers > 1)
+		owner = sp_owner_inside(&sp.rss, be32toh(rec.int_addr));
+	r = sp_nat_adopt(&sp.workers[owner]->nat, rt, &rec, &sidx);
+	a->reasons[r]++;
+	sp.workers[owner]->cnt[r == SP_ADOPT_OK ? SP_CNT_sessions_adopted :
+						  SP_CNT_sessions_discarded]++;
+}
+
+/* New ids above every adopted one, on every worker (core/adopt.c). */
+static void
+ids_above_adopted(void)
+{
 	uint32_t next_id = 0;
 
-	if (fstat(fd, &st) < 0 || st.st_size == 0)
-		return;
-	h = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
-	if (h == MAP_FAILED) {
-		sp_log("warning", "state %s: cannot read it (%s); starting with no sessions",
-		       path, strerror(errno));
-		return;
-	}
-	read_boot_id(boot, sizeof(boot));
-	why = header_problem(h, (size_t)st.st_size, boot);
-	if (why != NULL) {
-		sp_log("warning", "state %s: %s; starting with no sessions",
-		       path, why);
-		munmap(h, (size_t)st.st_size);
-		return;
-	}
-	clk = (struct clocks){ .old_ms = h->sync_ms, .old_ns = h->sync_mono_ns,
-			       .new_ms = now, .new_ns = mono_ns() };
-	for (unsigned w = 0; w < h->n_workers; w++) {
-		const struct sp_session *r = records(h, w);
-
-		for (uint32_t i = 0; i < h->sessions_per_worker; i++) {
-			struct sp_session rec = r[i];
-			unsigned owner = 0;
-			enum sp_adopt a;
-			uint32_t sidx;
-
-			if (rec.proto == 0 && !(rec.seq & 1))
-				continue;
-			total++;
-			if (rec.seq & 1) {
-				/* killed while writing it */
-				torn++;
-				sp.workers[0]->cnt[SP_CNT_sessions_discarded]++;
-				continue;
-			}
-			rec.created = convert(&clk, rec.created);
-			/* after a crash last_seen may be old: a full timeout */
-			rec.last_seen = h->clean ? convert(&clk, rec.last_seen) :
-						   now;
-			if (sp.n_workers > 1)
-				owner = sp_owner_inside(&sp.rss,
-							rte_be_to_cpu_32(rec.int_addr));
-			a = sp_nat_adopt(&sp.workers[owner]->nat, rt, &rec,
-					 &sidx);
-			reasons[a]++;
-			sp.workers[owner]->cnt[a == SP_ADOPT_OK ?
-					       SP_CNT_sessions_adopted :
-					       SP_CNT_sessions_discarded]++;
-		}
-	}
-	/* new ids above every adopted one, on every worker (nat.h) */
 	for (unsigned w = 0; w < sp.n_workers; w++)
 		if (sp.workers[w]->nat.next_id > next_id)
 			next_id = sp.workers[w]->nat.next_id;
 	for (unsigned w = 0; w < sp.n_workers; w++)
 		sp.workers[w]->nat.next_id = next_id;
+}
+
+static void
+log_adoption(const char *path, const struct store_header *h,
+	     const struct adoption *a)
+{
 	sp_log("info", "state %s: took over %u of %u sessions of pid %d (%s)",
-	       path, reasons[SP_ADOPT_OK], total, h->pid,
+	       path, a->reasons[SP_ADOPT_OK], a->total, h->pid,
 	       h->clean ? "stopped cleanly" :
 			  "it did not stop cleanly: idle timers restart now");
-	if (torn != 0)
+	if (a->torn != 0)
 		sp_log("warning", "state %s: %u sessions discarded: torn by the crash",
-		       path, torn);
-	for (unsigned a = SP_ADOPT_OK + 1; a < SP_ADOPT_MAX; a++)
-		if (reasons[a] != 0)
+		       path, a->torn);
+	for (unsigned r = SP_ADOPT_OK + 1; r < SP_ADOPT_MAX; r++)
+		if (a->reasons[r] != 0)
 			sp_log("warning", "state %s: %u sessions discarded: %s",
-			       path, reasons[a], sp_adopt_reasons[a]);
-	munmap(h, (size_t)st.st_size);
+			       path, a->reasons[r], sp_adopt_reasons[r]);
+}
+
+/* The predecessor's file fd mapped, if its header is one this process
+ * reads (else why not is logged); *size its size. */
+static struct store_header *
+map_previous(int fd, const char *path, size_t *size)
+{
+	struct store_header *h;
+	const char *why;
+	char boot[40];
+	struct stat st;
+
+	if (fstat(fd, &st) < 0 || st.st_size == 0)
+		return NULL;
+	*size = (size_t)st.st_size;
+	h = mmap(NULL, *size, PROT_READ, MAP_SHARED, fd, 0);
+	if (h == MAP_FAILED) {
+		sp_log("warning", "state %s: cannot read it (%s); starting with no sessions",
+		       path, strerror(errno));
+		return NULL;
+	}
+	read_boot_id(boot, sizeof(boot));
+	why = header_problem(h, *size, boot);
+	if (why != NULL) {
+		sp_log("warning", "state %s: %s; starting with no sessions",
+		       path, why);
+		munmap(h, *size);
+		return NULL;
+	}
+	return h;
+}
+
+/* Adopts the sessions of the predecessor's file fd (locked by us). */
+static void
+adopt_from(int fd, const char *path, uint32_t now)
+{
+	struct adoption a = { 0 };
+	struct store_header *h;
+	struct clocks clk;
+	size_t size;
+
+	h = map_previous(fd, path, &size);
+	if (h == NULL)
+		return;
+	clk = (struct clocks){ .old_ms = h->sync_ms, .old_ns = h->sync_mono_ns,
+			       .new_ms = now, .new_ns = mono_ns() };
+	for (unsigned w = 0; w < h->n_workers; w++)
+		for (uint32_t i = 0; i < h->sessions_per_worker; i++)
+			adopt_record(records(h, w)[i], h, &clk, &a);
+	ids_above_adopted();
+	log_adoption(path, h, &a);
+	munmap(h, size);
 }
 
 /* The predecessor's file, opened and locked, or -1 (none). */
@@ -248,48 +286,30 @@ open_previous(const char *path, char *err, size_t errlen, int *fail)
 	return fd;
 }
 
-int
-sp_store_open(const char *path, char *err, size_t errlen)
+/* This process's file at tmp, made, locked, mapped (faulted in now, not
+ * on a new flow's path) and its header written: the store. */
+static int
+store_create(const char *tmp, uint32_t now, char *err, size_t errlen)
 {
-	uint32_t now = sp_now_ms();
-	char tmp[PATH_MAX];
-	struct store_header *h;
-	int old, fail, fd;
 	size_t size = store_size(sp.n_workers, sp.sessions_per_worker);
+	struct store_header *h;
+	int fd, e;
 
-	old = open_previous(path, err, errlen, &fail);
-	if (fail)
-		return -1;
-	if (old >= 0)
-		adopt_from(old, path, now);
-	/* ours beside it, complete before it replaces the old one */
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.new", path) >= sizeof(tmp)) {
-		if (old >= 0)
-			close(old);
-		return sp_fail(err, errlen, "state %s: path too long", path);
-	}
 	fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) < 0 ||
 	    (errno = posix_fallocate(fd, 0, (off_t)size)) != 0) {
-		int e = errno;
-
+		e = errno;
 		if (fd >= 0)
 			close(fd);
-		if (old >= 0)
-			close(old);
 		return sp_fail(err, errlen,
 			       "state %s: cannot make a %zu MB file: %s (a tmpfs such as /dev/shm or /run is meant)",
 			       tmp, size >> 20, strerror(e ? e : ENOSPC));
 	}
-	/* faulted in now, not on a new flow's path */
 	h = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
 		 fd, 0);
 	if (h == MAP_FAILED) {
-		int e = errno;
-
+		e = errno;
 		close(fd);
-		if (old >= 0)
-			close(old);
 		return sp_fail(err, errlen, "state %s: cannot map it: %s", tmp,
 			       strerror(e));
 	}
@@ -305,26 +325,51 @@ sp_store_open(const char *path, char *err, size_t errlen)
 	store.fd = fd;
 	store.size = size;
 	store.hdr = h;
+	return 0;
+}
+
+/* Each worker writes its sessions to the store from now on; those it
+ * has already (adopted) are written now. */
+static void
+store_attach(void)
+{
 	for (unsigned w = 0; w < sp.n_workers; w++) {
 		struct sp_worker *wk = sp.workers[w];
 
-		wk->store = records(h, w);
+		wk->store = records(store.hdr, w);
 		for (uint32_t i = 0; i < wk->nat.max_sessions; i++)
 			if (wk->nat.sessions[i].proto != 0)
 				sp_store_put(wk, i, &wk->nat.sessions[i]);
 	}
-	if (rename(tmp, path) < 0) {
-		int e = errno;
+}
 
-		sp_store_close();
-		unlink(tmp);
-		if (old >= 0)
-			close(old);
-		return sp_fail(err, errlen, "state %s: %s", path, strerror(e));
+int
+sp_store_open(const char *path, char *err, size_t errlen)
+{
+	uint32_t now = sp_now_ms();
+	char tmp[PATH_MAX];
+	int old, fail, rc = -1;
+
+	old = open_previous(path, err, errlen, &fail);
+	if (fail)
+		return -1;
+	if (old >= 0)
+		adopt_from(old, path, now);
+	/* ours beside it, complete before it replaces the old one */
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.new", path) >= sizeof(tmp))
+		sp_fail(err, errlen, "state %s: path too long", path);
+	else if (store_create(tmp, now, err, errlen) == 0) {
+		store_attach();
+		rc = rename(tmp, path);
+		if (rc < 0) {
+			sp_fail(err, errlen, "state %s: %s", path, strerror(errno));
+			sp_store_close();
+			unlink(tmp);
+		}
 	}
 	if (old >= 0)
 		close(old);
-	return 0;
+	return rc;
 }
 
 void
