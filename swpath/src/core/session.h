@@ -3,7 +3,7 @@
  * A session as every layer sees it, and the helpers that read it: the leaf
  * header of the NAT core (VPP nat44-ed's nat44_ed_inlines.h). The packet path
  * rewrites by it, the state file and the session stream copy it, the control
- * socket lists it; none of them needs the worker's tables (core/nat.h) for
+ * socket lists it; none of them needs the worker's tables (core/table.h) for
  * that. Plain C, no DPDK.
  *
  * Addresses and ports are in network byte order, as in the packet, so the

@@ -56,7 +56,7 @@ void sp_icmp_error_send(struct sp_worker *w, struct rte_mbuf *m,
 
 /*
  * A hairpinned packet on its second pass, as it arrived for its first: the
- * sender's own source (stashed in the mbuf by sp_translate) and the TTL
+ * sender's own source (stashed in the mbuf by fastpath.c translate) and the TTL
  * before the first pass decremented it. Its destination is still the
  * public endpoint the sender used: the second pass has not rewritten it.
  */

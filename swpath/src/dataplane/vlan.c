@@ -82,7 +82,7 @@ sp_vlan_demux(struct sp_worker *w, struct rte_mbuf **pkts, uint16_t n)
 		meta->flags = e->flags;
 		meta->iface = e->iface;
 		if (unlikely(e->flags != 0)) {
-			/* no first pass here to unwind (fastpath.h) */
+			/* no first pass here to unwind (icmp_gen.h) */
 			meta->hp_src_addr = 0;
 			meta->hp_src_port = 0;
 			SP_INC(w, peer_received);

@@ -82,7 +82,7 @@ trunk_input(struct sp_worker *w, struct rte_mbuf **pkts, uint16_t n,
 	}
 }
 
-/* The offload manager's session commands for this worker (nat.h). */
+/* The offload manager's session commands for this worker (core/adopt.h). */
 static void
 drain_cmd_ring(struct sp_worker *w, const struct sp_runtime *rt)
 {
