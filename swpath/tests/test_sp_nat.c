@@ -380,6 +380,46 @@ test_stream_after_packets(void **state)
 	rt->after_packets = 1;
 }
 
+/* The observer's listening word (core/observer.h): nothing is called while
+ * nobody listens, and each event only while one who wants it listens, as
+ * persist/sink.c sets it; the decisions are the same either way. */
+static void
+test_heard_only_while_listening(void **state)
+{
+	enum { STORE = 1, STREAM = 2, EVENTS = 4 };
+	uint32_t listening = 0;
+	struct sp_session *s;
+
+	(void)state;
+	nat.obs.listening = &listening;
+	memcpy(nat.obs.session_when, (uint32_t[SP_SESSION_EVENTS]){
+		[SP_SESSION_OPENED] = STORE, [SP_SESSION_ANNOUNCED] = STREAM,
+		[SP_SESSION_EXPIRED] = STORE | STREAM,
+	}, sizeof(nat.obs.session_when));
+	nat.obs.events_when = EVENTS;
+	rt->timeout_ms[SP_TO_UDP] = 1000;
+	s = out_ok(IPPROTO_UDP, 0x0a000002, 5000, 0x08080808, 53, T0);
+	assert_int_equal(heard.n_sessions + heard.n_events, 0);
+	assert_int_equal(s->rule_id, 1);
+	__atomic_store_n(&listening, STORE, __ATOMIC_RELAXED);
+	out_ok(IPPROTO_UDP, 0x0a000002, 5001, 0x08080808, 53, T0);
+	assert_int_equal(heard.n_sessions, 1);
+	assert_int_equal(heard.sessions[0].ev, SP_SESSION_OPENED);
+	assert_int_equal(heard.n_events, 0);
+	__atomic_store_n(&listening, STREAM | EVENTS, __ATOMIC_RELAXED);
+	out_ok(IPPROTO_UDP, 0x0a000002, 5002, 0x08080808, 53, T0);
+	assert_int_equal(heard.n_sessions, 2);
+	assert_int_equal(heard.sessions[1].ev, SP_SESSION_ANNOUNCED);
+	assert_int_equal(heard.n_events, 1);
+	assert_int_equal(heard.events[0].type, SP_EVENT_CREATED);
+	/* all three expire: each closing heard, each mapping's end logged */
+	while (sp_nat_age(&nat, rt, T0 + SP_WHEEL_RECHECK_MS + 2000, 1000) > 0)
+		;
+	assert_int_equal(sp_test_heard_count(&heard, SP_SESSION_EXPIRED), 3);
+	assert_int_equal(heard.n_events, 4);
+	assert_int_equal(nat.n_sessions, 0);
+}
+
 static void
 test_hairpin_flag(void **state)
 {
@@ -861,6 +901,7 @@ main(void)
 		T(test_offloaded_sessions_age_by_the_switch),
 		T(test_switch_idle_waits_for_software_traffic),
 		T(test_stream_after_packets),
+		T(test_heard_only_while_listening),
 		T(test_hairpin_flag),
 		T(test_owner_checks),
 		T(test_indexes_under_churn),

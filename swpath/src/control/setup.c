@@ -220,8 +220,10 @@ worker_rings(struct sp_worker *w, unsigned i, int socket)
 	w->in_ring = rte_ring_create(name, SP_RING_SIZE, socket, RING_F_SC_DEQ);
 	snprintf(name, sizeof(name), "sp_ctl_%u", i);
 	w->ctl_ring = rte_ring_create(name, 256, socket, RING_F_SC_DEQ);
-	if (sp_events_enabled())
+	if (sp_events_enabled()) {
 		w->event_ring = sp_events_ring_create(i, socket);
+		w->listening |= SP_LISTEN_EVENTS;   /* before the workers run */
+	}
 	w->stream_ring = sp_stream_ring_create(i, socket);
 	snprintf(name, sizeof(name), "sp_cmd_%u", i);
 	w->cmd_ring = rte_ring_create_elem(name, sizeof(struct sp_session_cmd),

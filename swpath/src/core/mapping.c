@@ -200,19 +200,6 @@ sp_mapping_new(struct sp_nat *nat, const struct sp_runtime *rt,
 }
 
 void
-sp_mapping_event(struct sp_nat *nat, uint8_t type, const struct sp_mapping *m,
-		 uint32_t now)
-{
-	struct sp_event ev = {
-		.time_ms = now, .int_addr = m->int_addr, .ext_addr = m->ext.addr,
-		.int_port = m->int_port, .ext_port = m->ext.port,
-		.proto = m->proto, .type = type,
-	};
-
-	sp_nat_event(nat, &ev);
-}
-
-void
 sp_mapping_free(struct sp_nat *nat, uint32_t midx, uint32_t now)
 {
 	struct sp_mapping *m = &nat->mappings[midx];

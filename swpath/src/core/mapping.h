@@ -41,9 +41,22 @@ int sp_mapping_new(struct sp_nat *nat, const struct sp_runtime *rt,
 void sp_mapping_free(struct sp_nat *nat, uint32_t midx, uint32_t now);
 
 /* A mapping created (its first session opened) or deleted (its last one
- * gone): an event for the observer. */
-void sp_mapping_event(struct sp_nat *nat, uint8_t type,
-		      const struct sp_mapping *m, uint32_t now);
+ * gone): an event for the observer, built only when it listens. */
+static inline void
+sp_mapping_event(struct sp_nat *nat, uint8_t type, const struct sp_mapping *m,
+		 uint32_t now)
+{
+	struct sp_event ev;
+
+	if (!sp_nat_events_heard(nat))
+		return;
+	ev = (struct sp_event){
+		.time_ms = now, .int_addr = m->int_addr, .ext_addr = m->ext.addr,
+		.int_port = m->int_port, .ext_port = m->ext.port,
+		.proto = m->proto, .type = type,
+	};
+	nat->obs.event(nat->obs.ctx, &ev);
+}
 
 /* One session more, or one less, for an inside host. */
 void sp_host_add_session(struct sp_nat *nat, uint32_t addr);

@@ -26,6 +26,7 @@ enum sp_session_event {
 	SP_SESSION_EXPIRED = 4,   /* closing: its idle timeout */
 	SP_SESSION_DELETED = 5,   /* closing: an operator's sessions delete|flush */
 };
+#define SP_SESSION_EVENTS 6       /* how many: the observer's session_when */
 
 /*
  * Mapping and quota events (RFC 6888 REQ-12; persist/events.h writes them
@@ -61,6 +62,17 @@ struct sp_nat_observer {
 			enum sp_session_event ev, uint32_t now);
 	void (*event)(void *ctx, const struct sp_event *ev);
 	void *ctx;
+	/*
+	 * Whether anyone listens now, read (relaxed) before each call: a
+	 * worker with no state file, no stream subscriber and no event log
+	 * pays a load and a test per new session, not the calls. session() is
+	 * called for ev while *listening & session_when[ev], event() while
+	 * *listening & events_when; the listeners set and clear their bits
+	 * (persist/sink.c). NULL: every call is made.
+	 */
+	const uint32_t *listening;
+	uint32_t session_when[SP_SESSION_EVENTS];
+	uint32_t events_when;
 };
 
 #endif /* SP_OBSERVER_H */

@@ -227,20 +227,38 @@ sp_nat_pool(const struct sp_nat *nat, uint16_t index)
 	return __atomic_load_n(&nat->shared.pools[index], __ATOMIC_ACQUIRE);
 }
 
+/* Whether the observer listens now to what `when` names (observer.h). */
+static inline bool
+sp_nat_listens(const struct sp_nat *nat, uint32_t when)
+{
+	return nat->obs.listening == NULL ||
+	       (__atomic_load_n(nat->obs.listening, __ATOMIC_RELAXED) &
+		when) != 0;
+}
+
 /* Tells the observer what happened to session sidx. */
 static inline void
 sp_nat_notify(struct sp_nat *nat, uint32_t sidx, enum sp_session_event ev,
 	      uint32_t now)
 {
-	if (nat->obs.session != NULL)
+	if (nat->obs.session != NULL &&
+	    sp_nat_listens(nat, nat->obs.session_when[ev]))
 		nat->obs.session(nat->obs.ctx, &nat->sessions[sidx], sidx, ev,
 				 now);
+}
+
+/* Whether a mapping event would be heard: not built when not. */
+static inline bool
+sp_nat_events_heard(const struct sp_nat *nat)
+{
+	return nat->obs.event != NULL &&
+	       sp_nat_listens(nat, nat->obs.events_when);
 }
 
 static inline void
 sp_nat_event(struct sp_nat *nat, const struct sp_event *ev)
 {
-	if (nat->obs.event != NULL)
+	if (sp_nat_events_heard(nat))
 		nat->obs.event(nat->obs.ctx, ev);
 }
 

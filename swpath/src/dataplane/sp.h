@@ -141,6 +141,11 @@ struct sp_txq {
 	struct rte_mbuf *pend[SP_BURST];
 };
 
+/* struct sp_worker's listening: who hears the core (persist/sink.c). */
+#define SP_LISTEN_STORE  0x1u   /* the state file: sessions */
+#define SP_LISTEN_STREAM 0x2u   /* a stream subscriber: sessions */
+#define SP_LISTEN_EVENTS 0x4u   /* the event log: mapping events */
+
 struct sp_worker {
 	unsigned index;
 	unsigned lcore;
@@ -156,6 +161,10 @@ struct sp_worker {
 	struct rte_ring *stream_ring;           /* the session stream (SP/SC) */
 	struct sp_session *store;               /* the state file's copies of
 						 * this worker's sessions, or NULL */
+	/* Which of those listen now (SP_LISTEN_*): the core calls its
+	 * observer only while one does (core/observer.h). Set and cleared
+	 * atomically by the control thread, read relaxed by the worker. */
+	uint32_t listening;
 	uint32_t now;                           /* ms since start */
 	/* TSC cycles of the iterations that had packets: the worker's work,
 	 * apart from its polling (stats' busy_us; readers tolerate tearing

@@ -337,6 +337,8 @@ store_attach(void)
 		struct sp_worker *wk = sp.workers[w];
 
 		wk->store = records(store.hdr, w);
+		__atomic_fetch_or(&wk->listening, SP_LISTEN_STORE,
+				  __ATOMIC_RELEASE);
 		for (uint32_t i = 0; i < wk->nat.max_sessions; i++)
 			if (wk->nat.sessions[i].proto != 0)
 				sp_store_put(wk, i, &wk->nat.sessions[i]);
@@ -386,6 +388,8 @@ sp_store_close(void)
 		for (uint32_t i = 0; i < wk->nat.max_sessions; i++)
 			if (wk->nat.sessions[i].proto != 0)
 				sp_store_put(wk, i, &wk->nat.sessions[i]);
+		__atomic_fetch_and(&wk->listening, ~SP_LISTEN_STORE,
+				   __ATOMIC_RELEASE);
 		wk->store = NULL;
 	}
 	h->sync_ms = sp_now_ms();

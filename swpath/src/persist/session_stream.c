@@ -4,6 +4,7 @@
  * the rings, the snapshot a subscription starts with, and the JSON lines.
  */
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 
 #include <rte_lcore.h>
@@ -67,6 +68,22 @@ discard(void)
 	dropped_seen = sp_counter_sum(SP_CNT_stream_dropped);
 }
 
+/* The workers' cores tell their sessions' events while one subscribes
+ * (sink.c); before the snapshot, so nothing opens unseen in between. */
+static void
+stream_listen(bool on)
+{
+	for (unsigned w = 0; w < sp.n_workers; w++) {
+		uint32_t *l = &sp.workers[w]->listening;
+
+		if (on)
+			__atomic_fetch_or(l, SP_LISTEN_STREAM, __ATOMIC_SEQ_CST);
+		else
+			__atomic_fetch_and(l, ~SP_LISTEN_STREAM,
+					   __ATOMIC_SEQ_CST);
+	}
+}
+
 void
 sp_stream_subscribe(struct sp_buf *b)
 {
@@ -80,6 +97,7 @@ sp_stream_subscribe(struct sp_buf *b)
 	/* then: what opens from now on is pushed (and drained after the
 	 * snapshot below) */
 	__atomic_fetch_add(&sp_stream_subscribers, 1, __ATOMIC_SEQ_CST);
+	stream_listen(true);
 	for (unsigned w = 0; w < sp.n_workers; w++) {
 		const struct sp_nat *nat = &sp.workers[w]->nat;
 
@@ -103,7 +121,8 @@ sp_stream_subscribe(struct sp_buf *b)
 void
 sp_stream_unsubscribe(void)
 {
-	__atomic_fetch_sub(&sp_stream_subscribers, 1, __ATOMIC_SEQ_CST);
+	if (__atomic_sub_fetch(&sp_stream_subscribers, 1, __ATOMIC_SEQ_CST) == 0)
+		stream_listen(false);
 }
 
 unsigned

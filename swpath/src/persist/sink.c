@@ -48,10 +48,12 @@ static void
 on_event(void *ctx, const struct sp_event *ev)
 {
 	struct sp_worker *w = ctx;
-	struct sp_event copy = *ev;     /* the ring takes no const */
+	struct sp_event copy;
 
-	if (w->event_ring != NULL &&
-	    unlikely(rte_ring_sp_enqueue_elem(w->event_ring, &copy,
+	if (w->event_ring == NULL)
+		return;
+	copy = *ev;                     /* the ring takes no const */
+	if (unlikely(rte_ring_sp_enqueue_elem(w->event_ring, &copy,
 					      sizeof(copy)) != 0))
 		SP_INC(w, events_dropped);
 }
@@ -61,5 +63,16 @@ sp_sink_observer(struct sp_worker *w)
 {
 	return (struct sp_nat_observer){
 		.session = on_session, .event = on_event, .ctx = w,
+		.listening = &w->listening,
+		/* who needs what: as on_session's switch */
+		.session_when = {
+			[SP_SESSION_OPENED] = SP_LISTEN_STORE,
+			[SP_SESSION_ANNOUNCED] = SP_LISTEN_STREAM,
+			[SP_SESSION_STATE] = SP_LISTEN_STORE | SP_LISTEN_STREAM,
+			[SP_SESSION_OFFLOAD] = SP_LISTEN_STORE,
+			[SP_SESSION_EXPIRED] = SP_LISTEN_STORE | SP_LISTEN_STREAM,
+			[SP_SESSION_DELETED] = SP_LISTEN_STORE | SP_LISTEN_STREAM,
+		},
+		.events_when = SP_LISTEN_EVENTS,
 	};
 }
