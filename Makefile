@@ -14,7 +14,7 @@ APT_PACKAGES := build-essential pkg-config python3-venv python3-dev \
                 traceroute \
                 libgrpc++-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev
 
-.PHONY: install all deps deps-apt deps-python deps-dpdk-internal build test lint bench bench-peers bench-qns bench-bmv2 bench-p4rt-clients bench-offload bench-swpath fuzz p4 constants run run-bmv2 run-offload clean
+.PHONY: install all deps deps-apt deps-python deps-dpdk-internal build test lint bench bench-peers bench-qns bench-bmv2 bench-p4rt-clients bench-offload bench-swpath fuzz p4 constants commands generate run run-bmv2 run-offload clean
 
 all: build
 
@@ -122,6 +122,16 @@ p4:
 # make test fails when the committed ones are stale).
 constants:
 	$(PYTHON) p4src/gen_constants.py
+
+# The swpath command language, from its one description
+# (swpath/spec/commands.toml): swpath's parser table, the controller's
+# vocabulary and the syntax in docs/swpath-commands.md (make test fails when
+# the committed ones are stale).
+commands:
+	$(PYTHON) swpath/spec/gen_commands.py
+
+# Every file generated from another source of truth.
+generate: constants commands
 
 clean:
 	$(MAKE) -C swpath/src clean

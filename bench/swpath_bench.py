@@ -187,7 +187,7 @@ def main() -> int:
         "machine": machine(),
         "method": "in-memory generator (bench_swpath) -> sp_process_burst -> net_null TX; "
         "testpmd macswap on 2 net_null ports, 1 forwarding core; no hugepages "
-        "(swpath's buffers and tables on transparent huge pages, swpath/src/memory.h)",
+        "(swpath's buffers and tables on transparent huge pages, swpath/src/control/memory.h)",
         "seconds_per_run": s,
         "figures": figures,
         "targets": TARGETS,

@@ -2,7 +2,7 @@
 
 Both over UDP (RFC 5426, RFC 7011 sec. 10.3), to the addresses `[logging]`
 names (`syslog_server`, `ipfix_collector`), beside the line log; swpath sends
-the same bytes (swpath/src/event_export.c), so a collector cannot tell the two
+the same bytes (swpath/src/persist/event_export.c), so a collector cannot tell the two
 paths apart but by APP-NAME and the observation domain.
 
 RFC 5424: one message per event, facility daemon, severity info (a quota,

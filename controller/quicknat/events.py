@@ -5,7 +5,7 @@ No destination is recorded (RFC 6888: logging must not keep destinations by
 default), and a mapping is logged once however many sessions it carries. A
 host refused at a per-host limit is one "quota exceeded" line per episode
 (RFC 8158's quota-exceeded event), with the limit and its value.
-swpath writes the same lines (swpath/src/events.c); its tests build the
+swpath writes the same lines (swpath/src/persist/events.c); its tests build the
 expected text with event_text.
 """
 

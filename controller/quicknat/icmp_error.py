@@ -1,5 +1,5 @@
 """ICMP error translation for the P4 path (RFC 5508 sec. 4; swpath does the same
-in C, swpath/src/icmp_error.h).
+in C, swpath/src/dataplane/icmp_error.h).
 
 An ICMP error (destination unreachable, time exceeded, parameter problem) quotes
 the IP header and first 8 bytes of a packet one of our sessions sent, as it was

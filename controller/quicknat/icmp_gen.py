@@ -1,5 +1,5 @@
 """The ICMP errors the NAT originates itself, for the P4 path (swpath builds the
-same bytes in C, swpath/src/icmp_gen.c). No I/O: the controller passes frames and
+same bytes in C, swpath/src/dataplane/icmp_gen.c). No I/O: the controller passes frames and
 the time in and sends what comes out (packet-out, mode ROUTE).
 
 A router must report what it drops (RFC 1812 sec. 4.3.2, RFC 5508):

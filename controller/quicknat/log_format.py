@@ -1,7 +1,7 @@
 """Log records as text or as JSON lines (`--log-format`), one schema for both
 processes: {"time": "...Z", "level": "info", "process": "quicknat-controller",
 "message": "...", "logger": "..."}; quicknat-swpath writes the same keys
-(swpath/src/log.c), so one log pipeline reads both."""
+(swpath/src/util/log.c), so one log pipeline reads both."""
 
 from __future__ import annotations
 

@@ -40,7 +40,7 @@ P4_ONLY = {
 
 
 def _swpath_counters() -> set[str]:
-    text = (ROOT / "swpath" / "src" / "counters.h").read_text()
+    text = (ROOT / "swpath" / "src" / "core" / "counters.h").read_text()
     return set(re.findall(r"X\((\w+),", text))
 
 

@@ -39,7 +39,8 @@ def _families() -> dict[str, set[str]]:
 
 
 def _swpath_counters() -> set[str]:
-    return set(re.findall(r"X\((\w+),", (ROOT / "swpath" / "src" / "counters.h").read_text()))
+    counters_h = ROOT / "swpath" / "src" / "core" / "counters.h"
+    return set(re.findall(r"X\((\w+),", counters_h.read_text()))
 
 
 def test_every_expression_names_real_metrics_labels_and_events() -> None:

@@ -59,7 +59,7 @@ def test_the_core_s_tracked_state_has_the_phase(
 
 def test_the_phase_words_are_swpath_s() -> None:
     """offload mode reads an instance's phase by these words."""
-    text = (ROOT / "swpath" / "src" / "format.c").read_text()
+    text = (ROOT / "swpath" / "src" / "core" / "session.h").read_text()
     names = re.search(r"sp_tcp_phase_names\[\] = \{(.*?)\};", text, re.S)
     assert names is not None
     assert set(re.findall(r'"(\w+)"', names[1])) == set(PHASES)

@@ -156,141 +156,191 @@ acl_build(const char *name, const struct acl_rule *rules, size_t n,
 	return ctx;
 }
 
-static int
-bench_file(const char *path, unsigned repeat, int first)
-{
+/* One file's run: its rules in QNS and in rte_acl, the lookups before its
+ * first change, and what was measured. */
+struct run {
+	const char *path;
 	struct vector_file vf;
-	char err[512];
-	struct qns *q = qns_create(NULL);
+	struct qns *q;
+	struct rte_acl_ctx *ctx;
 	struct acl_rule *rules;
+	size_t n;                       /* rules */
 	struct acl_key *keys;
 	const uint8_t **data;
 	uint32_t *expect, *got;
-	size_t n = 0, n_keys = 0;
-	double build_ms = 0, change_ms = 0, qns_change_ns;
+	size_t n_keys;
 	double *t_qns, *t_single, *t_burst;
-	struct rte_acl_ctx *ctx;
-	char name[64];
-	volatile uintptr_t sink = 0;
+	double build_ms, change_ms, qns_change_ns;
+};
 
-	if (vector_file_load(path, &vf, err, sizeof(err)) < 0) {
+static void
+run_free(struct run *r)
+{
+	rte_acl_free(r->ctx);
+	qns_free(r->q);
+	vector_file_free(&r->vf);
+	free(r->rules);
+	free(r->keys);
+	free(r->data);
+	free(r->expect);
+	free(r->got);
+	free(r->t_qns);
+	free(r->t_single);
+	free(r->t_burst);
+}
+
+/* The file's rules into QNS and rte_acl's form, and the lookups before its
+ * first change, in their order. */
+static int
+run_load(struct run *r, unsigned repeat)
+{
+	char err[512];
+
+	if (vector_file_load(r->path, &r->vf, err, sizeof(err)) < 0) {
 		fprintf(stderr, "%s\n", err);
 		return 2;
 	}
-	rules = calloc(vf.n_rules + 1, sizeof(*rules));
-	keys = calloc(vf.n_steps, sizeof(*keys));
-	data = calloc(vf.n_steps, sizeof(*data));
-	expect = calloc(vf.n_steps, sizeof(*expect));
-	got = calloc(vf.n_steps, sizeof(*got));
-	t_qns = calloc(repeat, sizeof(double));
-	t_single = calloc(repeat, sizeof(double));
-	t_burst = calloc(repeat, sizeof(double));
-	for (size_t i = 0; i < vf.n_rules; i++) {
-		if (qns_add(q, &vf.rules[i]) != 0) {
-			fprintf(stderr, "%s: rule %u refused\n", path, vf.rules[i].id);
+	r->q = qns_create(NULL);
+	r->rules = calloc(r->vf.n_rules + 1, sizeof(*r->rules));
+	r->keys = calloc(r->vf.n_steps, sizeof(*r->keys));
+	r->data = calloc(r->vf.n_steps, sizeof(*r->data));
+	r->expect = calloc(r->vf.n_steps, sizeof(*r->expect));
+	r->got = calloc(r->vf.n_steps, sizeof(*r->got));
+	r->t_qns = calloc(repeat, sizeof(double));
+	r->t_single = calloc(repeat, sizeof(double));
+	r->t_burst = calloc(repeat, sizeof(double));
+	for (size_t i = 0; i < r->vf.n_rules; i++) {
+		if (qns_add(r->q, &r->vf.rules[i]) != 0) {
+			fprintf(stderr, "%s: rule %u refused\n", r->path,
+				r->vf.rules[i].id);
 			return 1;
 		}
-		to_acl(&vf.rules[i], &rules[n++]);
+		to_acl(&r->vf.rules[i], &r->rules[r->n++]);
 	}
-	/* the lookups before the file's first change, in their order */
-	for (size_t i = 0; i < vf.n_steps && vf.steps[i].type == VECTOR_LOOKUP;
-	     i++) {
-		const struct vector_packet *p = &vf.steps[i].packet;
+	for (size_t i = 0; i < r->vf.n_steps &&
+			   r->vf.steps[i].type == VECTOR_LOOKUP; i++) {
+		const struct vector_packet *p = &r->vf.steps[i].packet;
 
 		if (p->kind != VECTOR_KIND_BOTH)
 			continue;
-		keys[n_keys] = (struct acl_key){
+		r->keys[r->n_keys] = (struct acl_key){
 			.proto = p->proto, .src = htonl(p->src),
 			.dst = htonl(p->dst), .sport = htons(p->sport),
 			.dport = htons(p->dport),
 		};
-		data[n_keys] = (const uint8_t *)&keys[n_keys];
-		expect[n_keys++] = vf.steps[i].expect_id;
+		r->data[r->n_keys] = (const uint8_t *)&r->keys[r->n_keys];
+		r->expect[r->n_keys++] = r->vf.steps[i].expect_id;
 	}
-	snprintf(name, sizeof(name), "qns-vs-acl-%zu", n);
-	ctx = acl_build(name, rules, n, &build_ms);
-	if (ctx == NULL) {
-		fprintf(stderr, "%s: rte_acl: %s\n", path, rte_strerror(rte_errno));
-		return 1;
-	}
-	/* both must give every expected answer before anything is timed */
-	rte_acl_classify(ctx, data, got, (uint32_t)n_keys, 1);
-	for (size_t i = 0; i < n_keys; i++) {
-		const struct vector_packet *p = &vf.steps[i].packet;
-		const struct qns_rule *r = qns_lookup(q, p->proto, p->src,
+	return 0;
+}
+
+/* Both must give every expected answer before anything is timed. */
+static int
+run_check(struct run *r)
+{
+	rte_acl_classify(r->ctx, r->data, r->got, (uint32_t)r->n_keys, 1);
+	for (size_t i = 0; i < r->n_keys; i++) {
+		const struct vector_packet *p = &r->vf.steps[i].packet;
+		const struct qns_rule *q = qns_lookup(r->q, p->proto, p->src,
 						      p->sport, p->dst, p->dport);
 
-		if ((r ? r->id : 0) != expect[i] || got[i] != expect[i]) {
+		if ((q ? q->id : 0) != r->expect[i] || r->got[i] != r->expect[i]) {
 			fprintf(stderr, "%s: lookup %zu: expected %u, QNS %u, rte_acl %u\n",
-				path, i, expect[i], r ? r->id : 0, got[i]);
+				r->path, i, r->expect[i], q ? q->id : 0, r->got[i]);
 			return 1;
 		}
 	}
-	for (unsigned r = 0; r < repeat; r++) {
-		double t0 = now_ns();
-
-		for (size_t i = 0; i < n_keys; i++) {
-			const struct vector_packet *p = &vf.steps[i].packet;
-
-			sink += (uintptr_t)qns_lookup(q, p->proto, p->src, p->sport,
-						      p->dst, p->dport);
-		}
-		t_qns[r] = (now_ns() - t0) / (double)n_keys;
-		t0 = now_ns();
-		for (size_t i = 0; i < n_keys; i++)
-			rte_acl_classify(ctx, &data[i], &got[i], 1, 1);
-		t_single[r] = (now_ns() - t0) / (double)n_keys;
-		t0 = now_ns();
-		for (size_t i = 0; i + BURST <= n_keys; i += BURST)
-			rte_acl_classify(ctx, &data[i], &got[i], BURST, 1);
-		t_burst[r] = (now_ns() - t0) / (double)(n_keys / BURST * BURST);
-	}
-	/* one rule change: rte_acl adds it and rebuilds its tries */
-	{
-		struct qns_rule extra = { .id = 0xfffffff0u, .prefix = 0x0a0b0c00,
-					  .plen = 24, .proto = QNS_PROTO_ANY,
-					  .kind = QNS_SNAT };
-		struct rte_acl_config cfg = { .num_categories = 1,
-					      .num_fields = N_FIELDS };
-		struct acl_rule a;
-		double t0;
-
-		memcpy(cfg.defs, field_defs, sizeof(field_defs));
-		to_acl(&extra, &a);
-		t0 = now_ns();
-		if (rte_acl_add_rules(ctx, (const struct rte_acl_rule *)&a, 1) != 0 ||
-		    rte_acl_build(ctx, &cfg) != 0) {
-			fprintf(stderr, "%s: rte_acl rebuild failed\n", path);
-			return 1;
-		}
-		change_ms = (now_ns() - t0) / 1e6;
-		t0 = now_ns();
-		for (int i = 0; i < 1000; i++) {
-			qns_add(q, &extra);
-			qns_del(q, extra.id);
-		}
-		qns_change_ns = (now_ns() - t0) / 1000.0;
-	}
-	printf("%s\n  {\"rules\": %zu, \"packets\": %zu, \"qns_ns\": %.2f, "
-	       "\"acl_single_ns\": %.2f, \"acl_burst_ns\": %.2f, "
-	       "\"acl_build_ms\": %.3f, \"acl_change_ms\": %.3f, "
-	       "\"qns_change_ns\": %.1f, \"qns_memory_bytes\": %zu}",
-	       first ? "" : ",", n, n_keys, median(t_qns, repeat),
-	       median(t_single, repeat), median(t_burst, repeat), build_ms,
-	       change_ms, qns_change_ns, qns_memory(q));
-	(void)sink;
-	rte_acl_free(ctx);
-	qns_free(q);
-	vector_file_free(&vf);
-	free(rules);
-	free(keys);
-	free(data);
-	free(expect);
-	free(got);
-	free(t_qns);
-	free(t_single);
-	free(t_burst);
 	return 0;
+}
+
+/* Round k: QNS, rte_acl one key at a time, rte_acl by bursts (ns/key). */
+static void
+run_lookups(struct run *r, unsigned k)
+{
+	volatile uintptr_t sink = 0;
+	double t0 = now_ns();
+
+	for (size_t i = 0; i < r->n_keys; i++) {
+		const struct vector_packet *p = &r->vf.steps[i].packet;
+
+		sink += (uintptr_t)qns_lookup(r->q, p->proto, p->src, p->sport,
+					      p->dst, p->dport);
+	}
+	r->t_qns[k] = (now_ns() - t0) / (double)r->n_keys;
+	t0 = now_ns();
+	for (size_t i = 0; i < r->n_keys; i++)
+		rte_acl_classify(r->ctx, &r->data[i], &r->got[i], 1, 1);
+	r->t_single[k] = (now_ns() - t0) / (double)r->n_keys;
+	t0 = now_ns();
+	for (size_t i = 0; i + BURST <= r->n_keys; i += BURST)
+		rte_acl_classify(r->ctx, &r->data[i], &r->got[i], BURST, 1);
+	r->t_burst[k] = (now_ns() - t0) / (double)(r->n_keys / BURST * BURST);
+	(void)sink;
+}
+
+/* One rule change: rte_acl adds it and rebuilds its tries; QNS adds and
+ * deletes it in place. */
+static int
+run_change(struct run *r)
+{
+	struct qns_rule extra = { .id = 0xfffffff0u, .prefix = 0x0a0b0c00,
+				  .plen = 24, .proto = QNS_PROTO_ANY,
+				  .kind = QNS_SNAT };
+	struct rte_acl_config cfg = { .num_categories = 1,
+				      .num_fields = N_FIELDS };
+	struct acl_rule a;
+	double t0;
+
+	memcpy(cfg.defs, field_defs, sizeof(field_defs));
+	to_acl(&extra, &a);
+	t0 = now_ns();
+	if (rte_acl_add_rules(r->ctx, (const struct rte_acl_rule *)&a, 1) != 0 ||
+	    rte_acl_build(r->ctx, &cfg) != 0) {
+		fprintf(stderr, "%s: rte_acl rebuild failed\n", r->path);
+		return 1;
+	}
+	r->change_ms = (now_ns() - t0) / 1e6;
+	t0 = now_ns();
+	for (int i = 0; i < 1000; i++) {
+		qns_add(r->q, &extra);
+		qns_del(r->q, extra.id);
+	}
+	r->qns_change_ns = (now_ns() - t0) / 1000.0;
+	return 0;
+}
+
+static int
+bench_file(const char *path, unsigned repeat, int first)
+{
+	struct run r = { .path = path };
+	char name[64];
+	int rc = run_load(&r, repeat);
+
+	if (rc == 0) {
+		snprintf(name, sizeof(name), "qns-vs-acl-%zu", r.n);
+		r.ctx = acl_build(name, r.rules, r.n, &r.build_ms);
+		if (r.ctx == NULL) {
+			fprintf(stderr, "%s: rte_acl: %s\n", path,
+				rte_strerror(rte_errno));
+			rc = 1;
+		}
+	}
+	if (rc == 0)
+		rc = run_check(&r);
+	for (unsigned k = 0; rc == 0 && k < repeat; k++)
+		run_lookups(&r, k);
+	if (rc == 0)
+		rc = run_change(&r);
+	if (rc == 0)
+		printf("%s\n  {\"rules\": %zu, \"packets\": %zu, \"qns_ns\": %.2f, "
+		       "\"acl_single_ns\": %.2f, \"acl_burst_ns\": %.2f, "
+		       "\"acl_build_ms\": %.3f, \"acl_change_ms\": %.3f, "
+		       "\"qns_change_ns\": %.1f, \"qns_memory_bytes\": %zu}",
+		       first ? "" : ",", r.n, r.n_keys, median(r.t_qns, repeat),
+		       median(r.t_single, repeat), median(r.t_burst, repeat),
+		       r.build_ms, r.change_ms, r.qns_change_ns, qns_memory(r.q));
+	run_free(&r);
+	return rc;
 }
 
 int

@@ -37,8 +37,11 @@
 #include <rte_malloc.h>
 #include <rte_udp.h>
 
-#include "fastpath.h"
-#include "session_store.h"
+#include "core/lifecycle.h"
+#include "dataplane/fastpath.h"
+#include "dataplane/fwd.h"
+#include "persist/session_store.h"
+#include "persist/sink.h"
 #include "sp_harness.h"
 
 #define FRAME_LEN 60
@@ -214,6 +217,33 @@ memory_used(int socket)
 	return s.heap_allocsz_bytes;
 }
 
+/* Memory per session: worker 0's tables made again for sessions (the
+ * same names), the heap measured before and after. */
+static int
+measure_memory(uint32_t sessions, bool hugepages)
+{
+	struct sp_worker *w = sp.workers[0];
+	uint64_t before, after;
+
+	sp_nat_free(&w->nat);
+	before = memory_used(w->socket);
+	if (sp_nat_init(&w->nat, &(struct sp_nat_params){
+				.worker = 0, .n_workers = 1,
+				.max_sessions = sessions, .counters = w->cnt,
+				.socket = w->socket, .env = &sp_dpdk_env,
+				.shared = sp_nat_shared(),
+				.observer = sp_sink_observer(w),
+			}) != 0)
+		return 2;
+	after = memory_used(w->socket);
+	printf("{\"mode\": \"memory\", \"hugepages\": %s, \"sessions\": %u, \"bytes\": %llu, \"bytes_per_session_per_direction\": %.1f}\n",
+	       hugepages ? "true" : "false", sessions,
+	       (unsigned long long)(after - before),
+	       (double)(after - before) / sessions / 2);
+	sp_harness_fini();
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -234,24 +264,8 @@ main(int argc, char **argv)
 			    /* the tables are on a heap of their own (memory.h) */
 			    hugepages ? NULL : "512") < 0)
 		return 2;
-	if (strcmp(mode, "memory") == 0) {
-		struct sp_nat *nat = &sp.workers[0]->nat;
-		uint64_t before, after;
-
-		/* worker 0's tables again, sized for SESSIONS (same names) */
-		sp_nat_free(nat);
-		before = memory_used(sp.workers[0]->socket);
-		if (sp_nat_init(nat, 0, 1, sessions, sp.workers[0]->cnt,
-				sp.workers[0]->socket, 0) != 0)
-			return 2;
-		after = memory_used(sp.workers[0]->socket);
-		printf("{\"mode\": \"memory\", \"hugepages\": %s, \"sessions\": %u, \"bytes\": %llu, \"bytes_per_session_per_direction\": %.1f}\n",
-		       hugepages ? "true" : "false", sessions,
-		       (unsigned long long)(after - before),
-		       (double)(after - before) / sessions / 2);
-		sp_harness_fini();
-		return 0;
-	}
+	if (strcmp(mode, "memory") == 0)
+		return measure_memory(sessions, hugepages);
 	if (strcmp(mode, "new-state") == 0) {
 		char err[512];
 

@@ -17,7 +17,9 @@
 
 #include <rte_mbuf.h>
 
-#include "fastpath.h"
+#include "core/lifecycle.h"
+#include "dataplane/fastpath.h"
+#include "dataplane/fwd.h"
 #include "sp_harness.h"
 
 #define MAC_IN "02:00:00:00:00:01"

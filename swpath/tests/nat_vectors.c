@@ -9,10 +9,10 @@
  * A vector's configuration becomes lines of the swpath command language,
  * applied by the same code as --commands at start-up (sp_cmd_parse,
  * sp_apply), so a vector means here what it means to the TOML parser.
- * Around the core this runner does what the fast path does (fastpath.h
- * sp_translate): a packet of a session refreshes it unless it is a RST
+ * Around the core this runner does what the fast path does (fastpath.c
+ * translate): a packet of a session refreshes it unless it is a RST
  * (TCP-3), tracks its TCP flags and reschedules it on FIN or RST; a
- * hairpinned packet passes again as from outside (fastpath.c sp_hairpin).
+ * hairpinned packet passes again as from outside (fastpath.c hairpin).
  *
  * Usage: nat_vectors [--expect-failures] FILE.json...
  * prints one line per failed check and "N passed, M failed" (vectors) last.
@@ -27,17 +27,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <rte_ring.h>
-#include <rte_ring_elem.h>
 #include <rte_tcp.h>
 
-#include "control.h"
-#include "counters.h"
-#include "events.h"
-#include "nat.h"
+#include "control/control.h"
+#include "control/publish.h"
+#include "control/setup.h"
+#include "core/counters.h"
+#include "core/lifecycle.h"
+#include "core/nat.h"
+#include "dataplane/dispatch.h"
+#include "dataplane/sp.h"
 #include "qns.h"
-#include "setup.h"
-#include "sp.h"
+#include "sp_core_util.h"
 #include "sp_test_util.h"
 
 #define T0_MS 1000u
@@ -78,6 +79,7 @@ struct run {
 	uint64_t counters[SP_CNT_MAX];
 	struct sp_nat nat;
 	struct sp_runtime *rt;
+	struct sp_test_heard heard;     /* what the core reported */
 	struct label labels[MAX_LABELS];
 	unsigned n_labels;
 	char events[MAX_EVENTS][80];
@@ -267,22 +269,20 @@ vector_setup(struct run *r, json_t *file_cfg, json_t *vec)
 		printf("%s: configuration: %s\n", r->where, err);
 		return -1;
 	}
-	if (sp_nat_init(&r->nat, 0, 1,
-			cap ? (uint32_t)json_integer_value(cap) :
-			      DEFAULT_CAPACITY,
-			r->counters, SOCKET_ID_ANY, T0_MS) < 0) {
+	memset(&r->heard, 0, sizeof(r->heard));
+	if (sp_test_nat_init(&r->nat, 0, 1,
+			     cap ? (uint32_t)json_integer_value(cap) :
+				   DEFAULT_CAPACITY,
+			     r->counters, T0_MS, &r->heard) < 0) {
 		printf("%s: sp_nat_init failed\n", r->where);
 		return -1;
 	}
-	r->nat.events = sp_events_ring_create(0, SOCKET_ID_ANY);
-	return r->nat.events == NULL ? -1 : 0;
+	return 0;
 }
 
 static void
 vector_teardown(struct run *r)
 {
-	rte_ring_free(r->nat.events);
-	r->nat.events = NULL;
 	sp_nat_free(&r->nat);
 	for (unsigned i = 0; i < sp.n_pools; i++)
 		sp_pool_free(sp.pools[i]);
@@ -382,7 +382,7 @@ seen(struct run *r, uint32_t sidx, unsigned dir, uint8_t flags, uint32_t now)
 	if (!(flags & RTE_TCP_RST_FLAG))
 		s->last_seen = now;
 	if (s->proto == IPPROTO_TCP) {
-		sp_nat_tcp_track(s, dir, flags);
+		sp_session_tcp_track(s, dir, flags);
 		if (flags & (RTE_TCP_FIN_FLAG | RTE_TCP_RST_FLAG))
 			sp_nat_reschedule(&r->nat, r->rt, sidx);
 	}
@@ -636,10 +636,9 @@ check_outcome(struct run *r, json_t *want, const struct outcome *o,
 static void
 collect_events(struct run *r)
 {
-	struct sp_event ev;
-
 	r->n_events = 0;
-	while (rte_ring_sc_dequeue_elem(r->nat.events, &ev, sizeof(ev)) == 0) {
+	for (unsigned i = 0; i < r->heard.n_events; i++) {
+		const struct sp_event ev = r->heard.events[i];
 		char *line = r->events[r->n_events];
 		struct in_addr a = { .s_addr = htonl(ev.int_addr) };
 		char addr[INET_ADDRSTRLEN];
@@ -659,6 +658,7 @@ collect_events(struct run *r)
 				 sp_proto_name(ev.proto), addr, ev.int_port);
 		r->n_events++;
 	}
+	r->heard.n_events = 0;
 }
 
 static int

@@ -522,7 +522,7 @@ def test_fragments_handed_to_the_owner(tmp: Path) -> None:
 
 # A slow-path instance (offload mode) with a peer: this one owns ports
 # 1024-40000 of the pool and is the default instance, the peer (VIDs 18 and
-# 19) the rest (swpath/src/peer.h).
+# 19) the rest (swpath/src/dataplane/peer.h).
 SLOW_PATH = f"""\
 interface inside zone inside port 0 vlan 1 slow_path true address 192.0.2.1/30 mac {MAC_IN}
 interface outside zone outside port 0 vlan 2 slow_path true address 192.0.2.5/30 mac {MAC_OUT}

@@ -8,8 +8,10 @@
 #include <rte_eal.h>
 #include <rte_log.h>
 
-#include "control.h"
-#include "setup.h"
+#include "control/control.h"
+#include "control/routing.h"
+#include "control/publish.h"
+#include "control/setup.h"
 #include "sp_harness.h"
 
 static char prefix[64];

@@ -10,7 +10,7 @@
 
 #include <stddef.h>
 
-#include "sp.h"
+#include "dataplane/sp.h"
 
 /*
  * Starts the EAL (no shared config, one lcore per worker plus the main one,

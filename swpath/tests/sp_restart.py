@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
 """Live tests of swpath restarts that keep established flows (--state,
-swpath/src/session_store.h): sp_live's set-up (two veth pairs, af_packet, two
+swpath/src/persist/session_store.h): sp_live's set-up (two veth pairs, af_packet, two
 workers with software RSS, scapy on the far ends), one process replaced by
 another with the same command line.
 

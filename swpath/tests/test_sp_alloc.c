@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * What only the C allocator (swpath/src/allocator.c) has, or what needs more
+ * What only the C allocator (swpath/src/core/allocator.c) has, or what needs more
  * draws than a vector: host binding and release, the random start's spread,
  * port preservation on a port another worker owns, pool limits. The policy
  * both cores share is in the NAT vectors (tests/vectors/nat/).
@@ -13,8 +13,10 @@
 #include <rte_memory.h>
 #include <rte_random.h>
 
-#include "allocator.h"
-#include "rss.h"
+#include "core/allocator.h"
+#include "core/rss.h"
+#include "dataplane/dispatch.h"
+#include "sp_core_util.h"
 
 #define REUSE_MS 120000u
 
@@ -51,13 +53,12 @@ make_workers(uint32_t addr, uint8_t len, uint16_t lo, uint16_t hi,
 {
 	struct sp_prefix p = { .addr = addr, .len = len };
 	struct fixture f;
-	char err[256];
 
 	sp_rss_init(&rss, sp_rss_default_key, 128, n_workers);
-	f.pool = sp_pool_create("p", &p, 1, lo, hi, &rss, n_workers, err,
-				sizeof(err));
+	f.pool = sp_test_pool("p", &p, 1, lo, hi, &rss, n_workers);
 	assert_non_null(f.pool);
-	assert_int_equal(sp_alloc_ctx_init(&f.ctx, 0, 4096, SOCKET_ID_ANY), 0);
+	assert_int_equal(sp_alloc_ctx_init(&f.ctx, &sp_dpdk_env, 0, 4096,
+					   SOCKET_ID_ANY), 0);
 	live = f;
 	is_live = 1;
 	return f;
@@ -189,8 +190,12 @@ test_pool_limits(void **state)
 
 	(void)state;
 	sp_rss_init(&rss, sp_rss_default_key, 128, 1);
-	assert_null(sp_pool_create("big", &big, 1, 1024, 65535, &rss, 1, err,
-				   sizeof(err)));
+	assert_null(sp_pool_create(&(struct sp_pool_params){
+					   .name = "big", .prefixes = &big,
+					   .n_prefixes = 1, .port_min = 1024,
+					   .port_max = 65535, .rss = &rss,
+					   .n_workers = 1, .env = &sp_dpdk_env,
+				   }, err, sizeof(err)));
 	assert_non_null(strstr(err, "at most"));
 }
 

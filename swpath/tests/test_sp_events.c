@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Mapping event logging (swpath/src/events.c): the line is the controller's
+ * Mapping event logging (swpath/src/persist/events.c): the line is the controller's
  * (controller/tests/test_events.py asserts the same string), a record's time
  * is the wall clock minus its age, a full ring drops and counts instead of
  * waiting, the file is appended to and reopened after logrotate moves it,
@@ -17,8 +17,9 @@
 #include <rte_cycles.h>
 #include <rte_malloc.h>
 
-#include "events.h"
-#include "sp.h"
+#include "dataplane/sp.h"
+#include "persist/events.h"
+#include "persist/sink.h"
 
 /* 2023-11-14T22:13:20Z */
 #define WHEN 1700000000
@@ -86,10 +87,18 @@ read_file(const char *p)
 	return buf;
 }
 
+/* An event as the worker's core reports it (persist/sink.c puts it in
+ * the worker's ring); *dropped: the worker's events_dropped since. */
 static void
 push(struct rte_ring *ring, struct sp_event ev, uint64_t *dropped)
 {
-	sp_event_push(ring, &ev, dropped);
+	struct sp_worker *w = sp.workers[0];
+	struct sp_nat_observer o = sp_sink_observer(w);
+	uint64_t before = w->cnt[SP_CNT_events_dropped];
+
+	assert_ptr_equal(ring, w->event_ring);
+	o.event(o.ctx, &ev);
+	*dropped += w->cnt[SP_CNT_events_dropped] - before;
 }
 
 /* One worker with an event ring, as sp_setup_workers makes it. */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * What only the C core (swpath/src/nat.c) has: two index keys per session,
+ * What only the C core (swpath/src/core/) has: two index keys per session,
  * the timer wheel's bounded steps and run-time timeout changes, no event for
  * a mapping that never carried a session, the hairpin flag, the owner checks
  * that hand a flow to another worker, the indexes under churn. The behaviour
@@ -15,17 +15,21 @@
 
 #include <rte_memory.h>
 
-#include "events.h"
-#include "nat.h"
-#include "session_stream.h"
+#include "core/adopt.h"
+#include "core/lifecycle.h"
+#include "core/nat.h"
+#include "core/rule.h"
+#include "dataplane/dispatch.h"
+#include "dataplane/sp.h"
 #include "qns.h"
-#include "sp.h"
+#include "sp_core_util.h"
 
 #define T0 1000u
 
 static uint64_t counters[SP_CNT_MAX];
 static struct sp_nat nat;
 static struct sp_runtime *rt;
+static struct sp_test_heard heard;
 
 static struct sp_runtime *
 runtime(uint32_t n_owned, const struct sp_range *owned)
@@ -39,6 +43,7 @@ runtime(uint32_t n_owned, const struct sp_range *owned)
 	for (unsigned p = 0; p < SP_PI_MAX; p++)
 		r->filtering[p] = SP_FILTER_ADDR;
 	r->reuse_ms = 120000;
+	r->after_packets = 1;
 	r->n_owned = n_owned;
 	memcpy(r->owned, owned, n_owned * sizeof(*owned));
 	return r;
@@ -62,9 +67,8 @@ add_pool(const char *name, uint32_t addr, uint8_t len, uint16_t lo,
 	 uint16_t hi)
 {
 	struct sp_prefix p = { .addr = addr, .len = len };
-	char err[256];
-	struct sp_pool *pool = sp_pool_create(name, &p, 1, lo, hi, &sp.rss,
-					      sp.n_workers, err, sizeof(err));
+	struct sp_pool *pool = sp_test_pool(name, &p, 1, lo, hi, &sp.rss,
+					    sp.n_workers);
 
 	assert_non_null(pool);
 	pool->index = (uint16_t)sp.n_pools;
@@ -95,14 +99,14 @@ setup_test(void **state)
 	add_rule(5, QNS_DNAT, 0xcb007120, 28, 0, 0, 0,
 		 sp_act_dnat(0x0a000020, 28, 0, 0));
 	rt = runtime(1, owned);
-	return sp_nat_init(&nat, 0, 1, 1024, counters, SOCKET_ID_ANY, T0);
+	memset(&heard, 0, sizeof(heard));
+	return sp_test_nat_init(&nat, 0, 1, 1024, counters, T0, &heard);
 }
 
 static int
 teardown_test(void **state)
 {
 	(void)state;
-	rte_ring_free(nat.events);
 	sp_nat_free(&nat);
 	for (unsigned i = 0; i < sp.n_pools; i++)
 		sp_pool_free(sp.pools[i]);
@@ -216,28 +220,20 @@ test_shortened_timeout_applies(void **state)
 	assert_int_equal(sp_nat_age(&nat, rt, T0 + SP_WHEEL_RECHECK_MS + 500, 1000), 1);
 }
 
-/* The records in the worker's event ring, oldest first. */
+/* The events heard since the last call, oldest first. */
 static unsigned
-take_events(struct rte_ring *ring, struct sp_event *ev, unsigned max)
+take_events(struct sp_event *ev, unsigned max)
 {
-	return rte_ring_sc_dequeue_burst_elem(ring, ev, sizeof(ev[0]), max,
-					      NULL);
-}
+	unsigned n = heard.n_events < max ? heard.n_events : max;
 
-static struct rte_ring *
-event_ring(void)
-{
-	struct rte_ring *ring = sp_events_ring_create(0, SOCKET_ID_ANY);
-
-	assert_non_null(ring);
-	nat.events = ring;
-	return ring;
+	memcpy(ev, heard.events, n * sizeof(*ev));
+	heard.n_events = 0;
+	return n;
 }
 
 static void
 test_no_event_without_session(void **state)
 {
-	struct rte_ring *ring = event_ring();
 	struct sp_flow_key k = key(IPPROTO_UDP, 0x0a000002, 2000, 0x08080808, 53);
 	struct sp_event ev[4];
 	uint32_t sidx;
@@ -246,11 +242,11 @@ test_no_event_without_session(void **state)
 	(void)state;
 	for (uint16_t i = 0; i < 1024; i++)
 		out_ok(IPPROTO_UDP, 0x0a000002, 1, 0x08080808, (uint16_t)(i + 1), T0);
-	assert_int_equal(take_events(ring, ev, 4), 1);
+	assert_int_equal(take_events(ev, 4), 1);
 	/* a mapping is made, then the session table refuses its session */
 	assert_int_equal(sp_nat_outbound(&nat, rt, &k, 0, T0, 1, &sidx, &owner),
 			 SP_CNT_drop_table_full);
-	assert_int_equal(take_events(ring, ev, 4), 0);
+	assert_int_equal(take_events(ev, 4), 0);
 }
 
 /* An operator's delete: the selected sessions go as expiry takes them
@@ -258,7 +254,6 @@ test_no_event_without_session(void **state)
 static void
 test_delete_by_filter(void **state)
 {
-	struct rte_ring *ring = event_ring();
 	struct sp_session_filter f = { .has_src = true, .src = 0x0a000002 };
 	struct sp_event ev[8];
 	struct sp_flow_key k = key(IPPROTO_UDP, 0x0a000003, 7, 0x08080808, 53);
@@ -267,11 +262,11 @@ test_delete_by_filter(void **state)
 	out_ok(IPPROTO_UDP, 0x0a000002, 5000, 0x08080808, 53, T0);
 	out_ok(IPPROTO_TCP, 0x0a000002, 5001, 0x08080808, 80, T0);
 	out_ok(IPPROTO_UDP, 0x0a000003, 7, 0x08080808, 53, T0);
-	assert_int_equal(take_events(ring, ev, 8), 3);
+	assert_int_equal(take_events(ev, 8), 3);
 	assert_int_equal(sp_nat_delete(&nat, &f, T0 + 1), 2);
 	assert_int_equal(nat.n_sessions, 1);
 	assert_int_equal(counters[SP_CNT_sessions_deleted], 2);
-	assert_int_equal(take_events(ring, ev, 8), 2);
+	assert_int_equal(take_events(ev, 8), 2);
 	assert_int_equal(ev[0].type, SP_EVENT_DELETED);
 	assert_true(sp_nat_lookup(&nat, &k) >= 0);
 	/* nothing else matches; the survivor still ages out on the wheel */
@@ -286,7 +281,7 @@ static void
 session_cmd(uint8_t action, const struct sp_session *s, uint32_t id,
 	    uint32_t now)
 {
-	struct sp_cmd_session c = {
+	struct sp_session_cmd c = {
 		.action = action, .proto = s->proto, .id = id,
 		.int_addr = rte_be_to_cpu_32(s->int_addr),
 		.int_port = rte_be_to_cpu_16(s->int_port),
@@ -313,8 +308,8 @@ test_offloaded_sessions_age_by_the_switch(void **state)
 	b = out_ok(IPPROTO_UDP, 0x0a000003, 5000, 0x08080808, 53, T0);
 	id_a = a->id;
 	id_b = b->id;
-	session_cmd(SP_SESSION_OFFLOAD, a, id_a, T0 + 1);
-	session_cmd(SP_SESSION_OFFLOAD, b, id_b, T0 + 1);
+	session_cmd(SP_SESSION_CMD_OFFLOAD, a, id_a, T0 + 1);
+	session_cmd(SP_SESSION_CMD_OFFLOAD, b, id_b, T0 + 1);
 	assert_int_equal(counters[SP_CNT_sessions_offloaded], 2);
 	assert_true(a->flags & SP_SESS_OFFLOADED);
 	/* far past their timeout: both stay, the switch holds them */
@@ -322,20 +317,20 @@ test_offloaded_sessions_age_by_the_switch(void **state)
 		assert_int_equal(sp_nat_age(&nat, rt, t, 1000), 0);
 	assert_int_equal(nat.n_sessions, 2);
 	/* the switch says a is idle: it goes with the next ageing pass */
-	session_cmd(SP_SESSION_IDLE, a, id_a, T0 + 200000);
+	session_cmd(SP_SESSION_CMD_IDLE, a, id_a, T0 + 200000);
 	assert_int_equal(sp_nat_age(&nat, rt, T0 + 200500, 1000), 1);
 	assert_int_equal(nat.n_sessions, 1);
 	assert_int_equal(b->proto, IPPROTO_UDP);
 	/* b is back in software (say, a full table took it out): its own
 	 * timer runs from now */
-	session_cmd(SP_SESSION_ONLOAD, b, id_b, T0 + 200000);
+	session_cmd(SP_SESSION_CMD_ONLOAD, b, id_b, T0 + 200000);
 	assert_false(b->flags & SP_SESS_OFFLOADED);
 	assert_int_equal(sp_nat_age(&nat, rt, T0 + 205000, 1000), 0);
 	assert_int_equal(sp_nat_age(&nat, rt, T0 + 211000, 1000), 1);
 	assert_int_equal(nat.n_sessions, 0);
 	/* about sessions that are gone, or by the wrong id */
 	a = out_ok(IPPROTO_UDP, 0x0a000002, 5000, 0x08080808, 53, T0 + 212000);
-	session_cmd(SP_SESSION_OFFLOAD, a, id_a, T0 + 212000);
+	session_cmd(SP_SESSION_CMD_OFFLOAD, a, id_a, T0 + 212000);
 	assert_false(a->flags & SP_SESS_OFFLOADED);
 	assert_int_equal(counters[SP_CNT_offload_unknown], 1);
 }
@@ -350,9 +345,9 @@ test_switch_idle_waits_for_software_traffic(void **state)
 	(void)state;
 	rt->timeout_ms[SP_TO_UDP] = 10000;
 	a = out_ok(IPPROTO_UDP, 0x0a000002, 5000, 0x08080808, 53, T0);
-	session_cmd(SP_SESSION_OFFLOAD, a, a->id, T0);
+	session_cmd(SP_SESSION_CMD_OFFLOAD, a, a->id, T0);
 	a->last_seen = T0 + 50000; /* a packet through swpath */
-	session_cmd(SP_SESSION_IDLE, a, a->id, T0 + 52000);
+	session_cmd(SP_SESSION_CMD_IDLE, a, a->id, T0 + 52000);
 	assert_int_equal(sp_nat_age(&nat, rt, T0 + 55000, 1000), 0);
 	assert_int_equal(sp_nat_age(&nat, rt, T0 + 61000, 1000), 1);
 }
@@ -363,33 +358,66 @@ test_switch_idle_waits_for_software_traffic(void **state)
 static void
 test_stream_after_packets(void **state)
 {
-	struct rte_ring *ring = sp_stream_ring_create(0, SOCKET_ID_ANY);
-	struct sp_stream_record r[4];
 	struct sp_session *a, *b;
 
 	(void)state;
-	assert_non_null(ring);
-	nat.stream = ring;
-	sp_stream_subscribers = 1;
 	a = out_ok(IPPROTO_UDP, 0x0a000002, 5000, 0x08080808, 53, T0);
-	assert_int_equal(rte_ring_count(ring), 1);
-	sp_stream_count(&nat, a, T0);
-	assert_int_equal(rte_ring_count(ring), 1);
-	sp_stream_after_packets = 2;
+	assert_int_equal(sp_test_heard_count(&heard, SP_SESSION_ANNOUNCED), 1);
+	sp_nat_count_packet(&nat, rt, a, T0);
+	assert_int_equal(sp_test_heard_count(&heard, SP_SESSION_ANNOUNCED), 1);
+	rt->after_packets = 2;
 	b = out_ok(IPPROTO_UDP, 0x0a000003, 5000, 0x08080808, 53, T0);
-	sp_stream_count(&nat, b, T0); /* its first packet */
-	assert_int_equal(rte_ring_count(ring), 1);
-	sp_stream_count(&nat, b, T0 + 1); /* its second */
-	sp_stream_count(&nat, b, T0 + 2);
-	assert_int_equal(rte_ring_count(ring), 2);
-	assert_int_equal(rte_ring_sc_dequeue_burst_elem(ring, r, sizeof(r[0]), 4, NULL), 2);
-	assert_int_equal(r[1].type, SP_STREAM_OPENED);
-	assert_int_equal(r[1].id, b->id);
-	assert_int_equal(r[1].time_ms, T0 + 1);
-	sp_stream_after_packets = 1;
-	sp_stream_subscribers = 0;
-	nat.stream = NULL;
-	rte_ring_free(ring);
+	assert_int_equal(sp_test_heard_count(&heard, SP_SESSION_OPENED), 2);
+	sp_nat_count_packet(&nat, rt, b, T0); /* its first packet */
+	assert_int_equal(sp_test_heard_count(&heard, SP_SESSION_ANNOUNCED), 1);
+	sp_nat_count_packet(&nat, rt, b, T0 + 1); /* its second */
+	sp_nat_count_packet(&nat, rt, b, T0 + 2);
+	assert_int_equal(sp_test_heard_count(&heard, SP_SESSION_ANNOUNCED), 2);
+	assert_int_equal(heard.sessions[heard.n_sessions - 1].ev,
+			 SP_SESSION_ANNOUNCED);
+	assert_int_equal(heard.sessions[heard.n_sessions - 1].id, b->id);
+	assert_int_equal(heard.sessions[heard.n_sessions - 1].time, T0 + 1);
+	rt->after_packets = 1;
+}
+
+/* The observer's listening word (core/observer.h): nothing is called while
+ * nobody listens, and each event only while one who wants it listens, as
+ * persist/sink.c sets it; the decisions are the same either way. */
+static void
+test_heard_only_while_listening(void **state)
+{
+	enum { STORE = 1, STREAM = 2, EVENTS = 4 };
+	uint32_t listening = 0;
+	struct sp_session *s;
+
+	(void)state;
+	nat.obs.listening = &listening;
+	memcpy(nat.obs.session_when, (uint32_t[SP_SESSION_EVENTS]){
+		[SP_SESSION_OPENED] = STORE, [SP_SESSION_ANNOUNCED] = STREAM,
+		[SP_SESSION_EXPIRED] = STORE | STREAM,
+	}, sizeof(nat.obs.session_when));
+	nat.obs.events_when = EVENTS;
+	rt->timeout_ms[SP_TO_UDP] = 1000;
+	s = out_ok(IPPROTO_UDP, 0x0a000002, 5000, 0x08080808, 53, T0);
+	assert_int_equal(heard.n_sessions + heard.n_events, 0);
+	assert_int_equal(s->rule_id, 1);
+	__atomic_store_n(&listening, STORE, __ATOMIC_RELAXED);
+	out_ok(IPPROTO_UDP, 0x0a000002, 5001, 0x08080808, 53, T0);
+	assert_int_equal(heard.n_sessions, 1);
+	assert_int_equal(heard.sessions[0].ev, SP_SESSION_OPENED);
+	assert_int_equal(heard.n_events, 0);
+	__atomic_store_n(&listening, STREAM | EVENTS, __ATOMIC_RELAXED);
+	out_ok(IPPROTO_UDP, 0x0a000002, 5002, 0x08080808, 53, T0);
+	assert_int_equal(heard.n_sessions, 2);
+	assert_int_equal(heard.sessions[1].ev, SP_SESSION_ANNOUNCED);
+	assert_int_equal(heard.n_events, 1);
+	assert_int_equal(heard.events[0].type, SP_EVENT_CREATED);
+	/* all three expire: each closing heard, each mapping's end logged */
+	while (sp_nat_age(&nat, rt, T0 + SP_WHEEL_RECHECK_MS + 2000, 1000) > 0)
+		;
+	assert_int_equal(sp_test_heard_count(&heard, SP_SESSION_EXPIRED), 3);
+	assert_int_equal(heard.n_events, 4);
+	assert_int_equal(nat.n_sessions, 0);
 }
 
 static void
@@ -431,8 +459,8 @@ test_owner_checks(void **state)
 			 SP_NAT_OK);
 	/* DNAT: the session goes with the server 10.0.0.5 */
 	w = sp_owner_inside(&sp.rss, 0x0a000005);
-	assert_int_equal(sp_nat_init(&other, 1 - w, 2, 64, counters,
-				     SOCKET_ID_ANY, T0), 0);
+	assert_int_equal(sp_test_nat_init(&other, 1 - w, 2, 64, counters, T0,
+					  NULL), 0);
 	k = key(IPPROTO_TCP, 0x05060708, 33333, 0xcb00710b, 443);
 	assert_int_equal(sp_nat_inbound(&other, rt, &k, 0, T0, 1, &sidx, &owner),
 			 SP_NAT_HANDOFF);
@@ -514,7 +542,8 @@ churn_check(const struct churn *c, unsigned n)
 			else
 				assert_int_equal(rc, SP_CNT_drop_filtered);
 			if (rc == SP_NAT_OK)
-				sp_nat_remove(&nat, (uint32_t)(t - nat.sessions), T0);
+				sp_nat_remove(&nat, (uint32_t)(t - nat.sessions),
+					      SP_SESSION_EXPIRED, T0);
 		}
 	}
 }
@@ -560,7 +589,8 @@ test_indexes_under_churn(void **state)
 		int64_t d = sp_nat_lookup(&nat, &c[i].k_in);
 
 		assert_true(d >= 0);
-		sp_nat_remove(&nat, (uint32_t)(d >> 1), T0);
+		sp_nat_remove(&nat, (uint32_t)(d >> 1), SP_SESSION_EXPIRED,
+			      T0);
 		c[i].live = 0;
 		if (n % 30 == 0 || n + 1 == CHURN_N)
 			churn_check(c, CHURN_N);
@@ -588,8 +618,9 @@ probes_per_hit(unsigned set)
 	uint64_t probes = 0;
 
 	assert_non_null(count);
-	assert_int_equal(sp_hix_init(&ix, "t_spread", 1, 1u << SPREAD_BITS,
-				     false, SOCKET_ID_ANY), 0);
+	assert_int_equal(sp_hix_init(&ix, &sp_dpdk_env, "t_spread", 1,
+				     1u << SPREAD_BITS, false, SOCKET_ID_ANY),
+			 0);
 	for (unsigned i = 0; i < n; i++) {
 		struct sp_flow_key k;
 		uint64_t w1, w0;
@@ -605,7 +636,7 @@ probes_per_hit(unsigned set)
 		w0 = sp_flow_key_words(&k, &w1);
 		probes += ++count[sp_hix_hash(&ix, w0, w1) & ix.mask];
 	}
-	sp_hix_free(&ix);
+	sp_hix_free(&ix, &sp_dpdk_env);
 	free(count);
 	return (double)probes / n;
 }
@@ -787,11 +818,11 @@ test_adopt_refuses_what_the_configuration_no_longer_gives(void **state)
 
 /* -- a session handed back by the offload manager (sp_nat_handback) --------- */
 
-static struct sp_cmd_session
+static struct sp_session_cmd
 handback_of(const struct sp_session *rec, enum sp_tcp_phase phase)
 {
-	return (struct sp_cmd_session){
-		.action = SP_SESSION_ADOPT,
+	return (struct sp_session_cmd){
+		.action = SP_SESSION_CMD_ADOPT,
 		.proto = rec->proto,
 		.int_addr = rte_be_to_cpu_32(rec->int_addr),
 		.int_port = rte_be_to_cpu_16(rec->int_port),
@@ -809,7 +840,7 @@ test_handback_takes_the_switch_s_session(void **state)
 {
 	struct sp_session rec, bad;
 	struct sp_session *s;
-	struct sp_cmd_session c;
+	struct sp_session_cmd c;
 	struct sp_flow_key k;
 	uint32_t newer;
 	int64_t found;
@@ -829,7 +860,7 @@ test_handback_takes_the_switch_s_session(void **state)
 	s = &nat.sessions[found >> 1];
 	/* offloaded (aged by the switch), established, an id of its own */
 	assert_true(s->flags & SP_SESS_OFFLOADED);
-	assert_int_equal(sp_nat_tcp_phase(s), SP_TCP_ESTABLISHED);
+	assert_int_equal(sp_session_tcp_phase(s), SP_TCP_ESTABLISHED);
 	assert_true(s->id > newer);
 	assert_int_equal(s->rule_id, 1);
 	/* its mapping is back: endpoint-independent (RFC 4787 REQ-1) */
@@ -870,6 +901,7 @@ main(void)
 		T(test_offloaded_sessions_age_by_the_switch),
 		T(test_switch_idle_waits_for_software_traffic),
 		T(test_stream_after_packets),
+		T(test_heard_only_while_listening),
 		T(test_hairpin_flag),
 		T(test_owner_checks),
 		T(test_indexes_under_churn),

@@ -11,9 +11,9 @@
 
 #include <rte_ip.h>
 
-#include "icmp_error.h"
-#include "icmp_gen.h"
-#include "packet.h"
+#include "dataplane/icmp_error.h"
+#include "dataplane/icmp_gen.h"
+#include "dataplane/packet.h"
 
 #define BUF_SIZE 2048
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The RSS design (swpath/src/rss.h, allocator.c): the tabulated Toeplitz
+ * The RSS design (swpath/src/core/rss.h, core/allocator.c): the tabulated Toeplitz
  * hash equals rte_softrss, each pool (address, port) belongs to exactly one
  * worker, and every port a worker allocates gets its reply, hashed as the NIC
  * hashes it (destination address and port, through the RETA), on that
@@ -13,10 +13,12 @@
 #include <rte_ip.h>
 #include <rte_thash.h>
 
-#include "allocator.h"
-#include "fastpath.h"
-#include "rss.h"
-#include "sp.h"
+#include "core/allocator.h"
+#include "core/rss.h"
+#include "dataplane/dispatch.h"
+#include "dataplane/packet.h"
+#include "dataplane/sp.h"
+#include "sp_core_util.h"
 
 static uint64_t rng = 0x1234567887654321ull;
 
@@ -99,7 +101,6 @@ test_pool_partition(void **state)
 		{ .addr = 0xcb007100, .len = 29 },      /* 203.0.113.0/29 */
 		{ .addr = 0xc6336409, .len = 32 },      /* 198.51.100.9 */
 	};
-	char err[256];
 
 	(void)state;
 	for (unsigned k = 0; k < RTE_DIM(workers); k++) {
@@ -108,8 +109,7 @@ test_pool_partition(void **state)
 		struct sp_pool *pool;
 
 		sp_rss_init(&rss, sp_rss_default_key, 128, nw);
-		pool = sp_pool_create("p", pfx, 2, 1024, 65535, &rss, nw, err,
-				      sizeof(err));
+		pool = sp_test_pool("p", pfx, 2, 1024, 65535, &rss, nw);
 		assert_non_null(pool);
 		assert_int_equal(pool->n_addrs, 9);
 		for (uint32_t a = 0; a < pool->n_addrs; a++) {
@@ -156,7 +156,6 @@ test_allocations_come_back(void **state)
 {
 	static const unsigned workers[] = { 2, 3, 4, 7 };
 	struct sp_prefix pfx = { .addr = 0xcb007100, .len = 28 };
-	char err[256];
 
 	(void)state;
 	for (unsigned k = 0; k < RTE_DIM(workers); k++) {
@@ -165,15 +164,15 @@ test_allocations_come_back(void **state)
 		struct sp_pool *pool;
 
 		sp_rss_init(&rss, sp_rss_default_key, 128, nw);
-		pool = sp_pool_create("p", &pfx, 1, 1024, 65535, &rss, nw, err,
-				      sizeof(err));
+		pool = sp_test_pool("p", &pfx, 1, 1024, 65535, &rss, nw);
 		assert_non_null(pool);
 		for (unsigned w = 0; w < nw; w++) {
 			struct sp_alloc_ctx ctx;
 			unsigned done = 0;
 
-			assert_int_equal(sp_alloc_ctx_init(&ctx, w, 8192,
-							   SOCKET_ID_ANY), 0);
+			assert_int_equal(sp_alloc_ctx_init(&ctx, &sp_dpdk_env, w,
+							   8192, SOCKET_ID_ANY),
+					 0);
 			for (uint32_t host = 0x0a000000; done < 3000; host++) {
 				struct sp_alloc a;
 

@@ -2,98 +2,146 @@
 
 The DPDK data path reads these instead of TOML, so the configuration keeps a
 single parser and validator; the same lines are what its control socket takes.
+Every line is rendered through the language's table (command_render.py, from
+swpath/spec/commands.toml, as swpath's parser is), so none can hold a word
+swpath does not read.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from quicknat.addr import format_ipv4
+from quicknat.addr import Prefix
+from quicknat.config.command_render import render
 from quicknat.config.instances import peer_commands
-from quicknat.config.model import DEFAULT_MTU, Config, EventLog, Logging, Pool, Zone
-from quicknat.config.values import display
+from quicknat.config.model import DEFAULT_MTU, Config, EventLog, Interface, Logging, Pool, Zone
 from quicknat.p4.constants import ZONE_INSIDE, ZONE_OUTSIDE
-from quicknat.rules import DnatTo, Rule, SnatToAddress, SnatToPool
+from quicknat.rules import DnatTo, Protocol, Rule, SnatToAddress, SnatToPool
+
+# (address, port) of a session's end, host order; ICMP: the identifier
+Endpoint = tuple[int, int]
 
 
 def rule_command(rule: Rule) -> str:
-    words = ["rule", "add", "id", str(rule.id), "type", str(rule.kind), "prefix", str(rule.prefix)]
-    if rule.port is not None:
-        words += ["port", str(rule.port)]
-    words += ["protocol", str(rule.protocol)]
+    """`rule add ...`: what swpath's `rules` lists back for the rule."""
     target = rule.target
+    to: dict[str, object] = {}
     if isinstance(target, SnatToPool):
-        words += ["pool", target.pool]
+        to["pool"] = target.pool
     elif isinstance(target, SnatToAddress):
-        words += ["to", f"{format_ipv4(target.address)}/32"]
+        to["to"] = Prefix(target.address, 32)
     elif isinstance(target, DnatTo):
-        words += ["to", str(target.prefix)]
-        if target.port is not None:
-            words += ["to_port", str(target.port)]
+        to["to"] = target.prefix
+        to["to_port"] = target.port
     else:
         raise ValueError(f"rule {rule.id} has no target")
-    return " ".join(words)
+    return render(
+        "rule add",
+        id=rule.id,
+        type=rule.kind,
+        prefix=rule.prefix,
+        port=rule.port,
+        protocol=rule.protocol,
+        **to,
+    )
 
 
 def logging_command(logging: Logging) -> str:
-    line = f"logging events {logging.events}"
-    if logging.events is EventLog.FILE:
-        line += f" file {logging.file}"
-    for word in ("syslog_server", "ipfix_collector"):
-        where = getattr(logging, word)
-        if where is not None:
-            line += f" {word} {where[0]}:{where[1]}"
-    return line
+    return render(
+        "logging",
+        events=logging.events,
+        file=logging.file if logging.events is EventLog.FILE else None,
+        syslog_server=logging.syslog_server,
+        ipfix_collector=logging.ipfix_collector,
+    )
 
 
 def pool_command(pool: Pool) -> str:
-    addresses = " ".join(str(prefix) for prefix in pool.addresses)
-    return (
-        f"pool {pool.name} ports {pool.port_min}-{pool.port_max} "
-        f"preserve_parity {display(pool.preserve_parity)} "
-        f"preserve_port {display(pool.preserve_port)} addresses {addresses}"
+    return render(
+        "pool",
+        pool.name,
+        ports=(pool.port_min, pool.port_max),
+        preserve_parity=pool.preserve_parity,
+        preserve_port=pool.preserve_port,
+        addresses=pool.addresses,
     )
+
+
+def interface_command(interface: Interface, port: int) -> str:
+    return render(
+        "interface",
+        interface.name,
+        zone=interface.zone,
+        port=port,
+        address=interface.address,
+        mac=interface.mac,
+        mtu=interface.mtu if interface.mtu != DEFAULT_MTU else None,
+        vlan=interface.vlan,
+        slow_path=interface.slow_path,
+    )
+
+
+def settings_commands(config: Config) -> list[str]:
+    """The run-time settings: timeouts, filtering, limits, ICMP errors."""
+    t, f, lim, icmp = config.timeouts, config.filtering, config.limits, config.icmp
+    return [
+        render(
+            "timeouts",
+            udp=t.udp,
+            tcp_established=t.tcp_established,
+            tcp_transitory=t.tcp_transitory,
+            icmp=t.icmp,
+        ),
+        render("filtering", udp=f.udp, tcp=f.tcp, icmp=f.icmp),
+        render(
+            "limits",
+            ports_per_host=lim.ports_per_host,
+            sessions_per_host=lim.sessions_per_host,
+        ),
+        render(
+            "icmp",
+            unreachable_on_exhaustion=icmp.unreachable_on_exhaustion,
+            rate=icmp.rate,
+            burst=icmp.burst,
+        ),
+    ]
 
 
 def config_commands(config: Config) -> list[str]:
     lines = [f"# from {config.source}"]
     for index, interface in enumerate(config.interfaces):
         port = interface.port if interface.port is not None else index
-        line = f"interface {interface.name} zone {interface.zone} port {port}"
-        if interface.address is not None:
-            line += f" address {interface.address}"
-        if interface.mac is not None:
-            line += f" mac {interface.mac}"
-        if interface.mtu != DEFAULT_MTU:
-            line += f" mtu {interface.mtu}"
-        if interface.vlan is not None:
-            line += f" vlan {interface.vlan}"
-        if interface.slow_path:
-            line += " slow_path true"
-        lines.append(line)
-    for route in config.routes:
-        line = f"route {route.prefix} dev {route.interface}"
-        if route.via is not None:
-            line += f" via {format_ipv4(route.via)}"
-        lines.append(line)
-    for n in config.neighbors:
-        lines.append(f"neighbor {format_ipv4(n.address)} mac {n.mac} dev {n.interface}")
+        lines.append(interface_command(interface, port))
+    lines += [render("route", r.prefix, dev=r.interface, via=r.via) for r in config.routes]
+    lines += [render("neighbor", n.address, mac=n.mac, dev=n.interface) for n in config.neighbors]
     lines.extend(pool_command(pool) for pool in config.pools)
     lines.extend(rule_command(rule) for rule in config.rules)
-    t, f, lim = config.timeouts, config.filtering, config.limits
-    lines.append(
-        f"timeouts udp {t.udp} tcp_established {t.tcp_established} "
-        f"tcp_transitory {t.tcp_transitory} icmp {t.icmp}"
-    )
-    lines.append(f"filtering udp {f.udp} tcp {f.tcp} icmp {f.icmp}")
-    lines.append(
-        f"limits ports_per_host {lim.ports_per_host} sessions_per_host {lim.sessions_per_host}"
-    )
-    icmp = config.icmp
-    on = "on" if icmp.unreachable_on_exhaustion else "off"
-    lines.append(f"icmp unreachable_on_exhaustion {on} rate {icmp.rate} burst {icmp.burst}")
+    lines += settings_commands(config)
     lines.append(logging_command(config.logging))
     return lines
+
+
+def session_command(
+    action: str, session_id: int, protocol: Protocol, internal: Endpoint, remote: Endpoint
+) -> str:
+    """`session offload|idle|onload ID PROTO INTERNAL REMOTE`: the offload
+    manager's word on one session, named by its id and found by its
+    inside-to-outside key (docs/swpath-commands.md). Endpoints are
+    (address, port); for ICMP the port is the identifier."""
+    return render(f"session {action}", session_id, protocol, internal, remote)
+
+
+def adopt_command(
+    protocol: Protocol,
+    endpoints: tuple[Endpoint, Endpoint, Endpoint],
+    origin: str,
+    phase: str | None = None,
+) -> str:
+    """`session adopt PROTO INTERNAL EXTERNAL REMOTE ORIGIN [PHASE]`: a
+    session the switch holds, handed back to an instance that lost it;
+    PHASE (opening, established, closing, reset) for TCP only."""
+    internal, external, remote = endpoints
+    return render("session adopt", protocol, internal, external, remote, origin, phase)
 
 
 RUNTIME_SETTINGS = ("timeouts ", "filtering ", "limits ", "icmp ")
@@ -110,9 +158,9 @@ def runtime_commands(running: dict[int, str], wanted: Config, flush: bool) -> li
     commands = []
     for rule_id, line in running.items():
         if target.get(rule_id) != line:  # removed or changed
-            commands.append(f"rule del {rule_id}")
+            commands.append(render("rule del", rule_id))
             if flush:
-                commands.append(f"sessions delete rule {rule_id}")
+                commands.append(render("sessions", "delete", rule=rule_id))
     commands += [line for rule_id, line in target.items() if running.get(rule_id) != line]
     commands += [c for c in config_commands(wanted) if c.startswith(RUNTIME_SETTINGS)]
     return commands
@@ -129,7 +177,7 @@ SLOW_PATH_SWITCH_MAC = "02:00:00:00:fe:fe"
 SLOW_PATH_VID = {Zone.INSIDE: ZONE_INSIDE, Zone.OUTSIDE: ZONE_OUTSIDE}  # p4src: the zone is the VID
 
 
-def _slow_path_routes(config: Config) -> list[tuple[str, Zone, str]]:
+def _slow_path_routes(config: Config) -> list[tuple[str, Zone, int | None]]:
     """An instance's routes, all through the switch: each inside network
     (connected or routed), and the default route outside. Each names the
     switch's own address on the port toward those hosts as the `source` of
@@ -138,11 +186,11 @@ def _slow_path_routes(config: Config) -> list[tuple[str, Zone, str]]:
     address, which the host never sees)."""
     by_name = {i.name: i for i in config.interfaces}
 
-    def source(interface: str) -> str:
+    def source(interface: str) -> int | None:
         address = by_name[interface].address
-        return "" if address is None else f" source {format_ipv4(address.address)}"
+        return None if address is None else address.address
 
-    inside: dict[str, str] = {}
+    inside: dict[str, int | None] = {}
     for i in config.interfaces:
         if i.zone is Zone.INSIDE and i.address is not None and not i.slow_path:
             inside[str(i.address.network)] = source(i.name)
@@ -153,8 +201,31 @@ def _slow_path_routes(config: Config) -> list[tuple[str, Zone, str]]:
     outside = [r.interface for r in config.routes if r.prefix.length == 0]
     outside += [i.name for i in config.interfaces if i.zone is Zone.OUTSIDE and i.address]
     outside = [n for n in outside if by_name[n].zone is Zone.OUTSIDE]
-    routes.append(("0.0.0.0/0", Zone.OUTSIDE, source(outside[0]) if outside else ""))
+    routes.append(("0.0.0.0/0", Zone.OUTSIDE, source(outside[0]) if outside else None))
     return routes
+
+
+def _slow_path_link(config: Config, zone: Zone) -> list[str]:
+    """The zone's sub-interface on the port to the switch, and the switch
+    on it as a static neighbour."""
+    address, switch, mac = SLOW_PATH_LINK[zone]
+    # What the instance sends back leaves by one of the switch's ports of
+    # the zone, and the switch drops (without an ICMP error) what is over
+    # that port's MTU: the instance checks the smallest, and sends the
+    # fragmentation needed itself (RFC 1191).
+    mtus = [i.mtu for i in config.interfaces if i.zone is zone and not i.slow_path]
+    interface = render(
+        "interface",
+        str(zone),
+        zone=zone,
+        port=0,
+        address=address,
+        mac=mac,
+        mtu=min(mtus) if mtus and min(mtus) != DEFAULT_MTU else None,
+        vlan=SLOW_PATH_VID[zone],
+        slow_path=True,
+    )
+    return [interface, render("neighbor", switch, mac=SLOW_PATH_SWITCH_MAC, dev=str(zone))]
 
 
 def slow_path_commands(config: Config, name: str) -> list[str]:
@@ -181,29 +252,16 @@ def slow_path_commands(config: Config, name: str) -> list[str]:
             )
         pools.append(replace(pool, port_min=low, port_max=high))
     lines = [f"# slow-path instance {name} of {config.source}"]
-    for zone in (Zone.INSIDE, Zone.OUTSIDE):
-        address, _, mac = SLOW_PATH_LINK[zone]
-        # What the instance sends back leaves by one of the switch's ports of
-        # the zone, and the switch drops (without an ICMP error) what is over
-        # that port's MTU: the instance checks the smallest, and sends the
-        # fragmentation needed itself (RFC 1191).
-        mtus = [i.mtu for i in config.interfaces if i.zone is zone and not i.slow_path]
-        mtu = f" mtu {min(mtus)}" if mtus and min(mtus) != DEFAULT_MTU else ""
-        lines.append(
-            f"interface {zone} zone {zone} port 0 address {address} mac {mac}{mtu} "
-            f"vlan {SLOW_PATH_VID[zone]} slow_path true"
-        )
+    links = [_slow_path_link(config, zone) for zone in (Zone.INSIDE, Zone.OUTSIDE)]
+    lines += [interface for interface, _ in links]
     lines += [
-        f"route {prefix} dev {zone} via {SLOW_PATH_LINK[zone][1]}{source}"
+        render("route", prefix, dev=str(zone), via=SLOW_PATH_LINK[zone][1], source=source)
         for prefix, zone, source in _slow_path_routes(config)
     ]
-    lines += [
-        f"neighbor {SLOW_PATH_LINK[zone][1]} mac {SLOW_PATH_SWITCH_MAC} dev {zone}"
-        for zone in (Zone.INSIDE, Zone.OUTSIDE)
-    ]
+    lines += [neighbor for _, neighbor in links]
     shared = config_commands(replace(config, interfaces=(), routes=(), neighbors=(), pools=()))
     lines += [pool_command(pool) for pool in pools]
     lines += shared[1:]  # rules and settings (after its "# from" line)
-    lines.append(f"offload after_packets {config.offload.after_packets}")
+    lines.append(render("offload", after_packets=config.offload.after_packets))
     lines += peer_commands(config, name)
     return lines

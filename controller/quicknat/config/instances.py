@@ -25,6 +25,7 @@ outside link, SLOW_PATH_VID_RELAY): p4src/include/define.p4's numbers.
 from __future__ import annotations
 
 from quicknat.addr import Prefix
+from quicknat.config.command_render import render
 from quicknat.config.model import Config
 from quicknat.p4.constants import SLOW_PATH_VID_PEER_MIN
 from quicknat.rules import DnatTo, SnatToAddress
@@ -90,8 +91,12 @@ def peer_commands(config: Config, name: str) -> list[str]:
         return []
     default = default_index(config)
     return [
-        f"peer vid {peer_vid(i)} ports {sp.port_min}-{sp.port_max}"
-        + (" self" if sp.name == name else "")
-        + (" default" if i == default else "")
+        render(
+            "peer",
+            vid=peer_vid(i),
+            ports=(sp.port_min, sp.port_max),
+            self=sp.name == name,
+            default=i == default,
+        )
         for i, sp in enumerate(config.slow_paths)
     ]

@@ -1,0 +1,236 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "control/cmd.h"
+#include "control/format.h"
+#include "core/rule.h"
+#include "dataplane/sp.h"
+#include "persist/session_json.h"
+#include "qns.h"
+#include "util/text.h"
+
+static const char *
+tcp_state(const struct sp_session *s)
+{
+	return s->proto == IPPROTO_TCP ?
+		sp_tcp_phase_name(sp_session_tcp_phase(s)) : NULL;
+}
+
+void
+sp_format_sessions_json(struct sp_buf *b, const struct sp_session_filter *f,
+			uint32_t limit)
+{
+	const struct sp_runtime *rt = sp_runtime_get();
+	uint32_t now = sp_now_ms();
+	uint32_t n = 0;
+
+	sp_buf_printf(b, "[");
+	for (unsigned w = 0; w < sp.n_workers; w++) {
+		const struct sp_nat *nat = &sp.workers[w]->nat;
+
+		for (uint32_t i = 0; i < nat->max_sessions; i++) {
+			struct sp_session s;
+			const char *state;
+
+			if (limit != 0 && n >= limit)
+				break;
+			if (!sp_session_copy(&nat->sessions[i], &s) ||
+			    !sp_session_matches(&s, f))
+				continue;
+			sp_buf_printf(b, "%s\n {\"id\": %u, \"protocol\": %u, "
+				      "\"origin\": \"%s\", \"rule\": %u, ",
+				      n ? "," : "", s.id,
+				      s.proto,
+				      sp_origin_name(s.origin),
+				      s.rule_id);
+			sp_json_endpoint(b, "internal", s.int_addr, s.int_port);
+			sp_buf_printf(b, ", ");
+			sp_json_endpoint(b, "external", s.ext_addr, s.ext_port);
+			sp_buf_printf(b, ", ");
+			sp_json_endpoint(b, "remote", s.rem_addr, s.rem_port);
+			sp_buf_printf(b, ", \"age_s\": %.1f, \"idle_s\": %.1f, "
+				      "\"timeout_s\": %u, \"installed\": true, "
+				      "\"offloaded\": %s, \"worker\": %u",
+				      (double)(uint32_t)(now - s.created) / 1000.0,
+				      (double)(uint32_t)(now - s.last_seen) / 1000.0,
+				      sp_session_timeout_ms(rt, &s) / 1000u,
+				      (s.flags & SP_SESS_OFFLOADED) ? "true" : "false", w);
+			state = tcp_state(&s);
+			if (state != NULL)
+				sp_buf_printf(b, ", \"tcp_state\": \"%s\"", state);
+			sp_buf_printf(b, "}");
+			n++;
+		}
+	}
+	sp_buf_printf(b, "%s]\n", n ? "\n" : "");
+}
+
+static void
+counters_json(struct sp_buf *b, const uint64_t *cnt)
+{
+	sp_buf_printf(b, "{");
+	for (unsigned c = 0; c < SP_CNT_MAX; c++) {
+		uint64_t v = cnt != NULL ?
+			__atomic_load_n(&cnt[c], __ATOMIC_RELAXED) :
+			sp_counter_sum(c);
+
+		sp_buf_printf(b, "%s\"%s\": %llu", c ? ", " : "",
+			      sp_counter_names[c], (unsigned long long)v);
+	}
+	sp_buf_printf(b, "}");
+}
+
+/* , "pools": [{"name", "ports" (per protocol), "in_use": {tcp, udp, icmp}}],
+ * the controller's form (service.py pool_usage); workers' counts read as
+ * they are (relaxed: a gauge). */
+static void
+pools_json(struct sp_buf *b)
+{
+	static const char *const names[SP_PI_MAX] = { "tcp", "udp", "icmp" };
+	unsigned n = 0;
+
+	sp_buf_printf(b, ", \"pools\": [");
+	for (unsigned i = 0; i < sp.n_pools; i++) {
+		const struct sp_pool *pool = sp.pools[i];
+		uint64_t used[SP_PI_MAX] = { 0 };
+
+		if (pool == NULL || pool->internal)
+			continue;
+		for (unsigned w = 0; w < pool->n_workers; w++)
+			for (uint32_t a = 0; a < pool->n_addrs; a++) {
+				const struct sp_pool_space *s =
+					&pool->space[w * pool->n_addrs + a];
+
+				for (unsigned pi = 0; pi < SP_PI_MAX; pi++)
+					for (unsigned k = 0; k < 4; k++)
+						used[pi] += __atomic_load_n(
+							&s->used[pi][k >> 1][k & 1],
+							__ATOMIC_RELAXED);
+			}
+		sp_buf_printf(b, "%s{\"name\": \"%s\", \"ports\": %u, \"in_use\": {",
+			      n++ ? ", " : "", pool->name,
+			      pool->n_addrs * (uint32_t)(pool->port_max -
+							  pool->port_min + 1));
+		for (unsigned pi = 0; pi < SP_PI_MAX; pi++)
+			sp_buf_printf(b, "%s\"%s\": %llu", pi ? ", " : "", names[pi],
+				      (unsigned long long)used[pi]);
+		sp_buf_printf(b, "}}");
+	}
+	sp_buf_printf(b, "]");
+}
+
+void
+sp_format_stats_json(struct sp_buf *b)
+{
+	uint32_t sessions = sp_session_count();
+	uint32_t mappings = 0;
+
+	for (unsigned w = 0; w < sp.n_workers; w++)
+		mappings += __atomic_load_n(&sp.workers[w]->nat.n_mappings,
+					    __ATOMIC_RELAXED);
+	sp_buf_printf(b,
+		      "{\"sessions\": %u, \"installed\": %u, \"mappings\": %u, "
+		      "\"rules\": %zu, \"workers\": %u, \"dispatch\": \"%s\", "
+		      "\"counters\": ",
+		      sessions, sessions, mappings, qns_count(sp.qns),
+		      sp.n_workers, sp.hw_rss ? "rss" : "software");
+	counters_json(b, NULL);
+	pools_json(b);
+	sp_buf_printf(b, ", \"lcores\": [");
+	for (unsigned w = 0; w < sp.n_workers; w++) {
+		const struct sp_worker *wk = sp.workers[w];
+
+		sp_buf_printf(b, "%s\n {\"worker\": %u, \"lcore\": %u, "
+			      "\"sessions\": %u, \"mappings\": %u, "
+			      "\"busy_us\": %llu, \"counters\": ",
+			      w ? "," : "", w, wk->lcore,
+			      __atomic_load_n(&wk->nat.n_sessions, __ATOMIC_RELAXED),
+			      __atomic_load_n(&wk->nat.n_mappings, __ATOMIC_RELAXED),
+			      (unsigned long long)(wk->busy_tsc /
+						   (sp.tsc_hz / 1000000)));
+		counters_json(b, wk->cnt);
+		sp_buf_printf(b, "}");
+	}
+	sp_buf_printf(b, "]}\n");
+}
+
+struct rule_list {
+	const struct qns_rule **r;
+	size_t n;
+};
+
+static void
+collect_rule(const struct qns_rule *rule, void *arg)
+{
+	struct rule_list *l = arg;
+
+	l->r[l->n++] = rule;
+}
+
+static int
+rule_cmp(const void *a, const void *b)
+{
+	const struct qns_rule *x = *(const struct qns_rule *const *)a;
+	const struct qns_rule *y = *(const struct qns_rule *const *)b;
+
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* A rule as `rule add` gives it, for the command table to write back. */
+static void
+rule_command(const struct qns_rule *r, struct sp_cmd *cmd)
+{
+	struct sp_cmd_rule *c = &cmd->u.rule;
+	uint64_t u = r->user;
+
+	memset(cmd, 0, sizeof(*cmd));
+	cmd->verb = SP_CMD_RULE_ADD;
+	c->id = r->id;
+	c->kind = r->kind;
+	c->proto = r->proto;
+	c->has_port = r->has_port;
+	c->port = r->port;
+	c->prefix = (struct sp_prefix){ .addr = r->prefix, .len = r->plen };
+	if (SP_ACT_KIND(u) == SP_ACT_SNAT) {
+		const struct sp_pool *pool = sp.pools[SP_ACT_POOL(u)];
+
+		/* an SNAT `to A` has a pool of its own (rules.c) */
+		c->has_pool = !pool->internal;
+		c->has_to = pool->internal;
+		snprintf(c->pool, sizeof(c->pool), "%s", pool->name);
+		c->to = (struct sp_prefix){ .addr = pool->addrs[0], .len = 32 };
+	} else {
+		c->has_to = true;
+		c->to = (struct sp_prefix){ .addr = SP_ACT_TO(u),
+					    .len = SP_ACT_TO_LEN(u) };
+		c->has_to_port = SP_ACT_HAS_TO_PORT(u);
+		c->to_port = SP_ACT_TO_PORT(u);
+	}
+}
+
+/* The `rule add` line of each rule, by id: written by the command table,
+ * so each is what the controller writes for the rule (quicknat reload
+ * compares them). */
+void
+sp_format_rules(struct sp_buf *b)
+{
+	struct rule_list l = { .n = 0 };
+	size_t count = qns_count(sp.qns);
+
+	l.r = calloc(count ? count : 1, sizeof(*l.r));
+	if (l.r == NULL)
+		return;
+	qns_foreach(sp.qns, collect_rule, &l);
+	qsort(l.r, l.n, sizeof(*l.r), rule_cmp);
+	for (size_t i = 0; i < l.n; i++) {
+		struct sp_cmd cmd;
+
+		rule_command(l.r[i], &cmd);
+		sp_cmd_format(&cmd, b);
+		sp_buf_printf(b, "\n");
+	}
+	free(l.r);
+}

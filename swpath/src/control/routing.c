@@ -1,0 +1,185 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Routes and neighbours (routing.h). Control thread only.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include <rte_errno.h>
+#include <rte_hash.h>
+#include <rte_lpm.h>
+#include <rte_ring.h>
+#include <rte_ring_elem.h>
+
+#include "control/routing.h"
+#include "dataplane/l2.h"
+#include "dataplane/sp.h"
+
+int
+sp_apply_route(const struct sp_cmd *cmd, struct sp_buf *out, char *err,
+	       size_t errlen)
+{
+	const struct sp_cmd_route *c = &cmd->u.route;
+	char ip[16];
+	int iface = sp_iface_by_name(c->dev);
+
+	if (iface < 0)
+		return sp_fail(err, errlen, "route %s/%u: unknown interface '%s'",
+			    sp_ip_str(c->prefix.addr, ip), c->prefix.len, c->dev);
+	for (unsigned i = 0; i < sp.n_routes; i++)
+		if (sp.routes[i].prefix.addr == c->prefix.addr &&
+		    sp.routes[i].prefix.len == c->prefix.len)
+			return sp_fail(err, errlen, "route %s/%u: already defined",
+				    sp_ip_str(c->prefix.addr, ip), c->prefix.len);
+	if (sp.n_routes >= SP_MAX_ROUTES - SP_MAX_IFACES)
+		return sp_fail(err, errlen, "route: more than %d routes",
+			    SP_MAX_ROUTES - SP_MAX_IFACES);
+	sp.routes[sp.n_routes] = (struct sp_route){
+		.prefix = c->prefix,
+		.iface = (uint16_t)iface,
+		.has_via = c->has_via,
+		.via = c->via,
+		.source = c->has_source ? rte_cpu_to_be_32(c->source) : 0,
+	};
+	sp.n_routes++;
+	return 0;
+}
+
+int
+sp_neigh_set(uint32_t addr, uint16_t iface, const uint8_t mac[6],
+	     bool is_static)
+{
+	struct sp_neigh_key key = { .addr = addr, .iface = iface };
+	uint64_t v = 0;
+	void *data;
+	uint32_t i;
+
+	if (mac != NULL) {
+		memcpy(&v, mac, RTE_ETHER_ADDR_LEN);
+		v |= SP_NEIGH_VALID | (is_static ? SP_NEIGH_STATIC : 0);
+	}
+	if (rte_hash_lookup_data(sp.neigh_hash, &key, &data) >= 0) {
+		struct sp_neigh *n = &sp.neigh[(uintptr_t)data];
+
+		/* learning never overrides a configured neighbour */
+		if (mac != NULL && (is_static || !(n->mac & SP_NEIGH_STATIC)))
+			__atomic_store_n(&n->mac, v, __ATOMIC_RELAXED);
+		return (int)(uintptr_t)data;
+	}
+	if (sp.n_neigh == SP_MAX_NEIGH)
+		return -ENOSPC;
+	i = sp.n_neigh;
+	sp.neigh[i].addr = addr;
+	sp.neigh[i].iface = iface;
+	sp.neigh[i].last_request = 0;
+	__atomic_store_n(&sp.neigh[i].mac, v, __ATOMIC_RELAXED);
+	/* the lock-free hash publishes the entry with release semantics */
+	if (rte_hash_add_key_data(sp.neigh_hash, &key, (void *)(uintptr_t)i) < 0)
+		return -ENOSPC;
+	sp.n_neigh++;
+	return (int)i;
+}
+
+int
+sp_apply_neighbor(const struct sp_cmd *cmd, struct sp_buf *out, char *err,
+		  size_t errlen)
+{
+	const struct sp_cmd_neighbor *c = &cmd->u.neigh;
+	char ip[16];
+	int iface = sp_iface_by_name(c->dev);
+
+	if (iface < 0)
+		return sp_fail(err, errlen, "neighbor %s: unknown interface '%s'",
+			    sp_ip_str(c->addr, ip), c->dev);
+	if (sp_neigh_set(c->addr, (uint16_t)iface, c->mac, true) < 0)
+		return sp_fail(err, errlen, "neighbor %s: table full (%d)",
+			    sp_ip_str(c->addr, ip), SP_MAX_NEIGH);
+	return 0;
+}
+
+int
+sp_routes_build(char *err, size_t errlen)
+{
+	struct rte_lpm_config cfg = {
+		.max_rules = SP_MAX_ROUTES,
+		.number_tbl8s = 256,
+	};
+
+	/* connected networks, unless a route names the same prefix */
+	for (unsigned i = 0; i < sp.n_ifaces; i++) {
+		const struct sp_iface *ifc = &sp.ifaces[i];
+		struct sp_prefix p;
+		bool known = false;
+
+		if (!ifc->has_addr)
+			continue;
+		p.len = ifc->plen;
+		p.addr = ifc->addr & sp_prefix_mask(ifc->plen);
+		for (unsigned r = 0; r < sp.n_routes; r++)
+			if (sp.routes[r].prefix.addr == p.addr &&
+			    sp.routes[r].prefix.len == p.len)
+				known = true;
+		if (known)
+			continue;
+		sp.routes[sp.n_routes++] = (struct sp_route){
+			.prefix = p, .iface = (uint16_t)i, .connected = 1,
+		};
+	}
+	sp.lpm = rte_lpm_create("sp_routes", SOCKET_ID_ANY, &cfg);
+	if (sp.lpm == NULL)
+		return sp_fail(err, errlen, "cannot create the route table: %s",
+			    rte_strerror(rte_errno));
+	sp.default_route = SP_ROUTE_NONE;
+	for (unsigned r = 0; r < sp.n_routes; r++) {
+		const struct sp_route *rt = &sp.routes[r];
+
+		if (rt->prefix.len == 0) {
+			sp.default_route = (uint16_t)r;
+			continue;
+		}
+		if (rte_lpm_add(sp.lpm, rt->prefix.addr, rt->prefix.len, r) < 0)
+			return sp_fail(err, errlen, "cannot add route %u", r);
+	}
+	return 0;
+}
+
+/* -- worker messages: the neighbour table --------------------------------- */
+
+static void
+neigh_resolve(uint32_t addr, uint16_t iface)
+{
+	int i = sp_neigh_set(addr, iface, NULL, false);
+	uint32_t now = sp_now_ms();
+	struct sp_neigh *n;
+	struct rte_mbuf *m;
+
+	if (i < 0)
+		return;
+	n = &sp.neigh[i];
+	if ((n->mac & SP_NEIGH_VALID) ||
+	    (n->last_request != 0 && now - n->last_request < 1000))
+		return;
+	n->last_request = now ? now : 1;
+	m = sp_arp_request(iface, addr);
+	if (m != NULL && rte_ring_mp_enqueue(sp.workers[0]->ctl_ring, m) != 0)
+		rte_pktmbuf_free(m);
+}
+
+void
+sp_neigh_messages(void)
+{
+	struct sp_msg msgs[64];
+	unsigned n;
+
+	do {
+		n = rte_ring_sc_dequeue_burst_elem(sp.msg_ring, msgs,
+						   sizeof(msgs[0]), 64, NULL);
+		for (unsigned i = 0; i < n; i++) {
+			if (msgs[i].type == SP_MSG_LEARN)
+				sp_neigh_set(msgs[i].addr, msgs[i].iface,
+					     msgs[i].mac, false);
+			else if (msgs[i].type == SP_MSG_RESOLVE)
+				neigh_resolve(msgs[i].addr, msgs[i].iface);
+		}
+	} while (n == 64);
+}

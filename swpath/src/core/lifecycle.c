@@ -1,0 +1,191 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * A session's life (lifecycle.h): open, TCP phase, the timer wheel, close.
+ */
+#include "core/lifecycle.h"
+#include "core/mapping.h"
+
+void
+sp_session_link(struct sp_nat *nat, const struct sp_runtime *rt, uint32_t idx)
+{
+	struct sp_session *s = &nat->sessions[idx];
+
+	nat->free_session = s->next;
+	sp_hix_insert(&nat->flows, idx << 1 | SP_DIR_IN2OUT,
+		      sp_session_hash(nat, s, SP_DIR_IN2OUT));
+	sp_hix_insert(&nat->flows, idx << 1 | SP_DIR_OUT2IN,
+		      sp_session_hash(nat, s, SP_DIR_OUT2IN));
+	if (s->mapping != SP_NONE) {
+		nat->mappings[s->mapping].sessions++;
+		sp_hix_insert(&nat->remotes, idx,
+			      sp_remote_hash(nat, s->mapping,
+					     be32toh(s->rem_addr)));
+	}
+	sp_host_add_session(nat, be32toh(s->int_addr));
+	nat->n_sessions++;
+	sp_wheel_insert(nat, idx, s->last_seen + sp_session_timeout_ms(rt, s));
+}
+
+int
+sp_session_open(struct sp_nat *nat, const struct sp_runtime *rt,
+		const struct sp_session_spec *spec, uint32_t now,
+		uint32_t *sidx)
+{
+	struct sp_session *s;
+	uint32_t idx = nat->free_session;
+
+	if (idx == SP_NONE)
+		return SP_CNT_drop_table_full;
+	s = &nat->sessions[idx];
+	sp_session_seq_begin(s);
+	s->proto = spec->proto;
+	s->origin = spec->origin;
+	s->tcp = 0;
+	s->pkts = 0;
+	s->flags = sp_rt_owned(rt, spec->rem_addr) ? SP_SESS_HAIRPIN : 0;
+	s->int_addr = htobe32(spec->int_addr);
+	s->int_port = htobe16(spec->int_port);
+	s->ext_addr = htobe32(spec->ext_addr);
+	s->ext_port = htobe16(spec->ext_port);
+	s->rem_addr = htobe32(spec->rem_addr);
+	s->rem_port = htobe16(spec->rem_port);
+	s->route[0] = s->route[1] = SP_ROUTE_UNSET;
+	s->neigh[0] = s->neigh[1] = SP_NEIGH_NONE;
+	s->last_seen = now;
+	s->created = now;
+	s->rule_id = spec->rule_id;
+	s->mapping = spec->mapping;
+	s->id = nat->next_id++ * nat->n_workers + nat->worker + 1;
+	sp_session_link(nat, rt, idx);
+	nat->cnt[SP_CNT_sessions_created]++;
+	sp_session_seq_end(s);
+	sp_nat_notify(nat, idx, SP_SESSION_OPENED, now);
+	if (rt->after_packets <= 1)
+		sp_nat_notify(nat, idx, SP_SESSION_ANNOUNCED, now);
+	*sidx = idx;
+	return SP_NAT_OK;
+}
+
+void
+sp_nat_tcp_changed(struct sp_nat *nat, uint32_t sidx, uint8_t before,
+		   uint32_t now)
+{
+	const struct sp_session *s = &nat->sessions[sidx];
+	struct sp_session old = { .proto = s->proto, .tcp = before };
+
+	/* a successor times it out as what it is now */
+	if (sp_session_tcp_phase(&old) != sp_session_tcp_phase(s))
+		sp_nat_notify(nat, sidx, SP_SESSION_STATE, now);
+}
+
+void
+sp_nat_reschedule(struct sp_nat *nat, const struct sp_runtime *rt,
+		  uint32_t sidx)
+{
+	struct sp_session *s = &nat->sessions[sidx];
+
+	sp_wheel_unlink(nat, sidx);
+	sp_wheel_insert(nat, sidx, s->last_seen + sp_session_timeout_ms(rt, s));
+}
+
+/* Frees session sidx, off the wheel: the observer hears why first, then
+ * its keys go, its host's count, and its mapping with its last session. */
+static void
+session_free(struct sp_nat *nat, uint32_t sidx, enum sp_session_event why,
+	     uint32_t now)
+{
+	struct sp_session *s = &nat->sessions[sidx];
+
+	sp_nat_notify(nat, sidx, why, now);
+	sp_session_seq_begin(s);
+	sp_hix_remove(&nat->flows, sidx << 1 | SP_DIR_IN2OUT,
+		      sp_session_hash(nat, s, SP_DIR_IN2OUT));
+	sp_hix_remove(&nat->flows, sidx << 1 | SP_DIR_OUT2IN,
+		      sp_session_hash(nat, s, SP_DIR_OUT2IN));
+	sp_host_remove_session(nat, be32toh(s->int_addr));
+	if (s->mapping != SP_NONE) {
+		struct sp_mapping *m = &nat->mappings[s->mapping];
+
+		sp_hix_remove(&nat->remotes, sidx,
+			      sp_remote_hash(nat, s->mapping,
+					     be32toh(s->rem_addr)));
+		if (--m->sessions == 0) {
+			sp_mapping_event(nat, SP_EVENT_DELETED, m, now);
+			sp_mapping_free(nat, s->mapping, now);
+		}
+	}
+	s->proto = 0;
+	s->next = nat->free_session;
+	nat->free_session = sidx;
+	nat->n_sessions--;
+	sp_session_seq_end(s);
+}
+
+void
+sp_nat_remove(struct sp_nat *nat, uint32_t sidx, enum sp_session_event why,
+	      uint32_t now)
+{
+	sp_wheel_unlink(nat, sidx);
+	session_free(nat, sidx, why, now);
+}
+
+uint32_t
+sp_nat_delete(struct sp_nat *nat, const struct sp_session_filter *f,
+	      uint32_t now)
+{
+	uint32_t deleted = 0;
+
+	for (uint32_t i = 0; i < nat->max_sessions; i++) {
+		const struct sp_session *s = &nat->sessions[i];
+
+		if (s->proto == 0 || !sp_session_matches(s, f))
+			continue;
+		sp_nat_remove(nat, i, SP_SESSION_DELETED, now);
+		deleted++;
+	}
+	nat->cnt[SP_CNT_sessions_deleted] += deleted;
+	return deleted;
+}
+
+unsigned
+sp_nat_age(struct sp_nat *nat, const struct sp_runtime *rt, uint32_t now,
+	   unsigned budget)
+{
+	const uint32_t slot_ms = 1u << SP_WHEEL_SLOT_SHIFT;
+	unsigned expired = 0, steps = 0;
+
+	/* empty slots are cheap; bound them too after a long stall */
+	while (budget > 0 && steps < SP_WHEEL_SLOTS) {
+		uint32_t sidx = nat->wheel[nat->wheel_cursor];
+		struct sp_session *s;
+		uint32_t expiry;
+
+		if ((int32_t)(now - nat->wheel_time) < (int32_t)slot_ms)
+			break;
+		if (sidx == SP_NONE) {
+			nat->wheel_cursor = (nat->wheel_cursor + 1) %
+					    SP_WHEEL_SLOTS;
+			nat->wheel_time += slot_ms;
+			steps++;
+			continue;
+		}
+		s = &nat->sessions[sidx];
+		sp_wheel_unlink(nat, sidx);
+		budget--;
+		expiry = s->last_seen + sp_session_timeout_ms(rt, s);
+		if ((int32_t)(now - expiry) < 0) {
+			sp_wheel_insert(nat, sidx, expiry);
+		} else if (__builtin_expect((s->flags & (SP_SESS_OFFLOADED |
+							 SP_SESS_SWITCH_IDLE)) ==
+					    SP_SESS_OFFLOADED, 0)) {
+			/* the switch may be forwarding it: ask again later */
+			sp_wheel_insert(nat, sidx,
+					now + sp_session_timeout_ms(rt, s));
+		} else {
+			session_free(nat, sidx, SP_SESSION_EXPIRED, now);
+			nat->cnt[SP_CNT_sessions_expired]++;
+			expired++;
+		}
+	}
+	return expired;
+}

@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * A session's life on its worker: opened (both keys, the mapping's and the
+ * host's counts, the wheel), its TCP phase, refreshed or rescheduled on the
+ * timer wheel, closed by its idle timeout or an operator. The observer
+ * (core/observer.h) hears each step.
+ *
+ * Aging is a hashed timer wheel with lazy rescheduling: a session sits in the
+ * slot of its expiry as computed when it was (re)inserted; when the wheel
+ * reaches the slot the real expiry (last_seen + sp_session_timeout_ms) is
+ * checked, and a session that was refreshed meanwhile is reinserted further
+ * on. The worker advances the wheel by a bounded number of entries per loop,
+ * so the fast path only ever writes last_seen.
+ */
+#ifndef SP_LIFECYCLE_H
+#define SP_LIFECYCLE_H
+
+#include <stdint.h>
+
+#include "core/table.h"
+
+/* What a new session is: where it comes from and its three endpoints
+ * (host order; ICMP: identifiers as ports). */
+struct sp_session_spec {
+	uint8_t proto;
+	uint8_t origin;         /* SP_ORIGIN_* */
+	uint32_t rule_id;       /* 0 for inbound sessions */
+	uint32_t mapping;       /* SP_NONE for DNAT sessions */
+	uint32_t int_addr, ext_addr, rem_addr;
+	uint16_t int_port, ext_port, rem_port;
+};
+
+/*
+ * Opens a session; the observer hears OPENED, and ANNOUNCED too when the
+ * runtime's after_packets is 1. Returns SP_NAT_OK with *sidx, or a drop
+ * counter (the table is full).
+ */
+int sp_session_open(struct sp_nat *nat, const struct sp_runtime *rt,
+		    const struct sp_session_spec *spec, uint32_t now,
+		    uint32_t *sidx);
+
+/*
+ * Links session idx, its fields set, into both keys of the flow index, its
+ * mapping's and its host's counts, and the wheel (at last_seen + timeout);
+ * takes it off the free list.
+ */
+void sp_session_link(struct sp_nat *nat, const struct sp_runtime *rt,
+		     uint32_t idx);
+
+/* After a segment changed s->tcp from `before`: SP_SESSION_STATE when the
+ * phase changed. Not per packet: only on a change. */
+void sp_nat_tcp_changed(struct sp_nat *nat, uint32_t sidx, uint8_t before,
+			uint32_t now);
+
+/*
+ * Moves a session to the wheel slot of its current expiry: after a FIN or
+ * RST made it transitory (RFC 7857: a RST leaves it at most 4 minutes).
+ */
+void sp_nat_reschedule(struct sp_nat *nat, const struct sp_runtime *rt,
+		       uint32_t sidx);
+
+/*
+ * Advances the timer wheel to now, examining at most budget sessions.
+ * Returns the number of sessions expired.
+ */
+unsigned sp_nat_age(struct sp_nat *nat, const struct sp_runtime *rt,
+		    uint32_t now, unsigned budget);
+
+/* Forgets a session, telling the observer why (SP_SESSION_EXPIRED or
+ * SP_SESSION_DELETED); its mapping goes with its last session. */
+void sp_nat_remove(struct sp_nat *nat, uint32_t sidx,
+		   enum sp_session_event why, uint32_t now);
+
+/*
+ * Removes every session the filter selects (an operator's `sessions
+ * delete|flush`), as expiry would: mapping events, ports back to rest.
+ * Returns how many.
+ */
+uint32_t sp_nat_delete(struct sp_nat *nat, const struct sp_session_filter *f,
+		       uint32_t now);
+
+#endif /* SP_LIFECYCLE_H */

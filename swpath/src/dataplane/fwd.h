@@ -1,0 +1,216 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Output: next hop from the routes and the neighbour table, Ethernet
+ * rewrite, buffered TX (rte_eth_tx_buffer, drained on a TSC timer), and
+ * hand-off of a packet to the worker that owns it.
+ */
+#ifndef SP_FWD_H
+#define SP_FWD_H
+
+#include <rte_ethdev.h>
+#include <rte_hash.h>
+#include <rte_lpm.h>
+#include <rte_ring.h>
+#include <rte_ring_elem.h>
+
+#include "dataplane/packet.h"
+#include "dataplane/sp.h"
+#include "dataplane/vlan.h"
+
+static inline void
+sp_txq_flush_ring(struct sp_worker *w, struct sp_txq *q)
+{
+	unsigned sent = rte_ring_mp_enqueue_burst(q->ring, (void **)q->pend,
+						  q->n, NULL);
+
+	if (unlikely(sent < q->n)) {
+		SP_ADD(w, drop_ring_full, q->n - sent);
+		rte_pktmbuf_free_bulk(&q->pend[sent], q->n - sent);
+	}
+	q->n = 0;
+}
+
+/* Queues frame m, tagged already if it must be, on interface iface's
+ * queue. */
+static inline void
+sp_tx_frame(struct sp_worker *w, uint16_t iface, struct rte_mbuf *m)
+{
+	struct sp_txq *q = &w->tx[iface];
+
+	SP_INC(w, tx);
+	if (q->buf != NULL) {
+		rte_eth_tx_buffer(q->port, q->queue, q->buf, m);
+		return;
+	}
+	q->pend[q->n++] = m;
+	if (q->n == SP_BURST)
+		sp_txq_flush_ring(w, q);
+}
+
+/* Queues m for output on interface iface. */
+static inline void
+sp_tx(struct sp_worker *w, uint16_t iface, struct rte_mbuf *m)
+{
+	if (unlikely(sp.ifaces[iface].vlan != 0) &&
+	    unlikely(sp_vlan_tag(&sp.ifaces[iface], m) < 0)) {
+		sp_drop(w, m, SP_CNT_drop_slow_path_tag);
+		return;
+	}
+	sp_tx_frame(w, iface, m);
+}
+
+static inline void
+sp_tx_flush_all(struct sp_worker *w)
+{
+	for (unsigned i = 0; i < sp.n_ifaces; i++) {
+		struct sp_txq *q = &w->tx[i];
+
+		if (q->buf != NULL)
+			rte_eth_tx_buffer_flush(q->port, q->queue, q->buf);
+		else if (q->n != 0)
+			sp_txq_flush_ring(w, q);
+	}
+}
+
+/* Passes m to worker owner's ring (at most once per packet). */
+static inline void
+sp_handoff(struct sp_worker *w, struct rte_mbuf *m, unsigned owner,
+	   uint32_t extra_meta)
+{
+	*sp_meta(m) |= SP_META_HANDED | extra_meta;
+	if (unlikely(rte_ring_mp_enqueue(sp.workers[owner]->in_ring, m) != 0)) {
+		sp_drop(w, m, SP_CNT_drop_ring_full);
+		return;
+	}
+	SP_INC(w, handoff);
+}
+
+static inline uint16_t
+sp_route_lookup(rte_be32_t dst)
+{
+	uint32_t nh;
+
+	if (rte_lpm_lookup(sp.lpm, rte_be_to_cpu_32(dst), &nh) != 0)
+		return sp.default_route;
+	return (uint16_t)nh;
+}
+
+static inline uint16_t
+sp_neigh_find(uint32_t addr, uint16_t iface)
+{
+	struct sp_neigh_key key = { .addr = addr, .iface = iface };
+	void *data;
+
+	if (rte_hash_lookup_data(sp.neigh_hash, &key, &data) < 0)
+		return SP_NEIGH_NONE;
+	return (uint16_t)(uintptr_t)data;
+}
+
+/* Asks the control thread to resolve addr (at most once a second each). */
+static inline void
+sp_resolve(struct sp_worker *w, uint32_t addr, uint16_t iface)
+{
+	struct sp_msg msg = { .type = SP_MSG_RESOLVE, .iface = iface,
+			      .addr = addr };
+
+	if (addr == w->resolve_addr && w->now - w->resolve_time < 1000)
+		return;
+	w->resolve_addr = addr;
+	w->resolve_time = w->now;
+	rte_ring_mp_enqueue_elem(sp.msg_ring, &msg, sizeof(msg));
+}
+
+static inline void
+sp_set_eth(struct rte_ether_hdr *eth, uint64_t mac, uint16_t iface)
+{
+	memcpy(&eth->dst_addr, &mac, RTE_ETHER_ADDR_LEN);
+	rte_ether_addr_copy(&sp.ifaces[iface].mac, &eth->src_addr);
+}
+
+/*
+ * Sends m, an IPv4 packet to dst, by route ri: next hop's MAC, Ethernet
+ * rewrite, TX. *neigh caches the neighbour index (SP_NEIGH_NONE: look it
+ * up). Returns 0, or -1 when m was dropped (neighbour unknown; resolving).
+ */
+static inline int
+sp_send(struct sp_worker *w, struct rte_mbuf *m, struct rte_ether_hdr *eth,
+	rte_be32_t dst, uint16_t ri, uint16_t *neigh)
+{
+	const struct sp_route *r = &sp.routes[ri];
+	uint16_t ni = *neigh;
+	uint64_t mac;
+
+	if (unlikely(ni == SP_NEIGH_NONE)) {
+		uint32_t nh = r->has_via ? r->via : rte_be_to_cpu_32(dst);
+
+		/* a neighbour's index never changes (entries are never
+		 * deleted), so the gateway's can be kept */
+		if (r->has_via && w->via_route1 == ri + 1u)
+			ni = w->via_neigh;
+		else
+			ni = sp_neigh_find(nh, r->iface);
+		if (ni == SP_NEIGH_NONE) {
+			sp_resolve(w, nh, r->iface);
+			sp_drop(w, m, SP_CNT_drop_no_neighbor);
+			return -1;
+		}
+		if (r->has_via) {
+			w->via_route1 = (uint16_t)(ri + 1u);
+			w->via_neigh = ni;
+		}
+		*neigh = ni;
+	}
+	mac = __atomic_load_n(&sp.neigh[ni].mac, __ATOMIC_RELAXED);
+	if (unlikely(!(mac & SP_NEIGH_VALID))) {
+		sp_resolve(w, sp.neigh[ni].addr, r->iface);
+		sp_drop(w, m, SP_CNT_drop_no_neighbor);
+		return -1;
+	}
+	sp_set_eth(eth, mac, r->iface);
+	sp_tx(w, r->iface, m);
+	return 0;
+}
+
+/*
+ * The route of session s's packets in direction dir, cached in the session:
+ * to the remote in2out, to the inside host (or DNAT server) out2in, their
+ * destinations once translated. SP_ROUTE_NONE when there is none.
+ */
+static inline uint16_t
+sp_session_route(struct sp_session *s, unsigned dir)
+{
+	uint16_t ri = s->route[dir];
+
+	if (unlikely(ri == SP_ROUTE_UNSET)) {
+		ri = sp_route_lookup(dir == SP_DIR_IN2OUT ? s->rem_addr :
+							    s->int_addr);
+		s->route[dir] = ri;
+	}
+	return ri;
+}
+
+/* The MTU of the interface route ri leaves by. */
+static inline uint16_t
+sp_route_mtu(uint16_t ri)
+{
+	return sp.ifaces[sp.routes[ri].iface].mtu;
+}
+
+/*
+ * Sends a translated packet of session s in direction dir towards its
+ * destination; the route and neighbour are cached in the session.
+ */
+static inline void
+sp_forward(struct sp_worker *w, struct rte_mbuf *m, struct sp_pkt *p,
+	   struct sp_session *s, unsigned dir)
+{
+	uint16_t ri = sp_session_route(s, dir);
+
+	if (unlikely(ri == SP_ROUTE_NONE)) {
+		sp_drop(w, m, SP_CNT_drop_no_route);
+		return;
+	}
+	sp_send(w, m, p->eth, p->ip->dst_addr, ri, &s->neigh[dir]);
+}
+
+#endif /* SP_FWD_H */

@@ -1,0 +1,402 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The state file (session_store.h): a header page, then each worker's
+ * records at their session indexes.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/adopt.h"
+#include "core/rss.h"
+#include "persist/session_store.h"
+#include "util/log.h"
+#include "util/text.h"
+
+#define STORE_MAGIC "QNSWSESS"
+/* Bump when struct sp_session or this header changes meaning. */
+#define STORE_VERSION 1u
+#define STORE_HEADER_BYTES 4096u
+
+/* sp_store_put copies a record up to seq, then id: they come last. */
+_Static_assert(offsetof(struct sp_session, id) + sizeof(uint32_t) ==
+		       sizeof(struct sp_session) &&
+	       offsetof(struct sp_session, seq) + sizeof(uint32_t) ==
+		       offsetof(struct sp_session, id),
+	       "seq and id are a session's last fields");
+
+struct store_header {
+	char magic[8];
+	uint32_t version;
+	uint32_t record_size;
+	uint32_t n_workers;
+	uint32_t sessions_per_worker;
+	/*
+	 * A point of the writer's clock (sp_now_ms) and CLOCK_MONOTONIC at the
+	 * same moment, taken at start and again at a clean exit: a record's
+	 * times are converted to the successor's clock through it.
+	 */
+	uint32_t sync_ms;
+	uint32_t clean;         /* 1 once a clean exit wrote every record */
+	uint64_t sync_mono_ns;
+	int32_t pid;
+	char boot_id[40];       /* /proc/sys/kernel/random/boot_id */
+};
+
+_Static_assert(sizeof(struct store_header) <= STORE_HEADER_BYTES,
+	       "the header fits its page");
+
+static struct {
+	int fd;
+	size_t size;
+	struct store_header *hdr;
+} store = { .fd = -1 };
+
+bool
+sp_store_enabled(void)
+{
+	return store.hdr != NULL;
+}
+
+static void
+read_boot_id(char *id, size_t len)
+{
+	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+
+	memset(id, 0, len);
+	if (f == NULL)
+		return;
+	if (fgets(id, (int)len, f) == NULL)
+		id[0] = '\0';
+	id[strcspn(id, "\n")] = '\0';
+	fclose(f);
+}
+
+static uint64_t
+mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static size_t
+store_size(uint32_t n_workers, uint32_t per_worker)
+{
+	return STORE_HEADER_BYTES +
+	       (size_t)n_workers * per_worker * sizeof(struct sp_session);
+}
+
+static struct sp_session *
+records(const struct store_header *h, unsigned worker)
+{
+	return (struct sp_session *)((uint8_t *)h + STORE_HEADER_BYTES) +
+	       (size_t)worker * h->sessions_per_worker;
+}
+
+/* Clock conversion: a time of the old process's, in ours. */
+struct clocks {
+	uint32_t old_ms, new_ms;
+	uint64_t old_ns, new_ns;
+};
+
+static uint32_t
+convert(const struct clocks *c, uint32_t t)
+{
+	int64_t ns = (int64_t)c->old_ns +
+		     (int64_t)(int32_t)(t - c->old_ms) * 1000000 -
+		     (int64_t)c->new_ns;
+
+	return c->new_ms + (uint32_t)(int32_t)(ns / 1000000);
+}
+
+/* Why an old file's header is not ours to read, or NULL. */
+static const char *
+header_problem(const struct store_header *h, size_t size, const char *boot)
+{
+	if (size < sizeof(*h) || memcmp(h->magic, STORE_MAGIC, 8) != 0)
+		return "not a swpath state file";
+	if (h->version != STORE_VERSION ||
+	    h->record_size != sizeof(struct sp_session))
+		return "written by an incompatible version";
+	if (h->n_workers == 0 || h->n_workers > SP_MAX_WORKERS ||
+	    size != store_size(h->n_workers, h->sessions_per_worker))
+		return "truncated or corrupt";
+	if (strncmp(h->boot_id, boot, sizeof(h->boot_id)) != 0)
+		return "written before the machine last booted";
+	return NULL;
+}
+
+/* What a predecessor's file gave: how many records, and why each that was
+ * not taken over was not. */
+struct adoption {
+	uint32_t reasons[SP_ADOPT_MAX];
+	uint32_t torn;
+	uint32_t total;
+};
+
+/* One record of the predecessor's: on the worker that owns it now (its
+ * inside host's, rss.h), in this process's clock. */
+static void
+adopt_record(struct sp_session rec, const struct store_header *h,
+	     const struct clocks *clk, struct adoption *a)
+{
+	const struct sp_runtime *rt = sp_runtime_get();
+	unsigned owner = 0;
+	enum sp_adopt r;
+	uint32_t sidx;
+
+	if (rec.proto == 0 && !(rec.seq & 1))
+		return;
+	a->total++;
+	if (rec.seq & 1) {
+		/* killed while writing it */
+		a->torn++;
+		sp.workers[0]->cnt[SP_CNT_sessions_discarded]++;
+		return;
+	}
+	rec.created = convert(clk, rec.created);
+	/* after a crash last_seen may be old: a full timeout */
+	rec.last_seen = h->clean ? convert(clk, rec.last_seen) : clk->new_ms;
+	if (sp.n_workers > 1)
+		owner = sp_owner_inside(&sp.rss, be32toh(rec.int_addr));
+	r = sp_nat_adopt(&sp.workers[owner]->nat, rt, &rec, &sidx);
+	a->reasons[r]++;
+	sp.workers[owner]->cnt[r == SP_ADOPT_OK ? SP_CNT_sessions_adopted :
+						  SP_CNT_sessions_discarded]++;
+}
+
+/* New ids above every adopted one, on every worker (core/adopt.c). */
+static void
+ids_above_adopted(void)
+{
+	uint32_t next_id = 0;
+
+	for (unsigned w = 0; w < sp.n_workers; w++)
+		if (sp.workers[w]->nat.next_id > next_id)
+			next_id = sp.workers[w]->nat.next_id;
+	for (unsigned w = 0; w < sp.n_workers; w++)
+		sp.workers[w]->nat.next_id = next_id;
+}
+
+static void
+log_adoption(const char *path, const struct store_header *h,
+	     const struct adoption *a)
+{
+	sp_log("info", "state %s: took over %u of %u sessions of pid %d (%s)",
+	       path, a->reasons[SP_ADOPT_OK], a->total, h->pid,
+	       h->clean ? "stopped cleanly" :
+			  "it did not stop cleanly: idle timers restart now");
+	if (a->torn != 0)
+		sp_log("warning", "state %s: %u sessions discarded: torn by the crash",
+		       path, a->torn);
+	for (unsigned r = SP_ADOPT_OK + 1; r < SP_ADOPT_MAX; r++)
+		if (a->reasons[r] != 0)
+			sp_log("warning", "state %s: %u sessions discarded: %s",
+			       path, a->reasons[r], sp_adopt_reasons[r]);
+}
+
+/* The predecessor's file fd mapped, if its header is one this process
+ * reads (else why not is logged); *size its size. */
+static struct store_header *
+map_previous(int fd, const char *path, size_t *size)
+{
+	struct store_header *h;
+	const char *why;
+	char boot[40];
+	struct stat st;
+
+	if (fstat(fd, &st) < 0 || st.st_size == 0)
+		return NULL;
+	*size = (size_t)st.st_size;
+	h = mmap(NULL, *size, PROT_READ, MAP_SHARED, fd, 0);
+	if (h == MAP_FAILED) {
+		sp_log("warning", "state %s: cannot read it (%s); starting with no sessions",
+		       path, strerror(errno));
+		return NULL;
+	}
+	read_boot_id(boot, sizeof(boot));
+	why = header_problem(h, *size, boot);
+	if (why != NULL) {
+		sp_log("warning", "state %s: %s; starting with no sessions",
+		       path, why);
+		munmap(h, *size);
+		return NULL;
+	}
+	return h;
+}
+
+/* Adopts the sessions of the predecessor's file fd (locked by us). */
+static void
+adopt_from(int fd, const char *path, uint32_t now)
+{
+	struct adoption a = { 0 };
+	struct store_header *h;
+	struct clocks clk;
+	size_t size;
+
+	h = map_previous(fd, path, &size);
+	if (h == NULL)
+		return;
+	clk = (struct clocks){ .old_ms = h->sync_ms, .old_ns = h->sync_mono_ns,
+			       .new_ms = now, .new_ns = mono_ns() };
+	for (unsigned w = 0; w < h->n_workers; w++)
+		for (uint32_t i = 0; i < h->sessions_per_worker; i++)
+			adopt_record(records(h, w)[i], h, &clk, &a);
+	ids_above_adopted();
+	log_adoption(path, h, &a);
+	munmap(h, size);
+}
+
+/* The predecessor's file, opened and locked, or -1 (none). */
+static int
+open_previous(const char *path, char *err, size_t errlen, int *fail)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	*fail = 0;
+	if (fd < 0) {
+		if (errno != ENOENT)
+			sp_log("warning", "state %s: %s; starting with no sessions",
+			       path, strerror(errno));
+		return -1;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		const struct store_header *h =
+			mmap(NULL, sizeof(*h), PROT_READ, MAP_SHARED, fd, 0);
+		int pid = h != MAP_FAILED ? h->pid : 0;
+
+		if (h != MAP_FAILED)
+			munmap((void *)h, sizeof(*h));
+		close(fd);
+		*fail = sp_fail(err, errlen,
+				"state %s is in use by a running quicknat-swpath (pid %d); stop it first, or give another --state",
+				path, pid);
+		return -1;
+	}
+	return fd;
+}
+
+/* This process's file at tmp, made, locked, mapped (faulted in now, not
+ * on a new flow's path) and its header written: the store. */
+static int
+store_create(const char *tmp, uint32_t now, char *err, size_t errlen)
+{
+	size_t size = store_size(sp.n_workers, sp.sessions_per_worker);
+	struct store_header *h;
+	int fd, e;
+
+	fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) < 0 ||
+	    (errno = posix_fallocate(fd, 0, (off_t)size)) != 0) {
+		e = errno;
+		if (fd >= 0)
+			close(fd);
+		return sp_fail(err, errlen,
+			       "state %s: cannot make a %zu MB file: %s (a tmpfs such as /dev/shm or /run is meant)",
+			       tmp, size >> 20, strerror(e ? e : ENOSPC));
+	}
+	h = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
+		 fd, 0);
+	if (h == MAP_FAILED) {
+		e = errno;
+		close(fd);
+		return sp_fail(err, errlen, "state %s: cannot map it: %s", tmp,
+			       strerror(e));
+	}
+	memcpy(h->magic, STORE_MAGIC, 8);
+	h->version = STORE_VERSION;
+	h->record_size = sizeof(struct sp_session);
+	h->n_workers = sp.n_workers;
+	h->sessions_per_worker = sp.sessions_per_worker;
+	h->sync_ms = now;
+	h->sync_mono_ns = mono_ns();
+	h->pid = (int32_t)getpid();
+	read_boot_id(h->boot_id, sizeof(h->boot_id));
+	store.fd = fd;
+	store.size = size;
+	store.hdr = h;
+	return 0;
+}
+
+/* Each worker writes its sessions to the store from now on; those it
+ * has already (adopted) are written now. */
+static void
+store_attach(void)
+{
+	for (unsigned w = 0; w < sp.n_workers; w++) {
+		struct sp_worker *wk = sp.workers[w];
+
+		wk->store = records(store.hdr, w);
+		__atomic_fetch_or(&wk->listening, SP_LISTEN_STORE,
+				  __ATOMIC_RELEASE);
+		for (uint32_t i = 0; i < wk->nat.max_sessions; i++)
+			if (wk->nat.sessions[i].proto != 0)
+				sp_store_put(wk, i, &wk->nat.sessions[i]);
+	}
+}
+
+int
+sp_store_open(const char *path, char *err, size_t errlen)
+{
+	uint32_t now = sp_now_ms();
+	char tmp[PATH_MAX];
+	int old, fail, rc = -1;
+
+	old = open_previous(path, err, errlen, &fail);
+	if (fail)
+		return -1;
+	if (old >= 0)
+		adopt_from(old, path, now);
+	/* ours beside it, complete before it replaces the old one */
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.new", path) >= sizeof(tmp))
+		sp_fail(err, errlen, "state %s: path too long", path);
+	else if (store_create(tmp, now, err, errlen) == 0) {
+		store_attach();
+		rc = rename(tmp, path);
+		if (rc < 0) {
+			sp_fail(err, errlen, "state %s: %s", path, strerror(errno));
+			sp_store_close();
+			unlink(tmp);
+		}
+	}
+	if (old >= 0)
+		close(old);
+	return rc;
+}
+
+void
+sp_store_close(void)
+{
+	struct store_header *h = store.hdr;
+
+	if (h == NULL)
+		return;
+	for (unsigned w = 0; w < sp.n_workers; w++) {
+		struct sp_worker *wk = sp.workers[w];
+
+		/* last_seen is not stored per packet: now it is */
+		for (uint32_t i = 0; i < wk->nat.max_sessions; i++)
+			if (wk->nat.sessions[i].proto != 0)
+				sp_store_put(wk, i, &wk->nat.sessions[i]);
+		__atomic_fetch_and(&wk->listening, ~SP_LISTEN_STORE,
+				   __ATOMIC_RELEASE);
+		wk->store = NULL;
+	}
+	h->sync_ms = sp_now_ms();
+	h->sync_mono_ns = mono_ns();
+	__atomic_store_n(&h->clean, 1, __ATOMIC_RELEASE);
+	munmap(h, store.size);
+	close(store.fd);
+	store.hdr = NULL;
+	store.fd = -1;
+}
