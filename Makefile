@@ -55,8 +55,8 @@ test: $(VENV)/.installed build
 	PYTHON=$(PYTHON) $(VPY) tests/run_suites.py
 
 lint: $(VENV)/.installed
-	$(VENV)/bin/ruff check controller tests bench ptf-tests topo swpath/tests swpath/swx/tests p4src
-	$(VENV)/bin/ruff format --check controller tests bench ptf-tests topo swpath/tests swpath/swx/tests p4src
+	$(VENV)/bin/ruff check controller tests bench ptf-tests topo swpath/tests swpath/swx/tests swpath/spec p4src
+	$(VENV)/bin/ruff format --check controller tests bench ptf-tests topo swpath/tests swpath/swx/tests swpath/spec p4src
 	$(VENV)/bin/mypy --config-file controller/pyproject.toml controller/quicknat
 
 # Every benchmark; each prints its figures and writes bench/results/NAME.json.
