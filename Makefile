@@ -14,7 +14,7 @@ APT_PACKAGES := build-essential pkg-config python3-venv python3-dev \
                 traceroute \
                 libgrpc++-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev
 
-.PHONY: install all deps deps-apt deps-python deps-dpdk-internal build test lint bench bench-peers bench-qns bench-bmv2 bench-p4rt-clients bench-offload bench-swpath fuzz p4 constants commands generate run run-bmv2 run-offload clean
+.PHONY: install all deps deps-apt deps-python deps-dpdk-internal build test lint bench bench-peers bench-qns bench-bmv2 bench-p4rt-clients bench-offload bench-swpath bench-swx fuzz p4 constants commands generate run run-swpath run-bmv2 run-offload clean
 
 all: build
 
@@ -60,7 +60,7 @@ lint: $(VENV)/.installed
 	$(VENV)/bin/mypy --config-file controller/pyproject.toml controller/quicknat
 
 # Every benchmark; each prints its figures and writes bench/results/NAME.json.
-bench: bench-qns bench-bmv2 bench-p4rt-clients bench-offload bench-swpath bench-peers
+bench: bench-qns bench-bmv2 bench-p4rt-clients bench-offload bench-swpath bench-swx bench-peers
 
 # QNS against a linear scan, C and Python: the paper's Table 1 on this machine.
 # QNS against DPDK's rte_acl on the same rules (issue #16's third comparison).
@@ -72,20 +72,25 @@ bench-peers: $(VENV)/.installed build
 bench-qns: $(VENV)/.installed build
 	$(VPY) bench/qns_bench.py
 
-# The namespace lab with the NAT on quicknat-swpath: ping, curl, iperf3 and
-# traceroute through it, then its sessions and counters (as root).
+# The whole design in the namespace lab: the P4 program on quicknat-swx (DPDK's
+# SWX pipeline) caching established flows, the controller as offload manager,
+# two quicknat-swpath slow-path instances behind it; ping, curl, iperf3 and a
+# burst of new flows through it, then where each session lives (as root).
 # `make run LAB_SHELL=1` keeps it up.
 run: $(VENV)/.installed build
-	$(VPY) topo/netns_lab.py $(if $(LAB_SHELL),--shell)
+	$(VPY) topo/run.py --switch swx $(if $(LAB_SHELL),--shell)
+
+# quicknat-swpath alone as the NAT (no P4 switch).
+run-swpath: $(VENV)/.installed build
+	$(VPY) topo/run_swpath.py $(if $(LAB_SHELL),--shell)
 
 # The same lab in Mininet with the NAT on BMv2 (needs simple_switch_grpc; says so if missing).
 run-bmv2: $(VENV)/.installed
-	$(PYTHON) topo/bmv2_lab.py $(if $(CLI),--cli)
+	$(PYTHON) topo/run_bmv2.py $(if $(CLI),--cli)
 
-# Offload mode: BMv2 caches established flows in front of a swpath slow-path
-# instance (docs/offload.md; needs simple_switch_grpc and root).
+# Offload mode with BMv2 as the switch (docs/offload.md; needs simple_switch_grpc and root).
 run-offload: $(VENV)/.installed build
-	$(VPY) topo/offload_lab.py $(if $(LAB_SHELL),--shell)
+	$(VPY) topo/run.py --switch bmv2 $(if $(LAB_SHELL),--shell)
 
 # New-flow setup through the controller vs raw P4Runtime writes (needs simple_switch_grpc).
 bench-bmv2: $(VENV)/.installed
@@ -96,6 +101,13 @@ bench-bmv2: $(VENV)/.installed
 bench-offload: $(VENV)/.installed build
 	$(MAKE) -C swpath/bench -f Makefile.swpath
 	$(VPY) bench/offload_bench.py
+
+# The P4 program on quicknat-swx (DPDK SWX) against swpath's fast path and BMv2
+# (where installed), in one run: forwarding, P4Runtime writes, new flows in
+# controller and offload mode (issue #33; root; bench/results/swx.json).
+bench-swx: $(VENV)/.installed build
+	$(MAKE) -C swpath/bench -f Makefile.swpath
+	$(VPY) bench/swx_bench.py
 
 # Our P4Runtime client against finsy.Switch on one BMv2 (issue #20).
 bench-p4rt-clients: $(VENV)/.installed

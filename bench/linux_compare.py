@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """swpath side by side with Linux's own NAT (nftables), in one run.
 
-The topology of `make run` (topo/netns_lab.py: hosts h1, h2 and srv around a
+The topology of `make run-swpath` (topo/run_swpath.py: hosts h1, h2 and srv around a
 "nat" namespace), twice: once with quicknat-swpath on af_packet in the middle,
 once with the kernel forwarding and an nftables `snat` to the same pool
 (203.0.113.0/30) in its place. The same generators: iperf3 in h1 against srv

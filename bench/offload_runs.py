@@ -20,10 +20,12 @@ from typing import Any
 from cpu_times import process_cpu
 from lab.flows import arrivals as sink_rows
 from lab.flows import frame_sender, sender, start_sink
-from lab.offload_lab import LAB_PROGRAM, LAB_TABLE, running_lab
+from lab.offload_lab import LAB_TABLE, lab_program, running_lab
 from lab.topology import H1, H2
+from quicknat.counters import OFFLOAD
 
 REPO = Path(__file__).resolve().parents[1]
+OFFLOAD_COUNTERS = frozenset(c.p4 for c in OFFLOAD)  # the offload manager's
 
 
 @contextlib.contextmanager
@@ -62,10 +64,17 @@ def traffic(
 
 
 def run_mode(
-    offload: bool, flows: int, rate: float, base: int, batch_window_ms: int, idle_sleep_us: int
+    offload: bool,
+    flows: int,
+    rate: float,
+    base: int,
+    batch_window_ms: int,
+    idle_sleep_us: int,
+    switch: str = "bmv2",
 ) -> dict[str, Any]:
     with fresh_lab(
         "offload",
+        switch=switch,
         slow_path=offload,
         instances=1,
         idle_sleep_us=idle_sleep_us,
@@ -115,7 +124,7 @@ def run_mode(
         "controller_counters": {
             k: v
             for k, v in stats.items()
-            if k.startswith(("offload.", "sessions_", "refused.")) and v
+            if (k in OFFLOAD_COUNTERS or k.startswith(("sessions_", "refused."))) and v
         },
     }
 
@@ -127,7 +136,9 @@ SETUP_MODES = {  # name: (slow path, after_packets)
 }
 
 
-def run_setup(mode: str, flows: int, rate: float, base: int, idle_sleep_us: int) -> dict[str, Any]:
+def run_setup(
+    mode: str, flows: int, rate: float, base: int, idle_sleep_us: int, switch: str = "bmv2"
+) -> dict[str, Any]:
     """One-packet flows (most DNS) offered at `rate`, from h1's link through
     an AF_PACKET socket (lab.flows.FRAME_SEND: the socket-per-flow sender
     would be the limit): how many first packets the mode delivers per second,
@@ -136,6 +147,7 @@ def run_setup(mode: str, flows: int, rate: float, base: int, idle_sleep_us: int)
     slow_path, after_packets = SETUP_MODES[mode]
     with fresh_lab(
         "setup",
+        switch=switch,
         slow_path=slow_path,
         instances=1,
         idle_sleep_us=idle_sleep_us,
@@ -184,7 +196,7 @@ def instances_busy_us(lab: Any) -> int:
 
 
 def run_capacity(
-    instances: int, flows: int, rate: float, base: int, idle_sleep_us: int
+    instances: int, flows: int, rate: float, base: int, idle_sleep_us: int, switch: str = "bmv2"
 ) -> dict[str, Any]:
     """Slow-path capacity: `flows` one-packet flows from h1 and from h2 at
     once, each at `rate`, with after_packets 2 (the switch writes nothing:
@@ -195,6 +207,7 @@ def run_capacity(
     runs on the VM's two vCPUs."""
     with fresh_lab(
         "capacity",
+        switch=switch,
         slow_path=True,
         instances=instances,
         idle_sleep_us=idle_sleep_us,
@@ -272,16 +285,17 @@ OVERFLOW_RATE = 1000.0
 
 
 def run_overflow(
-    offload: bool, flows: int, rate: float, base: int, idle_sleep_us: int
+    offload: bool, flows: int, rate: float, base: int, idle_sleep_us: int, switch: str = "bmv2"
 ) -> dict[str, Any]:
-    """More concurrent flows than the switch's table holds (LAB_PROGRAM):
+    """More concurrent flows than the switch's table holds (lab_program):
     what each mode delivers, and where the overflow goes. All from h1, so
     its per-host limits are lifted, and all alive together (UDP 120 s)."""
     settings = {"udp_timeout": 120, "per_host": 65535}
     with fresh_lab(
         "overflow",
+        switch=switch,
         slow_path=offload,
-        program=LAB_PROGRAM,
+        program=lab_program(switch),
         instances=1,
         idle_sleep_us=idle_sleep_us,
         **settings,
@@ -310,6 +324,6 @@ def run_overflow(
         "controller_counters": {
             k: v
             for k, v in stats.items()
-            if k.startswith(("offload.", "sessions_", "refused.")) and v
+            if (k in OFFLOAD_COUNTERS or k.startswith(("sessions_", "refused."))) and v
         },
     }

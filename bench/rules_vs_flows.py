@@ -2,8 +2,8 @@
 """New flows per second against the number of NAT rules: iptables, nftables
 and swpath on the same namespace topology, one generator (issue #16, 1).
 
-The paper's headline claim, brought up to date. The `make run` topology
-(topo/netns_lab.py) with, in the "nat" namespace, each of:
+The paper's headline claim, brought up to date. The `make run-swpath` topology
+(topo/run_swpath.py) with, in the "nat" namespace, each of:
 
 - **iptables** (Debian's, the nft backend): one `-j SNAT` rule per prefix in
   POSTROUTING, the matching one last: a linear walk per new flow;

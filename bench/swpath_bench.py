@@ -12,7 +12,7 @@ One run measures, side by side:
   --state (session_store.h: a copy of each new session for a successor),
   memory per session per direction (DPDK heap taken by one worker's tables
   for 1M sessions), and two workers against one;
-- side by side with Linux (bench/linux_compare.py): the `make run` namespace
+- side by side with Linux (bench/linux_compare.py): the `make run-swpath` namespace
   topology with swpath, then with nftables snat, the same iperf3 traffic
   (skipped with the reason when not root or without iperf3/nft).
 

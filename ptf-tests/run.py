@@ -23,7 +23,7 @@ from pathlib import Path
 
 from lab import bmv2, swx
 from lab.netns import Topology, in_namespace
-from lab.processes import start, stop, stop_pid_file, wait_for_tcp
+from lab.processes import start, start_dpdk, stop, stop_pid_file, wait_for_tcp
 from lab.swpath import SWPATH
 
 HERE = Path(__file__).resolve().parent
@@ -34,8 +34,8 @@ GRPC_PORT = 9559
 SWITCH_PID = "switch.pid"
 EXIT_SKIPPED = 3
 # The switch each target runs (none: swpath alone).
-SWITCH = {"bmv2": "bmv2", "offload": "bmv2", "swx": "swx"}
-TARGETS = ("bmv2", "swx", "swpath", "offload")
+SWITCH = {"bmv2": "bmv2", "offload": "bmv2", "swx": "swx", "offload-swx": "swx"}
+TARGETS = ("bmv2", "swx", "swpath", "offload", "offload-swx")
 
 
 def requirements(target: str) -> str | None:
@@ -47,7 +47,7 @@ def requirements(target: str) -> str | None:
         return "simple_switch_grpc not on PATH"
     if switch == "swx" and not swx.SWX.exists():
         return f"{swx.SWX.relative_to(REPO)} not built (make build)"
-    if target in ("swpath", "offload") and not SWPATH.exists():
+    if target in ("swpath", "offload", "offload-swx") and not SWPATH.exists():
         return f"{SWPATH.relative_to(REPO)} not built (make build)"
     return None
 
@@ -58,7 +58,7 @@ def switch_command(target: str, topo: Topology, workdir: Path) -> list[str]:
 
 
 def topology(target: str) -> Topology:
-    return Topology(slow_path=target == "offload")
+    return Topology(slow_path=target.startswith("offload"))
 
 
 def summarize(output: str) -> tuple[int, int, int]:
@@ -78,10 +78,20 @@ def inside(args: argparse.Namespace) -> int:
     switch = None
     try:
         if args.target in SWITCH:
-            switch = start(switch_command(args.target, topo, workdir), workdir / "switch.log")
+            command = switch_command(args.target, topo, workdir)
+
+            def start_once() -> subprocess.Popen[bytes]:
+                proc = start(command, workdir / "switch.log")
+                try:
+                    wait_for_tcp("127.0.0.1", GRPC_PORT, 30, proc)
+                except RuntimeError:
+                    stop(proc)
+                    raise
+                return proc
+
+            switch = start_dpdk(start_once, workdir / "switch.log")
             # Tests that restart the switch replace this pid (harness/targets.py).
             (workdir / SWITCH_PID).write_text(str(switch.pid))
-            wait_for_tcp("127.0.0.1", GRPC_PORT, 30, switch)
         params = ";".join(
             [
                 f"target='{args.target}'",

@@ -115,6 +115,12 @@ SUITES = [
         root=True,
     ),
     Suite(
+        "ptf-offload-swx",
+        [PY, "ptf-tests/run.py", "--target", "offload-swx"],
+        "the same PTF scenarios in offload mode: quicknat-swx caching a swpath slow-path instance",
+        root=True,
+    ),
+    Suite(
         "lab-e2e-swpath",
         [PY, "-m", "lab.e2e", "--lab", "swpath"],
         "traceroute, iperf3 and UDP hole punching through swpath in the namespace lab",
@@ -127,6 +133,14 @@ SUITES = [
         [PY, "-m", "lab.e2e", "--lab", "offload"],
         "the same end-to-end tests in offload mode: BMv2 caching a swpath slow-path instance",
         requires=["simple_switch_grpc", "traceroute", "iperf3"],
+        root=True,
+        cwd=ROOT / "topo",
+    ),
+    Suite(
+        "lab-e2e-offload-swx",
+        [PY, "-m", "lab.e2e", "--lab", "offload-swx"],
+        "the same end-to-end tests in offload mode on quicknat-swx: the make run design",
+        requires=["traceroute", "iperf3"],
         root=True,
         cwd=ROOT / "topo",
     ),

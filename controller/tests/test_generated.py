@@ -78,3 +78,12 @@ def test_the_docs_show_the_syntax_of_every_command() -> None:
     doc = gen_commands.DOC.read_text()
     for command in gen_commands.read().commands:
         assert "\n" + command.syntax in doc, command.name
+
+
+def test_the_labs_cpu_port_is_the_programs() -> None:
+    """topo/lab/bmv2.py keeps BMv2's CPU port as a literal (it runs without
+    the quicknat package under Debian's python3 for Mininet)."""
+    from quicknat.p4.constants import V1MODEL_CPU_PORT
+
+    text = (ROOT / "topo" / "lab" / "bmv2.py").read_text()
+    assert f"\nCPU_PORT = {V1MODEL_CPU_PORT}\n" in text

@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Mapping
 from pathlib import Path
 
-from quicknat.p4.constants import V1MODEL_CPU_PORT as CPU_PORT  # p4src/include/v1model/target.p4
-
+# p4src/include/v1model/target.p4's CPU_PORT. A literal: the Mininet lab runs
+# this module under Debian's python3, without the quicknat package;
+# controller/tests/test_generated.py holds it to the generated constant.
+CPU_PORT = 255
 LOG_LEVELS = ("off", "error", "warn", "info", "debug", "trace")  # simple_switch -L
+# The program's v1model builds (p4src/Makefile: the default in BUILD, the
+# variants in BUILD/small, BUILD/lab) and the file BMv2 is pushed.
+BUILD = Path(__file__).resolve().parents[2] / "p4src" / "build"
+DEVICE_CONFIG = "quicknat.json"
 
 
 def log_options() -> list[str]:
@@ -20,6 +27,11 @@ def log_options() -> list[str]:
     if level not in LOG_LEVELS:
         raise SystemExit(f"QUICKNAT_BMV2_LOG={level}: expected one of {', '.join(LOG_LEVELS)}")
     return ["--log-level", level] if level == "off" else ["--log-console", "--log-level", level]
+
+
+def missing() -> list[str]:
+    """What this machine lacks to run the switch."""
+    return [] if shutil.which(switch_binary()) else ["simple_switch_grpc"]
 
 
 def switch_binary() -> str:

@@ -1,5 +1,5 @@
 """The Mininet lab with the NAT on BMv2 and the controller: its nodes and its
-life (`make run-bmv2`: topo/bmv2_lab.py; lab.e2e)."""
+life (`make run-bmv2`: topo/run_bmv2.py; lab.e2e)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""What `make run` and `make run-bmv2` show, on either lab: ping, a download,
+"""What `make run`, `make run-swpath` and `make run-bmv2` show, on either lab: ping, a download,
 iperf3 and traceroute through the NAT, then its sessions and counters."""
 
 from __future__ import annotations

@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
-"""End-to-end tests with real clients in a lab: `python3 -m lab.e2e --lab swpath|bmv2|offload`
-(from topo/).
+"""End-to-end tests with real clients in a lab: `python3 -m lab.e2e --lab LAB` (from topo/).
 
 The same tests on either lab (topo/lab/topology.py): `--lab swpath` builds the
-namespace lab with quicknat-swpath (topo/netns_lab.py), `--lab bmv2` the
-Mininet lab with BMv2 and the controller (topo/bmv2_lab.py; run it with
+namespace lab with quicknat-swpath (topo/run_swpath.py), `--lab bmv2` the
+Mininet lab with BMv2 and the controller (topo/run_bmv2.py; run it with
 Debian's python3, which has Mininet), `--lab offload` the namespace lab with
-BMv2, the controller as offload manager and a swpath slow-path instance
-(topo/lab/offload_lab.py; plus a test of its own). One lab serves every test; it is torn
-down at the end, on failure and on SIGINT/SIGTERM. Every wait is bounded.
+BMv2, the controller as offload manager and two swpath slow-path instances
+(topo/lab/offload_lab.py; plus tests of its own), and `--lab offload-swx` the
+same with quicknat-swx, the P4 program on DPDK's SWX pipeline, as the switch.
+One lab serves every test; it is torn down at the end, on failure and on
+SIGINT/SIGTERM. Every wait is bounded.
 
 - traceroute -n, UDP and ICMP (-I), from h1 to far: hop 1 is the NAT (its
   inside address), hop 2 rtr beyond it, hop 3 far. Hop 1 needs the NAT to
@@ -708,10 +709,12 @@ def run_tests(lab: Nodes, names: list[str]) -> tuple[int, int]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--lab", choices=["swpath", "bmv2", "offload"], required=True)
+    parser.add_argument(
+        "--lab", choices=["swpath", "bmv2", "offload", "offload-swx"], required=True
+    )
     parser.add_argument("tests", nargs="*", help=f"default: all of {', '.join(TESTS)}")
     args = parser.parse_args()
-    if args.lab == "offload":
+    if args.lab.startswith("offload"):
         TESTS.update(OFFLOAD_TESTS)
     if args.lab == "swpath":
         TESTS.update(SWPATH_TESTS)
@@ -724,10 +727,11 @@ def main() -> int:
         from lab import netns_lab as lab_module
 
         reason = lab_module.missing()
-    elif args.lab == "offload":
+    elif args.lab.startswith("offload"):
         from lab import offload_lab as lab_module  # type: ignore[no-redef]
 
-        reason = "; ".join(lab_module.missing()) or None
+        switch = "swx" if args.lab == "offload-swx" else "bmv2"
+        reason = "; ".join(lab_module.missing(switch)) or None
     else:
         from lab import bmv2_lab as lab_module  # type: ignore[no-redef]
 
@@ -739,7 +743,8 @@ def main() -> int:
     workdir = Path(tempfile.mkdtemp(prefix=f"quicknat-{suite}-"))
     raise_on_signals()
     try:
-        with lab_module.running_lab(workdir) as lab:
+        settings = {"switch": switch} if args.lab.startswith("offload") else {}
+        with lab_module.running_lab(workdir, **settings) as lab:
             passed, failed = run_tests(lab, names)
     except (RuntimeError, subprocess.SubprocessError) as exc:
         print(f"{suite}: the lab did not come up: {exc}; logs in {workdir}")

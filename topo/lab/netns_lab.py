@@ -1,5 +1,5 @@
 """The namespace lab with the NAT on quicknat-swpath: its nodes and its life
-(`make run`: topo/netns_lab.py; lab.e2e; bench/linux_compare.py)."""
+(`make run-swpath`: topo/run_swpath.py; lab.e2e; bench/linux_compare.py)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,11 @@
-"""The namespace lab in offload mode (docs/offload.md): the NAT is BMv2 with
-the controller as offload manager, and quicknat-swpath slow-path instances
-behind the switch's ports 9, 10, ... that take every miss (`make
-run-offload`, lab.e2e: two instances; the benchmarks: one).
+"""The namespace lab in offload mode (docs/offload.md): the NAT is a P4
+switch (quicknat-swx, `make run`; or BMv2, `make run-offload`) with the
+controller as offload manager, and quicknat-swpath slow-path instances
+behind the switch's ports 9, 10, ... that take every miss (lab.e2e: two
+instances; the benchmarks: one).
 
 The nodes and links are the namespace lab's (topology.py); in the NAT's
-namespace BMv2 owns the lab's NAT ends plus `sp0` (`sp1`, ...), whose veth
+namespace the switch owns the lab's NAT ends plus `sp0` (`sp1`, ...), whose veth
 peer `sp0-sw` is that instance's DPDK port 0. One configuration describes
 the system: topo/lab.toml plus the [[slow_path]]s this module adds (their
 control sockets live in the work directory, their port blocks split the
@@ -23,26 +24,32 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from quicknat.controller.status import query
 
-from lab import topology
-from lab.bmv2 import switch_binary, switch_command
+from lab import bmv2, swx, topology
 from lab.netns import SLOW_PATH_PORT, add_veth, set_up_plain
 from lab.netns_lab import NAT as NAT_NAMESPACE
 from lab.netns_lab import NetnsLab
-from lab.processes import signals_ignored, wait_for_unix_socket, wait_until
+from lab.processes import signals_ignored, start_dpdk, wait_for_unix_socket, wait_until
 from lab.swpath import QUICKNAT, compile_commands, state_file, swpath_command
 
 GRPC_PORT = 50011
-# The program built with 1,024-entry connection tables (p4src/Makefile): the
-# lab's switch is small, so that a burst of flows overflows it (issue #15).
-LAB_PROGRAM = Path(__file__).resolve().parents[2] / "p4src" / "build" / "lab"
+# The switches the lab runs: how to start each, and its builds.
+SWITCHES = {"bmv2": bmv2, "swx": swx}
+# The program's build with 1,024-entry connection tables (p4src/Makefile,
+# `lab` in each switch's builds): the lab's switch is small, so that a burst
+# of flows overflows it (issue #15).
 LAB_TABLE = 1024
+
+
+def lab_program(switch: str) -> Path:
+    return SWITCHES[switch].BUILD / "lab"
+
 
 # Pool ports 1024-65535 split between two instances (RFC 7422 blocks).
 BLOCKS = {1: ["1024-65535"], 2: ["1024-33279", "33280-65535"]}
@@ -57,8 +64,8 @@ def instance_name(index: int) -> str:
     return f"sp{index}"
 
 
-def missing() -> list[str]:
-    needs = [] if shutil.which(switch_binary()) else ["simple_switch_grpc"]
+def missing(switch: str = "swx") -> list[str]:
+    needs = SWITCHES[switch].missing()
     if os.geteuid() != 0:
         needs.append("root")
     return needs
@@ -115,8 +122,9 @@ def lab_config(
 
 
 class OffloadLab(NetnsLab):
-    """With `slow_path` False, the same namespaces with BMv2 in controller mode
-    (topo/lab.toml as it is): bench/offload_bench.py compares the two."""
+    """With `slow_path` False, the same namespaces with the switch in
+    controller mode (topo/lab.toml as it is): bench/offload_bench.py
+    compares the two."""
 
     def __init__(
         self,
@@ -125,15 +133,18 @@ class OffloadLab(NetnsLab):
         program: Path | None = None,
         instances: int = 1,
         idle_sleep_us: int | None = None,
+        switch: str = "swx",
         **settings: Any,
     ) -> None:
-        """`program`: a directory with another build of the P4 program (e.g.
-        p4src/build/small/, 64-entry connection tables) for the controller;
-        `instances`: how many slow-path instances (1 or 2); `idle_sleep_us`:
-        their --idle-sleep-us (default: IDLE_SLEEP_US; 0 polls without a pause);
+        """`program`: a directory with another build of the P4 program for
+        `switch` (e.g. lab_program(switch), 1,024-entry connection tables)
+        for the controller; `instances`: how many slow-path instances (1 or
+        2); `idle_sleep_us`: their --idle-sleep-us (default: IDLE_SLEEP_US;
+        0 polls without a pause); `switch`: "swx" (quicknat-swx) or "bmv2";
         `settings`: lab_config's (the offload policy, timeouts, limits)."""
         super().__init__(workdir)
         self.slow_path = slow_path
+        self.switch_name = switch
         self.program = program
         self.instances = instances if slow_path else 0
         # the default instance: h1's (its sessions: quicknat sessions/stats,
@@ -169,6 +180,7 @@ class OffloadLab(NetnsLab):
         super().delete()
         for index in range(self.instances):
             state_file(self._prefix(index)).unlink(missing_ok=True)
+        swx.remove_runtime_dir(self.workdir)
 
     def _prefix(self, index: int) -> str:
         return self.prefix if index == self.main else f"{self.prefix}-{instance_name(index)}"
@@ -181,14 +193,14 @@ class OffloadLab(NetnsLab):
             **topology.nat_ports(),
             **{SLOW_PATH_PORT + i: instance_name(i) for i in range(self.instances)},
         }
-        self.switch = switch = self.start(
-            topology.NAT,
-            switch_command(ports, f"127.0.0.1:{GRPC_PORT}", self.workdir),
-            "switch.log",
-        )
+        starter = SWITCHES[self.switch_name]
+        command = starter.switch_command(ports, f"127.0.0.1:{GRPC_PORT}", self.workdir)
+        self.switch = start_dpdk(lambda: self._start_switch(command), self.workdir / "switch.log")
         controller_command = [
             str(QUICKNAT),
             "controller",
+            "--target",
+            self.switch_name,
             "--config",
             str(self.config),
             "--grpc-addr",
@@ -200,14 +212,22 @@ class OffloadLab(NetnsLab):
             controller_command += [
                 "--p4info",
                 str(self.program / "quicknat.p4info.txtpb"),
-                "--bmv2-json",
-                str(self.program / "quicknat.json"),
+                "--device-config",
+                str(self.program / starter.DEVICE_CONFIG),
             ]
-        wait_until("the switch listens", lambda: self._listens(), 30, switch)
         self.controller = controller = self.start(
             topology.NAT, controller_command, "controller.log"
         )
         wait_until("the controller connects to the switch", self.connected, 30, controller)
+
+    def _start_switch(self, command: list[str]) -> subprocess.Popen[bytes]:
+        switch = self.start(topology.NAT, command, "switch.log")
+        try:
+            wait_until("the switch listens", lambda: self._listens(), 30, switch)
+        except RuntimeError:
+            self.stop_process(switch)
+            raise
+        return switch
 
     def start_instance(self, index: int = 0) -> None:
         """Instance `index` on its veth to the switch (af_packet keeps the
@@ -220,8 +240,16 @@ class OffloadLab(NetnsLab):
             return
         socket = self.workdir / f"{name}.sock"
         command = self._instance_command(index, commands, socket, "af_packet")
-        process = self.start(topology.NAT, command, f"{name}.log")
-        wait_for_unix_socket(socket, 30, process)
+
+        def start_once() -> None:
+            process = self.start(topology.NAT, command, f"{name}.log")
+            try:
+                wait_for_unix_socket(socket, 30, process)
+            except RuntimeError:
+                self.stop_process(process)
+                raise
+
+        start_dpdk(start_once, self.workdir / f"{name}.log")
 
     def _instance_command(self, index: int, commands: Path, socket: Path, pmd: str) -> list[str]:
         prefix = self._prefix(index)
@@ -239,8 +267,18 @@ class OffloadLab(NetnsLab):
         """The default instance (also restart_swpath's)."""
         command = self._instance_command(self.main, commands, self.socket, pmd)
         self.commands, self.pmd = commands, pmd
-        self.swpath = self.start(topology.NAT, command, f"{instance_name(self.main)}.log")
-        wait_for_unix_socket(self.socket, 30, self.swpath)
+        log = f"{instance_name(self.main)}.log"
+
+        def start_once() -> subprocess.Popen[bytes]:
+            process = self.start(topology.NAT, command, log)
+            try:
+                wait_for_unix_socket(self.socket, 30, process)
+            except RuntimeError:
+                self.stop_process(process)
+                raise
+            return process
+
+        self.swpath = start_dpdk(start_once, self.workdir / log)
 
     def _listens(self) -> bool:
         return self.listening(topology.NAT, GRPC_PORT)
@@ -268,11 +306,12 @@ def running_lab(
     program: Path | None = None,
     instances: int = 2,
     idle_sleep_us: int | None = None,
+    switch: str = "swx",
     **settings: Any,
 ) -> Iterator[OffloadLab]:
     """The lab built and its NAT running (two instances unless told
     otherwise); torn down on the way out, whatever happened."""
-    lab = OffloadLab(workdir, slow_path, program, instances, idle_sleep_us, **settings)
+    lab = OffloadLab(workdir, slow_path, program, instances, idle_sleep_us, switch, **settings)
     try:
         lab.build()
         lab.start_offload()

@@ -11,6 +11,34 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
+from typing import TypeVar
+
+T = TypeVar("T")
+
+# DPDK's af_packet PMD names its sockets' PACKET_FANOUT group
+# (pid ^ ifindex) & 0xffff (drivers/net/af_packet, 22.11), and fanout groups
+# are per network namespace: two DPDK processes there (a switch and a
+# slow-path instance) can draw one group for different interfaces, and the
+# second fails with this line (EINVAL). A new process has another pid.
+FANOUT_CLASH = "could not set PACKET_FANOUT"
+FANOUT_ATTEMPTS = 3
+
+
+def start_dpdk(start_once: Callable[[], T], log: Path) -> T:
+    """start_once() (which starts a DPDK process logging to `log` and waits
+    for it), again while it fails on a fanout group clash (FANOUT_CLASH), at
+    most FANOUT_ATTEMPTS times; any other failure is raised at once."""
+    for attempt in range(FANOUT_ATTEMPTS):
+        size = log.stat().st_size if log.exists() else 0
+        try:
+            return start_once()
+        except (RuntimeError, AssertionError):
+            with log.open("rb") as f:
+                f.seek(size)
+                clash = FANOUT_CLASH in f.read().decode(errors="replace")
+            if not clash or attempt + 1 == FANOUT_ATTEMPTS:
+                raise
+    raise AssertionError("unreachable")
 
 
 def wait_for_tcp(host: str, port: int, timeout: float, proc: subprocess.Popen[bytes]) -> None:

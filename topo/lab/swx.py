@@ -13,11 +13,20 @@ from lab.swpath import AF_PACKET_FRAMES
 
 REPO = Path(__file__).resolve().parents[2]
 SWX = REPO / "swpath" / "build" / "swx" / "quicknat-swx"
+# The program's PNA builds (p4src/Makefile: the default in BUILD, the
+# variants in BUILD/small, BUILD/lab) and the file quicknat-swx is pushed.
+BUILD = REPO / "p4src" / "build" / "pna"
+DEVICE_CONFIG = "quicknat.spec"
 # A pipeline thread that found no packet sleeps this long (quicknat-swx
 # --idle-sleep-us): a lab shares its two CPUs with hosts, a controller and
 # PTF, which a thread polling flat out would starve. 50 us adds at most that
 # to a packet that arrives while it sleeps.
 IDLE_SLEEP_US = 50
+
+
+def missing() -> list[str]:
+    """What this machine lacks to run the switch."""
+    return [] if SWX.exists() else [f"{SWX.relative_to(REPO)} (make build)"]
 
 
 def file_prefix(workdir: Path) -> str:
@@ -31,10 +40,25 @@ def switch_command(ports: Mapping[int, str], grpc_addr: str, workdir: Path) -> l
     hugepages or NIC needed), one pipeline thread on lcore 1, P4Runtime on
     `grpc_addr`. Its CPU port (0) is internal: packet-ins and packet-outs go
     through the P4Runtime stream."""
+    devices = {
+        port: f"net_af_packet{port},iface={name},framecnt={AF_PACKET_FRAMES}"
+        for port, name in ports.items()
+    }
+    return command(devices, grpc_addr, workdir)
+
+
+def null_switch_command(ports: list[int], grpc_addr: str, workdir: Path) -> list[str]:
+    """The same on net_null devices: a switch that sees no packets (for the
+    control plane alone: P4Runtime benchmarks and tests)."""
+    return command({port: f"net_null{port},no-rx=1" for port in ports}, grpc_addr, workdir)
+
+
+def command(devices: Mapping[int, str], grpc_addr: str, workdir: Path) -> list[str]:
+    """quicknat-swx with P4 port N on the DPDK virtual device `devices[N]`."""
     vdevs, mapping = [], []
-    for port, name in sorted(ports.items()):
-        vdevs += ["--vdev", f"net_af_packet{port},iface={name},framecnt={AF_PACKET_FRAMES}"]
-        mapping += ["--port", f"{port}=net_af_packet{port}"]
+    for port, device in sorted(devices.items()):
+        vdevs += ["--vdev", device]
+        mapping += ["--port", f"{port}={device.split(',')[0]}"]
     return [
         str(SWX),
         "-l",

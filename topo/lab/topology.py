@@ -1,7 +1,8 @@
 """The labs' one topology: nodes, links, addresses and routes around the NAT.
 
-Both labs build it: netns_lab.py out of named network namespaces with the NAT
-on quicknat-swpath, bmv2_lab.py in Mininet with the NAT on BMv2. The NAT's
+Every lab builds it: netns_lab.py out of named network namespaces with the NAT
+on quicknat-swpath (offload_lab.py adds a P4 switch and slow-path instances),
+bmv2_lab.py in Mininet with the NAT on BMv2. The NAT's
 side of each link is a data-plane port of topo/lab.toml, which also holds the
 NAT's addresses, neighbours (these MACs) and the route through rtr.
 

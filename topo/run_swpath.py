@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""`make run`: the network-namespace lab with the NAT on quicknat-swpath (DPDK).
+"""`make run-swpath`: the network-namespace lab with the NAT on quicknat-swpath (DPDK).
 
 Builds the lab's topology (topo/lab/topology.py) out of network namespaces
 (qn-lab-NODE) and veths, starts quicknat-swpath with topo/lab.toml in the

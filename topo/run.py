@@ -1,17 +1,17 @@
 #!/usr/bin/env python3
-"""`make run-offload`: the namespace lab in offload mode (docs/offload.md).
+"""`make run`: the namespace lab in offload mode (docs/offload.md), the whole design.
 
-The lab's topology (topo/lab/topology.py) with BMv2 as the NAT (its
-1,024-entry build, p4src/build/lab/), the controller as its offload manager,
+The lab's topology (topo/lab/topology.py) with a P4 switch as the NAT
+(quicknat-swx by default, `--switch bmv2` for BMv2, `make run-offload`; the
+program's 1,024-entry build), the controller as its offload manager,
 and two quicknat-swpath slow-path instances behind the switch's ports 9 and
 10 that take every miss (topo/lab/offload_lab.py). Shows the same translated
-traffic as `make run` (topo/lab/demo.py), each instance's sessions (which the
+traffic as `make run-swpath` (topo/lab/demo.py), each instance's sessions (which the
 switch holds), then a burst of short flows from both hosts, three times what
 the switch's table holds, all translated, and the offload manager's
 counters. `--shell` keeps the lab up until Ctrl-C.
 Processes and namespaces are removed on exit, on error and on SIGINT/SIGTERM.
-Needs root, simple_switch_grpc (BMv2, as for `make run-bmv2`: the README's
-P4 path) and `make build`.
+Needs root and `make build` (and simple_switch_grpc for `--switch bmv2`).
 """
 
 from __future__ import annotations
@@ -27,9 +27,10 @@ from pathlib import Path
 from lab.demo import demo
 from lab.flows import arrivals, sender, start_sink
 from lab.netns_lab import DOWNLOAD_MB, shell_help
-from lab.offload_lab import LAB_PROGRAM, LAB_TABLE, OffloadLab, missing, running_lab
+from lab.offload_lab import LAB_TABLE, SWITCHES, OffloadLab, lab_program, missing, running_lab
 from lab.processes import raise_on_signals
 from lab.topology import H1, H2
+from quicknat.counters import OFFLOAD
 
 # The burst: one-packet UDP flows from each inside host (each on its own
 # instance), together three times the switch's table.
@@ -72,23 +73,24 @@ def burst(lab: OffloadLab) -> bool:
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--shell", action="store_true", help="keep the lab up until Ctrl-C")
+    parser.add_argument("--switch", choices=sorted(SWITCHES), default="swx", help="the P4 switch")
     args = parser.parse_args()
-    needs = missing()
+    needs = missing(args.switch)
     if needs:
         print(f"the offload lab needs {', '.join(needs)}", file=sys.stderr)
         return 2
     workdir = Path(tempfile.mkdtemp(prefix="quicknat-offload-lab-"))
     raise_on_signals()
     try:
-        with running_lab(workdir, program=LAB_PROGRAM) as lab:
+        with running_lab(workdir, program=lab_program(args.switch), switch=args.switch) as lab:
             ok = demo(lab, DOWNLOAD_MB)
             show_instances(lab)
             ok = burst(lab) and ok
             counters = lab.controller_stats()["counters"]
             assert isinstance(counters, dict)
             print("\nThe offload manager (quicknat stats of the controller):")
-            for name in sorted(k for k in counters if k.startswith("offload.")):
-                print(f"  {name:40} {counters[name]}")
+            for counter in OFFLOAD:  # its counters (docs/counters.md, offload mode)
+                print(f"  {counter.p4:40} {counters.get(counter.p4, 0)}")
             if not args.shell:
                 return 0 if ok else 1
             shell_help(lab)
