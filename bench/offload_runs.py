@@ -71,10 +71,12 @@ def run_mode(
     batch_window_ms: int,
     idle_sleep_us: int,
     switch: str = "bmv2",
+    switch_idle_sleep_us: int | None = None,
 ) -> dict[str, Any]:
     with fresh_lab(
         "offload",
         switch=switch,
+        switch_idle_sleep_us=switch_idle_sleep_us,
         slow_path=offload,
         instances=1,
         idle_sleep_us=idle_sleep_us,
@@ -137,7 +139,13 @@ SETUP_MODES = {  # name: (slow path, after_packets)
 
 
 def run_setup(
-    mode: str, flows: int, rate: float, base: int, idle_sleep_us: int, switch: str = "bmv2"
+    mode: str,
+    flows: int,
+    rate: float,
+    base: int,
+    idle_sleep_us: int,
+    switch: str = "bmv2",
+    switch_idle_sleep_us: int | None = None,
 ) -> dict[str, Any]:
     """One-packet flows (most DNS) offered at `rate`, from h1's link through
     an AF_PACKET socket (lab.flows.FRAME_SEND: the socket-per-flow sender
@@ -148,6 +156,7 @@ def run_setup(
     with fresh_lab(
         "setup",
         switch=switch,
+        switch_idle_sleep_us=switch_idle_sleep_us,
         slow_path=slow_path,
         instances=1,
         idle_sleep_us=idle_sleep_us,

@@ -134,6 +134,7 @@ class OffloadLab(NetnsLab):
         instances: int = 1,
         idle_sleep_us: int | None = None,
         switch: str = "swx",
+        switch_idle_sleep_us: int | None = None,
         **settings: Any,
     ) -> None:
         """`program`: a directory with another build of the P4 program for
@@ -141,10 +142,13 @@ class OffloadLab(NetnsLab):
         for the controller; `instances`: how many slow-path instances (1 or
         2); `idle_sleep_us`: their --idle-sleep-us (default: IDLE_SLEEP_US;
         0 polls without a pause); `switch`: "swx" (quicknat-swx) or "bmv2";
-        `settings`: lab_config's (the offload policy, timeouts, limits)."""
+        `switch_idle_sleep_us`: quicknat-swx's pipeline thread's (default
+        lab/swx.py's); `settings`: lab_config's (the offload policy,
+        timeouts, limits)."""
         super().__init__(workdir)
         self.slow_path = slow_path
         self.switch_name = switch
+        self.switch_idle_sleep_us = switch_idle_sleep_us
         self.program = program
         self.instances = instances if slow_path else 0
         # the default instance: h1's (its sessions: quicknat sessions/stats,
@@ -194,7 +198,11 @@ class OffloadLab(NetnsLab):
             **{SLOW_PATH_PORT + i: instance_name(i) for i in range(self.instances)},
         }
         starter = SWITCHES[self.switch_name]
-        command = starter.switch_command(ports, f"127.0.0.1:{GRPC_PORT}", self.workdir)
+        grpc = f"127.0.0.1:{GRPC_PORT}"
+        if self.switch_name == "swx" and self.switch_idle_sleep_us is not None:
+            command = swx.switch_command(ports, grpc, self.workdir, self.switch_idle_sleep_us)
+        else:
+            command = starter.switch_command(ports, grpc, self.workdir)
         self.switch = start_dpdk(lambda: self._start_switch(command), self.workdir / "switch.log")
         controller_command = [
             str(QUICKNAT),
@@ -307,11 +315,21 @@ def running_lab(
     instances: int = 2,
     idle_sleep_us: int | None = None,
     switch: str = "swx",
+    switch_idle_sleep_us: int | None = None,
     **settings: Any,
 ) -> Iterator[OffloadLab]:
     """The lab built and its NAT running (two instances unless told
     otherwise); torn down on the way out, whatever happened."""
-    lab = OffloadLab(workdir, slow_path, program, instances, idle_sleep_us, switch, **settings)
+    lab = OffloadLab(
+        workdir,
+        slow_path,
+        program,
+        instances,
+        idle_sleep_us,
+        switch,
+        switch_idle_sleep_us,
+        **settings,
+    )
     try:
         lab.build()
         lab.start_offload()

@@ -35,7 +35,9 @@ def file_prefix(workdir: Path) -> str:
     return "quicknat-swx-" + hashlib.sha256(str(workdir).encode()).hexdigest()[:12]
 
 
-def switch_command(ports: Mapping[int, str], grpc_addr: str, workdir: Path) -> list[str]:
+def switch_command(
+    ports: Mapping[int, str], grpc_addr: str, workdir: Path, idle_sleep_us: int = IDLE_SLEEP_US
+) -> list[str]:
     """quicknat-swx with P4 port N on interface `ports[N]` (net_af_packet: no
     hugepages or NIC needed), one pipeline thread on lcore 1, P4Runtime on
     `grpc_addr`. Its CPU port (0) is internal: packet-ins and packet-outs go
@@ -44,7 +46,7 @@ def switch_command(ports: Mapping[int, str], grpc_addr: str, workdir: Path) -> l
         port: f"net_af_packet{port},iface={name},framecnt={AF_PACKET_FRAMES}"
         for port, name in ports.items()
     }
-    return command(devices, grpc_addr, workdir)
+    return command(devices, grpc_addr, workdir, idle_sleep_us)
 
 
 def null_switch_command(ports: list[int], grpc_addr: str, workdir: Path) -> list[str]:
@@ -53,8 +55,12 @@ def null_switch_command(ports: list[int], grpc_addr: str, workdir: Path) -> list
     return command({port: f"net_null{port},no-rx=1" for port in ports}, grpc_addr, workdir)
 
 
-def command(devices: Mapping[int, str], grpc_addr: str, workdir: Path) -> list[str]:
-    """quicknat-swx with P4 port N on the DPDK virtual device `devices[N]`."""
+def command(
+    devices: Mapping[int, str], grpc_addr: str, workdir: Path, idle_sleep_us: int = IDLE_SLEEP_US
+) -> list[str]:
+    """quicknat-swx with P4 port N on the DPDK virtual device `devices[N]`;
+    its pipeline thread sleeps `idle_sleep_us` after a round with few
+    packets (0: it polls its core without a pause, as deployed)."""
     vdevs, mapping = [], []
     for port, device in sorted(devices.items()):
         vdevs += ["--vdev", device]
@@ -78,7 +84,7 @@ def command(devices: Mapping[int, str], grpc_addr: str, workdir: Path) -> list[s
         "--grpc-addr",
         grpc_addr,
         "--idle-sleep-us",
-        str(IDLE_SLEEP_US),
+        str(idle_sleep_us),
     ]
 
 

@@ -1,0 +1,311 @@
+#!/usr/bin/env python3
+"""`make bench-swx`: the P4 program on DPDK's SWX pipeline (quicknat-swx),
+against swpath's fast path and BMv2, side by side in one run (issue #33).
+
+- Forwarding: established flows, 64k sessions, 64-byte UDP frames made in
+  memory, one pipeline thread (swpath/build/swx/bench_swx: DPDK's source
+  and sink ports, the PNA build's pipeline), against swpath's fast path on
+  one worker (bench_swpath established: the same frames, the same flows);
+  rounds alternate them, each ratio taken within its round.
+- P4Runtime writes: nat_in2out entries from the controller's own client
+  (quicknat.p4rt, the entries encoded as the controller encodes them) in
+  batches of the controller's size, into quicknat-swx, and into BMv2 where
+  simple_switch_grpc is installed.
+- New flows through the lab (topo/lab/offload_lab.py; root): controller mode
+  and offload mode on quicknat-swx (its pipeline thread polling its core, as
+  deployed, and sleeping when idle, the labs' default), and on BMv2 where
+  installed ($QUICKNAT_BMV2 names a build, lab/bmv2.py): first packets
+  delivered and their latency (offload_runs.run_mode), and the most
+  one-packet flows per second each delivers (offload_runs.run_setup). The
+  targets are read on the polling variant.
+
+Prints a table with the targets and writes bench/results/swx.json, whose
+`met` holds one boolean per target (None where the comparison needs BMv2
+and it is not installed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from finsy.proto import p4r
+from lab import bmv2, swx
+from lab.processes import raise_on_signals, start, stop, wait_for_tcp
+from offload_runs import run_mode, run_setup
+from quicknat.controller.program import NatEntries, Pipeline
+from quicknat.p4rt.client import P4RuntimeClient
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCH_SWX = ROOT / "swpath" / "build" / "swx" / "bench_swx"
+BENCH_SWPATH = ROOT / "swpath" / "build" / "app" / "bench_swpath"
+SPEC = ROOT / "p4src" / "build" / "pna" / "quicknat.spec"
+RESULTS = ROOT / "bench" / "results"
+SESSIONS = 65536
+GRPC = "127.0.0.1:50095"
+WRITE_BATCH = 256  # the controller's --batch-max default
+TARGETS = {
+    "forwarding_mpps_min": 5.0,
+    "forwarding_ratio_to_swpath_min": 0.25,
+    "controller_mode_ratio_to_bmv2_min": 2.0,
+    "controller_mode_first_p50_ms_max": 0.5,
+    "offload_mode_flows_per_s_min": 20_000,
+    "offload_mode_ratio_to_bmv2_min": 3.0,
+    "offload_mode_first_p50_ms_max": 0.15,
+    "p4runtime_write_entries_per_s_min": 100_000,
+}
+
+
+def run_json(args: list[str]) -> dict[str, Any]:
+    out = subprocess.run(args, capture_output=True, text=True, timeout=300, check=True)
+    line = next(ln for ln in out.stdout.splitlines() if ln.startswith("{"))
+    result: dict[str, Any] = json.loads(line)
+    return result
+
+
+def forwarding(rounds: int, seconds: float) -> dict[str, Any]:
+    runs = []
+    for r in range(rounds):
+        order = ["swx", "swpath"] if r % 2 == 0 else ["swpath", "swx"]
+        got = {}
+        for name in order:
+            if name == "swx":
+                got[name] = run_json([str(BENCH_SWX), str(SPEC), str(SESSIONS), str(seconds)])
+            else:
+                args = [str(BENCH_SWPATH), "established", str(SESSIONS), str(seconds), "1"]
+                swpath = run_json(args)
+                got[name] = {"mpps": swpath["established_pps"] / 1e6}
+        runs.append(
+            {
+                "swx_mpps": got["swx"]["mpps"],
+                "swpath_mpps": got["swpath"]["mpps"],
+                "ratio": got["swx"]["mpps"] / got["swpath"]["mpps"],
+                "swx_dropped": got["swx"]["dropped"],
+            }
+        )
+        print(f"forwarding round {r + 1}: {runs[-1]}", flush=True)
+    return {
+        "sessions": SESSIONS,
+        "seconds": seconds,
+        "rounds": runs,
+        "swx_mpps": round(statistics.median(x["swx_mpps"] for x in runs), 3),
+        "swpath_mpps": round(statistics.median(x["swpath_mpps"] for x in runs), 3),
+        "ratio_to_swpath": round(statistics.median(x["ratio"] for x in runs), 3),
+    }
+
+
+async def write_rate(pipeline: Pipeline, entries: int) -> float:
+    """Entries per second the controller's client writes (inserts, then the
+    same deleted, batches of WRITE_BATCH), wire-encoded as the controller's."""
+    client = P4RuntimeClient(GRPC, 1, election_id=60)
+    await client.connect()
+    await client.set_pipeline(pipeline.p4info.proto, pipeline.device_config, pipeline.cookie)
+    table = NatEntries(pipeline.p4info).tables["nat_in2out"]
+    keys = [(0x0A000000 + i, 0xC6336401, 17, 1000 + i % 60000, 53) for i in range(entries)]
+    inserts = [
+        table.update(
+            p4r.Update.INSERT, k, "rewrite_src", (0xCB007101, 2000 + i % 60000), 300 * 10**9
+        )
+        for i, k in enumerate(keys)
+    ]
+    deletes = [table.update(p4r.Update.DELETE, k) for k in keys]
+    try:
+        t0 = time.perf_counter()
+        for i in range(0, entries, WRITE_BATCH):
+            errors = await client.write(inserts[i : i + WRITE_BATCH])
+            assert not errors, errors[:3]
+        seconds = time.perf_counter() - t0
+        for i in range(0, entries, WRITE_BATCH):
+            assert not await client.write(deletes[i : i + WRITE_BATCH])
+    finally:
+        await client.close()
+    return entries / seconds
+
+
+def p4runtime_writes(switches: list[str], entries: int, rounds: int) -> dict[str, Any]:
+    result: dict[str, Any] = {"entries": entries, "batch": WRITE_BATCH}
+    for name in switches:
+        pipeline = Pipeline.of_target(name)
+        rates = []
+        with tempfile.TemporaryDirectory(prefix=f"qn-swx-bench-{name}-") as tmp:
+            workdir = Path(tmp)
+            # the control plane alone: no packets
+            if name == "swx":
+                command = swx.null_switch_command([1, 2], GRPC, workdir)
+            else:
+                command = bmv2.switch_command({}, GRPC, workdir)
+            switch = start(command, workdir / "switch.log")
+            try:
+                wait_for_tcp("127.0.0.1", int(GRPC.rsplit(":", 1)[1]), 60, switch)
+                for _ in range(rounds):
+                    rates.append(asyncio.run(write_rate(pipeline, entries)))
+            finally:
+                stop(switch)
+                swx.remove_runtime_dir(workdir)
+        result[name] = {
+            "entries_per_s": round(statistics.median(rates)),
+            "rounds": [round(r) for r in rates],
+        }
+        print(f"P4Runtime writes, {name}: {result[name]}", flush=True)
+    return result
+
+
+# The switches' variants of the lab runs: quicknat-swx polling its core (as
+# deployed, on a core of its own) and sleeping when idle (the labs' default,
+# lab/swx.py), and BMv2.
+VARIANTS = {"swx": ("swx", 0), "swx (adaptive)": ("swx", None), "bmv2": ("bmv2", None)}
+
+
+def new_flows(switches: list[str], args: argparse.Namespace) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for variant, (name, sleep_us) in VARIANTS.items():
+        if name not in switches:
+            continue
+        runs: dict[str, Any] = {}
+        for offload in (False, True):
+            mode = "offload" if offload else "controller"
+            samples = [
+                run_mode(
+                    offload,
+                    args.flows,
+                    args.rate,
+                    30000 + 1000 * r,
+                    2,
+                    50,
+                    switch=name,
+                    switch_idle_sleep_us=sleep_us,
+                )
+                for r in range(args.rounds)
+            ]
+            setup = [
+                run_setup(mode, args.setup_flows, rate, 40000, 50, name, sleep_us)
+                for rate in args.setup_rates
+            ]
+            best = max(setup, key=lambda x: x["setup_flows_per_s"])
+            runs[mode] = {
+                "first_latency_ms_p50": statistics.median(
+                    s["first_latency_ms_p50"] for s in samples
+                ),
+                "first_delivered": [s["first_delivered"] for s in samples],
+                "flows": args.flows,
+                "setup_flows_per_s": best["setup_flows_per_s"],
+                "setup_runs": setup,
+                "rate_runs": samples,
+            }
+            print(
+                f"new flows, {variant}, {mode}: p50 {runs[mode]['first_latency_ms_p50']} ms, "
+                f"{best['setup_flows_per_s']} flows/s",
+                flush=True,
+            )
+        result[variant] = runs
+    return result
+
+
+def met(result: dict[str, Any]) -> dict[str, bool | None]:
+    fwd, writes, flows = result["forwarding"], result["p4runtime_writes"], result["new_flows"]
+    swx_flows, bmv2_flows = flows.get("swx"), flows.get("bmv2")
+
+    def ratio(mode: str) -> float | None:
+        if not swx_flows or not bmv2_flows:
+            return None
+        base = bmv2_flows[mode]["setup_flows_per_s"]
+        return swx_flows[mode]["setup_flows_per_s"] / base if base else None
+
+    def at_least(value: float | None, floor: float) -> bool | None:
+        return None if value is None else value >= floor
+
+    def at_most(value: float | None, ceiling: float) -> bool | None:
+        return None if value is None else value <= ceiling
+
+    p50 = {
+        m: swx_flows[m]["first_latency_ms_p50"] if swx_flows else None
+        for m in ("controller", "offload")
+    }
+    return {
+        "forwarding_mpps_min": fwd["swx_mpps"] >= TARGETS["forwarding_mpps_min"],
+        "forwarding_ratio_to_swpath_min": fwd["ratio_to_swpath"]
+        >= TARGETS["forwarding_ratio_to_swpath_min"],
+        "controller_mode_ratio_to_bmv2_min": at_least(
+            ratio("controller"), TARGETS["controller_mode_ratio_to_bmv2_min"]
+        ),
+        "controller_mode_first_p50_ms_max": at_most(
+            p50["controller"], TARGETS["controller_mode_first_p50_ms_max"]
+        ),
+        "offload_mode_flows_per_s_min": at_least(
+            swx_flows["offload"]["setup_flows_per_s"] if swx_flows else None,
+            TARGETS["offload_mode_flows_per_s_min"],
+        ),
+        "offload_mode_ratio_to_bmv2_min": at_least(
+            ratio("offload"), TARGETS["offload_mode_ratio_to_bmv2_min"]
+        ),
+        "offload_mode_first_p50_ms_max": at_most(
+            p50["offload"], TARGETS["offload_mode_first_p50_ms_max"]
+        ),
+        "p4runtime_write_entries_per_s_min": writes["swx"]["entries_per_s"]
+        >= TARGETS["p4runtime_write_entries_per_s_min"],
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--seconds", type=float, default=5.0, help="each forwarding run")
+    parser.add_argument("--write-entries", type=int, default=20000)
+    parser.add_argument("--flows", type=int, default=2000, help="flows of each rate run")
+    parser.add_argument("--rate", type=float, default=1000.0, help="offered flows/s, rate runs")
+    parser.add_argument("--setup-flows", type=int, default=20000)
+    parser.add_argument(
+        "--setup-rates",
+        type=lambda s: [float(x) for x in s.split(",")],
+        default=[10000, 25000, 40000],
+    )
+    parser.add_argument("--skip-lab", action="store_true", help="forwarding and writes only")
+    args = parser.parse_args()
+    if os.geteuid() != 0:
+        print("bench-swx needs root (DPDK, network namespaces)", file=sys.stderr)
+        return 2
+    for binary in (BENCH_SWX, BENCH_SWPATH, swx.SWX):
+        if not binary.exists():
+            print(
+                f"{binary.relative_to(ROOT)} missing: make build (bench-swx builds it)",
+                file=sys.stderr,
+            )
+            return 2
+    switches = ["swx"] + (["bmv2"] if shutil.which(bmv2.switch_binary()) else [])
+    raise_on_signals()
+    result: dict[str, Any] = {
+        "command": "make bench-swx",
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
+        "switches": switches,
+        "bmv2": bmv2.switch_binary() if "bmv2" in switches else None,
+        "targets": TARGETS,
+        "forwarding": forwarding(args.rounds, args.seconds),
+        "p4runtime_writes": p4runtime_writes(switches, args.write_entries, args.rounds),
+        "new_flows": {} if args.skip_lab else new_flows(switches, args),
+    }
+    result["met"] = met(result)
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "swx.json").write_text(json.dumps(result, indent=2) + "\n")
+    for name, ok in result["met"].items():
+        print(
+            f"{name:40} {TARGETS[name]:>10}  {'n/a' if ok is None else 'met' if ok else 'NOT met'}"
+        )
+    print(f"results: {(RESULTS / 'swx.json').relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

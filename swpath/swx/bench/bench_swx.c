@@ -1,0 +1,249 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The P4 program's PNA build on DPDK's SWX pipeline, one pipeline thread,
+ * established flows, packets made in memory: DPDK's own `source` port reads
+ * SESSIONS 60-byte UDP frames (64 on the wire), one per session, from a pcap
+ * file into memory and copies each into a fresh mbuf from the pool as it
+ * hands it to the pipeline (the work of a PMD's RX and of bench_swpath's
+ * generator: an allocation and a 60-byte write); the translated packets
+ * leave through a `sink` port, which frees them (net_null's TX). No NIC, no
+ * P4Runtime: the sessions are written with DPDK's table control API
+ * (rte_swx_ctl), as quicknat-swx's table manager writes them.
+ *
+ *   bench_swx SPEC SESSIONS SECONDS
+ *
+ * Prints one JSON object: packets out, seconds, Mpps, packets dropped.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <rte_byteorder.h>
+#include <rte_cycles.h>
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_ip.h>
+#include <rte_mbuf.h>
+#include <rte_ring.h>
+#include <rte_swx_ctl.h>
+#include <rte_swx_pipeline.h>
+#include <rte_udp.h>
+
+#include "build.h"
+#include "contract/p4_constants.h"
+
+#define FRAME_LEN 60
+#define HOSTS 4096u	/* inside hosts; a host has SESSIONS/HOSTS flows (bench_swpath's) */
+#define PORT_INSIDE 1
+#define PORT_OUTSIDE 2
+
+/* Flow i: 10.128.0.0 + i % HOSTS, port 1024 + i / HOSTS -> 192.0.2.1:53,
+ * bench_swpath's flows. */
+static uint32_t
+flow_src(uint32_t i)
+{
+	return 0x0a800000u + i % HOSTS;
+}
+
+static uint16_t
+flow_sport(uint32_t i)
+{
+	return (uint16_t)(1024 + i / HOSTS);
+}
+
+static void
+put32(FILE *f, uint32_t v)
+{
+	fwrite(&v, 4, 1, f);
+}
+
+/* SESSIONS frames, one per flow, as a pcap file (host byte order, as
+ * libpcap reads either). */
+static int
+write_frames(const char *path, uint32_t sessions)
+{
+	FILE *f = fopen(path, "wb");
+	uint8_t frame[FRAME_LEN];
+	struct rte_ipv4_hdr *ip = (void *)(frame + 14);
+	struct rte_udp_hdr *udp = (void *)(ip + 1);
+
+	if (f == NULL)
+		return -1;
+	put32(f, 0xa1b2c3d4);
+	put32(f, 0x00040002);	/* version 2.4 */
+	put32(f, 0);
+	put32(f, 0);
+	put32(f, 65535);
+	put32(f, 1);		/* Ethernet */
+	memset(frame, 0, sizeof(frame));
+	memcpy(frame, "\x02\x00\x00\x00\x00\x01\x02\x00\x00\x00\x10\x02\x08\x00", 14);
+	ip->version_ihl = RTE_IPV4_VHL_DEF;
+	ip->total_length = rte_cpu_to_be_16(FRAME_LEN - 14);
+	ip->time_to_live = 64;
+	ip->next_proto_id = IPPROTO_UDP;
+	ip->dst_addr = rte_cpu_to_be_32(0xc0000201);
+	udp->dst_port = rte_cpu_to_be_16(53);
+	udp->dgram_len = rte_cpu_to_be_16(FRAME_LEN - 14 - 20);
+	udp->dgram_cksum = rte_cpu_to_be_16(0x1234);
+	for (uint32_t i = 0; i < sessions; i++) {
+		ip->src_addr = rte_cpu_to_be_32(flow_src(i));
+		ip->hdr_checksum = 0;
+		ip->hdr_checksum = rte_ipv4_cksum(ip);
+		udp->src_port = rte_cpu_to_be_16(flow_sport(i));
+		put32(f, 0);
+		put32(f, 0);
+		put32(f, FRAME_LEN);
+		put32(f, FRAME_LEN);
+		fwrite(frame, FRAME_LEN, 1, f);
+	}
+	return fclose(f);
+}
+
+/* rte_swx_ctl has no free for what table_entry_read made */
+static void
+table_entry_free(struct rte_swx_table_entry *e)
+{
+	free(e->key);
+	free(e->key_mask);
+	free(e->action_data);
+	free(e);
+}
+
+static void
+add(struct rte_swx_ctl_pipeline *ctl, const char *table, const char *line)
+{
+	struct rte_swx_table_entry *e = rte_swx_ctl_pipeline_table_entry_read(ctl, table, line, NULL);
+
+	if (e == NULL || rte_swx_ctl_pipeline_table_entry_add(ctl, table, e) != 0) {
+		fprintf(stderr, "bench_swx: %s: cannot add %s\n", table, line);
+		exit(1);
+	}
+	table_entry_free(e);
+}
+
+static char *
+read_file(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "r");
+	char *text;
+
+	if (f == NULL)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	*len = (size_t)ftell(f);
+	rewind(f);
+	text = malloc(*len + 1);
+	if (text == NULL || fread(text, 1, *len, f) != *len) {
+		fclose(f);
+		free(text);
+		return NULL;
+	}
+	fclose(f);
+	return text;
+}
+
+int
+main(int argc, char **argv)
+{
+	char *eal[] = { argv[0], "--no-huge", "--no-pci", "-m", "1024", "--no-shconf",
+			"--log-level", "*:error", "--file-prefix", "bench-swx", "-l", "0" };
+	struct swx_build_options o = { .include_dir = SWX_DPDK_INTERNAL };
+	char so[4096], err[512], frames[64], cache[64], iospec[512], line[256];
+	struct rte_swx_ctl_pipeline *ctl;
+	struct rte_swx_port_out_stats out = { 0 }, dropped = { 0 };
+	struct rte_swx_pipeline *p;
+	uint32_t sessions;
+	uint64_t t0, t1, hz;
+	double seconds;
+	size_t len;
+	char *spec;
+
+	if (argc != 4) {
+		fprintf(stderr, "usage: bench_swx SPEC SESSIONS SECONDS\n");
+		return 2;
+	}
+	sessions = (uint32_t)strtoul(argv[2], NULL, 10);
+	seconds = strtod(argv[3], NULL);
+	if (rte_eal_init(sizeof(eal) / sizeof(eal[0]), eal) < 0)
+		return 1;
+	snprintf(frames, sizeof(frames), "/tmp/bench-swx-%d.pcap", (int)getpid());
+	snprintf(cache, sizeof(cache), "%s", getenv("BENCH_SWX_CACHE") ? getenv("BENCH_SWX_CACHE") : "");
+	if (cache[0] == '\0')
+		snprintf(cache, sizeof(cache), "/tmp/bench-swx-%d", (int)getpid());
+	o.cache_dir = cache;
+	if (write_frames(frames, sessions) != 0 ||
+	    /* the source port keeps a copy of every frame; the rest is in flight */
+	    rte_pktmbuf_pool_create("MP", sessions + 16384, 256, 0, 256 + RTE_PKTMBUF_HEADROOM, 0) == NULL ||
+	    rte_ring_create("CPU", 64, 0, 0) == NULL || (spec = read_file(argv[1], &len)) == NULL) {
+		fprintf(stderr, "bench_swx: setting up: %s\n", rte_strerror(rte_errno));
+		return 1;
+	}
+	if (swx_build_lib(&o, spec, len, so, sizeof(so), err, sizeof(err)) != 0) {
+		fprintf(stderr, "bench_swx: %s\n", err);
+		return 1;
+	}
+	/* port 0 is the program's CPU port; the drop port is DPDK's, last */
+	snprintf(iospec, sizeof(iospec),
+		 "port in 0 ring CPU bsz 32\n"
+		 "port in 1 source mempool MP file %s loop 0 packets %u\n"
+		 "port out 0 sink file none\n"
+		 "port out 1 sink file none\n"
+		 "port out 2 sink file none\n"
+		 "port out 3 sink file none\n",
+		 frames, sessions);
+	if (swx_build_pipeline(&p, "bench", so, iospec, 0, err, sizeof(err)) != 0) {
+		fprintf(stderr, "bench_swx: %s\n", err);
+		return 1;
+	}
+	ctl = rte_swx_ctl_pipeline_create(p);
+	if (ctl == NULL)
+		return 1;
+	/* the controller's entries for this topology (program.static_entries):
+	 * zones, the default route out of port 2, and one session a flow */
+	add(ctl, "core_zone_port_zone", "match 0x1 action core_zone_set_zone_0 zone 0x1");
+	add(ctl, "core_zone_port_zone", "match 0x2 action core_zone_set_zone_0 zone 0x2");
+	add(ctl, "core_routing_routing_v4",
+	    "match 0x0/0x0 action core_routing_set_next_hop_0 port 0x2 smac 0x020000000002 "
+	    "dmac 0x0200000000fe");
+	for (uint32_t i = 0; i < sessions; i++) {
+		snprintf(line, sizeof(line),
+			 "match 0x%08x 0xc0000201 0x11 0x%04x 0x35 action core_nat_rewrite_src_0 "
+			 "addr 0x%08x port 0x%04x",
+			 flow_src(i), flow_sport(i), 0xcb007100u + i % 256, 1024 + i % 60000);
+		add(ctl, "core_nat_nat_in2out", line);
+	}
+	if (rte_swx_ctl_pipeline_commit(ctl, 1) != 0) {
+		fprintf(stderr, "bench_swx: the table commit failed\n");
+		return 1;
+	}
+	hz = rte_get_tsc_hz();
+	/* warm up: every flow once */
+	for (uint32_t n = 0; n < sessions / 8 + 1000; n++)
+		rte_swx_pipeline_run(p, 16);
+	rte_swx_ctl_pipeline_port_out_stats_read(p, PORT_OUTSIDE, &out);
+	/* a sink counts what it frees as dropped: that is its way out */
+	uint64_t before = out.n_pkts_drop;
+	t0 = rte_rdtsc();
+	do {
+		for (int n = 0; n < 1000; n++)
+			rte_swx_pipeline_run(p, 64);
+		t1 = rte_rdtsc();
+	} while (t1 - t0 < (uint64_t)(seconds * (double)hz));
+	rte_swx_pipeline_flush(p);
+	rte_swx_ctl_pipeline_port_out_stats_read(p, PORT_OUTSIDE, &out);
+	rte_swx_ctl_pipeline_port_out_stats_read(p, 4, &dropped);	/* DPDK's drop port */
+	seconds = (double)(t1 - t0) / (double)hz;
+	printf("{\"sessions\": %u, \"packets\": %" PRIu64 ", \"seconds\": %.3f, "
+	       "\"mpps\": %.3f, \"dropped\": %" PRIu64 "}\n",
+	       sessions, out.n_pkts_drop - before, seconds,
+	       (double)(out.n_pkts_drop - before) / seconds / 1e6, dropped.n_pkts + dropped.n_pkts_drop);
+	rte_swx_ctl_pipeline_free(ctl);
+	rte_swx_pipeline_free(p);
+	unlink(frames);
+	if (getenv("BENCH_SWX_CACHE"))
+		return 0;
+	snprintf(line, sizeof(line), "rm -rf %s", cache);
+	return system(line) == 0 ? 0 : 1;
+}
