@@ -44,10 +44,13 @@ $(VENV)/.installed: controller/pyproject.toml topo/pyproject.toml ptf-tests/pypr
 	$(VENV)/bin/pip install -q -e 'controller[dev]' -e topo -e ptf-tests
 	touch $@
 
+# Every CPU: quicknat-swx's generated P4Runtime protobuf code alone takes a
+# minute to compile on one.
+NPROC := $(shell nproc)
 build:
-	$(MAKE) -C swpath all
-	$(MAKE) -C swpath/src all
-	$(MAKE) -C swpath/swx all
+	$(MAKE) -j$(NPROC) -C swpath all
+	$(MAKE) -j$(NPROC) -C swpath/src all
+	$(MAKE) -j$(NPROC) -C swpath/swx all
 
 # build first: the swpath suites (C tests, PTF and the lab through swpath) run
 # the binary. PYTHON runs the Mininet lab's suite (it needs Debian's Mininet).
