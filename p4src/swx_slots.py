@@ -227,6 +227,58 @@ def allocate(spec: Spec) -> Slots:
     return slots
 
 
+_ACTION = re.compile(r"^action (\w+) ")
+_LEARN = re.compile(r"^\s*learn \w+ m\.(\w+) ")
+
+
+def share_learn_arguments(spec: Spec) -> dict[str, str]:
+    """Learner arguments that several actions stage in temporaries of their
+    own (p4c-dpdk copies each add_entry's parameters into new fields right
+    before its `learn`), mapped onto the first such action's: an action
+    runs whole, so the copies are never live at once. Only temporaries
+    named in that one action and nowhere else are shared, and only in the
+    same widths in the same order (`learn` reads its arguments as
+    consecutive fields)."""
+    width = dict((name, bits) for bits, name in spec.fields)
+    order = [name for _, name in spec.fields]
+    uses: dict[str, int] = {}
+    for i, line in enumerate(spec.lines):
+        if spec.struct_start <= i <= spec.struct_end:
+            continue
+        for n in set(_OPERAND.findall(line)):
+            uses[n] = uses.get(n, 0) + 1
+    first: dict[tuple[int, ...], list[str]] = {}
+    mapping: dict[str, str] = {}
+    action: list[str] = []
+    for line in spec.lines:
+        if _ACTION.match(line):
+            action = []
+        action.append(line)
+        m = _LEARN.match(line)
+        if m is None or m[1] not in width or not TEMPORARY.match(m[1]):
+            continue
+        staged = [n for n in order if any(f"mov m.{n} " in a for a in action)]
+        start = order.index(m[1])
+        args = [n for n in order[start:] if n in staged][: len(staged)]
+        if not args or any(not TEMPORARY.match(n) or uses.get(n, 0) > 2 for n in args):
+            continue  # named elsewhere too, or not p4c-dpdk's copies
+        key = tuple(width[n] for n in args)
+        if key in first:
+            mapping.update(zip(args, first[key], strict=True))
+        else:
+            first[key] = args
+    return mapping
+
+
+def rename(spec: Spec, mapping: dict[str, str]) -> str:
+    """The spec with the mapped fields renamed everywhere and removed from
+    the metadata."""
+    lines = [_OPERAND.sub(lambda m: "m." + mapping.get(m[1], m[1]), line) for line in spec.lines]
+    body = [f"\tbit<{bits}> {name}" for bits, name in spec.fields if name not in mapping]
+    lines[spec.struct_start + 1 : spec.struct_end] = body
+    return "\n".join(lines)
+
+
 def rewrite(spec: Spec, slots: Slots) -> str:
     lines = list(spec.lines)
     for i in range(spec.apply_start, spec.apply_end):
@@ -255,11 +307,13 @@ def main(argv: list[str] | None = None) -> int:
         spec = parse(args.spec.read_text())
         if not args.check:
             before = metadata_bytes(spec)[0]
+            shared = share_learn_arguments(spec)
+            spec = parse(rename(spec, shared))
             slots = allocate(spec)
             args.spec.write_text(rewrite(spec, slots))
             spec = parse(args.spec.read_text())
             print(
-                f"swx_slots: {args.spec}: {len(slots.by_temp)} temporaries in "
+                f"swx_slots: {args.spec}: {len(slots.by_temp) + len(shared)} temporaries in "
                 f"{len(slots.fields)} fields; metadata {before} -> {metadata_bytes(spec)[0]} bytes"
             )
         size, last = metadata_bytes(spec)

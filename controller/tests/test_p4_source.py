@@ -57,3 +57,25 @@ def test_the_parser_gives_every_metadata_field_a_value() -> None:
 def test_the_check_sees_nested_fields() -> None:
     fields = metadata_fields()
     assert {"nat.src_addr", "flow.dport", "skip_nat", "drop_reason"} <= fields
+
+
+def test_learner_timeouts_are_the_controllers_default() -> None:
+    """The leases offload mode counts on by default (config's
+    P4C_DPDK_LEARN_TIMEOUTS) are the timeout classes every learner of the
+    committed PNA builds has (p4c-dpdk fixes them at compile time)."""
+    from quicknat.config.model import P4C_DPDK_LEARN_TIMEOUTS
+
+    build = INCLUDE.parent / "build" / "pna"
+    specs = sorted(build.glob("**/quicknat.spec"))
+    assert specs
+    for spec in specs:
+        text = spec.read_text()
+        learners = re.findall(r"^learner (\w+) \{(.*?)\n\}", text, re.S | re.M)
+        assert {name for name, _ in learners} == {
+            "core_nat_nat_in2out_learned",
+            "core_nat_nat_out2in_learned",
+        }, spec
+        for name, body in learners:
+            block = re.search(r"timeout \{(.*?)\}", body, re.S)
+            assert block, (spec, name)
+            assert tuple(int(v) for v in block[1].split()) == P4C_DPDK_LEARN_TIMEOUTS

@@ -17,6 +17,9 @@ const bit<16> ETHERTYPE_IPV4 = 0x0800;
 const bit<16> ETHERTYPE_ARP  = 0x0806;
 // IEEE 802.1Q: the slow-path tag (slow_path.p4); its VLAN ID is a zone.
 const bit<16> ETHERTYPE_VLAN = 0x8100;
+// IEEE 802 local experimental EtherType 1: the learn tag a slow-path
+// instance puts after the slow-path tag (header.p4's learn_t, nat_learn.p4).
+const bit<16> ETHERTYPE_LEARN = 0x88B5;
 
 const bit<8> IP_PROTO_ICMP = 1;
 const bit<8> IP_PROTO_TCP  = 6;
@@ -54,6 +57,18 @@ const bit<8> TCP_FLAGS_CHECKED = 0x37;
 // packet_out header's length is the target's: target.p4).
 const bit<32> ETHERNET_HDR_BYTES = 14;
 const bit<32> VLAN_TAG_BYTES = 4;
+const bit<32> LEARN_TAG_BYTES = 16;
+// learn_t.flags: the session's direction the tagged packet took
+// (0: inside to outside, its source translated).
+const bit<8> LEARN_FLAG_OUT2IN = 1;
+// learn_counter's slots (nat.p4): traffic hits of learned entries, and
+// what learn tags did.
+#define LEARN_IN2OUT_HIT 0
+#define LEARN_OUT2IN_HIT 1
+#define LEARN_IN2OUT_ADDED 2
+#define LEARN_OUT2IN_ADDED 3
+#define LEARN_RENEWED 4
+#define LEARN_COUNTER_SLOTS 8
 // The smallest L4 header of each protocol the parser extracts (IN-IP-2).
 const bit<16> TCP_MIN_HDR_BYTES = 20;
 const bit<16> UDP_HDR_BYTES = 8;

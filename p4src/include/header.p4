@@ -43,6 +43,22 @@ header vlan_t {
     bit<16> eth_type;
 }
 
+// The learn tag (offload mode, learning switches: nat.p4): a slow-path
+// instance sends a packet it translated back with the packet's 5-tuple as
+// it was before the translation, so the switch learns both directions of
+// the session from it without a table write (docs/offload.md). After the
+// slow-path tag, before IPv4 (EtherType ETHERTYPE_LEARN); 16 bytes. For ICMP
+// echo both ports are the identifier. lease: the switch's timeout class.
+header learn_t {
+    ipv4_addr_t orig_src_addr;
+    ipv4_addr_t orig_dst_addr;
+    bit<16>     orig_sport;
+    bit<16>     orig_dport;
+    bit<8>      lease;
+    bit<8>      flags;       // LEARN_FLAG_OUT2IN
+    bit<16>     eth_type;
+}
+
 // ARP for Ethernet/IPv4 only (28 bytes, RFC 826); other hardware or protocol
 // types are recognised by the control (hw_type, ...) and dropped.
 header arp_t {
@@ -126,6 +142,7 @@ struct headers_t {
     packet_out_header_t packet_out;
     ethernet_t          ethernet;
     vlan_t              vlan;
+    learn_t             learn;
     arp_t               arp;
     ipv4_t              ipv4;
     ipv4_options_t      ipv4_options;
@@ -158,6 +175,12 @@ struct flow_key_t {
     bit<8>      proto;
     l4_port_t   sport;
     l4_port_t   dport;
+}
+
+// A learned entry's action data (nat.p4's learned_in2out, learned_out2in).
+struct learned_params_t {
+    ipv4_addr_t addr;
+    l4_port_t   port;
 }
 
 struct local_metadata_t {
@@ -197,6 +220,11 @@ struct local_metadata_t {
     ipv4_addr_t   inside_host;     // the inside host an inside-zone packet is about
     bool          from_slow_path;
     flow_key_t    flow;            // the connection tables' key (nat.p4)
+    // A learn tag to learn from (a learning target, nat.p4): what the
+    // learned tables' default actions add (nat.src_addr and nat.src_port,
+    // for the lease class learn_lease).
+    bool          learning;
+    bit<8>        learn_lease;
     nat_rewrite_t nat;
     bool          route_ipv4;      // run routing_v4 (translated, or inside traffic not subject to NAT)
     // The destination routing_v4 looks up: the packet's, or the one a NAT

@@ -58,6 +58,8 @@ parser QuickNatParser(packet_in packet,
         local_md.slow_path = false;
         local_md.slow_path_port = 0;
         local_md.from_slow_path = false;
+        local_md.learning = false;
+        local_md.learn_lease = 0;
         local_md.nat.hit = false;
         local_md.nat.rewrite_src = false;
         local_md.nat.rewrite_dst = false;
@@ -119,7 +121,19 @@ parser QuickNatParser(packet_in packet,
         packet.extract(hdr.vlan);
         local_md.frame_len = local_md.frame_len - VLAN_TAG_BYTES;
         transition select(hdr.vlan.eth_type) {
-            ETHERTYPE_ARP:  parse_arp;
+            ETHERTYPE_ARP:   parse_arp;
+            ETHERTYPE_IPV4:  parse_ipv4;
+            ETHERTYPE_LEARN: parse_learn;
+            default:         parsed;
+        }
+    }
+
+    // Only after the slow-path tag, and only IPv4 after it (ingress drops
+    // a tag elsewhere with the slow-path tag's rule).
+    state parse_learn {
+        packet.extract(hdr.learn);
+        local_md.frame_len = local_md.frame_len - LEARN_TAG_BYTES;
+        transition select(hdr.learn.eth_type) {
             ETHERTYPE_IPV4: parse_ipv4;
             default:        parsed;
         }
@@ -254,6 +268,7 @@ control QuickNatDeparser(packet_out packet, in headers_t hdr DEPARSER_TARGET_PAR
         packet.emit(hdr.packet_in);
         packet.emit(hdr.ethernet);
         packet.emit(hdr.vlan);
+        packet.emit(hdr.learn);
         packet.emit(hdr.arp);
         packet.emit(hdr.ipv4);
         packet.emit(hdr.ipv4_options);

@@ -9,7 +9,9 @@
 //   packet-out decode -> (DIRECT: out, nothing else runs;
 //                         ROUTE: routing_v4 only, the controller translated)
 //   parser / checksum errors -> port_zone ->
-//   slow-path port: untag -> routing_v4 only (translated by swpath);
+//   slow-path port: untag -> routing_v4 only (translated by swpath;
+//                   a learn tag: nat learns the session first, then the
+//                   tag goes too);
 //                   a peer VID: slow_path_peer, out to that instance
 //   ARP:  arp_reply
 //   IPv4: input_check (flags, ports, addresses) -> slow_path_pin /
@@ -83,6 +85,12 @@ control QuickNatIngressCore(inout headers_t hdr,
                         hdr.ethernet.eth_type = hdr.vlan.eth_type;
                         hdr.vlan.setInvalid();
                         local_md.from_slow_path = true;
+                        if (hdr.learn.isValid()) {
+                            // learned from below (nat.p4) on a target
+                            // that learns; stripped on every target
+                            local_md.learning = TARGET_LEARNS == 1;
+                            hdr.ethernet.eth_type = hdr.learn.eth_type;
+                        }
                     } else {
                         // for another instance, or a drop (SLOW_PATH_TAG)
                         slow_path_peer.apply(hdr, local_md);
@@ -106,16 +114,20 @@ control QuickNatIngressCore(inout headers_t hdr,
                         input_check.apply(hdr, local_md);
                     }
                     if (local_md.drop_reason == DropReason_t.NONE) {
-                        if (local_md.skip_nat || local_md.from_slow_path) {
-                            local_md.route_ipv4 = true;
-                        } else {
+                        bool translate = !local_md.skip_nat && !local_md.from_slow_path;
+                        if (translate) {
                             slow_path.apply(hdr, local_md);
+                        }
+                        // (a learn tag: nat learns the session, decides nothing)
+                        if (translate || local_md.learning) {
                             nat.apply(hdr, local_md);
-                            if (!local_md.nat.hit) {
-                                local.apply(hdr, local_md);
-                                if (!local_md.forward) {
-                                    nat_scope.apply(hdr, local_md);
-                                }
+                        }
+                        if (!translate) {
+                            local_md.route_ipv4 = true;
+                        } else if (!local_md.nat.hit) {
+                            local.apply(hdr, local_md);
+                            if (!local_md.forward) {
+                                nat_scope.apply(hdr, local_md);
                             }
                         }
                         if (local_md.route_ipv4) {
@@ -128,6 +140,7 @@ control QuickNatIngressCore(inout headers_t hdr,
             }
 
             punt.apply(hdr, local_md);
+            hdr.learn.setInvalid();
 
             if (local_md.drop_reason == DropReason_t.NONE && !local_md.forward) {
                 local_md.drop_reason = DropReason_t.NO_DECISION;

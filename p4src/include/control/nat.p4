@@ -156,10 +156,136 @@ control NatIngress(inout headers_t hdr,
         size = NAT_OUT2IN_TABLE_SIZE;
     }
 
+#if TARGET_LEARNS
+    // Sessions the switch learned by itself (offload mode with
+    // `install = "learn"`, docs/offload.md): the same translations as
+    // nat_in2out's and nat_out2in's, in learner tables (PNA add_on_miss)
+    // that a slow-path instance's learn tag fills, no table write per flow.
+    // Their entries are leases of a fixed length (target.p4): a hit by
+    // traffic keeps nothing alive, so the instance that owns the session
+    // knows they are gone by its last tag plus the lease; a tagged packet
+    // that finds its entry renews the lease (set_entry_expire_time), as the
+    // instance assumes of every tag. Looked up after the written tables
+    // miss. Counted in learn_counter (LEARN_* slots, define.p4).
+    DECLARE_COUNTER(learn_counter, LEARN_COUNTER_SLOTS);
+
+    action learned_in2out(ipv4_addr_t addr, l4_port_t port) {
+        set_src(addr, port);
+        if (local_md.learning) {
+            set_entry_expire_time((ExpireTimeProfileId_t)local_md.learn_lease);
+        }
+    }
+
+    action learned_out2in(ipv4_addr_t addr, l4_port_t port) {
+        set_dst(addr, port);
+        if (local_md.learning) {
+            set_entry_expire_time((ExpireTimeProfileId_t)local_md.learn_lease);
+        }
+    }
+
+    action learn_in2out() {
+        if (local_md.learning) {
+            add_entry(action_name = "learned_in2out",
+                action_params = (learned_params_t){
+                    addr = local_md.nat.src_addr, port = local_md.nat.src_port },
+                expire_time_profile_id = (ExpireTimeProfileId_t)local_md.learn_lease);
+        }
+    }
+
+    action learn_out2in() {
+        if (local_md.learning) {
+            add_entry(action_name = "learned_out2in",
+                action_params = (learned_params_t){
+                    addr = local_md.nat.src_addr, port = local_md.nat.src_port },
+                expire_time_profile_id = (ExpireTimeProfileId_t)local_md.learn_lease);
+        }
+    }
+
+    // The learned entry's key is the tag's tuple (the packet before its
+    // translation), its translation (addr, port) the packet's side after.
+    // (In nat.src_*: a learn tag's packet is routed, never rewritten, and
+    // SWX's metadata has no byte to spare.)
+    action learn_from_tag(ipv4_addr_t addr, l4_port_t port) {
+        local_md.flow.src = hdr.learn.orig_src_addr;
+        local_md.flow.dst = hdr.learn.orig_dst_addr;
+        local_md.flow.sport = hdr.learn.orig_sport;
+        local_md.flow.dport = hdr.learn.orig_dport;
+        local_md.learn_lease = hdr.learn.lease;
+        local_md.nat.src_addr = addr;
+        local_md.nat.src_port = port;
+    }
+
+    // The other direction's: the reverse of the translated packet's tuple
+    // (its reply), translated back to the tag's side (addr, port).
+    action learn_from_reverse(ipv4_addr_t addr, l4_port_t port) {
+        local_md.flow.src = hdr.ipv4.dst_addr;
+        local_md.flow.dst = hdr.ipv4.src_addr;
+        local_md.flow.sport = local_md.l4_dport;
+        local_md.flow.dport = local_md.l4_sport;
+        local_md.learn_lease = hdr.learn.lease;
+        local_md.nat.src_addr = addr;
+        local_md.nat.src_port = port;
+    }
+
+// A learned table's outcome: a hit by traffic, or for a learn tag a lease
+// renewed or an entry added. (p4c-dpdk 1.2.4.17 takes add_entry only as a
+// statement, so an add that found its bucket full is counted by the SWX
+// pipeline's learner statistics instead: quicknat-swx's learn_failed.)
+#define COUNT_LEARNED(learned_hit, hit_slot, added_slot) \
+    if (!local_md.learning) { \
+        if (learned_hit) { COUNT(learn_counter, hit_slot); } \
+    } else if (learned_hit) { \
+        COUNT(learn_counter, LEARN_RENEWED); \
+    } else { \
+        COUNT(learn_counter, added_slot); \
+    }
+
+    table nat_in2out_learned {
+        key = {
+            local_md.flow.src:   exact @name("ipv4_src");
+            local_md.flow.dst:   exact @name("ipv4_dst");
+            local_md.flow.proto: exact @name("ip_proto");
+            local_md.flow.sport: exact @name("l4_sport");
+            local_md.flow.dport: exact @name("l4_dport");
+        }
+        actions = {
+            @tableonly learned_in2out;
+            @defaultonly learn_in2out;
+        }
+        add_on_miss = true;
+        idle_timeout_with_auto_delete = true;
+        const default_action = learn_in2out;
+        size = NAT_IN2OUT_TABLE_SIZE;
+    }
+
+    table nat_out2in_learned {
+        key = {
+            local_md.flow.src:   exact @name("ipv4_src");
+            local_md.flow.dst:   exact @name("ipv4_dst");
+            local_md.flow.proto: exact @name("ip_proto");
+            local_md.flow.sport: exact @name("l4_sport");
+            local_md.flow.dport: exact @name("l4_dport");
+        }
+        actions = {
+            @tableonly learned_out2in;
+            @defaultonly learn_out2in;
+        }
+        add_on_miss = true;
+        idle_timeout_with_auto_delete = true;
+        const default_action = learn_out2in;
+        size = NAT_OUT2IN_TABLE_SIZE;
+    }
+#endif
+
     apply {
         bool hit = false;
         bool outbound_rst = false;
-        if (local_md.l4_ports_valid) {
+        bool look_in2out_learned = false;
+        bool look_out2in_learned = false;
+        if (local_md.learning) {
+            look_in2out_learned = true;
+            look_out2in_learned = true;
+        } else if (local_md.l4_ports_valid) {
             if (local_md.zone == ZONE_INSIDE) {
                 // RFC 7857 sec. 2.2: an outbound RST must not refresh the
                 // session, and any hit restarts an entry's idle timer
@@ -172,11 +298,45 @@ control NatIngress(inout headers_t hdr,
                     outbound_rst = true;
                 } else {
                     hit = nat_in2out.apply().hit;
+                    look_in2out_learned = !hit;
                 }
             } else if (local_md.zone == ZONE_OUTSIDE) {
                 hit = nat_out2in.apply().hit;
+                look_out2in_learned = !hit;
             }
         }
+#if TARGET_LEARNS
+        // A learn tag's keys: the session's two directions, from the tag
+        // (the 5-tuple before the slow path translated the packet) and the
+        // packet (after). Its direction's entry maps the tag's tuple to
+        // the packet's translated side; the other maps the reverse of the
+        // packet's tuple back to the tag's.
+        bool tag_out2in = local_md.learning
+                          && hdr.learn.flags & LEARN_FLAG_OUT2IN != 0;
+        if (look_in2out_learned) {
+            if (tag_out2in) {
+                learn_from_reverse(hdr.learn.orig_dst_addr, hdr.learn.orig_dport);
+            } else if (local_md.learning) {
+                learn_from_tag(hdr.ipv4.src_addr, local_md.l4_sport);
+            }
+            bool in2out_hit = nat_in2out_learned.apply().hit;
+            COUNT_LEARNED(in2out_hit, LEARN_IN2OUT_HIT, LEARN_IN2OUT_ADDED)
+            hit = hit || in2out_hit;
+        }
+        if (look_out2in_learned) {
+            if (tag_out2in) {
+                learn_from_tag(hdr.ipv4.dst_addr, local_md.l4_dport);
+            } else if (local_md.learning) {
+                learn_from_reverse(hdr.learn.orig_src_addr, hdr.learn.orig_sport);
+            }
+            bool out2in_hit = nat_out2in_learned.apply().hit;
+            COUNT_LEARNED(out2in_hit, LEARN_OUT2IN_HIT, LEARN_OUT2IN_ADDED)
+            hit = hit || out2in_hit;
+        }
+        if (local_md.learning) {
+            hit = false;  // learned; the packet is routed as it is
+        }
+#endif
         if (outbound_rst) {
             if (hdr.ipv4.ttl <= 1) {
                 drop_with_icmp_error.apply(local_md, DropReason_t.TTL_EXPIRED,

@@ -75,6 +75,15 @@ typedef PNA_MeterColor_t MeterColor_t;
 // and forwarded by the controller.
 #define TARGET_CLONES 0
 
+// Learner tables (PNA add_on_miss; DPDK's rte_swx_table_learner): the
+// switch learns sessions from a slow-path instance's learn tag (nat.p4).
+// The entries are leases: a hit does not restart their timer (no
+// restart_expire_timer), so an entry learned at t is gone by t + its
+// class's timeout, which quicknat-swx may set at start-up
+// (--learn-timeouts); DPDK expires one up to 2^32 TSC cycles early, never
+// late (docs/offload.md, "Learning").
+#define TARGET_LEARNS 1
+
 // PNA has no packet length: quicknat-swx's input guard drops an IPv4 frame
 // shorter than its total length (IN-IP-2) before the pipeline sees it.
 // A packet from the CPU port is a host's (PNA's direction HOST_TO_NET):

@@ -66,6 +66,10 @@ typedef bit<2> MeterColor_t;
 // error's copy), keeping the metadata fields annotated
 // @field_list(field_list).
 #define TARGET_CLONES 1
+
+// No table the data plane adds to (v1model has none): a learn tag is
+// stripped and nothing learned; the controller writes sessions instead.
+#define TARGET_LEARNS 0
 #define CLONE_TO_CPU(session, field_list) \
     clone_preserving_field_list(CloneType.I2E, session, field_list)
 
