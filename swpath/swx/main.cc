@@ -55,12 +55,30 @@ void Usage(FILE* f) {
   fprintf(f,
           "usage: quicknat-swx [EAL options] -- --port N=DEVICE ... [--grpc-addr HOST:PORT]\n"
           "       [--device-id N] [--idle-sleep-us N] [--cache DIR] [--dpdk-internal DIR]\n"
-          "       [--pool N] [--version]\n"
+          "       [--pool N] [--learn-timeouts S0,S1,...] [--version]\n"
           "  --port N=DEVICE     P4 port N (1..63) is the ethdev DEVICE (from --vdev)\n"
           "  --grpc-addr         the P4Runtime server's address (127.0.0.1:9559)\n"
           "  --idle-sleep-us N   a pipeline thread with little traffic sleeps N us\n"
+          "  --learn-timeouts    the learner tables' timeout classes 0, 1, ... in seconds\n"
+          "                      (as compiled: p4c-dpdk's 10,30,60,120,300,43200,120,120)\n"
           "  --cache DIR         compiled pipelines (" SWX_DEFAULT_CACHE ")\n"
           "  --dpdk-internal DIR rte_swx_pipeline_internal.h (" SWX_DPDK_INTERNAL ")\n");
+}
+
+// "S0,S1,...": up to 8 classes (p4c-dpdk's), each a whole second or more.
+bool ParseTimeouts(const char* text, std::vector<uint32_t>* out) {
+  out->clear();
+  const char* p = text;
+  while (*p != '\0') {
+    char* end = nullptr;
+    unsigned long v = strtoul(p, &end, 10);
+    if (end == p || v == 0 || v > 86400 * 7 || out->size() == 8) return false;
+    out->push_back(static_cast<uint32_t>(v));
+    if (*end == ',') end++;
+    else if (*end != '\0') return false;
+    p = end;
+  }
+  return !out->empty();
 }
 
 }  // namespace
@@ -87,6 +105,7 @@ int main(int argc, char** argv) {
       {"cache", required_argument, nullptr, 'c'},
       {"dpdk-internal", required_argument, nullptr, 'i'},
       {"pool", required_argument, nullptr, 'n'},
+      {"learn-timeouts", required_argument, nullptr, 'l'},
       {"help", no_argument, nullptr, 'h'},
       {nullptr, 0, nullptr, 0},
   };
@@ -112,6 +131,15 @@ int main(int argc, char** argv) {
       case 'c': cache = optarg; break;
       case 'i': internal = optarg; break;
       case 'n': pool = static_cast<unsigned>(strtoul(optarg, nullptr, 10)); break;
+      case 'l':
+        if (!ParseTimeouts(optarg, &o.learn_timeouts)) {
+          fprintf(stderr,
+                  "quicknat-swx: --learn-timeouts takes 1 to 8 seconds, comma-separated, each "
+                  "at least 1: %s\n",
+                  optarg);
+          return 2;
+        }
+        break;
       case 'h': Usage(stdout); return 0;
       default: Usage(stderr); return 2;
     }

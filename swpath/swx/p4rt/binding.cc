@@ -103,6 +103,10 @@ std::string Binding::Bind(const P4Info& p4info, const swx_info* info) {
   for (const auto& t : p4info.tables()) {
     const std::string& name = t.preamble().name();
     int swx_id = swx_info_table(info, SpecName(name).c_str());
+    if (swx_id < 0 && swx_info_learner(info, SpecName(name).c_str()) >= 0) {
+      learners_[t.preamble().id()] = SpecName(name);
+      continue;
+    }
     if (swx_id < 0) return "table " + name + " is not in the pipeline (" + SpecName(name) + ")";
     TableBinding& b = tables_[t.preamble().id()];
     b.id = t.preamble().id();
@@ -140,6 +144,7 @@ std::string Binding::Bind(const P4Info& p4info, const swx_info* info) {
   // Actions, bound per table: the same P4 action may be two pipeline
   // actions in two tables (p4c-dpdk copies what two controls share).
   for (const auto& t : p4info.tables()) {
+    if (learners_.count(t.preamble().id())) continue;  // the data plane's
     TableBinding& b = tables_[t.preamble().id()];
     TableBinding* holder = &b;  // whose actions these are
     if (t.implementation_id() != 0) {

@@ -129,6 +129,10 @@ class Binding {
   const MeterBinding* Meter(uint32_t id) const;
   const ProfileBinding* Profile(uint32_t id) const;
   const std::map<uint32_t, TableBinding>& Tables() const { return tables_; }
+  // P4Info tables that are the pipeline's learner tables (PNA add_on_miss):
+  // their entries are the data plane's, never written or read here; by P4
+  // id, the learner's name.
+  const std::map<uint32_t, std::string>& Learners() const { return learners_; }
   const std::map<uint32_t, CounterBinding>& Counters() const { return counters_; }
   const std::map<uint32_t, MeterBinding>& Meters() const { return meters_; }
   const std::map<uint32_t, ProfileBinding>& Profiles() const { return profiles_; }
@@ -138,6 +142,7 @@ class Binding {
 
  private:
   std::map<uint32_t, TableBinding> tables_;
+  std::map<uint32_t, std::string> learners_;
   // one per (P4 action, pipeline action): tables point into it
   std::vector<std::unique_ptr<ActionBinding>> action_storage_;
   std::map<uint32_t, CounterBinding> counters_;

@@ -140,6 +140,12 @@ void Device::TakeIdle(std::vector<p4::v1::TableEntry>* out) {
   if (program_) program_->TakeIdle(out);
 }
 
+void Device::LearnerStats(
+    const std::function<void(const std::string&, const LearnerCounts&)>& each) {
+  std::shared_ptr<Program> program = Running();
+  if (program) program->LearnerStats(each);
+}
+
 }  // namespace swx
 
 namespace swx {

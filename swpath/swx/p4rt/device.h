@@ -35,13 +35,21 @@ struct PortStats {
   uint64_t rx_packets = 0, tx_packets = 0, truncated = 0;
 };
 
+// A learner table's statistics, summed over the pipelines (telemetry.h).
+struct LearnerCounts {
+  uint64_t hits = 0, misses = 0, learned = 0, learn_failed = 0, rearmed = 0;
+};
+
 class Device {
  public:
   struct Options {
-    swx_build_options build;
+    swx_build_options build{};  // zeroed: a field not set is "as default" (its cc too)
     swx_ports* ports = nullptr;
     std::vector<unsigned> lcores;  // one pipeline per lcore
     uint32_t idle_sleep_us = 0;
+    // The learner tables' timeout classes, in seconds (--learn-timeouts;
+    // empty: as p4c-dpdk compiled them). The same for every learner.
+    std::vector<uint32_t> learn_timeouts;
     // How often idle entries are looked for (their timeouts are seconds:
     // P4Runtime's idle_timeout_ns is honoured to within this).
     std::chrono::milliseconds idle_scan{250};
@@ -79,6 +87,7 @@ class Device {
   void PortStats(const std::function<void(uint32_t, const swx::PortStats&)>& each);
   void TableStats(
       const std::function<void(const std::string&, uint64_t hits, uint64_t misses)>& each);
+  void LearnerStats(const std::function<void(const std::string&, const LearnerCounts&)>& each);
 
  private:
   std::unique_ptr<Program> Build(const p4::v1::ForwardingPipelineConfig& config,

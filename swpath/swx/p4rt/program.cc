@@ -97,6 +97,18 @@ std::unique_ptr<Program> Program::Build(const Device::Options& options,
     *status = Status(StatusCode::INTERNAL, "cannot read the pipeline's objects");
     return nullptr;
   }
+  // The learners' timeout classes as the deployment sets them (the
+  // slow-path instances are told the same: their leases, docs/offload.md).
+  for (auto& in : program->instances_)
+    for (uint32_t l = 0; l < program->info_.pipeline.n_learners; l++)
+      for (size_t c = 0; c < options.learn_timeouts.size(); c++)
+        if (rte_swx_ctl_pipeline_learner_timeout_set(in.pipeline, l, static_cast<uint32_t>(c),
+                                                     options.learn_timeouts[c]) != 0) {
+          *status = Invalid("learner " + std::string(program->info_.learners[l]) +
+                            " refuses timeout class " + std::to_string(c) + " of " +
+                            std::to_string(options.learn_timeouts[c]) + " s");
+          return nullptr;
+        }
   // PNA's direction: p4c-dpdk reads it from its `direction` register by
   // input port; the CPU port is the host's (HOST_TO_NET, 1), the others the
   // network's (0, as the register starts).
@@ -300,9 +312,21 @@ Status Program::EncodeTableAction(const Table& table, const p4::v1::TableEntry& 
   return Status::OK;
 }
 
+// A table id that is no table of ours: a learner's (its entries are the
+// data plane's: DPDK 22.11 can neither write nor list them through its
+// control API) or none.
+Status Program::UnknownTable(uint32_t id) const {
+  auto learner = binding_.Learners().find(id);
+  if (learner != binding_.Learners().end())
+    return Status(StatusCode::UNIMPLEMENTED, "table " + learner->second +
+                                                 " is learned by the data plane (PNA "
+                                                 "add_on_miss): its entries are not written or read");
+  return NotFound("no table id " + std::to_string(id));
+}
+
 Status Program::WriteTableEntry(Update::Type type, const p4::v1::TableEntry& given, Undo* undo) {
   auto it = tables_.find(given.table_id());
-  if (it == tables_.end()) return NotFound("no table id " + std::to_string(given.table_id()));
+  if (it == tables_.end()) return UnknownTable(given.table_id());
   if (given.is_default_action()) return WriteDefault(type, given, undo);
   Table& table = it->second;
   const TableBinding& b = *table.binding;
@@ -572,7 +596,7 @@ void Program::DirectCounterData(const Table& table, const Stored& s,
 Status Program::ReadTableEntries(const p4::v1::TableEntry& query,
                                  const std::function<void(p4::v1::Entity&&)>& emit) {
   if (query.table_id() != 0 && !tables_.count(query.table_id()))
-    return NotFound("no table id " + std::to_string(query.table_id()));
+    return UnknownTable(query.table_id());
   for (auto& [id, table] : tables_) {
     if (query.table_id() != 0 && id != query.table_id()) continue;
     const TableBinding& b = *table.binding;
@@ -850,6 +874,26 @@ void Program::TableStats(
       }
     }
     each(info_.tables[t].name, hits, misses);
+  }
+}
+
+void Program::LearnerStats(
+    const std::function<void(const std::string&, const LearnerCounts&)>& each) const {
+  for (uint32_t l = 0; l < info_.pipeline.n_learners; l++) {
+    LearnerCounts sum;
+    std::vector<uint64_t> per_action(info_.pipeline.n_actions + 1, 0);
+    for (const auto& in : instances_) {
+      rte_swx_learner_stats stats{};
+      stats.n_pkts_action = per_action.data();
+      if (rte_swx_ctl_pipeline_learner_stats_read(in.pipeline, info_.learners[l], &stats) != 0)
+        continue;
+      sum.hits += stats.n_pkts_hit;
+      sum.misses += stats.n_pkts_miss;
+      sum.learned += stats.n_pkts_learn_ok;
+      sum.learn_failed += stats.n_pkts_learn_err;
+      sum.rearmed += stats.n_pkts_rearm;
+    }
+    each(info_.learners[l], sum);
   }
 }
 

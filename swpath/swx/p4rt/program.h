@@ -57,6 +57,8 @@ class Program {
   void PortStats(const std::function<void(uint32_t, const swx::PortStats&)>& each) const;
   void TableStats(
       const std::function<void(const std::string&, uint64_t, uint64_t)>& each) const;
+  void LearnerStats(
+      const std::function<void(const std::string&, const LearnerCounts&)>& each) const;
 
  private:
   struct Instance {
@@ -100,6 +102,7 @@ class Program {
   Program() = default;
 
   grpc::Status WriteOne(const p4::v1::Update& update, Undo* undo);
+  grpc::Status UnknownTable(uint32_t id) const;
   grpc::Status WriteTableEntry(p4::v1::Update::Type type, const p4::v1::TableEntry& entry,
                                Undo* undo);
   grpc::Status WriteDefault(p4::v1::Update::Type type, const p4::v1::TableEntry& entry,

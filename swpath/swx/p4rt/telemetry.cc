@@ -47,6 +47,24 @@ int Tables(const char*, const char*, struct rte_tel_data* d) {
   return 0;
 }
 
+int Learners(const char*, const char*, struct rte_tel_data* d) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  rte_tel_data_start_dict(d);
+  if (g_device == nullptr) return 0;
+  g_device->LearnerStats([d](const std::string& name, const LearnerCounts& c) {
+    struct rte_tel_data* t = rte_tel_data_alloc();
+    if (t == nullptr) return;
+    rte_tel_data_start_dict(t);
+    rte_tel_data_add_dict_u64(t, "hits", c.hits);
+    rte_tel_data_add_dict_u64(t, "misses", c.misses);
+    rte_tel_data_add_dict_u64(t, "learned", c.learned);
+    rte_tel_data_add_dict_u64(t, "learn_failed", c.learn_failed);
+    rte_tel_data_add_dict_u64(t, "rearmed", c.rearmed);
+    rte_tel_data_add_dict_container(d, name.c_str(), t, 0);
+  });
+  return 0;
+}
+
 }  // namespace
 
 void DetachTelemetry() {
@@ -64,6 +82,10 @@ void RegisterTelemetry(Device* device) {
                              "guard's drops), summed over the pipelines. No parameters");
   rte_telemetry_register_cmd("/quicknat_swx/tables", Tables,
                              "Each table's hits and misses, summed over the pipelines. No parameters");
+  rte_telemetry_register_cmd("/quicknat_swx/learners", Learners,
+                             "Each learner table's hits, misses, learned (adds), learn_failed "
+                             "(a full bucket) and rearmed, summed over the pipelines. No "
+                             "parameters");
 }
 
 }  // namespace swx

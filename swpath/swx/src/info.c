@@ -254,6 +254,15 @@ swx_info_table(const struct swx_info *info, const char *name)
 }
 
 int
+swx_info_learner(const struct swx_info *info, const char *name)
+{
+	for (uint32_t i = 0; i < info->pipeline.n_learners; i++)
+		if (strcmp(info->learners[i], name) == 0)
+			return (int)i;
+	return -1;
+}
+
+int
 swx_info_action(const struct swx_info *info, const char *name)
 {
 	FIND(info->actions, info->pipeline.n_actions, name);

@@ -91,6 +91,8 @@ void swx_info_free(struct swx_info *info);
 
 /* Ids by name; -1 when there is none. */
 int swx_info_table(const struct swx_info *info, const char *name);
+/* A learner table's index (the data plane adds its entries), or -1. */
+int swx_info_learner(const struct swx_info *info, const char *name);
 int swx_info_action(const struct swx_info *info, const char *name);
 int swx_info_selector(const struct swx_info *info, const char *name);
 int swx_info_regarray(const struct swx_info *info, const char *name);

@@ -111,6 +111,18 @@ def test_finsy_pushes_the_program_writes_and_reads_it_back(switch: str) -> None:
             with pytest.raises(finsy.P4ClientError) as unimplemented:
                 await sw.write([+finsy.P4CloneSessionEntry(session_id=5, replicas=[(0, 1)])])
             assert "UNIMPLEMENTED" in str(unimplemented.value)
+            # nor a table the data plane fills (a learner): refused, named
+            learned = finsy.P4TableEntry(
+                "nat_in2out_learned",
+                match=finsy.P4TableMatch(
+                    ipv4_src=0x0A000001, ipv4_dst=0x08080808, ip_proto=17, l4_sport=1, l4_dport=2
+                ),
+                action=finsy.P4TableAction("learned_in2out", addr=0xC6336401, port=3),
+            )
+            with pytest.raises(finsy.P4ClientError) as learner:
+                await sw.write([+learned])
+            assert "UNIMPLEMENTED" in str(learner.value)
+            assert "learned by the data plane" in str(learner.value)
             await sw.write([-entry(i) for i in range(3)])
             assert [e async for e in sw.read(finsy.P4TableEntry("nat_in2out"))] == []
 
