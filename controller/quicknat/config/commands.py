@@ -14,7 +14,17 @@ from dataclasses import replace
 from quicknat.addr import Prefix
 from quicknat.config.command_render import render
 from quicknat.config.instances import peer_commands
-from quicknat.config.model import DEFAULT_MTU, Config, EventLog, Interface, Logging, Pool, Zone
+from quicknat.config.leases import leases
+from quicknat.config.model import (
+    DEFAULT_MTU,
+    Config,
+    EventLog,
+    Interface,
+    Logging,
+    OffloadInstall,
+    Pool,
+    Zone,
+)
 from quicknat.p4.constants import ZONE_INSIDE, ZONE_OUTSIDE
 from quicknat.rules import DnatTo, Protocol, Rule, SnatToAddress, SnatToPool
 
@@ -228,6 +238,22 @@ def _slow_path_link(config: Config, zone: Zone) -> list[str]:
     return [interface, render("neighbor", switch, mac=SLOW_PATH_SWITCH_MAC, dev=str(zone))]
 
 
+def learn_commands(config: Config) -> list[str]:
+    """install = "learn": the instance tags what it translates for the switch
+    to learn, under each kind's lease (config/leases.py: the policy is here,
+    swpath applies it)."""
+    if config.offload.install is not OffloadInstall.LEARN:
+        return []
+    lines = [render("offload learn", True)]
+    for kind, lease in leases(config.timeouts, config.offload.learn_timeouts).items():
+        lines.append(
+            render(
+                "offload lease", kind, **{"class": lease.timeout_class, "seconds": lease.seconds}
+            )
+        )
+    return lines
+
+
 def slow_path_commands(config: Config, name: str) -> list[str]:
     """The swpath commands of slow-path instance `name` of the switch's
     configuration: the two zones as 802.1Q sub-interfaces of its DPDK port 0,
@@ -262,6 +288,7 @@ def slow_path_commands(config: Config, name: str) -> list[str]:
     shared = config_commands(replace(config, interfaces=(), routes=(), neighbors=(), pools=()))
     lines += [pool_command(pool) for pool in pools]
     lines += shared[1:]  # rules and settings (after its "# from" line)
+    lines += learn_commands(config)
     lines.append(render("offload", after_packets=config.offload.after_packets))
     lines += peer_commands(config, name)
     return lines

@@ -165,6 +165,25 @@ class IcmpErrors:
     """Errors the bucket holds: how many may leave at once after a quiet spell."""
 
 
+class OffloadInstall(enum.Enum):
+    """How offload mode puts sessions in the switch (docs/offload.md)."""
+
+    WRITE = "write"
+    """The controller writes both entries of each session (P4Runtime)."""
+    LEARN = "learn"
+    """The switch learns them from the instances' learn tags (PNA
+    add_on_miss, a target that learns: quicknat-swx); no write per flow."""
+
+    def __str__(self) -> str:
+        return self.value
+
+
+# The learner tables' timeout classes as p4c-dpdk 1.2.4.17 compiles them
+# (every learner of p4src/build/pna/, test_p4_source.py holds this to the
+# spec); quicknat-swx --learn-timeouts replaces them.
+P4C_DPDK_LEARN_TIMEOUTS = (10, 30, 60, 120, 300, 43200, 120, 120)
+
+
 @dataclass(frozen=True, slots=True)
 class OffloadPolicy:
     """Which sessions offload mode puts in the switch (docs/offload.md)."""
@@ -179,6 +198,12 @@ class OffloadPolicy:
     (the instance translates them meanwhile). Each write costs the manager
     about 0.4 ms of gRPC besides its flows' own ~25 us, so at 1,000 new flows/s
     25 ms takes a quarter off 10 ms's CPU per flow (docs/benchmarks.md)."""
+    install: OffloadInstall = OffloadInstall.WRITE
+    """Who puts sessions in the switch: the controller's writes, or the
+    switch itself, learning from the instances (a target that learns)."""
+    learn_timeouts: tuple[int, ...] = P4C_DPDK_LEARN_TIMEOUTS
+    """The switch's learner timeout classes in seconds, as it runs them
+    (quicknat-swx --learn-timeouts): the leases the instances count on."""
 
 
 class EventLog(enum.Enum):

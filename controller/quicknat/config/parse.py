@@ -32,6 +32,7 @@ from quicknat.config.model import (
     Limits,
     Logging,
     Neighbor,
+    OffloadInstall,
     OffloadPolicy,
     Pool,
     Route,
@@ -498,13 +499,19 @@ class _Parser:
         )
 
     def offload(self) -> OffloadPolicy:
-        r = self._table("offload", ("after_packets", "batch_window_ms"))
+        r = self._table(
+            "offload", ("after_packets", "batch_window_ms", "install", "learn_timeouts")
+        )
         after = r.get("after_packets", lambda v: values.integer(v, 1, 255))
         window = r.get("batch_window_ms", lambda v: values.integer(v, 0, 1000))
+        install = r.get("install", _enum(OffloadInstall))
+        timeouts = r.get("learn_timeouts", _learn_timeouts)
         default = OffloadPolicy()
         return OffloadPolicy(
             after or default.after_packets,
             default.batch_window_ms if window is None else window,
+            install or default.install,
+            timeouts or default.learn_timeouts,
         )
 
     def logging(self) -> Logging:
@@ -531,6 +538,14 @@ def _enum(cls: Any) -> Any:
         raise ValueError("must be one of " + ", ".join(names))
 
     return parse
+
+
+def _learn_timeouts(value: Any) -> tuple[int, ...]:
+    """A learner's timeout classes (1 to 8, DPDK's classes: seconds, each at
+    least 1; quicknat-swx --learn-timeouts takes the same list)."""
+    if not isinstance(value, list) or not 1 <= len(value) <= 8:
+        raise ValueError("must be a list of 1 to 8 timeouts in seconds (the switch's classes)")
+    return tuple(values.integer(v, 1, 7 * 86400) for v in value)
 
 
 def rule_match(r: TableReader, default_id: int) -> Rule | None:

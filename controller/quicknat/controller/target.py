@@ -60,6 +60,11 @@ class TargetCapabilities:
     and RST and copies them to the controller (TCP_STATE); without one it
     sends them up instead (TCP_SEGMENT) and the controller forwards them."""
 
+    learns: bool = False
+    """Whether its program has the learned session tables (PNA add_on_miss
+    learner tables, nat.p4): then offload mode may leave sessions to the
+    switch (`[offload] install = "learn"`) instead of writing them."""
+
     def table_full(self, code: int) -> bool:
         """Whether an INSERT that failed with `code` met a full table."""
         return code in self.full_table_codes
@@ -87,7 +92,8 @@ def swx(p4info: P4Info) -> TargetCapabilities:
     a full table is RESOURCE_EXHAUSTED (P4Runtime spec sec. 12.3); it ages
     entries by their direct counters and notifies idle ones; it applies a
     write's updates in one table transaction each (no limit of its own);
-    PNA on DPDK 22.11 has no clone, so no clone sessions."""
+    PNA on DPDK 22.11 has no clone, so no clone sessions; it learns
+    sessions where the program has the learned tables."""
     sizes = {t.preamble.alias: t.size for t in p4info.proto.tables}
     return TargetCapabilities(
         name="swx",
@@ -96,6 +102,7 @@ def swx(p4info: P4Info) -> TargetCapabilities:
         full_table_codes=frozenset({RESOURCE_EXHAUSTED}),
         idle_timeout_notifications=True,
         clone_sessions=False,
+        learns=all(f"{table}_learned" in sizes for table in SESSION_TABLES),
     )
 
 

@@ -47,7 +47,7 @@ from dataclasses import dataclass
 
 from quicknat.addr import format_ipv4
 from quicknat.config.commands import rule_command, runtime_commands
-from quicknat.config.model import Config
+from quicknat.config.model import Config, OffloadInstall
 from quicknat.controller.context import ModeContext
 from quicknat.controller.install_state import Held, InstallState
 from quicknat.controller.modes.offload_io import OffloadIO
@@ -149,6 +149,12 @@ class OffloadMode:
     def __init__(self, context: ModeContext) -> None:
         config = context.config
         self.config = config
+        self.learning = config.offload.install is OffloadInstall.LEARN
+        if self.learning and not context.target.learns:
+            raise ValueError(
+                f'[offload] install = "learn" needs a switch that learns sessions: '
+                f"{context.target.name} does not (docs/offload.md, Learning)"
+            )
         self.stats = context.stats
         self.now = context.now
         self.writer: SwitchWriter[OffloadSession] = new_writer(context, self)
@@ -252,6 +258,12 @@ class OffloadMode:
         assert e.remote is not None
         if self._is_public(e.remote.address):
             self.stats["software_only.hairpin"] += 1
+            self._software_only.add(sid)
+            return
+        if self.learning:
+            # the switch learns it from the instance's tags and drops it by
+            # itself (leases: config/leases.py); nothing to write or to age
+            self.stats["sessions_left_to_switch"] += 1
             self._software_only.add(sid)
             return
         s = session_of(self._next_uid, instance, e, self.now())
