@@ -432,6 +432,52 @@ def refusal_reasons() -> frozenset[str]:
     return frozenset(c.name for c in VOCABULARY if c.kind is Kind.REFUSED)
 
 
+# Learn mode (issue 34; docs/swpath.md, "Learn mode"): what a slow-path
+# instance counts of the learn tag it puts on translated packets for the
+# switch. The switch's and the controller's side has no counter of these
+# yet ("" in p4).
+LEARN: tuple[Counter, ...] = (
+    Counter(
+        "learn_tagged_in2out",
+        Kind.EVENT,
+        "",
+        "learn_tagged_in2out",
+        "translated packets (source rewritten) sent to the switch with the learn tag",
+    ),
+    Counter(
+        "learn_tagged_out2in",
+        Kind.EVENT,
+        "",
+        "learn_tagged_out2in",
+        "translated packets (destination rewritten) sent to the switch with the learn tag",
+    ),
+    Counter(
+        "learn_not_learnable",
+        Kind.EVENT,
+        "",
+        "learn_not_learnable",
+        "translated packets sent without the learn tag: a hairpin, a fragment, a RST,"
+        " a peer's, a kind with no lease, or not towards the switch",
+    ),
+    Counter(
+        "learn_no_headroom",
+        Kind.EVENT,
+        "",
+        "learn_no_headroom",
+        "translated packets sent without the learn tag for want of mbuf headroom"
+        " (the switch learns from the flow's next packet)",
+    ),
+)
+
+
+def learn_markdown() -> str:
+    """The learn mode table of docs/counters.md."""
+    lines = ["| counter | slow-path instance | counts |", "|---|---|---|"]
+    for c in LEARN:
+        lines.append(f"| `{c.name}` | `{c.swpath}` | {c.help} |")
+    return "\n".join(lines) + "\n"
+
+
 def offload_markdown() -> str:
     """The offload table of docs/counters.md."""
     lines = ["| counter | controller | slow-path instance | counts |", "|---|---|---|---|"]

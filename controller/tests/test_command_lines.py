@@ -55,6 +55,12 @@ def every_kind() -> list[str]:
     lines += [session_command("onload", 7, Protocol.ICMP, (inside[0], 9), (remote[0], 9))]
     lines += [adopt_command(Protocol.TCP, (inside, external, remote), "snat", "established")]
     lines += [adopt_command(Protocol.UDP, (inside, external, remote), "dnat")]
+    # learn mode's start-up lines (issue 34): the controller's lease policy
+    # for [offload] install = "learn" writes them
+    lines += ["# learn mode"]
+    lines += [render("offload learn", True), render("offload learn", False)]
+    lines += [render("offload lease", "tcp_established", **{"class": 5, "seconds": 43200})]
+    lines += [render("offload lease", "udp", **{"class": 1, "seconds": 30})]
     lines += ["# the status socket and the stream"]
     lines += [render("rules"), render("stats"), render("subscribe sessions")]
     lines += [render("sessions", limit=100, proto=Protocol.UDP, src=inside[0], port=53)]

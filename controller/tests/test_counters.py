@@ -9,9 +9,11 @@ from pathlib import Path
 
 from quicknat.controller.modes import OffloadMode, counter_names
 from quicknat.counters import (
+    LEARN,
     OFFLOAD,
     VOCABULARY,
     Kind,
+    learn_markdown,
     markdown,
     offload_markdown,
     p4_natives,
@@ -103,3 +105,15 @@ def test_offload_mode_counts_in_the_vocabulary() -> None:
     assert unknown == set()
     doc = (ROOT / "docs" / "counters.md").read_text()
     assert offload_markdown() in doc, "docs/counters.md: regenerate its offload table"
+
+
+def test_learn_mode_counts_in_the_vocabulary() -> None:
+    """swpath's learn_* counters are counters.LEARN, one name each, and
+    docs/counters.md has their table."""
+    names = [c.name for c in LEARN]
+    assert len(names) == len(set(names))
+    assert not set(names) & {c.name for c in VOCABULARY + OFFLOAD}
+    learn_h = {n for n in _swpath_counters() if n.startswith("learn_")}
+    assert {c.swpath for c in LEARN} == learn_h
+    doc = (ROOT / "docs" / "counters.md").read_text()
+    assert learn_markdown() in doc, "docs/counters.md: regenerate its learn mode table"

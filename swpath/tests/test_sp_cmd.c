@@ -136,6 +136,25 @@ test_session(void **state)
 	assert_int_equal(c.u.after_packets, 2);
 	parse_err("offload after_packets 0", "after_packets 0: must be 1..255");
 	parse_err("offload packets 2", "offload: unknown word 'packets' (after_packets)");
+	/* learn mode (core/learn.h): its two verbs share the first word */
+	c = parse_ok("offload learn on");
+	assert_int_equal(c.verb, SP_CMD_OFFLOAD_LEARN);
+	assert_true(c.u.learn);
+	c = parse_ok("offload learn off");
+	assert_false(c.u.learn);
+	parse_err("offload learn", "offload learn: missing mode");
+	parse_err("offload learn yes", "mode yes: must be on or off");
+	c = parse_ok("offload lease tcp_established class 5 seconds 43200");
+	assert_int_equal(c.verb, SP_CMD_OFFLOAD_LEASE);
+	assert_int_equal(c.u.lease.kind, SP_TO_TCP_EST);
+	assert_int_equal(c.u.lease.lease_class, 5);
+	assert_int_equal(c.u.lease.seconds, 43200);
+	c = parse_ok("offload lease icmp seconds 10 class 0");
+	assert_int_equal(c.u.lease.kind, SP_TO_ICMP);
+	parse_err("offload lease tcp class 1 seconds 10", "kind tcp: must be udp, tcp_established, tcp_transitory or icmp");
+	parse_err("offload lease udp class 8 seconds 10", "offload lease udp: class 8: must be 0..7");
+	parse_err("offload lease udp class 1 seconds 0", "seconds 0: must be 1..86400");
+	parse_err("offload lease udp class 1", "offload lease udp: missing seconds");
 	/* instances behind one switch (peer.h) */
 	c = parse_ok("peer vid 17 ports 33280-65535 self");
 	assert_int_equal(c.verb, SP_CMD_PEER);

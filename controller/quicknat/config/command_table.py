@@ -47,6 +47,7 @@ FILTERING: Final = ("endpoint-independent", "address-dependent", "address-and-po
 EVENT_SINK: Final = ("none", "syslog", "file")
 SESSIONS_ACTION: Final = ("list", "delete", "flush")
 ORIGIN: Final = ("snat", "inbound", "dnat")
+TIMEOUT_KIND: Final = ("udp", "tcp_established", "tcp_transitory", "icmp")
 TCP_PHASE: Final = ("opening", "established", "closing", "reset")
 
 COMMANDS: Final[dict[str, Command]] = {
@@ -243,6 +244,21 @@ COMMANDS: Final[dict[str, Command]] = {
         when="run-time",
         args=(),
         fields=(),
+    ),
+    "offload learn": Command(
+        words=("offload", "learn"),
+        when="start-up",
+        args=(arg("mode", "switch", required=True),),
+        fields=(),
+    ),
+    "offload lease": Command(
+        words=("offload", "lease"),
+        when="start-up",
+        args=(arg("kind", "enum", words=TIMEOUT_KIND, required=True),),
+        fields=(
+            kw("class", "uint", max=7, required=True),
+            kw("seconds", "uint", min=1, max=86400, required=True),
+        ),
     ),
     "offload": Command(
         words=("offload",),

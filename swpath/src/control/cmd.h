@@ -48,6 +48,8 @@ enum sp_verb {
 	SP_CMD_SESSION,         /* session offload|idle: offload mode */
 	SP_CMD_OFFLOAD,         /* offload after_packets N */
 	SP_CMD_PEER,            /* peer vid V ports LOW-HIGH [self] [default] */
+	SP_CMD_OFFLOAD_LEARN,   /* offload learn on|off */
+	SP_CMD_OFFLOAD_LEASE,   /* offload lease KIND class N seconds S */
 };
 
 /* When a verb may be applied: the command file, the control socket at run
@@ -175,6 +177,15 @@ struct sp_cmd_peer {
 	bool is_default;
 };
 
+/* `offload lease KIND class N seconds S`: sessions of timeout kind KIND are
+ * tagged for the switch to learn under its timeout class N, whose entries
+ * live S seconds (core/learn.h). */
+struct sp_cmd_lease {
+	uint8_t kind;           /* enum sp_timeout */
+	uint8_t lease_class;    /* 0..SP_LEARN_CLASSES - 1 */
+	uint32_t seconds;
+};
+
 struct sp_cmd {
 	enum sp_verb verb;
 	union {
@@ -193,6 +204,8 @@ struct sp_cmd {
 		struct sp_session_cmd session;
 		struct sp_cmd_peer peer;
 		uint8_t after_packets;
+		bool learn;
+		struct sp_cmd_lease lease;
 	} u;
 };
 

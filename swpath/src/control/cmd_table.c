@@ -58,6 +58,13 @@ static const struct sp_cmd_word words_origin[] = {
 	{ "dnat", SP_ORIGIN_DNAT },
 };
 
+static const struct sp_cmd_word words_timeout_kind[] = {
+	{ "udp", SP_TO_UDP },
+	{ "tcp_established", SP_TO_TCP_EST },
+	{ "tcp_transitory", SP_TO_TCP_TRANS },
+	{ "icmp", SP_TO_ICMP },
+};
+
 static const struct sp_cmd_word words_tcp_phase[] = {
 	{ "opening", SP_TCP_OPENING },
 	{ "established", SP_TCP_ESTABLISHED },
@@ -802,6 +809,53 @@ static const struct sp_cmd_field args_session_adopt[] = {
 	},
 };
 
+static const struct sp_cmd_field args_offload_learn[] = {
+	{
+		.key = NULL,
+		.name = "mode",
+		.type = SP_ARG_SWITCH,
+		.at = SP_CMD_AT(learn),
+		.presence = SP_GIVEN_ALWAYS,
+		.required = true,
+	},
+};
+
+static const struct sp_cmd_field args_offload_lease[] = {
+	{
+		.key = NULL,
+		.name = "kind",
+		.type = SP_ARG_ENUM,
+		.at = SP_CMD_AT(lease.kind),
+		.presence = SP_GIVEN_ALWAYS,
+		.required = true,
+		.words = words_timeout_kind,
+		.n_words = 4,
+	},
+};
+
+static const struct sp_cmd_field fields_offload_lease[] = {
+	{
+		.key = "class",
+		.name = "class",
+		.type = SP_ARG_UINT,
+		.at = SP_CMD_AT(lease.lease_class),
+		.presence = SP_GIVEN_ALWAYS,
+		.required = true,
+		.min = 0,
+		.max = 7u,
+	},
+	{
+		.key = "seconds",
+		.name = "seconds",
+		.type = SP_ARG_UINT,
+		.at = SP_CMD_AT(lease.seconds),
+		.presence = SP_GIVEN_ALWAYS,
+		.required = true,
+		.min = 1,
+		.max = 86400u,
+	},
+};
+
 static const struct sp_cmd_field fields_offload[] = {
 	{
 		.key = "after_packets",
@@ -1059,6 +1113,29 @@ const struct sp_cmd_spec sp_cmd_specs[] = {
 		.verb = SP_CMD_SUBSCRIBE,
 		.when = SP_WHEN_RUNTIME,
 		.syntax = "subscribe sessions",
+	},
+	{
+		.name = "offload learn",
+		.words = { "offload", "learn" },
+		.n_words = 2,
+		.verb = SP_CMD_OFFLOAD_LEARN,
+		.when = SP_WHEN_STARTUP,
+		.args = args_offload_learn,
+		.n_args = 1,
+		.syntax = "offload learn on|off",
+	},
+	{
+		.name = "offload lease",
+		.words = { "offload", "lease" },
+		.n_words = 2,
+		.verb = SP_CMD_OFFLOAD_LEASE,
+		.when = SP_WHEN_STARTUP,
+		.named = true,
+		.args = args_offload_lease,
+		.n_args = 1,
+		.fields = fields_offload_lease,
+		.n_fields = 2,
+		.syntax = "offload lease KIND class N seconds S",
 	},
 	{
 		.name = "offload",

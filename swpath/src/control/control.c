@@ -162,6 +162,36 @@ apply_offload(const struct sp_cmd *cmd, struct sp_buf *out, char *err,
 	return sp_runtime_changed();
 }
 
+/* `offload learn on|off` (start-up only): whether translated packets to the
+ * switch carry the learn tag (core/learn.h). */
+static int
+apply_offload_learn(const struct sp_cmd *cmd, struct sp_buf *out, char *err,
+		    size_t errlen)
+{
+	sp.learn = cmd->u.learn;
+	return sp_runtime_changed();
+}
+
+/* `offload lease KIND class N seconds S` (start-up only). The switch has one
+ * timeout per class, so two kinds may share a class only with its seconds. */
+static int
+apply_offload_lease(const struct sp_cmd *cmd, struct sp_buf *out, char *err,
+		    size_t errlen)
+{
+	const struct sp_cmd_lease *c = &cmd->u.lease;
+
+	for (unsigned k = 0; k < SP_TO_MAX; k++)
+		if (k != c->kind && sp.lease_class[k] == c->lease_class &&
+		    sp.class_s[c->lease_class] != c->seconds)
+			return sp_fail(err, errlen,
+				       "offload lease: class %u is %u seconds already, not %u",
+				       c->lease_class, sp.class_s[c->lease_class],
+				       c->seconds);
+	sp.lease_class[c->kind] = c->lease_class;
+	sp.class_s[c->lease_class] = c->seconds;
+	return sp_runtime_changed();
+}
+
 /* The workers' event rings are made with them: start-up only. */
 static int
 apply_logging(const struct sp_cmd *cmd, struct sp_buf *out, char *err,
@@ -254,6 +284,12 @@ apply_session(const struct sp_cmd *cmd, struct sp_buf *out, char *err,
 	struct sp_worker *w = sp.workers[sp.n_workers > 1 ?
 		sp_owner_inside(&sp.rss, c.int_addr) : 0];
 
+	/* In learn mode the switch learns sessions from their packets and
+	 * forgets them by its leases: none is installed, idle or handed back
+	 * by a writer, and swpath's own timer (with the lease) ends each. */
+	if (sp.learn)
+		return sp_fail(err, errlen,
+			       "session: offload learn is on: the switch learns sessions itself");
 	if (rte_ring_sp_enqueue_elem(w->cmd_ring, &c, sizeof(c)) != 0)
 		return sp_fail(err, errlen, "session: worker %u is busy; try again",
 			       w->index);
@@ -291,6 +327,8 @@ static const verb_fn verbs[] = {
 	[SP_CMD_SESSION] = apply_session,
 	[SP_CMD_OFFLOAD] = apply_offload,
 	[SP_CMD_PEER] = sp_apply_peer,
+	[SP_CMD_OFFLOAD_LEARN] = apply_offload_learn,
+	[SP_CMD_OFFLOAD_LEASE] = apply_offload_lease,
 };
 
 int

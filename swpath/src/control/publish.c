@@ -2,7 +2,7 @@
 /*
  * The run-time snapshot (core/runtime.h) the control thread builds from the
  * settings and rules: timeouts, filtering, limits, the ICMP error rate,
- * offload's after_packets, and the NAT-owned address ranges used for proxy
+ * offload's after_packets and learn mode's leases, and the NAT-owned address ranges used for proxy
  * ARP and hairpinning; its publication, and RCU's retired memory.
  */
 #include <stdlib.h>
@@ -103,6 +103,15 @@ sp_runtime_build(void)
 	rt->icmp_burst = RTE_MAX(sp.icmp_burst / sp.n_workers, 1u);
 	rt->icmp_on_exhaustion = sp.icmp_on_exhaustion;
 	rt->after_packets = sp.after_packets;
+	rt->learn = sp.learn;
+	memcpy(rt->lease_class, sp.lease_class, sizeof(rt->lease_class));
+	rt->longest_class = SP_LEARN_NONE;
+	for (unsigned c = 0; c < SP_LEARN_CLASSES; c++) {
+		rt->class_ms[c] = sp.class_s[c] * 1000u;
+		if (sp.class_s[c] != 0 && (rt->longest_class == SP_LEARN_NONE ||
+					   sp.class_s[c] > sp.class_s[rt->longest_class]))
+			rt->longest_class = (uint8_t)c;
+	}
 	rt->n_owned = n;
 	if (n > 0)
 		memcpy(rt->owned, l.r, n * sizeof(struct sp_range));

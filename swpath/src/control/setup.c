@@ -61,6 +61,10 @@ sp_setup_defaults(void)
 	sp.sessions_per_host = SP_HOST_LIMIT_DEFAULT;
 	/* [offload] after_packets: a session is announced at its first */
 	sp.after_packets = 1;
+	/* [offload] install: the controller writes, no kind is tagged */
+	sp.learn = false;
+	memset(sp.lease_class, SP_LEARN_NONE, sizeof(sp.lease_class));
+	memset(sp.class_s, 0, sizeof(sp.class_s));
 }
 
 int

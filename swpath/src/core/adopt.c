@@ -6,6 +6,7 @@
 #include <errno.h>
 
 #include "core/adopt.h"
+#include "core/learn.h"
 #include "core/lifecycle.h"
 #include "core/mapping.h"
 #include "core/rule.h"
@@ -140,6 +141,8 @@ sp_nat_adopt(struct sp_nat *nat, const struct sp_runtime *rt,
 			      (SP_SESS_OFFLOADED | SP_SESS_SWITCH_IDLE)) |
 			     (sp_rt_owned(rt, be32toh(rec->rem_addr)) ?
 				      SP_SESS_HAIRPIN : 0));
+	/* learn mode: the switch may hold it under any lease (learn.h) */
+	s->lease = sp_learn_lease_adopted(rt, s);
 	s->route[0] = s->route[1] = SP_ROUTE_UNSET;
 	s->neigh[0] = s->neigh[1] = SP_NEIGH_NONE;
 	s->rule_id = rule_id;

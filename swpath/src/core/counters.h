@@ -32,6 +32,10 @@
 	X(sessions_handed_back, "sessions the switch held that this process did not know, handed back by the offload manager and taken over") \
 	X(handback_refused, "sessions handed back that this process could not take over (no rule gives them now, port not its own, key taken, table full)") \
 	X(sessions_offloaded, "sessions the offload manager installed in the switch (aged by the switch's idle notifications)") \
+	X(learn_tagged_in2out, "learn mode: translated packets (source rewritten) sent to the switch with the learn tag") \
+	X(learn_tagged_out2in, "learn mode: translated packets (destination rewritten) sent to the switch with the learn tag") \
+	X(learn_not_learnable, "learn mode: translated packets sent without the learn tag: a hairpin, a fragment, a RST, a peer's, a kind with no lease, or not towards the switch") \
+	X(learn_no_headroom, "learn mode: translated packets sent without the learn tag for want of mbuf headroom (the switch learns from the flow's next packet)") \
 	X(offload_unknown, "offload manager commands about a session that was gone (closed meanwhile)") \
 	X(mappings_created, "endpoint-independent mappings created") \
 	X(mappings_freed, "mappings freed with their last session") \

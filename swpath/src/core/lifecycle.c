@@ -42,6 +42,7 @@ sp_session_open(struct sp_nat *nat, const struct sp_runtime *rt,
 	s->origin = spec->origin;
 	s->tcp = 0;
 	s->pkts = 0;
+	s->lease = 0;
 	s->flags = sp_rt_owned(rt, spec->rem_addr) ? SP_SESS_HAIRPIN : 0;
 	s->int_addr = htobe32(spec->int_addr);
 	s->int_port = htobe16(spec->int_port);
@@ -60,7 +61,9 @@ sp_session_open(struct sp_nat *nat, const struct sp_runtime *rt,
 	nat->cnt[SP_CNT_sessions_created]++;
 	sp_session_seq_end(s);
 	sp_nat_notify(nat, idx, SP_SESSION_OPENED, now);
-	if (rt->after_packets <= 1)
+	/* learn mode: the switch learns it from its packets, no one installs
+	 * it (core/learn.h) */
+	if (rt->after_packets <= 1 && !rt->learn)
 		sp_nat_notify(nat, idx, SP_SESSION_ANNOUNCED, now);
 	*sidx = idx;
 	return SP_NAT_OK;

@@ -36,6 +36,17 @@ struct sp_runtime {
 	 * (core/nat.h, sp_nat_count_packet), so a flow of fewer packets never
 	 * costs the switch a write. */
 	uint8_t after_packets;
+	/* Offload's learn mode (`offload learn on`, core/learn.h): the
+	 * switch learns sessions from the tag on their translated packets.
+	 * lease_class: the switch's timeout class each timeout kind is tagged
+	 * with (SP_LEARN_NONE: that kind is never tagged); class_ms: each
+	 * class's lease, what a session tagged with it adds to its idle
+	 * timeout; longest_class: the class of the longest lease (a session
+	 * taken over from a predecessor gets it), or SP_LEARN_NONE. */
+	bool learn;
+	uint8_t lease_class[SP_TO_MAX];
+	uint8_t longest_class;
+	uint32_t class_ms[SP_LEARN_CLASSES];
 	uint32_t n_owned;
 	struct sp_range owned[];        /* sorted, disjoint */
 };

@@ -96,7 +96,9 @@ struct sp_session {
 	uint16_t neigh[2];      /* cached neighbour index, or SP_NEIGH_NONE */
 	uint8_t pkts;           /* packets translated, up to the runtime's
 				 * after_packets (core/runtime.h) */
-	uint8_t pad;
+	uint8_t lease;          /* learn mode: 1 + the switch's timeout class
+				 * of the longest lease it was tagged with;
+				 * 0: never tagged (core/learn.h) */
 	uint32_t last_seen;     /* ms */
 	uint32_t created;       /* ms */
 	uint32_t rule_id;       /* 0 for inbound sessions */
@@ -207,26 +209,49 @@ sp_session_tcp_phase(const struct sp_session *s)
 					       SP_TCP_OPENING;
 }
 
+/* The kind of idle timeout a session has now: protocol x TCP phase
+ * (docs/nat-behavior.md sec. 9; RFC 4787 REQ-5, RFC 5382 REQ-5, RFC 5508
+ * REQ-1). Also the kind a learn mode lease is configured by. */
+static inline enum sp_timeout
+sp_session_kind(const struct sp_session *s)
+{
+	switch (s->proto) {
+	case IPPROTO_UDP:
+		return SP_TO_UDP;
+	case IPPROTO_ICMP:
+		return SP_TO_ICMP;
+	default:
+		return sp_session_tcp_established(s) ? SP_TO_TCP_EST :
+						       SP_TO_TCP_TRANS;
+	}
+}
+
 /*
- * The idle timeout of a session now, in ms: protocol x TCP phase ->
- * timeout (docs/nat-behavior.md sec. 9; RFC 4787 REQ-5, RFC 5382 REQ-5,
- * RFC 5508 REQ-1). The one place swpath decides it: the timer wheel, the
- * expiry check, the state file's successor and the sessions listing all
- * ask here.
+ * The idle timeout of a session now, in ms. The one place swpath decides
+ * it: the timer wheel, the expiry check, the state file's successor and
+ * the sessions listing all ask here.
+ *
+ * Learn mode (core/learn.h, docs/swpath.md "Learn mode"): a session whose
+ * packets went to the switch with a learn tag gets the lease L of the
+ * longest class it was tagged with on top of its kind's timeout T. The
+ * switch's learned entries are leases of fixed length that a hit does not
+ * extend (and DPDK's learner ends them early, never late), so an entry
+ * learned at t is gone by t + L, and the flow's next packet comes back here
+ * and is tagged again. Every tagged packet refreshes last_seen (a RST, which
+ * does not, RFC 7857 sec. 2.2, is never tagged), so last_seen + L bounds
+ * the last moment the switch can still translate with the session's port;
+ * keeping the session T beyond that frees the port only once the switch no
+ * longer uses it, and keeps the NAT's timeouts as minimums: the real idle
+ * time before the port is freed is in (T, T + L].
  */
 static inline uint32_t
 sp_session_timeout_ms(const struct sp_runtime *rt, const struct sp_session *s)
 {
-	switch (s->proto) {
-	case IPPROTO_UDP:
-		return rt->timeout_ms[SP_TO_UDP];
-	case IPPROTO_ICMP:
-		return rt->timeout_ms[SP_TO_ICMP];
-	default:
-		return sp_session_tcp_established(s) ?
-			rt->timeout_ms[SP_TO_TCP_EST] :
-			rt->timeout_ms[SP_TO_TCP_TRANS];
-	}
+	uint32_t t = rt->timeout_ms[sp_session_kind(s)];
+
+	if (__builtin_expect(s->lease != 0, 0))
+		t += rt->class_ms[s->lease - 1];
+	return t;
 }
 
 /* -- readers ------------------------------------------------------------------ */

@@ -265,7 +265,7 @@ sp_nat_event(struct sp_nat *nat, const struct sp_event *ev)
 /*
  * The fast path, per translated packet: counts it towards the runtime's
  * after_packets, and at that packet announces the session (the stream's
- * "opened"). One compare once it is announced.
+ * "opened"; never in learn mode, core/learn.h). One compare once it is announced.
  */
 static inline void
 sp_nat_count_packet(struct sp_nat *nat, const struct sp_runtime *rt,
@@ -273,7 +273,7 @@ sp_nat_count_packet(struct sp_nat *nat, const struct sp_runtime *rt,
 {
 	if (__builtin_expect(s->pkts >= rt->after_packets, 1))
 		return;
-	if (++s->pkts == rt->after_packets && s->pkts > 1)
+	if (++s->pkts == rt->after_packets && s->pkts > 1 && !rt->learn)
 		sp_nat_notify(nat, (uint32_t)(s - nat->sessions),
 			      SP_SESSION_ANNOUNCED, now);
 }

@@ -73,6 +73,11 @@ enum sp_timeout {
 	SP_TO_MAX = 4,
 };
 
+/* Offload's learn mode (core/learn.h): the switch's timeout classes, as
+ * p4c-dpdk's learner tables have them, and "no class". */
+#define SP_LEARN_CLASSES 8
+#define SP_LEARN_NONE 0xff
+
 /* How a pool picks external ports (RFC 4787 REQ-4; TOML [[pool]] fields). */
 struct sp_port_policy {
 	bool preserve_parity;   /* even internal port -> even external port */

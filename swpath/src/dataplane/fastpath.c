@@ -15,6 +15,7 @@
 #include "dataplane/icmp_gen.h"
 #include "dataplane/in2out.h"
 #include "dataplane/l2.h"
+#include "dataplane/learn.h"
 #include "dataplane/out2in.h"
 #include "dataplane/peer.h"
 
@@ -98,6 +99,8 @@ translate(struct sp_worker *w, struct rte_mbuf *m, struct sp_pkt *p,
 {
 	struct sp_session *s = &w->nat.sessions[sidx];
 	int second_pass = *sp_meta(m) & SP_META_OUTSIDE;
+	struct sp_learn_tag tag;
+	bool learn;
 
 	/* The size is checked before any rewrite, so that the error quotes
 	 * the packet as it arrived. A hairpinned packet learns its egress on
@@ -107,6 +110,8 @@ translate(struct sp_worker *w, struct rte_mbuf *m, struct sp_pkt *p,
 	    sp_too_big(w, m, p, sp_session_route(s, dir), iface, 1, rt))
 		return;
 
+	/* learn mode: the tuple as it came, for the switch (learn.h) */
+	learn = sp_learn_begin(w, m, p, s, dir, rt, &tag);
 	/* a hairpinned packet had its TTL decremented on the way in2out */
 	if (likely(!second_pass))
 		sp_ttl_decrement(p->ip);
@@ -146,6 +151,8 @@ translate(struct sp_worker *w, struct rte_mbuf *m, struct sp_pkt *p,
 	} else {
 		SP_INC(w, out2in);
 	}
+	if (unlikely(learn))
+		sp_learn_finish(w, m, p, s, &tag, rt);
 	sp_forward(w, m, p, s, dir);
 }
 

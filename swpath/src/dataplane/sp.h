@@ -230,6 +230,11 @@ struct sp_app {
 	uint32_t icmp_rate;
 	uint32_t icmp_burst;
 	uint8_t after_packets;          /* `offload after_packets N` */
+	bool learn;                     /* `offload learn on` */
+	/* `offload lease KIND class N seconds S`: each kind's class
+	 * (SP_LEARN_NONE: not tagged), each class's seconds (0: unused) */
+	uint8_t lease_class[SP_TO_MAX];
+	uint32_t class_s[SP_LEARN_CLASSES];
 
 	/* data path */
 	struct sp_rss rss;

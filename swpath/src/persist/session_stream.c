@@ -87,7 +87,8 @@ stream_listen(bool on)
 void
 sp_stream_subscribe(struct sp_buf *b)
 {
-	uint8_t after = sp_runtime_get()->after_packets;
+	const struct sp_runtime *rt = sp_runtime_get();
+	uint8_t after = rt->after_packets;
 	unsigned n = 0;
 
 	/* Records left from an earlier subscription describe sessions that
@@ -104,9 +105,10 @@ sp_stream_subscribe(struct sp_buf *b)
 		for (uint32_t i = 0; i < nat->max_sessions; i++) {
 			struct sp_session s;
 
-			/* not yet announced: its after_packets-th packet will */
+			/* not yet announced: its after_packets-th packet will;
+			 * in learn mode none is (core/learn.h) */
 			if (!sp_session_copy(&nat->sessions[i], &s) ||
-			    (after > 1 && s.pkts < after))
+			    (after > 1 && s.pkts < after) || rt->learn)
 				continue;
 			sp_buf_printf(b, "{\"event\": \"opened\", \"snapshot\": true, ");
 			sp_json_session(b, &s, w);

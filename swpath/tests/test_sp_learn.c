@@ -1,0 +1,481 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Offload's learn mode (core/learn.h, dataplane/learn.h): the learn tag's
+ * bytes on a translated frame as the switch reads them (an SNAT TCP packet,
+ * a UDP DNAT request and reply, an ICMP echo), the packets that get none,
+ * the headroom, and the idle timeout a tagged session gets (T + L) in the
+ * NAT core's timer wheel, without and with learn mode.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "sp_test_util.h"
+#include "sp_core_util.h"
+
+#include <rte_ip.h>
+
+#include "core/learn.h"
+#include "core/lifecycle.h"
+#include "core/nat.h"
+#include "core/rule.h"
+#include "dataplane/dispatch.h"
+#include "dataplane/learn.h"
+#include "dataplane/packet.h"
+#include "qns.h"
+
+#define HEADROOM 128
+#define BUF_SIZE 2048
+#define T0 1000u
+
+struct frame {
+	struct rte_mbuf m;
+	uint8_t buf[BUF_SIZE] __rte_aligned(64);
+};
+
+/* -- frames ------------------------------------------------------------- */
+
+/* An Ethernet + IPv4 + L4 frame with valid checksums at data_off room,
+ * parsed into *p. ports: TCP/UDP source and destination; ICMP echo
+ * request: the identifier in sport. */
+static struct rte_mbuf *
+frame(struct frame *f, uint16_t room, uint8_t proto, uint32_t src,
+      uint16_t sport, uint32_t dst, uint16_t dport, uint8_t tcp_flags,
+      struct sp_pkt *p)
+{
+	uint8_t *b = f->buf + room;
+	struct rte_ether_hdr *eth = (void *)b;
+	struct rte_ipv4_hdr *ip = (void *)(eth + 1);
+	uint8_t *l4 = (uint8_t *)(ip + 1);
+	uint16_t l4_len = proto == IPPROTO_TCP ? 20 : 8;
+	struct sp_flow_key key;
+
+	memset(f, 0, sizeof(*f));
+	eth->ether_type = RTE_BE16(RTE_ETHER_TYPE_IPV4);
+	ip->version_ihl = 0x45;
+	ip->time_to_live = 64;
+	ip->next_proto_id = proto;
+	ip->src_addr = rte_cpu_to_be_32(src);
+	ip->dst_addr = rte_cpu_to_be_32(dst);
+	ip->total_length = rte_cpu_to_be_16((uint16_t)(20 + l4_len));
+	ip->hdr_checksum = rte_ipv4_cksum(ip);
+	if (proto == IPPROTO_TCP) {
+		struct rte_tcp_hdr *tcp = (void *)l4;
+
+		tcp->src_port = rte_cpu_to_be_16(sport);
+		tcp->dst_port = rte_cpu_to_be_16(dport);
+		tcp->data_off = 5 << 4;
+		tcp->tcp_flags = tcp_flags;
+		tcp->cksum = rte_ipv4_udptcp_cksum(ip, l4);
+	} else if (proto == IPPROTO_UDP) {
+		struct rte_udp_hdr *udp = (void *)l4;
+
+		udp->src_port = rte_cpu_to_be_16(sport);
+		udp->dst_port = rte_cpu_to_be_16(dport);
+		udp->dgram_len = rte_cpu_to_be_16(l4_len);
+		udp->dgram_cksum = rte_ipv4_udptcp_cksum(ip, l4);
+	} else {
+		struct rte_icmp_hdr *icmp = (void *)l4;
+
+		icmp->icmp_type = SP_ICMP_ECHO_REQUEST;
+		icmp->icmp_ident = rte_cpu_to_be_16(sport);
+		icmp->icmp_seq_nb = RTE_BE16(7);
+		icmp->icmp_cksum = (uint16_t)~rte_raw_cksum(l4, l4_len);
+	}
+	f->m.buf_addr = f->buf;
+	f->m.buf_len = BUF_SIZE;
+	f->m.data_off = room;
+	f->m.data_len = f->m.pkt_len = (uint16_t)(14 + 20 + l4_len);
+	f->m.nb_segs = 1;
+	rte_mbuf_refcnt_set(&f->m, 1);
+	assert_int_equal(sp_parse(&f->m, p, &key), SP_PKT_FLOW);
+	return &f->m;
+}
+
+/* The runtime of an instance in learn mode: UDP and both TCP kinds tagged
+ * (TCP transitory 120 s in class 3, established 300 s in class 4, UDP
+ * shares class 3), ICMP only when icmp_class is a class. */
+static struct sp_runtime *
+learn_runtime(bool learn, uint8_t icmp_class)
+{
+	struct sp_runtime *r = calloc(1, sizeof(*r));
+
+	r->timeout_ms[SP_TO_UDP] = 300000;
+	r->timeout_ms[SP_TO_TCP_EST] = 7440000;
+	r->timeout_ms[SP_TO_TCP_TRANS] = 240000;
+	r->timeout_ms[SP_TO_ICMP] = 60000;
+	r->after_packets = 1;
+	r->learn = learn;
+	memset(r->lease_class, SP_LEARN_NONE, sizeof(r->lease_class));
+	r->longest_class = SP_LEARN_NONE;
+	if (!learn)
+		return r;
+	r->lease_class[SP_TO_UDP] = 3;
+	r->lease_class[SP_TO_TCP_TRANS] = 3;
+	r->lease_class[SP_TO_TCP_EST] = 4;
+	r->lease_class[SP_TO_ICMP] = icmp_class;
+	r->class_ms[3] = 120000;
+	r->class_ms[4] = 300000;
+	if (icmp_class < SP_LEARN_CLASSES)
+		r->class_ms[icmp_class] = 10000;
+	r->longest_class = 4;
+	return r;
+}
+
+/* What translate() does for a tagged packet (fastpath.c): the decision,
+ * the capture before the rewrite, the rewrite, the tag; then what sp_tx()
+ * does, the 802.1Q header of VID vid. */
+static void
+translate_tagged(const struct sp_runtime *r, struct sp_session *s,
+		 struct rte_mbuf **m, struct sp_pkt *p, unsigned dir,
+		 uint16_t vid)
+{
+	struct sp_learn_tag t;
+	uint8_t cls = SP_LEARN_NONE;
+
+	assert_int_equal(sp_learn_class(r, s, false, false, false, &cls),
+			 SP_LEARN_TAG);
+	sp_learn_capture(p, dir, cls, &t);
+	if (dir == SP_DIR_IN2OUT)
+		sp_rewrite_src(p, s->ext_addr, s->ext_port);
+	else
+		sp_rewrite_dst(p, s->int_addr, s->int_port);
+	assert_int_equal(sp_learn_push(*m, p, &t), 0);
+	sp_learn_record(r, s, t.lease);
+	assert_ptr_equal(p->eth, rte_pktmbuf_mtod(*m, void *));
+	(*m)->vlan_tci = vid;
+	assert_int_equal(rte_vlan_insert(m), 0);
+}
+
+static uint32_t
+be32_at(const uint8_t *b)
+{
+	return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 |
+	       (uint32_t)b[2] << 8 | b[3];
+}
+
+static uint16_t
+be16_at(const uint8_t *b)
+{
+	return (uint16_t)(b[0] << 8 | b[1]);
+}
+
+/* The frame as the switch reads it: 802.1Q with vid and type 0x88B5, the
+ * tag (orig tuple, lease class, flags, 0x0800), then IPv4 with valid
+ * checksums, its header and L4 returned. */
+static const uint8_t *
+check_tagged(struct rte_mbuf *m, uint16_t vid, uint32_t src, uint32_t dst,
+	     uint16_t sport, uint16_t dport, uint8_t lease, uint8_t flags)
+{
+	const uint8_t *b = rte_pktmbuf_mtod(m, const uint8_t *);
+	const struct rte_ipv4_hdr *ip = (const void *)(b + 18 + 16);
+	const uint8_t *l4 = (const uint8_t *)(ip + 1);
+
+	assert_int_equal(be16_at(b + 12), 0x8100);
+	assert_int_equal(be16_at(b + 14) & 0xfff, vid);
+	assert_int_equal(be16_at(b + 16), 0x88B5);
+	assert_int_equal(be32_at(b + 18), src);
+	assert_int_equal(be32_at(b + 22), dst);
+	assert_int_equal(be16_at(b + 26), sport);
+	assert_int_equal(be16_at(b + 28), dport);
+	assert_int_equal(b[30], lease);
+	assert_int_equal(b[31], flags);
+	assert_int_equal(be16_at(b + 32), 0x0800);
+	assert_int_equal(ip->version_ihl, 0x45);
+	assert_int_equal(rte_raw_cksum(ip, 20), 0xffff);
+	if (ip->next_proto_id == IPPROTO_ICMP)
+		assert_int_equal(rte_raw_cksum(l4, 8), 0xffff);
+	else
+		assert_int_equal(rte_ipv4_udptcp_cksum_verify(ip, l4), 0);
+	assert_int_equal(rte_pktmbuf_data_len(m),
+			 18 + 16 + rte_be_to_cpu_16(ip->total_length));
+	return (const uint8_t *)ip;
+}
+
+/* -- the tag ------------------------------------------------------------- */
+
+/* An SNAT session's SYN, 10.0.0.2:40000 -> 198.51.100.10:443 out as
+ * 203.0.113.1:1024: the tag has the inside tuple, TCP transitory's class,
+ * direction 0; the packet leaves with the translated source. */
+static void
+test_tag_snat_tcp(void **state)
+{
+	struct sp_runtime *r = learn_runtime(true, SP_LEARN_NONE);
+	struct sp_session s = {
+		.proto = IPPROTO_TCP, .origin = SP_ORIGIN_SNAT,
+		.int_addr = RTE_BE32(0x0a000002), .int_port = RTE_BE16(40000),
+		.ext_addr = RTE_BE32(0xcb007101), .ext_port = RTE_BE16(1024),
+		.rem_addr = RTE_BE32(0xc633640a), .rem_port = RTE_BE16(443),
+	};
+	struct frame f;
+	struct sp_pkt p;
+	struct rte_mbuf *m = frame(&f, HEADROOM, IPPROTO_TCP, 0x0a000002,
+				   40000, 0xc633640a, 443, RTE_TCP_SYN_FLAG, &p);
+	const uint8_t *ip;
+
+	(void)state;
+	translate_tagged(r, &s, &m, &p, SP_DIR_IN2OUT, 2);
+	ip = check_tagged(m, 2, 0x0a000002, 0xc633640a, 40000, 443, 3, 0);
+	assert_int_equal(be32_at(ip + 12), 0xcb007101);
+	assert_int_equal(be16_at(ip + 20), 1024);
+	assert_int_equal(s.lease, 3 + 1);
+	free(r);
+}
+
+/* A UDP DNAT session (203.0.113.11:53 -> server 10.0.0.5:53, client
+ * 198.51.100.10:5000): its request is tagged direction 1 with the public
+ * tuple, its reply direction 0 with the server's. */
+static void
+test_tag_udp_dnat(void **state)
+{
+	struct sp_runtime *r = learn_runtime(true, SP_LEARN_NONE);
+	struct sp_session s = {
+		.proto = IPPROTO_UDP, .origin = SP_ORIGIN_DNAT,
+		.int_addr = RTE_BE32(0x0a000005), .int_port = RTE_BE16(53),
+		.ext_addr = RTE_BE32(0xcb00710b), .ext_port = RTE_BE16(53),
+		.rem_addr = RTE_BE32(0xc633640a), .rem_port = RTE_BE16(5000),
+	};
+	struct frame f;
+	struct sp_pkt p;
+	struct rte_mbuf *m = frame(&f, HEADROOM, IPPROTO_UDP, 0xc633640a, 5000,
+				   0xcb00710b, 53, 0, &p);
+	const uint8_t *ip;
+
+	(void)state;
+	translate_tagged(r, &s, &m, &p, SP_DIR_OUT2IN, 1);
+	ip = check_tagged(m, 1, 0xc633640a, 0xcb00710b, 5000, 53, 3,
+			  SP_LEARN_DIR_OUT2IN);
+	assert_int_equal(be32_at(ip + 16), 0x0a000005);
+	/* the reply */
+	m = frame(&f, HEADROOM, IPPROTO_UDP, 0x0a000005, 53, 0xc633640a, 5000,
+		  0, &p);
+	translate_tagged(r, &s, &m, &p, SP_DIR_IN2OUT, 2);
+	ip = check_tagged(m, 2, 0x0a000005, 0xc633640a, 53, 5000, 3, 0);
+	assert_int_equal(be32_at(ip + 12), 0xcb00710b);
+	free(r);
+}
+
+/* An ICMP echo request, identifier 0x1234 out as 0x0400: the identifier
+ * before translation is both ports of the tag. */
+static void
+test_tag_icmp_echo(void **state)
+{
+	struct sp_runtime *r = learn_runtime(true, 0);
+	struct sp_session s = {
+		.proto = IPPROTO_ICMP, .origin = SP_ORIGIN_SNAT,
+		.int_addr = RTE_BE32(0x0a000002), .int_port = RTE_BE16(0x1234),
+		.ext_addr = RTE_BE32(0xcb007101), .ext_port = RTE_BE16(0x0400),
+		.rem_addr = RTE_BE32(0x08080808), .rem_port = RTE_BE16(0x1234),
+	};
+	struct frame f;
+	struct sp_pkt p;
+	struct rte_mbuf *m = frame(&f, HEADROOM, IPPROTO_ICMP, 0x0a000002,
+				   0x1234, 0x08080808, 0, 0, &p);
+	const uint8_t *ip;
+
+	(void)state;
+	translate_tagged(r, &s, &m, &p, SP_DIR_IN2OUT, 2);
+	ip = check_tagged(m, 2, 0x0a000002, 0x08080808, 0x1234, 0x1234, 0, 0);
+	assert_int_equal(be16_at(ip + 20 + 4), 0x0400);
+	free(r);
+}
+
+/* What must not be learned gets no tag: a hairpin, a fragment, a RST, a
+ * peer's packet, a kind with no lease; nothing at all with learn mode off.
+ * (ICMP errors never reach the decision: sp_slow_path.py checks them.) */
+static void
+test_not_learnable(void **state)
+{
+	struct sp_runtime *r = learn_runtime(true, SP_LEARN_NONE);
+	struct sp_runtime *off = learn_runtime(false, SP_LEARN_NONE);
+	struct sp_session s = { .proto = IPPROTO_UDP };
+	struct sp_session echo = { .proto = IPPROTO_ICMP };
+	uint8_t cls = 99;
+
+	(void)state;
+	assert_int_equal(sp_learn_class(r, &s, false, false, false, &cls),
+			 SP_LEARN_TAG);
+	assert_int_equal(cls, 3);
+	assert_int_equal(sp_learn_class(off, &s, false, false, false, &cls),
+			 SP_LEARN_OFF);
+	assert_int_equal(sp_learn_class(r, &s, true, false, false, &cls),
+			 SP_LEARN_NOT_LEARNABLE);
+	assert_int_equal(sp_learn_class(r, &s, false, true, false, &cls),
+			 SP_LEARN_NOT_LEARNABLE);
+	assert_int_equal(sp_learn_class(r, &s, false, false, true, &cls),
+			 SP_LEARN_NOT_LEARNABLE);
+	assert_int_equal(sp_learn_class(r, &echo, false, false, false, &cls),
+			 SP_LEARN_NOT_LEARNABLE);
+	s.flags = SP_SESS_HAIRPIN;
+	assert_int_equal(sp_learn_class(r, &s, false, false, false, &cls),
+			 SP_LEARN_NOT_LEARNABLE);
+	free(r);
+	free(off);
+}
+
+/* Without the headroom for the tag and the 802.1Q header the frame is left
+ * as it was (it goes untagged, counted by the caller). */
+static void
+test_no_headroom(void **state)
+{
+	struct frame f;
+	struct sp_pkt p;
+	struct sp_learn_tag t;
+	struct rte_mbuf *m = frame(&f, 19, IPPROTO_UDP, 0x0a000002, 5000,
+				   0x08080808, 53, 0, &p);
+	uint8_t before[64];
+
+	(void)state;
+	memcpy(before, rte_pktmbuf_mtod(m, void *), sizeof(before));
+	sp_learn_capture(&p, SP_DIR_IN2OUT, 3, &t);
+	assert_int_equal(sp_learn_push(m, &p, &t), -1);
+	assert_int_equal(m->data_off, 19);
+	assert_memory_equal(rte_pktmbuf_mtod(m, void *), before, sizeof(before));
+	m = frame(&f, 20, IPPROTO_UDP, 0x0a000002, 5000, 0x08080808, 53, 0, &p);
+	assert_int_equal(sp_learn_push(m, &p, &t), 0);
+}
+
+/* -- the timeout --------------------------------------------------------- */
+
+static uint64_t counters[SP_CNT_MAX];
+static struct sp_nat nat;
+static struct sp_test_heard heard;
+
+/* One pool 203.0.113.0/29, SNAT 10.0.0.0/24 to it; a NAT core reading rt. */
+static int
+setup_nat(void **state)
+{
+	struct sp_prefix pfx = { .addr = 0xcb007100, .len = 29 };
+	struct qns_rule rule = {
+		.id = 1, .prefix = 0x0a000000, .plen = 24, .kind = QNS_SNAT,
+		.user = sp_act_snat(0),
+	};
+
+	(void)state;
+	memset(&sp, 0, sizeof(sp));
+	memset(counters, 0, sizeof(counters));
+	memset(&heard, 0, sizeof(heard));
+	sp.n_workers = 1;
+	sp_rss_init(&sp.rss, sp_rss_default_key, 128, 1);
+	sp.qns = qns_create(NULL);
+	assert_int_equal(qns_add(sp.qns, &rule), 0);
+	sp.pools[0] = sp_test_pool("public", &pfx, 1, 1024, 65535, &sp.rss, 1);
+	assert_non_null(sp.pools[0]);
+	sp.n_pools = 1;
+	return sp_test_nat_init(&nat, 0, 1, 64, counters, T0, &heard);
+}
+
+static int
+teardown_nat(void **state)
+{
+	(void)state;
+	sp_nat_free(&nat);
+	sp_pool_free(sp.pools[0]);
+	qns_free(sp.qns);
+	memset(&sp, 0, sizeof(sp));
+	return 0;
+}
+
+static struct sp_session *
+open_udp(const struct sp_runtime *r, uint32_t src, uint32_t now)
+{
+	struct sp_flow_key k = {
+		.proto = IPPROTO_UDP, .src = rte_cpu_to_be_32(src),
+		.dst = RTE_BE32(0x08080808), .sport = RTE_BE16(5000),
+		.dport = RTE_BE16(53),
+	};
+	uint32_t sidx;
+	unsigned owner;
+
+	assert_int_equal(sp_nat_outbound(&nat, r, &k, 0, now, 1, &sidx, &owner),
+			 SP_NAT_OK);
+	return &nat.sessions[sidx];
+}
+
+/* Without learn mode a UDP session ends at its timeout T (300 s); in learn
+ * mode, once tagged with a 120 s lease, not before T + L, and then. An
+ * untagged one in learn mode (never sent to the switch with a tag) keeps T. */
+static void
+test_timeout_with_lease(void **state)
+{
+	struct sp_runtime *off = learn_runtime(false, SP_LEARN_NONE);
+	struct sp_runtime *r = learn_runtime(true, SP_LEARN_NONE);
+	struct sp_session *a, *b;
+
+	(void)state;
+	a = open_udp(off, 0x0a000002, T0);
+	assert_int_equal(sp_session_timeout_ms(off, a), 300000);
+	assert_int_equal(sp_nat_age(&nat, off, T0 + 299000, 1000), 0);
+	assert_int_equal(sp_nat_age(&nat, off, T0 + 301000, 1000), 1);
+
+	a = open_udp(r, 0x0a000002, T0 + 400000);
+	b = open_udp(r, 0x0a000003, T0 + 400000);
+	sp_learn_record(r, a, 3);
+	assert_int_equal(sp_session_timeout_ms(r, a), 300000 + 120000);
+	assert_int_equal(sp_session_timeout_ms(r, b), 300000);
+	assert_int_equal(sp_nat_age(&nat, r, T0 + 701000, 1000), 1);
+	assert_int_equal(b->proto, 0);
+	assert_int_equal(a->proto, IPPROTO_UDP);
+	assert_int_equal(sp_nat_age(&nat, r, T0 + 819000, 1000), 0);
+	assert_int_equal(sp_nat_age(&nat, r, T0 + 821000, 1000), 1);
+	assert_int_equal(nat.n_sessions, 0);
+	free(off);
+	free(r);
+}
+
+/* A session keeps the longest lease it was tagged with; a successor takes
+ * every learnable session over with the longest lease of all; learn mode
+ * announces nothing on the stream (the switch learns, no one installs). */
+static void
+test_lease_kept_adopted_and_not_announced(void **state)
+{
+	struct sp_runtime *r = learn_runtime(true, SP_LEARN_NONE);
+	struct sp_runtime *off = learn_runtime(false, SP_LEARN_NONE);
+	struct sp_session *a = open_udp(r, 0x0a000002, T0);
+	struct sp_session hp = { .proto = IPPROTO_UDP, .flags = SP_SESS_HAIRPIN };
+
+	(void)state;
+	sp_learn_record(r, a, 4);
+	sp_learn_record(r, a, 3);
+	assert_int_equal(a->lease, 4 + 1);
+	assert_int_equal(sp_session_timeout_ms(r, a), 300000 + 300000);
+	assert_int_equal(sp_learn_lease_adopted(r, a), 4 + 1);
+	assert_int_equal(sp_learn_lease_adopted(r, &hp), 0);
+	assert_int_equal(sp_learn_lease_adopted(off, a), 0);
+	assert_int_equal(sp_test_heard_count(&heard, SP_SESSION_OPENED), 1);
+	assert_int_equal(sp_test_heard_count(&heard, SP_SESSION_ANNOUNCED), 0);
+	sp_nat_count_packet(&nat, r, a, T0);
+	r->after_packets = 2;
+	sp_nat_count_packet(&nat, r, a, T0);
+	sp_nat_count_packet(&nat, r, a, T0);
+	assert_int_equal(sp_test_heard_count(&heard, SP_SESSION_ANNOUNCED), 0);
+	/* the same session without learn mode is announced at its open */
+	open_udp(off, 0x0a000003, T0);
+	assert_int_equal(sp_test_heard_count(&heard, SP_SESSION_ANNOUNCED), 1);
+	free(r);
+	free(off);
+}
+
+static int
+setup(void **state)
+{
+	(void)state;
+	return sp_test_eal_init("test_sp_learn") < 0 ? -1 : 0;
+}
+
+#define N(fn) cmocka_unit_test_setup_teardown(fn, setup_nat, teardown_nat)
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_tag_snat_tcp),
+		cmocka_unit_test(test_tag_udp_dnat),
+		cmocka_unit_test(test_tag_icmp_echo),
+		cmocka_unit_test(test_not_learnable),
+		cmocka_unit_test(test_no_headroom),
+		N(test_timeout_with_lease),
+		N(test_lease_kept_adopted_and_not_announced),
+	};
+
+	return SP_RUN_TESTS(tests, setup, NULL);
+}
