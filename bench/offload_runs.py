@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from cpu_times import process_cpu
+from lab import swx
 from lab.flows import arrivals as sink_rows
 from lab.flows import frame_sender, sender, start_sink
 from lab.offload_lab import LAB_TABLE, lab_program, running_lab
@@ -40,8 +41,12 @@ def fresh_lab(run: str, **settings: Any) -> Iterator[tuple[Any, Path]]:
 
 
 def installed(lab: Any, offload: bool) -> int:
+    """Sessions in the switch so far: the one writer's count in either mode,
+    or with install = "learn" what the switch learned (its telemetry)."""
+    if getattr(lab, "learn_timeouts", None):
+        return swx.learned(lab.workdir)
     counters = lab.controller_stats()["counters"]
-    return int(counters["sessions_installed"])  # the one writer's, in either mode
+    return int(counters["sessions_installed"])
 
 
 def processes(lab: Any) -> dict[str, Any]:
@@ -72,6 +77,7 @@ def run_mode(
     idle_sleep_us: int,
     switch: str = "bmv2",
     switch_idle_sleep_us: int | None = None,
+    learn: bool = False,
 ) -> dict[str, Any]:
     with fresh_lab(
         "offload",
@@ -81,6 +87,7 @@ def run_mode(
         instances=1,
         idle_sleep_us=idle_sleep_us,
         batch_window_ms=batch_window_ms,
+        **({"learn_timeouts": LEARN_TIMEOUTS} if learn else {}),
     ) as (lab, log):
         sink, send = traffic(lab, log, flows, rate, base)
 
@@ -98,8 +105,12 @@ def run_mode(
             p: round((process_cpu(proc.pid) - cpu0[p]) / max(done, 1) * 1e6)
             for p, proc in processes(lab).items()
         }
+        # the second packet of each flow: translated by the switch, or by
+        # the instance (its in2out count) where the switch had no entry yet
+        by_instance = instance_in2out(lab) if offload else 0
         send(2)
         time.sleep(2)
+        by_instance = instance_in2out(lab) - by_instance if offload else 0
         lab.stop_process(sink)
         rows = [line.split() for line in log.read_text().splitlines() if line.strip()]
         first = [float(r[0]) - float(r[1]) for r in rows if r[3] == "1"]
@@ -111,7 +122,7 @@ def run_mode(
         return first[min(len(first) - 1, int(q * len(first)))] * 1000 if first else float("nan")
 
     return {
-        "mode": "offload" if offload else "controller",
+        "mode": "learn" if learn else "offload" if offload else "controller",
         "flows": flows,
         "offered_flows_per_s": rate,
         "send_s": round(sent_s, 3),
@@ -121,6 +132,7 @@ def run_mode(
         "installed": done,
         "all_installed_s": round(all_installed_s, 3) if done >= flows else None,
         "second_delivered": len(second),
+        "second_by_switch": round(1 - by_instance / flows, 4) if offload else None,
         "controller_cpu_us_per_flow": cpu_us["controller"],
         "switch_cpu_us_per_flow": cpu_us["switch"],
         "controller_counters": {
@@ -135,7 +147,10 @@ SETUP_MODES = {  # name: (slow path, after_packets)
     "controller": (False, 1),
     "offload": (True, 1),
     "offload, after_packets 2": (True, 2),
+    "learn": (True, 1),  # install = "learn" (a switch that learns: swx)
 }
+# The switch's classes as p4c-dpdk compiles them: learning as deployed.
+LEARN_TIMEOUTS = (10, 30, 60, 120, 300, 43200, 120, 120)
 
 
 def run_setup(
@@ -161,19 +176,30 @@ def run_setup(
         instances=1,
         idle_sleep_us=idle_sleep_us,
         after_packets=after_packets,
+        **({"learn_timeouts": LEARN_TIMEOUTS} if mode == "learn" else {}),
     ) as (lab, log):
         sink = start_sink(lab, log)
         before = installed(lab, slow_path)
+        written = int(lab.controller_stats()["counters"]["sessions_installed"])
         parts = {**processes(lab), **({"instance": lab.swpath} if slow_path else {})}
         cpu0 = {p: process_cpu(proc.pid) for p, proc in parts.items()}
         start = time.monotonic()
-        sent_s, _ = frame_sender(lab, H1, flows, rate, base)(1).communicate(
-            timeout=flows / rate + 60
-        )
-        time.sleep(2)  # the last ones through the queues
+        sending = frame_sender(lab, H1, flows, rate, base)(1)
+        # the sessions in the switch, each 10 ms until they stop growing
+        # (written or learned): when the last of them got there
+        growth = [(0.0, 0)]
+        while sending.poll() is None or time.monotonic() - start < growth[-1][0] + 2:
+            now = installed(lab, slow_path) - before
+            if now > growth[-1][1]:
+                growth.append((time.monotonic() - start, now))
+            if time.monotonic() - start > flows / rate + 60:
+                break
+            time.sleep(0.01)
+        sent_s, _ = sending.communicate(timeout=60)
         cpu = {p: process_cpu(proc.pid) - cpu0[p] for p, proc in parts.items()}
         lab.stop_process(sink)
-        writes = installed(lab, slow_path) - before
+        in_switch = installed(lab, slow_path) - before
+        writes = int(lab.controller_stats()["counters"]["sessions_installed"]) - written
         arrivals = sorted(float(row[0]) for row in sink_rows(log))
     # from the first send to the last arrival: what the mode sustained
     span = (arrivals[-1] - start) if arrivals else float("nan")
@@ -185,6 +211,10 @@ def run_setup(
         "send_s": round(float(sent_s), 3),
         "first_delivered": len(arrivals),
         "setup_flows_per_s": round(len(arrivals) / span) if arrivals else 0,
+        # sessions the switch took (written or learned), and per second
+        # from the first send until the last of them was there
+        "in_switch": in_switch,
+        "in_switch_flows_per_s": round(in_switch / growth[-1][0]) if growth[-1][0] else 0,
         "switch_writes": writes,
         # the NAT's processes' CPU per flow delivered, until 2 s after the
         # last send: where the VM's two vCPUs went
@@ -192,6 +222,15 @@ def run_setup(
             p: round(seconds / max(len(arrivals), 1) * 1e6) for p, seconds in cpu.items()
         },
     }
+
+
+def instance_in2out(lab: Any) -> int:
+    """Packets the instances translated inside to outside so far."""
+    total = 0
+    for socket in lab.sockets():
+        stats = json.loads(lab.quicknat("stats", "--json", socket=socket))
+        total += int(stats["counters"]["in2out"])
+    return total
 
 
 def instances_busy_us(lab: Any) -> int:

@@ -65,7 +65,16 @@ TARGETS = {
     "offload_mode_ratio_to_bmv2_min": 3.0,
     "offload_mode_first_p50_ms_max": 0.15,
     "p4runtime_write_entries_per_s_min": 100_000,
+    # sessions learned by the switch (install = "learn", docs/offload.md)
+    "learning_ratio_to_offload_writes_min": 5.0,
+    "learning_flows_per_s_min": 100_000,
+    "learning_ratio_to_bmv2_controller_min": 50.0,
+    "learning_writes_per_flow_max": 0,
+    "learning_first_p50_ratio_to_offload_max": 1.0,
+    "learning_second_by_switch_min": 0.99,
 }
+# The new-flow modes each switch runs: (offload, learn)
+MODES = {"controller": (False, False), "offload": (True, False), "learn": (True, True)}
 
 
 def run_json(args: list[str]) -> dict[str, Any]:
@@ -174,8 +183,9 @@ def new_flows(switches: list[str], args: argparse.Namespace) -> dict[str, Any]:
         if name not in switches:
             continue
         runs: dict[str, Any] = {}
-        for offload in (False, True):
-            mode = "offload" if offload else "controller"
+        for mode, (offload, learn) in MODES.items():
+            if learn and name != "swx":
+                continue  # only quicknat-swx learns
             samples = [
                 run_mode(
                     offload,
@@ -186,6 +196,7 @@ def new_flows(switches: list[str], args: argparse.Namespace) -> dict[str, Any]:
                     50,
                     switch=name,
                     switch_idle_sleep_us=sleep_us,
+                    learn=learn,
                 )
                 for r in range(args.rounds)
             ]
@@ -201,12 +212,21 @@ def new_flows(switches: list[str], args: argparse.Namespace) -> dict[str, Any]:
                 "first_delivered": [s["first_delivered"] for s in samples],
                 "flows": args.flows,
                 "setup_flows_per_s": best["setup_flows_per_s"],
+                "in_switch_flows_per_s": max(s["in_switch_flows_per_s"] for s in setup),
+                "switch_writes_per_flow": max(
+                    s["switch_writes"] / max(s["in_switch"], 1) for s in setup
+                ),
+                "second_by_switch": min(
+                    (s["second_by_switch"] for s in samples if s["second_by_switch"] is not None),
+                    default=None,
+                ),
                 "setup_runs": setup,
                 "rate_runs": samples,
             }
             print(
                 f"new flows, {variant}, {mode}: p50 {runs[mode]['first_latency_ms_p50']} ms, "
-                f"{best['setup_flows_per_s']} flows/s",
+                f"{best['setup_flows_per_s']} first packets/s, "
+                f"{runs[mode]['in_switch_flows_per_s']} sessions into the switch/s",
                 flush=True,
             )
         result[variant] = runs
@@ -255,6 +275,33 @@ def met(result: dict[str, Any]) -> dict[str, bool | None]:
         ),
         "p4runtime_write_entries_per_s_min": writes["swx"]["entries_per_s"]
         >= TARGETS["p4runtime_write_entries_per_s_min"],
+        **learning_met(swx_flows, bmv2_flows),
+    }
+
+
+def learning_met(swx_flows: Any, bmv2_flows: Any) -> dict[str, bool | None]:
+    """Learning against offload mode's writes on the same switch (sessions
+    into the switch per second, first-packet latency) and BMv2's controller
+    mode (new flows per second), in the same run."""
+    learn = swx_flows.get("learn") if swx_flows else None
+    if learn is None:
+        return {name: None for name in TARGETS if name.startswith("learning_")}
+    writes = swx_flows["offload"]
+    bmv2 = bmv2_flows["controller"]["setup_flows_per_s"] if bmv2_flows else None
+    rate = learn["in_switch_flows_per_s"]
+    return {
+        "learning_ratio_to_offload_writes_min": rate / max(writes["in_switch_flows_per_s"], 1)
+        >= TARGETS["learning_ratio_to_offload_writes_min"],
+        "learning_flows_per_s_min": rate >= TARGETS["learning_flows_per_s_min"],
+        "learning_ratio_to_bmv2_controller_min": None
+        if not bmv2
+        else rate / bmv2 >= TARGETS["learning_ratio_to_bmv2_controller_min"],
+        "learning_writes_per_flow_max": learn["switch_writes_per_flow"]
+        <= TARGETS["learning_writes_per_flow_max"],
+        "learning_first_p50_ratio_to_offload_max": learn["first_latency_ms_p50"]
+        <= writes["first_latency_ms_p50"] * TARGETS["learning_first_p50_ratio_to_offload_max"],
+        "learning_second_by_switch_min": learn["second_by_switch"] is not None
+        and learn["second_by_switch"] >= TARGETS["learning_second_by_switch_min"],
     }
 
 

@@ -145,6 +145,15 @@ SUITES = [
         cwd=ROOT / "topo",
     ),
     Suite(
+        "lab-e2e-offload-swx-learn",
+        [PY, "-m", "lab.e2e", "--lab", "offload-swx-learn"],
+        "the end-to-end tests with the switch learning its sessions (install = learn): "
+        "no write per flow, leases, ports freed only after the switch lets go",
+        requires=["traceroute", "iperf3"],
+        root=True,
+        cwd=ROOT / "topo",
+    ),
+    Suite(
         "lab-e2e-bmv2",
         # Debian's python3: the Mininet lab needs its Mininet package.
         [SYSTEM_PY, "-m", "lab.e2e", "--lab", "bmv2"],

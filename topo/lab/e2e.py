@@ -47,6 +47,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from lab.e2e_udp import (
+    OFFLOAD_PORT,
+    UDP_SEND,
+    offload_counters,
+    start_udp_sink,
+    udp_sessions_of,
+)
 from lab.nodes import IPERF_PORT, QUICKNAT, Nodes
 from lab.processes import raise_on_signals
 from lab.topology import FAR, H1, H2, RTR, SRV, Node
@@ -292,33 +299,6 @@ def test_metrics_move(lab: Nodes) -> None:
         exporter.wait(timeout=10)
 
 
-def offload_counters(lab: Nodes) -> dict[str, int]:
-    """The controller's counters (the offload manager's among them)."""
-    from lab.offload_lab import OffloadLab
-
-    assert isinstance(lab, OffloadLab)
-    stats = lab.controller_stats()["counters"]
-    assert isinstance(stats, dict)
-    return stats
-
-
-def udp_sessions_of(lab: Nodes, sport: int) -> list[dict[str, Any]]:
-    """The instance's sessions of h1's UDP source port `sport`."""
-    rows = json.loads(lab.quicknat("sessions", "--json", "--src", H1.ip, "--proto", "udp"))
-    return [r for r in rows if r["internal"] == f"{H1.ip}:{sport}"]
-
-
-def start_udp_sink(lab: Nodes, log: str, seconds: int) -> subprocess.Popen[bytes]:
-    """far's UDP_SINK on OFFLOAD_PORT, counting into `log`."""
-    return lab.start_server(
-        FAR.name,
-        ["python3", "-u", "-c", UDP_SINK, str(OFFLOAD_PORT), str(seconds)],
-        OFFLOAD_PORT,
-        log,
-        udp=True,
-    )
-
-
 def send_until_offloaded(lab: Nodes, sport: int) -> dict[str, Any]:
     """One datagram from h1's `sport` to far, then until its session is marked
     offloaded (bounded): that session."""
@@ -475,31 +455,6 @@ def test_offload_instance_without_its_state_gets_switch_sessions_back(lab: Nodes
 
 # far counts the datagrams on a port until its time is up (or it is stopped);
 # h1 sends N from one source port, so they are one session.
-UDP_SINK = """
-import signal, socket, sys
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-s.bind(("", int(sys.argv[1])))
-s.settimeout(float(sys.argv[2]))
-n = 0
-signal.signal(signal.SIGTERM, lambda *a: (print(n), sys.exit(0)))
-try:
-    while True:
-        s.recv(2048)
-        n += 1
-except OSError:
-    print(n)
-"""
-UDP_SEND = """
-import socket, sys, time
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-s.bind(("", 47000))
-for _ in range(int(sys.argv[3])):
-    s.sendto(b"offload", (sys.argv[1], int(sys.argv[2])))
-    time.sleep(0.01)
-"""
-OFFLOAD_PORT = 9999
-
-
 def test_swpath_restart_keeps_flows(lab: Nodes) -> None:
     """swpath killed with -9 mid-transfer and started again with the same
     command line (--state, docs/swpath.md): an iperf3 TCP transfer and a UDP
@@ -710,11 +665,19 @@ def run_tests(lab: Nodes, names: list[str]) -> tuple[int, int]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument(
-        "--lab", choices=["swpath", "bmv2", "offload", "offload-swx"], required=True
+        "--lab",
+        choices=["swpath", "bmv2", "offload", "offload-swx", "offload-swx-learn"],
+        required=True,
     )
     parser.add_argument("tests", nargs="*", help=f"default: all of {', '.join(TESTS)}")
     args = parser.parse_args()
-    if args.lab.startswith("offload"):
+    learn = args.lab == "offload-swx-learn"
+    if learn:
+        # the write-based offload tests assume writes: learning has its own
+        from lab.e2e_learn import LEARN_TESTS
+
+        TESTS.update(LEARN_TESTS)
+    elif args.lab.startswith("offload"):
         TESTS.update(OFFLOAD_TESTS)
     if args.lab == "swpath":
         TESTS.update(SWPATH_TESTS)
@@ -730,7 +693,7 @@ def main() -> int:
     elif args.lab.startswith("offload"):
         from lab import offload_lab as lab_module  # type: ignore[no-redef]
 
-        switch = "swx" if args.lab == "offload-swx" else "bmv2"
+        switch = "swx" if args.lab.startswith("offload-swx") else "bmv2"
         reason = "; ".join(lab_module.missing(switch)) or None
     else:
         from lab import bmv2_lab as lab_module  # type: ignore[no-redef]
@@ -743,7 +706,11 @@ def main() -> int:
     workdir = Path(tempfile.mkdtemp(prefix=f"quicknat-{suite}-"))
     raise_on_signals()
     try:
-        settings = {"switch": switch} if args.lab.startswith("offload") else {}
+        settings: dict[str, Any] = {"switch": switch} if args.lab.startswith("offload") else {}
+        if learn:
+            from lab.e2e_learn import LEARN_TIMEOUTS_S
+
+            settings["learn_timeouts"] = LEARN_TIMEOUTS_S
         with lab_module.running_lab(workdir, **settings) as lab:
             passed, failed = run_tests(lab, names)
     except (RuntimeError, subprocess.SubprocessError) as exc:

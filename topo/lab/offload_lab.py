@@ -89,12 +89,15 @@ def lab_config(
     batch_window_ms: int | None = None,
     udp_timeout: int | None = None,
     per_host: int | None = None,
+    learn_timeouts: tuple[int, ...] | None = None,
 ) -> Path:
     """topo/lab.toml as this lab runs it: in offload mode with `instances`
     slow-path instances, the offload policy ([offload]: its own default
     batch window unless `batch_window_ms` names one) and UDP_TIMEOUT_S;
     `udp_timeout` and `per_host` (both [limits]) where a benchmark needs
-    others (many flows from one host, alive together)."""
+    others (many flows from one host, alive together); `learn_timeouts`:
+    install = "learn" (the switch learns the sessions) with these timeout
+    classes, which the lab gives quicknat-swx too."""
     text = topology.CONFIG.read_text()
     udp = udp_timeout if udp_timeout is not None else (UDP_TIMEOUT_S if slow_path else None)
     if udp is not None:
@@ -116,6 +119,8 @@ def lab_config(
         text += f"[offload]\nafter_packets = {after_packets}\n"
         if batch_window_ms is not None:
             text += f"batch_window_ms = {batch_window_ms}\n"
+        if learn_timeouts is not None:
+            text += f'install = "learn"\nlearn_timeouts = {list(learn_timeouts)}\n'
     path = workdir / ("offload.toml" if slow_path else "controller.toml")
     path.write_text(text)
     return path
@@ -160,6 +165,9 @@ class OffloadLab(NetnsLab):
         main = instance_name(self.main)
         self.socket = workdir / f"{main}.sock" if slow_path else self.controller_socket
         self.config = lab_config(workdir, slow_path, max(instances, 1), **settings)
+        self.learn_timeouts: tuple[int, ...] | None = settings.get("learn_timeouts")
+        if self.learn_timeouts is not None and switch != "swx":
+            raise ValueError(f"{switch} does not learn sessions: only swx does")
 
     def sockets(self) -> list[Path]:
         """Every instance's control socket, in order."""
@@ -199,8 +207,16 @@ class OffloadLab(NetnsLab):
         }
         starter = SWITCHES[self.switch_name]
         grpc = f"127.0.0.1:{GRPC_PORT}"
-        if self.switch_name == "swx" and self.switch_idle_sleep_us is not None:
-            command = swx.switch_command(ports, grpc, self.workdir, self.switch_idle_sleep_us)
+        if self.switch_name == "swx":
+            command = swx.switch_command(
+                ports,
+                grpc,
+                self.workdir,
+                self.switch_idle_sleep_us
+                if self.switch_idle_sleep_us is not None
+                else swx.IDLE_SLEEP_US,
+                self.learn_timeouts,
+            )
         else:
             command = starter.switch_command(ports, grpc, self.workdir)
         self.switch = start_dpdk(lambda: self._start_switch(command), self.workdir / "switch.log")

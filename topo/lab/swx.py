@@ -5,9 +5,12 @@ SWX pipeline (swpath/swx/, docs/p4-targets.md), on veths: as simple_switch_grpc
 from __future__ import annotations
 
 import hashlib
+import json
 import shutil
+import socket
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from lab.swpath import AF_PACKET_FRAMES
 
@@ -36,7 +39,11 @@ def file_prefix(workdir: Path) -> str:
 
 
 def switch_command(
-    ports: Mapping[int, str], grpc_addr: str, workdir: Path, idle_sleep_us: int = IDLE_SLEEP_US
+    ports: Mapping[int, str],
+    grpc_addr: str,
+    workdir: Path,
+    idle_sleep_us: int = IDLE_SLEEP_US,
+    learn_timeouts: tuple[int, ...] | None = None,
 ) -> list[str]:
     """quicknat-swx with P4 port N on interface `ports[N]` (net_af_packet: no
     hugepages or NIC needed), one pipeline thread on lcore 1, P4Runtime on
@@ -46,7 +53,7 @@ def switch_command(
         port: f"net_af_packet{port},iface={name},framecnt={AF_PACKET_FRAMES}"
         for port, name in ports.items()
     }
-    return command(devices, grpc_addr, workdir, idle_sleep_us)
+    return command(devices, grpc_addr, workdir, idle_sleep_us, learn_timeouts)
 
 
 def null_switch_command(ports: list[int], grpc_addr: str, workdir: Path) -> list[str]:
@@ -56,11 +63,17 @@ def null_switch_command(ports: list[int], grpc_addr: str, workdir: Path) -> list
 
 
 def command(
-    devices: Mapping[int, str], grpc_addr: str, workdir: Path, idle_sleep_us: int = IDLE_SLEEP_US
+    devices: Mapping[int, str],
+    grpc_addr: str,
+    workdir: Path,
+    idle_sleep_us: int = IDLE_SLEEP_US,
+    learn_timeouts: tuple[int, ...] | None = None,
 ) -> list[str]:
     """quicknat-swx with P4 port N on the DPDK virtual device `devices[N]`;
     its pipeline thread sleeps `idle_sleep_us` after a round with few
-    packets (0: it polls its core without a pause, as deployed)."""
+    packets (0: it polls its core without a pause, as deployed);
+    `learn_timeouts`: its learner tables' timeout classes (else as
+    compiled)."""
     vdevs, mapping = [], []
     for port, device in sorted(devices.items()):
         vdevs += ["--vdev", device]
@@ -85,7 +98,29 @@ def command(
         grpc_addr,
         "--idle-sleep-us",
         str(idle_sleep_us),
+        *(["--learn-timeouts", ",".join(map(str, learn_timeouts))] if learn_timeouts else []),
     ]
+
+
+def telemetry(workdir: Path, command: str) -> Any:
+    """One command of a running switch's DPDK telemetry (its v2 socket in
+    the EAL's runtime directory; e.g. /quicknat_swx/learners): the answer's
+    value, decoded."""
+    path = Path("/var/run/dpdk") / file_prefix(workdir) / "dpdk_telemetry.v2"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as s:
+        s.settimeout(5)
+        s.connect(str(path))
+        s.recv(4096)  # the greeting
+        s.send(command.encode())
+        answer = json.loads(s.recv(1 << 16))
+    return answer[command]
+
+
+def learned(workdir: Path) -> int:
+    """Sessions the switch learned so far: adds to its in2out learner (one
+    per session learned; the out2in learner adds its twin)."""
+    learners = telemetry(workdir, "/quicknat_swx/learners")
+    return int(learners["core_nat_nat_in2out_learned"]["learned"])
 
 
 def remove_runtime_dir(workdir: Path) -> None:
