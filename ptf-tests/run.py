@@ -34,8 +34,14 @@ GRPC_PORT = 9559
 SWITCH_PID = "switch.pid"
 EXIT_SKIPPED = 3
 # The switch each target runs (none: swpath alone).
-SWITCH = {"bmv2": "bmv2", "offload": "bmv2", "swx": "swx", "offload-swx": "swx"}
-TARGETS = ("bmv2", "swx", "swpath", "offload", "offload-swx")
+SWITCH = {
+    "bmv2": "bmv2",
+    "offload": "bmv2",
+    "swx": "swx",
+    "offload-swx": "swx",
+    "offload-swx-learn": "swx",
+}
+TARGETS = ("bmv2", "swx", "swpath", "offload", "offload-swx", "offload-swx-learn")
 
 
 def requirements(target: str) -> str | None:
@@ -47,7 +53,7 @@ def requirements(target: str) -> str | None:
         return "simple_switch_grpc not on PATH"
     if switch == "swx" and not swx.SWX.exists():
         return f"{swx.SWX.relative_to(REPO)} not built (make build)"
-    if target in ("swpath", "offload", "offload-swx") and not SWPATH.exists():
+    if target in ("swpath", "offload", "offload-swx", "offload-swx-learn") and not SWPATH.exists():
         return f"{SWPATH.relative_to(REPO)} not built (make build)"
     return None
 
