@@ -25,7 +25,12 @@ from quicknat.config.model import Config
 from quicknat.controller import program
 from quicknat.controller.punts import ERROR_COPIES
 from quicknat.controller.reconfigure import EntryDiff, entry_diff
-from quicknat.controller.target import ALREADY_EXISTS, SESSION_TABLES, TargetCapabilities
+from quicknat.controller.target import (
+    ALREADY_EXISTS,
+    LEARNED_TABLES,
+    SESSION_TABLES,
+    TargetCapabilities,
+)
 from quicknat.p4.constants import PuntReason
 from quicknat.p4rt.client import P4RuntimeError, UpdateError
 from quicknat.p4rt.p4info import P4Info
@@ -96,7 +101,7 @@ class SwitchConfig:
             tables = [
                 p4r.Entity(table_entry=p4r.TableEntry(table_id=t.preamble.id))
                 for t in self.p4info.proto.tables
-                if t.preamble.alias not in SESSION_TABLES
+                if t.preamble.alias not in (*SESSION_TABLES, *LEARNED_TABLES)
             ]
             held = [e.table_entry for e in await client.read(tables)]
             _raise(
