@@ -104,7 +104,7 @@ def command(
 
 def telemetry(workdir: Path, command: str) -> Any:
     """One command of a running switch's DPDK telemetry (its v2 socket in
-    the EAL's runtime directory; e.g. /quicknat_swx/learners): the answer's
+    the EAL's runtime directory; e.g. /quicknat_swx/tables): the answer's
     value, decoded."""
     path = Path("/var/run/dpdk") / file_prefix(workdir) / "dpdk_telemetry.v2"
     with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as s:
@@ -119,7 +119,7 @@ def telemetry(workdir: Path, command: str) -> Any:
 def learned(workdir: Path) -> int:
     """Sessions the switch learned so far: adds to its in2out learner (one
     per session learned; the out2in learner adds its twin)."""
-    learners = telemetry(workdir, "/quicknat_swx/learners")
+    learners = telemetry(workdir, "/quicknat_swx/tables")
     return int(learners["core_nat_nat_in2out_learned"]["learned"])
 
 
