@@ -23,6 +23,7 @@ from lab import bmv2, swx
 from lab.netns import SLOW_PATH_PORT, Topology
 from lab.processes import start, start_dpdk, stop, wait_for_tcp, wait_for_unix_socket
 from lab.swpath import QUICKNAT, compile_commands, swpath_command
+from quicknat.config.leases import lease_for
 from quicknat.controller.program import Pipeline
 from quicknat.controller.status import query
 from quicknat.counters import VOCABULARY, Counter
@@ -134,6 +135,18 @@ class Target:
         """Idle timeouts (s) the data plane itself holds for the ageing entries,
         where it is apart from the NAT's state (a switch); None otherwise."""
         return None
+
+    # Whether the switch learns sessions by itself (no writes, leases).
+    learns: ClassVar[bool] = False
+
+    def session_timeout(self, seconds: int) -> int:
+        """The idle timeout the NAT holds a session of `seconds`' kind to
+        (its sessions' `timeout_s`): that, but where a lease adds to it."""
+        return seconds
+
+    def let_go(self) -> None:
+        """Until the data plane holds nothing the control deleted (a learning
+        switch's leases); at once elsewhere."""
 
     def wait_equal(self, what: str, read: Any, want: Any, timeout: float) -> None:
         """Until read() gives want; the failure says what it gave last."""
@@ -574,13 +587,26 @@ class OffloadSwxLearnTarget(OffloadSwxTarget):
             ports, self.grpc_addr, self.workdir, learn_timeouts=self.LEARN_TIMEOUTS_S
         )
 
+    learns = True
+
     def wait_in_switch(self, sessions: int) -> None:
-        """The switch learns a session from its first packet, as the packet
-        passes (so `sessions` learned: at once), and lets go of it by itself
-        when its lease ends, which no P4Runtime read can see (DPDK 22.11
-        lists no learner entry): for 0, wait out the longest lease."""
-        if sessions == 0:
-            time.sleep(max(self.LEARN_TIMEOUTS_S) + 0.5)
+        """The switch learns a session from its first packet as the packet
+        passes, and lets go of one by itself when its lease ends, which no
+        P4Runtime read can see (DPDK 22.11 lists no learner entry): so the
+        switch holds what the instance holds once the longest lease has run
+        out (a live flow is learned again by its next packet)."""
+        self.let_go()
+
+    def let_go(self) -> None:
+        time.sleep(max(self.LEARN_TIMEOUTS_S) + 0.5)
+
+    def session_timeout(self, seconds: int) -> int:
+        """The instance holds a session it tagged for its timeout plus the
+        lease of its kind (config/leases.py, docs/offload.md)."""
+        return seconds + lease_for(self.LEARN_TIMEOUTS_S, seconds).seconds
+
+    def data_plane_timeouts(self) -> list[int] | None:
+        return None  # leases, not idle timeouts, and unreadable
 
 
 TARGETS: dict[str, type[Target]] = {

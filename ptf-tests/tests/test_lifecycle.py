@@ -179,7 +179,8 @@ class SwitchRestartReinstallsSessions(QuickNatTest):
             "controller reinstalled the switch",
             lambda: (
                 controller()["counters"].get("pipeline_pushes", 0) > pushes
-                and controller()["installed"] == 1
+                # a learning switch learns it again from its next packet
+                and controller()["installed"] == (0 if self.target.learns else 1)
             ),
             30,
         )
@@ -204,6 +205,11 @@ class ResetRefusesWhileTheSwitchHoldsSessions(QuickNatTest):
     def runTest(self) -> None:
         if not self.target.has_separate_switch:
             self.skipTest(f"{self.target.name} has no switch apart from the NAT process")
+        if self.target.learns:
+            self.skipTest(
+                f"{self.target.name}: the switch's sessions are leases the instances hold "
+                "too; the controller has none to lose (or to read)"
+            )
         assert isinstance(self.target, Bmv2Target)
         self.send(INSIDE, from_inside("10.0.0.10", "198.51.100.10", udp(7002, 53)))
         out = self.receive(OUTSIDE)

@@ -186,7 +186,8 @@ class TcpStateSetsTheTimeout(QuickNatTest):
         return session["tcp_state"], session["timeout_s"]
 
     def settles(self, state: str, timeout: int) -> None:
-        self.target.wait_until(f"session {state}", lambda: self.state() == (state, timeout), 5)
+        held = self.target.session_timeout(timeout)
+        self.target.wait_until(f"session {state}", lambda: self.state() == (state, held), 5)
         self.target.wait_until(
             f"data-plane timeout {timeout} s",
             lambda: self.target.data_plane_timeouts() in (None, [timeout]),

@@ -81,6 +81,7 @@ class RulesChangeAtRunTime(QuickNatTest):
         self.target.wait_until(
             "the removed rule's sessions deleted", lambda: not self.target.sessions("rule 90"), 10
         )
+        self.target.let_go()  # a learning switch: the sessions' leases end
         self.let_in_nothing()
 
     def let_in_nothing(self) -> None:
