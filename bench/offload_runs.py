@@ -44,7 +44,7 @@ def installed(lab: Any, offload: bool) -> int:
     """Sessions in the switch so far: the one writer's count in either mode,
     or with install = "learn" what the switch learned (its telemetry)."""
     if getattr(lab, "learn_timeouts", None):
-        return swx.learned(lab.workdir)
+        return swx.learned(lab.grpc_addr)
     counters = lab.controller_stats()["counters"]
     return int(counters["sessions_installed"])
 

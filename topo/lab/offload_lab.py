@@ -169,6 +169,11 @@ class OffloadLab(NetnsLab):
         if self.learn_timeouts is not None and switch != "swx":
             raise ValueError(f"{switch} does not learn sessions: only swx does")
 
+    @property
+    def grpc_addr(self) -> str:
+        """The switch's P4Runtime address."""
+        return f"127.0.0.1:{GRPC_PORT}"
+
     def sockets(self) -> list[Path]:
         """Every instance's control socket, in order."""
         return [self.workdir / f"{instance_name(i)}.sock" for i in range(self.instances)]

@@ -4,13 +4,16 @@ SWX pipeline (swpath/swx/, docs/p4-targets.md), on veths: as simple_switch_grpc
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
-import json
 import shutil
-import socket
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+
+import grpc
+from finsy.proto import p4r, p4r_grpc
+from quicknat.p4.constants import LEARN_IN2OUT_ADDED
+from quicknat.p4rt.p4info import P4Info
 
 from lab.swpath import AF_PACKET_FRAMES
 
@@ -102,25 +105,26 @@ def command(
     ]
 
 
-def telemetry(workdir: Path, command: str) -> Any:
-    """One command of a running switch's DPDK telemetry (its v2 socket in
-    the EAL's runtime directory; e.g. /quicknat_swx/tables): the answer's
-    value, decoded."""
-    path = Path("/var/run/dpdk") / file_prefix(workdir) / "dpdk_telemetry.v2"
-    with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as s:
-        s.settimeout(5)
-        s.connect(str(path))
-        s.recv(4096)  # the greeting
-        s.send(command.encode())
-        answer = json.loads(s.recv(1 << 16))
-    return answer[command]
+def learned(grpc_addr: str) -> int:
+    """Sessions the switch learned so far, by the program's own count: the
+    learn tags that missed its in2out learner and so added an entry
+    (learn_counter[LEARN_IN2OUT_ADDED], nat.p4), read over P4Runtime (a
+    read needs no arbitration: a second client beside the controller)."""
+    info = P4Info.load(BUILD / "quicknat.p4info.txtpb")
+    counter = p4r.CounterEntry(
+        counter_id=info.object_id("learn_counter"), index=p4r.Index(index=LEARN_IN2OUT_ADDED)
+    )
 
+    async def read() -> int:
+        async with grpc.aio.insecure_channel(grpc_addr) as channel:
+            stub = p4r_grpc.P4RuntimeStub(channel)
+            request = p4r.ReadRequest(device_id=1, entities=[p4r.Entity(counter_entry=counter)])
+            async for reply in stub.Read(request):
+                for entity in reply.entities:
+                    return int(entity.counter_entry.data.packet_count)
+        return 0
 
-def learned(workdir: Path) -> int:
-    """Sessions the switch learned so far: adds to its in2out learner (one
-    per session learned; the out2in learner adds its twin)."""
-    learners = telemetry(workdir, "/quicknat_swx/tables")
-    return int(learners["core_nat_nat_in2out_learned"]["learned"])
+    return asyncio.run(read())
 
 
 def remove_runtime_dir(workdir: Path) -> None:
