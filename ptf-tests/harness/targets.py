@@ -567,11 +567,14 @@ class OffloadSwxTarget(OffloadTarget):
 class OffloadSwxLearnTarget(OffloadSwxTarget):
     """Offload mode on quicknat-swx with the switch learning the sessions
     (`[offload] install = "learn"`, docs/offload.md "Learning"): no write per
-    flow. The switch runs the short classes of LEARN_TIMEOUTS_S, so that a
-    lease ends within a scenario."""
+    flow. Every timeout class of the switch is LEASE_S, DPDK's shortest
+    (2^32 TSC cycles, about 2 s): each session is learned under that lease,
+    which ends within a scenario, and the instance holds each for its
+    timeout plus that."""
 
     name = "offload-swx-learn"
-    LEARN_TIMEOUTS_S = (2, 3, 4, 5, 6, 7, 8, 8)
+    LEASE_S = 2
+    LEARN_TIMEOUTS_S = (LEASE_S,) * 8
 
     def __init__(
         self,
@@ -592,17 +595,17 @@ class OffloadSwxLearnTarget(OffloadSwxTarget):
     def wait_in_switch(self, sessions: int) -> None:
         """The switch learns a session from its first packet as the packet
         passes, and lets go of one by itself when its lease ends, which no
-        P4Runtime read can see (DPDK 22.11 lists no learner entry): so the
-        switch holds what the instance holds once the longest lease has run
-        out (a live flow is learned again by its next packet)."""
+        P4Runtime read can see (DPDK 22.11 lists no learner entry): so once
+        a lease has run out it holds no more than the instance (a live flow
+        is learned again by its next packet)."""
         self.let_go()
 
     def let_go(self) -> None:
-        time.sleep(max(self.LEARN_TIMEOUTS_S) + 0.5)
+        time.sleep(self.LEASE_S + 0.5)
 
     def session_timeout(self, seconds: int) -> int:
         """The instance holds a session it tagged for its timeout plus the
-        lease of its kind (config/leases.py, docs/offload.md)."""
+        lease (config/leases.py, docs/offload.md)."""
         return seconds + lease_for(self.LEARN_TIMEOUTS_S, seconds).seconds
 
     def data_plane_timeouts(self) -> list[int] | None:

@@ -179,6 +179,7 @@ class SwitchRestartReinstallsSessions(QuickNatTest):
             "controller reinstalled the switch",
             lambda: (
                 controller()["counters"].get("pipeline_pushes", 0) > pushes
+                and controller()["connected"]  # its configuration written
                 # a learning switch learns it again from its next packet
                 and controller()["installed"] == (0 if self.target.learns else 1)
             ),
