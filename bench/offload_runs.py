@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 from cpu_times import process_cpu
-from lab import swx
 from lab.flows import arrivals as sink_rows
 from lab.flows import frame_sender, sender, start_sink
 from lab.offload_lab import LAB_TABLE, lab_program, running_lab
@@ -44,7 +43,7 @@ def installed(lab: Any, offload: bool) -> int:
     """Sessions in the switch so far: the one writer's count in either mode,
     or with install = "learn" what the switch learned (its telemetry)."""
     if getattr(lab, "learn_timeouts", None):
-        return swx.learned(lab.grpc_addr)
+        return lab.switch_learned()
     counters = lab.controller_stats()["counters"]
     return int(counters["sessions_installed"])
 

@@ -16,7 +16,6 @@ import json
 import time
 from typing import Any
 
-from lab import swx
 from lab.e2e_udp import (
     OFFLOAD_PORT,
     UDP_SEND,
@@ -65,7 +64,7 @@ def test_learn_takes_flows_without_writes(lab: Nodes) -> None:
     packets (sent within one lease), all of which arrive, and the controller
     writes no entry."""
     before_ctl = offload_counters(lab)
-    learned = swx.learned(lab.grpc_addr)
+    learned = lab.switch_learned()
     sink = start_udp_sink(lab, "learn-sink.log", 30)
     try:
         tagged = instance_counters(lab)["learn_tagged_in2out"]
@@ -90,7 +89,7 @@ def test_learn_takes_flows_without_writes(lab: Nodes) -> None:
     assert ctl["sessions_installed"] == before_ctl["sessions_installed"], "the controller wrote"
     assert ctl["sessions_left_to_switch"] > before_ctl["sessions_left_to_switch"], ctl
     # and the switch's own count: its in2out learner added the session
-    assert swx.learned(lab.grpc_addr) >= learned + 1, "the switch learned nothing"
+    assert lab.switch_learned() >= learned + 1, "the switch learned nothing"
 
 
 def test_learn_lease_keeps_an_active_flow(lab: Nodes) -> None:

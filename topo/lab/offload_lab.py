@@ -25,6 +25,7 @@ import contextlib
 import json
 import os
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -169,10 +170,11 @@ class OffloadLab(NetnsLab):
         if self.learn_timeouts is not None and switch != "swx":
             raise ValueError(f"{switch} does not learn sessions: only swx does")
 
-    @property
-    def grpc_addr(self) -> str:
-        """The switch's P4Runtime address."""
-        return f"127.0.0.1:{GRPC_PORT}"
+    def switch_learned(self) -> int:
+        """What the switch learned so far (lab/swx.py's `learned`), asked
+        from the NAT's namespace, where its P4Runtime server listens."""
+        script = f"from lab.swx import learned; print(learned('127.0.0.1:{GRPC_PORT}'))"
+        return int(self.run(topology.NAT, sys.executable, "-c", script).split()[-1])
 
     def sockets(self) -> list[Path]:
         """Every instance's control socket, in order."""
