@@ -109,6 +109,17 @@ std::unique_ptr<Program> Program::Build(const Device::Options& options,
                             std::to_string(options.learn_timeouts[c]) + " s");
           return nullptr;
         }
+  if (!options.learn_timeouts.empty() && program->info_.pipeline.n_learners > 0) {
+    // what the learners run with, as DPDK reads them back: the leases the
+    // instances count on (their `offload lease` lines must say the same)
+    std::string classes;
+    for (uint32_t c = 0; c < options.learn_timeouts.size(); c++) {
+      uint32_t seconds = 0;
+      rte_swx_ctl_pipeline_learner_timeout_get(program->instances_[0].pipeline, 0, c, &seconds);
+      classes += (c ? "," : "") + std::to_string(seconds);
+    }
+    fprintf(stderr, "quicknat-swx: learner timeout classes %s s\n", classes.c_str());
+  }
   // PNA's direction: p4c-dpdk reads it from its `direction` register by
   // input port; the CPU port is the host's (HOST_TO_NET, 1), the others the
   // network's (0, as the register starts).
