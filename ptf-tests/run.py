@@ -21,7 +21,6 @@ import sys
 import tempfile
 from pathlib import Path
 
-from harness.targets import OffloadSwxLearnTarget
 from lab import bmv2, swx
 from lab.netns import Topology, in_namespace
 from lab.processes import start, start_dpdk, stop, stop_pid_file, wait_for_tcp
@@ -60,16 +59,8 @@ def requirements(target: str) -> str | None:
 
 
 def switch_command(target: str, topo: Topology, workdir: Path) -> list[str]:
-    """The switch as the target's restarts start it too (harness/targets.py)."""
-    if SWITCH[target] == "bmv2":
-        return bmv2.switch_command(topo.switch_ports(), f"127.0.0.1:{GRPC_PORT}", workdir)
-    learn = target == "offload-swx-learn"
-    return swx.switch_command(
-        topo.switch_ports(),
-        f"127.0.0.1:{GRPC_PORT}",
-        workdir,
-        learn_timeouts=OffloadSwxLearnTarget.LEARN_TIMEOUTS_S if learn else None,
-    )
+    starter = bmv2 if SWITCH[target] == "bmv2" else swx
+    return starter.switch_command(topo.switch_ports(), f"127.0.0.1:{GRPC_PORT}", workdir)
 
 
 def topology(target: str) -> Topology:

@@ -34,3 +34,19 @@ def test_exactly_half_fits() -> None:
 def test_no_class_is_an_error() -> None:
     with pytest.raises(ValueError):
         lease_for((), 60)
+
+
+def test_the_switch_gets_the_classes_with_its_program() -> None:
+    """A learning target's program carries [offload] learn_timeouts as the
+    device config's first line (quicknat-swx applies it), under a cookie of
+    its own; the program is otherwise the committed one."""
+    from quicknat.controller.program import LEARN_TIMEOUTS_LINE, Pipeline
+
+    pna = Pipeline.of_target("swx")
+    learning = pna.with_learn_timeouts((2, 3, 4))
+    first, rest = learning.device_config.split(b"\n", 1)
+    assert first == LEARN_TIMEOUTS_LINE.rstrip() + b" 2,3,4"
+    assert rest == pna.device_config
+    assert learning.cookie != pna.cookie
+    assert pna.with_learn_timeouts((2, 3, 4)).cookie == learning.cookie
+    assert pna.with_learn_timeouts((2, 3, 5)).cookie != learning.cookie

@@ -585,11 +585,6 @@ class OffloadSwxLearnTarget(OffloadSwxTarget):
         learn = {"offload": {"install": "learn", "learn_timeouts": list(self.LEARN_TIMEOUTS_S)}}
         super().__init__(params, merged(overlay or {}, learn), table_size)
 
-    def switch_command(self, ports: dict[int, str]) -> list[str]:
-        return swx.switch_command(
-            ports, self.grpc_addr, self.workdir, learn_timeouts=self.LEARN_TIMEOUTS_S
-        )
-
     learns = True
 
     def wait_in_switch(self, sessions: int) -> None:

@@ -65,22 +65,6 @@ void Usage(FILE* f) {
           "  --dpdk-internal DIR rte_swx_pipeline_internal.h (" SWX_DPDK_INTERNAL ")\n");
 }
 
-// "S0,S1,...": up to 8 classes (p4c-dpdk's), each a whole second or more.
-bool ParseTimeouts(const char* text, std::vector<uint32_t>* out) {
-  out->clear();
-  const char* p = text;
-  while (*p != '\0') {
-    char* end = nullptr;
-    unsigned long v = strtoul(p, &end, 10);
-    if (end == p || v == 0 || v > 86400 * 7 || out->size() == 8) return false;
-    out->push_back(static_cast<uint32_t>(v));
-    if (*end == ',') end++;
-    else if (*end != '\0') return false;
-    p = end;
-  }
-  return !out->empty();
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -132,7 +116,7 @@ int main(int argc, char** argv) {
       case 'i': internal = optarg; break;
       case 'n': pool = static_cast<unsigned>(strtoul(optarg, nullptr, 10)); break;
       case 'l':
-        if (!ParseTimeouts(optarg, &o.learn_timeouts)) {
+        if (!swx::ParseLearnTimeouts(optarg, &o.learn_timeouts)) {
           fprintf(stderr,
                   "quicknat-swx: --learn-timeouts takes 1 to 8 seconds, comma-separated, each "
                   "at least 1: %s\n",

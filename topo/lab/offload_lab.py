@@ -98,7 +98,7 @@ def lab_config(
     `udp_timeout` and `per_host` (both [limits]) where a benchmark needs
     others (many flows from one host, alive together); `learn_timeouts`:
     install = "learn" (the switch learns the sessions) with these timeout
-    classes, which the lab gives quicknat-swx too."""
+    classes (the controller gives them to quicknat-swx with the program)."""
     text = topology.CONFIG.read_text()
     udp = udp_timeout if udp_timeout is not None else (UDP_TIMEOUT_S if slow_path else None)
     if udp is not None:
@@ -222,7 +222,6 @@ class OffloadLab(NetnsLab):
                 self.switch_idle_sleep_us
                 if self.switch_idle_sleep_us is not None
                 else swx.IDLE_SLEEP_US,
-                self.learn_timeouts,
             )
         else:
             command = starter.switch_command(ports, grpc, self.workdir)

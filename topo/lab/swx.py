@@ -46,7 +46,6 @@ def switch_command(
     grpc_addr: str,
     workdir: Path,
     idle_sleep_us: int = IDLE_SLEEP_US,
-    learn_timeouts: tuple[int, ...] | None = None,
 ) -> list[str]:
     """quicknat-swx with P4 port N on interface `ports[N]` (net_af_packet: no
     hugepages or NIC needed), one pipeline thread on lcore 1, P4Runtime on
@@ -56,7 +55,7 @@ def switch_command(
         port: f"net_af_packet{port},iface={name},framecnt={AF_PACKET_FRAMES}"
         for port, name in ports.items()
     }
-    return command(devices, grpc_addr, workdir, idle_sleep_us, learn_timeouts)
+    return command(devices, grpc_addr, workdir, idle_sleep_us)
 
 
 def null_switch_command(ports: list[int], grpc_addr: str, workdir: Path) -> list[str]:
@@ -70,13 +69,12 @@ def command(
     grpc_addr: str,
     workdir: Path,
     idle_sleep_us: int = IDLE_SLEEP_US,
-    learn_timeouts: tuple[int, ...] | None = None,
 ) -> list[str]:
     """quicknat-swx with P4 port N on the DPDK virtual device `devices[N]`;
     its pipeline thread sleeps `idle_sleep_us` after a round with few
-    packets (0: it polls its core without a pause, as deployed);
-    `learn_timeouts`: its learner tables' timeout classes (else as
-    compiled)."""
+    packets (0: it polls its core without a pause, as deployed). Its
+    learner timeout classes come with the program (the controller's
+    [offload] learn_timeouts)."""
     vdevs, mapping = [], []
     for port, device in sorted(devices.items()):
         vdevs += ["--vdev", device]
@@ -101,7 +99,6 @@ def command(
         grpc_addr,
         "--idle-sleep-us",
         str(idle_sleep_us),
-        *(["--learn-timeouts", ",".join(map(str, learn_timeouts))] if learn_timeouts else []),
     ]
 
 

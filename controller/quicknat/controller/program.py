@@ -58,11 +58,29 @@ SLOW_PATH_GROUP = 1
 SLOW_PATH_MTU = 9216  # the tag adds 4 bytes to what leaves toward an instance
 
 
+# The device config line quicknat-swx takes its learner timeout classes from
+# (swpath/swx/p4rt/program.cc reads the same words).
+LEARN_TIMEOUTS_LINE = b"; quicknat learn_timeouts "
+
+
 @dataclass(frozen=True, slots=True)
 class Pipeline:
     p4info: P4Info
     device_config: bytes
     cookie: int
+
+    def with_learn_timeouts(self, seconds: tuple[int, ...]) -> Pipeline:
+        """The program with its learner tables' timeout classes (a learning
+        target's, quicknat-swx): a first line of the device config in the SWX
+        spec's comment syntax, which quicknat-swx applies after building the
+        pipeline, and a cookie of its own (other classes, another program to
+        push). One source for the switch and the instances' leases: the
+        configuration's [offload] learn_timeouts."""
+        line = LEARN_TIMEOUTS_LINE + ",".join(str(s) for s in seconds).encode() + b"\n"
+        cookie = int.from_bytes(
+            hashlib.sha256(self.cookie.to_bytes(8, "big") + line).digest()[:8], "big"
+        )
+        return Pipeline(self.p4info, line + self.device_config, cookie)
 
     @classmethod
     def of_target(cls, target: str) -> Pipeline:

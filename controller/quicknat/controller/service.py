@@ -97,12 +97,18 @@ class Controller:
     def __init__(self, config: Config, options: ControllerOptions, pipeline: Pipeline) -> None:
         self.config = config
         self.options = options
-        self.pipeline = pipeline
         self.p4info = pipeline.p4info
         self.client = P4RuntimeClient(
             options.grpc_addr, options.device_id, options.election_id, options.tls
         )
         self.target = for_program(self.p4info)
+        # a learning switch runs the timeout classes the instances are told
+        # of (config/leases.py): they go with the program it is given
+        self.pipeline = (
+            pipeline.with_learn_timeouts(config.offload.learn_timeouts)
+            if self.target.learns
+            else pipeline
+        )
         self.switch_config = SwitchConfig.of(
             self.p4info, config, options.punt_rate_pps, self.target
         )

@@ -35,6 +35,10 @@ struct PortStats {
   uint64_t rx_packets = 0, tx_packets = 0, truncated = 0;
 };
 
+// "S0,S1,...": a learner's timeout classes in seconds (1 to 8 of them,
+// each at least 1): quicknat-swx --learn-timeouts and the device config's line.
+bool ParseLearnTimeouts(const char* text, std::vector<uint32_t>* out);
+
 // A learner table's statistics, summed over the pipelines (telemetry.h).
 struct LearnerCounts {
   uint64_t hits = 0, misses = 0, learned = 0, learn_failed = 0, rearmed = 0;

@@ -61,6 +61,34 @@ std::string Serialized(const google::protobuf::Message& m) {
 
 }  // namespace
 
+// "S0,S1,...": up to 8 classes (p4c-dpdk's), each a whole second or more.
+bool ParseLearnTimeouts(const char* text, std::vector<uint32_t>* out) {
+  out->clear();
+  const char* p = text;
+  while (*p != '\0') {
+    char* end = nullptr;
+    unsigned long v = strtoul(p, &end, 10);
+    if (end == p || v == 0 || v > 86400 * 7 || out->size() == 8) return false;
+    out->push_back(static_cast<uint32_t>(v));
+    if (*end == ',') end++;
+    else if (*end != '\0') return false;
+    p = end;
+  }
+  return !out->empty();
+}
+
+// "; quicknat learn_timeouts S0,S1,..." as the device config's first line
+// (controller/quicknat/controller/program.py's LEARN_TIMEOUTS_LINE): the
+// classes in *out. true without such a line (out untouched), false for a
+// malformed one.
+static bool LearnTimeouts(const std::string& spec, std::vector<uint32_t>* out) {
+  static const std::string kLine = "; quicknat learn_timeouts ";
+  if (spec.compare(0, kLine.size(), kLine) != 0) return true;
+  size_t end = spec.find('\n');
+  std::string list = spec.substr(kLine.size(), end == std::string::npos ? end : end - kLine.size());
+  return ParseLearnTimeouts(list.c_str(), out);
+}
+
 std::unique_ptr<Program> Program::Build(const Device::Options& options,
                                         const p4::v1::ForwardingPipelineConfig& config,
                                         uint64_t generation, Status* status) {
@@ -98,22 +126,29 @@ std::unique_ptr<Program> Program::Build(const Device::Options& options,
     return nullptr;
   }
   // The learners' timeout classes as the deployment sets them (the
-  // slow-path instances are told the same: their leases, docs/offload.md).
+  // slow-path instances are told the same: their leases, docs/offload.md):
+  // the device config's own line (the controller's [offload]
+  // learn_timeouts), else --learn-timeouts, else as compiled.
+  std::vector<uint32_t> timeouts = options.learn_timeouts;
+  if (!LearnTimeouts(spec, &timeouts)) {
+    *status = Invalid("the device config's learn_timeouts line: 1 to 8 seconds, each at least 1");
+    return nullptr;
+  }
   for (auto& in : program->instances_)
     for (uint32_t l = 0; l < program->info_.pipeline.n_learners; l++)
-      for (size_t c = 0; c < options.learn_timeouts.size(); c++)
+      for (size_t c = 0; c < timeouts.size(); c++)
         if (rte_swx_ctl_pipeline_learner_timeout_set(in.pipeline, l, static_cast<uint32_t>(c),
-                                                     options.learn_timeouts[c]) != 0) {
+                                                     timeouts[c]) != 0) {
           *status = Invalid("learner " + std::string(program->info_.learners[l]) +
                             " refuses timeout class " + std::to_string(c) + " of " +
-                            std::to_string(options.learn_timeouts[c]) + " s");
+                            std::to_string(timeouts[c]) + " s");
           return nullptr;
         }
-  if (!options.learn_timeouts.empty() && program->info_.pipeline.n_learners > 0) {
+  if (!timeouts.empty() && program->info_.pipeline.n_learners > 0) {
     // what the learners run with, as DPDK reads them back: the leases the
     // instances count on (their `offload lease` lines must say the same)
     std::string classes;
-    for (uint32_t c = 0; c < options.learn_timeouts.size(); c++) {
+    for (uint32_t c = 0; c < timeouts.size(); c++) {
       uint32_t seconds = 0;
       rte_swx_ctl_pipeline_learner_timeout_get(program->instances_[0].pipeline, 0, c, &seconds);
       classes += (c ? "," : "") + std::to_string(seconds);
