@@ -370,8 +370,13 @@ class NatOriginatedError(QuickNatTest):
             # controller started before. These tests count errors, so they
             # get a switch of their own.
             self.target.stop_nat()
-            self.target.restart_switch()
-            self.target.start_nat(reset=True)
+            try:
+                self.target.restart_switch()
+                self.target.start_nat(reset=True)
+            except BaseException:
+                # as QuickNatTest.setUp: no tearDown follows a failed setUp
+                self.target.stop_nat()
+                raise
 
     def check_error(self, got: Packet, source: str, sent: Packet, kind: tuple[int, int]) -> None:
         """An error the NAT originated: from `source`, to the sender of `sent`,
