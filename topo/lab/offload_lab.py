@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from quicknat.controller.status import query
+from quicknat.p4.constants import LEARN_TAG_BYTES
 
 from lab import bmv2, swx, topology
 from lab.netns import SLOW_PATH_PORT, add_veth, set_up_plain
@@ -59,6 +60,11 @@ BLOCKS = {1: ["1024-65535"], 2: ["1024-33279", "33280-65535"]}
 # instances, and a worker polling without a pause takes a whole vCPU from
 # the switch (bench-offload measures both).
 IDLE_SLEEP_US = 50
+
+
+# The links between the switch and its instances: a full-size packet with
+# its learn tag (install = "learn", docs/offload.md).
+SLOW_PATH_LINK_MTU = 1500 + LEARN_TAG_BYTES
 
 
 def instance_name(index: int) -> str:
@@ -193,7 +199,9 @@ class OffloadLab(NetnsLab):
             name = instance_name(index)
             add_veth(NAT_NAMESPACE, name, NAT_NAMESPACE, f"{name}-sw")
             for dev in (name, f"{name}-sw"):
-                set_up_plain(NAT_NAMESPACE, dev)  # the 802.1Q tags stay in the frames
+                # the 802.1Q tags stay in the frames (veth allows their 4
+                # bytes past the MTU), and a learn tag's 16 need room too
+                set_up_plain(NAT_NAMESPACE, dev, mtu=SLOW_PATH_LINK_MTU)
 
     def delete(self) -> None:
         super().delete()
