@@ -32,7 +32,7 @@ from quicknat.controller.status import query
 from scapy.layers.inet import ICMP, IP, TCP, UDP
 from scapy.layers.l2 import Dot1Q
 from scapy.packet import Packet, Raw
-from sp_live import Nat, eq, run_cases
+from sp_live import Nat, eq, run_cases, sh
 from sp_slow_path import (
     COMMANDS,
     GATEWAY_MAC,
@@ -40,6 +40,7 @@ from sp_slow_path import (
     POOL,
     REMOTE,
     SLOW,
+    SWITCH,
     SWITCH_IN_MAC,
     SWITCH_OUT_MAC,
     ZONE_INSIDE,
@@ -53,6 +54,7 @@ from sp_slow_path import (
 )
 
 LEARN_ETHERTYPE = 0x88B5  # IEEE 802's local experimental EtherType 1
+LEARN_TAG_BYTES = 16
 # The leases: TCP established has none (its packets stay untagged).
 UDP_CLASS, UDP_LEASE = 1, 3
 TCP_TRANS_CLASS, ICMP_CLASS = 2, 0
@@ -78,10 +80,11 @@ def learn_tag(p: Packet) -> tuple[tuple[str, str, int, int, int, int], Packet]:
     IPv4 packet after it; AssertionError when the frame has no tag."""
     eq(p[Dot1Q].type, LEARN_ETHERTYPE, "802.1Q type: the learn tag")
     raw = bytes(p[Dot1Q].payload)
-    src, dst, sport, dport, lease, flags, eth_type = struct.unpack("!4s4sHHBBH", raw[:16])
+    head = raw[:LEARN_TAG_BYTES]
+    src, dst, sport, dport, lease, flags, eth_type = struct.unpack("!4s4sHHBBH", head)
     eq(eth_type, 0x0800, "the tag's next header: IPv4")
     fields = (str(ip_address(src)), str(ip_address(dst)), sport, dport, lease, flags)
-    return fields, IP(raw[16:])
+    return fields, IP(raw[LEARN_TAG_BYTES:])
 
 
 def untagged(p: Packet) -> Packet:
@@ -195,6 +198,21 @@ def case_hairpin_untagged(nat: Nat) -> None:
     eq((ip.dst, ip[UDP].dport), (HOSTS[1], 5000))
 
 
+def case_full_size_packet_tagged(nat: Nat) -> None:
+    """A packet of the interface's full MTU (1,500) leaves tagged, its frame
+    16 bytes over what the link carries without learn mode: the link to the
+    switch must take it (docs/swpath.md; here the veths have MTU 1516, and
+    the kernel's veth drops the frame at 1500)."""
+    host = HOSTS[5]
+    data = Raw(b"z" * (1500 - 20 - 8))
+    got = exchange([inside(host, UDP(sport=9000, dport=53) / data)], 1, timeout=1.0)
+    eq(len(got), 1, "translated")
+    tag, ip = learn_tag(got[0])
+    eq(tag, (host, REMOTE, 9000, 53, UDP_CLASS, 0), "the tag")
+    eq((ip.len, len(bytes(got[0]))), (1500, 14 + 4 + 16 + 1500), "IPv4 and frame length")
+    assert checksums_hold(ip), ip.summary()
+
+
 def case_writer_commands_refused(nat: Nat) -> None:
     """No writer installs a learned session: the offload manager's session
     commands are refused, and the leases are start-up only."""
@@ -254,6 +272,7 @@ CASES: list[Callable[[Nat], None]] = [
     case_udp_and_icmp_echo_tagged,
     case_icmp_error_untagged,
     case_hairpin_untagged,
+    case_full_size_packet_tagged,
     case_writer_commands_refused,
     case_stream_announces_nothing,
     case_tagged_session_outlives_its_timeout_by_its_lease,
@@ -270,6 +289,8 @@ def main() -> int:
         return 0
     try:
         make_link()
+        for dev in (SLOW, SWITCH):  # the learn tag's 16 bytes (docs/swpath.md)
+            sh("ip", "link", "set", dev, "mtu", str(1500 + LEARN_TAG_BYTES))
     except subprocess.CalledProcessError as exc:
         remove_link()
         print(f"sp_slow_path_learn: skipped: cannot create a veth pair ({exc.stderr.decode()})")
