@@ -156,6 +156,7 @@ def case_inside_misses_leave_tagged_outside(nat: Nat) -> None:
     for p in got:
         assert Dot1Q in p, p.summary()
         eq(p[Dot1Q].vlan, ZONE_OUTSIDE, "VID: the zone it leaves to")
+        eq(p[Dot1Q].type, 0x0800, "802.1Q type: IPv4 (no learn tag: learn mode is off)")
         eq((p[Ether].src, p[Ether].dst), (SP_OUT_MAC, SWITCH_SP_MAC), "MACs")
         eq((p[IP].dst, p[UDP].dport, p[IP].ttl), (REMOTE, 53, 63))
         assert ip_address(p[IP].src) in POOL, p[IP].src
@@ -181,6 +182,7 @@ def case_replies_come_back_tagged_inside(nat: Nat) -> None:
     for p in got:
         h = bytes(p[UDP].payload).decode()
         eq(p[Dot1Q].vlan, ZONE_INSIDE, "VID")
+        eq(p[Dot1Q].type, 0x0800, "802.1Q type: IPv4 (no learn tag)")
         eq((p[Ether].src, p[Ether].dst), (SP_IN_MAC, SWITCH_SP_MAC), "MACs")
         eq((p[IP].src, p[IP].dst, p[UDP].dport, p[IP].ttl), (REMOTE, h, 5000 + HOSTS.index(h), 59))
         assert checksums_hold(p), p.summary()

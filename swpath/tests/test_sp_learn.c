@@ -14,6 +14,10 @@
 
 #include <rte_ip.h>
 
+#include "control/cmd.h"
+#include "control/control.h"
+#include "control/publish.h"
+#include "control/setup.h"
 #include "core/learn.h"
 #include "core/lifecycle.h"
 #include "core/nat.h"
@@ -455,6 +459,62 @@ test_lease_kept_adopted_and_not_announced(void **state)
 	free(off);
 }
 
+/* Applies one start-up line; 0, or -1 with the message in err. */
+static int
+apply_line(const char *line, char *err, size_t errlen)
+{
+	struct sp_buf out = { 0 };
+	struct sp_cmd cmd;
+	int rc;
+
+	if (sp_cmd_parse(line, &cmd, err, errlen) < 0)
+		return -1;
+	rc = sp_apply(&cmd, &out, err, errlen);
+	sp_buf_free(&out);
+	return rc;
+}
+
+/* The start-up lines as the runtime snapshot gets them: learn mode, each
+ * kind's class, each class's lease, the longest; a class given two
+ * different leases is refused (the switch has one timeout per class). */
+static void
+test_lease_commands(void **state)
+{
+	struct sp_runtime *r;
+	char err[256];
+
+	(void)state;
+	memset(&sp, 0, sizeof(sp));
+	sp_setup_defaults();
+	sp.n_workers = 1;
+	r = sp_runtime_build();
+	assert_false(r->learn);
+	assert_int_equal(r->lease_class[SP_TO_UDP], SP_LEARN_NONE);
+	assert_int_equal(r->longest_class, SP_LEARN_NONE);
+	free(r);
+	assert_int_equal(apply_line("offload learn on", err, sizeof(err)), 0);
+	assert_int_equal(apply_line("offload lease udp class 1 seconds 30", err,
+				    sizeof(err)), 0);
+	assert_int_equal(apply_line("offload lease tcp_transitory class 1 seconds 30",
+				    err, sizeof(err)), 0);
+	assert_int_equal(apply_line("offload lease tcp_established class 5 seconds 43200",
+				    err, sizeof(err)), 0);
+	assert_int_equal(apply_line("offload lease icmp class 1 seconds 10", err,
+				    sizeof(err)), -1);
+	assert_string_equal(err, "offload lease: class 1 is 30 seconds already, not 10");
+	r = sp_runtime_build();
+	assert_true(r->learn);
+	assert_int_equal(r->lease_class[SP_TO_UDP], 1);
+	assert_int_equal(r->lease_class[SP_TO_TCP_TRANS], 1);
+	assert_int_equal(r->lease_class[SP_TO_TCP_EST], 5);
+	assert_int_equal(r->lease_class[SP_TO_ICMP], SP_LEARN_NONE);
+	assert_int_equal(r->class_ms[1], 30000);
+	assert_int_equal(r->class_ms[5], 43200000);
+	assert_int_equal(r->longest_class, 5);
+	free(r);
+	memset(&sp, 0, sizeof(sp));
+}
+
 static int
 setup(void **state)
 {
@@ -473,6 +533,7 @@ main(void)
 		cmocka_unit_test(test_tag_icmp_echo),
 		cmocka_unit_test(test_not_learnable),
 		cmocka_unit_test(test_no_headroom),
+		cmocka_unit_test(test_lease_commands),
 		N(test_timeout_with_lease),
 		N(test_lease_kept_adopted_and_not_announced),
 	};

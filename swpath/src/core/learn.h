@@ -23,9 +23,9 @@
 #include "core/runtime.h"
 #include "core/session.h"
 
-/* IEEE 802's "local experimental EtherType 1" (IEEE Std 802-2014 sec.
- * 9.2.4): ours to use between the instance and the switch, never on a
- * link beyond it. */
+/* IEEE Std 802's "Local Experimental EtherType 1", for experiments and
+ * private protocols: ours between the instance and the switch, which strips
+ * the tag, so it never reaches a link beyond it. */
 #define SP_LEARN_ETHERTYPE 0x88B5
 
 /* flags: the session's translation this packet took (0: inside to outside,

@@ -1,0 +1,324 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Live tests of a slow-path instance in learn mode (issue 34; docs/swpath.md,
+"Learn mode"): sp_slow_path.py's veth pair and instance, with `offload learn
+on` and a lease per kind, scapy playing the switch. Each translated packet of
+a learnable session comes back with the learn tag between its 802.1Q header
+(EtherType 0x88B5) and its IPv4 header: the tuple before translation, the
+kind's lease class, the direction; what must stay in software (an ICMP
+error, a hairpin, a kind without a lease) comes back untagged. A tagged
+session outlives its idle timeout by its lease. (Fragments: the kernel under
+af_packet reassembles them before swpath sees them; test_sp_learn.c checks
+that a fragment gets no tag.)
+
+Run as root: sp_slow_path_learn.py --app PATH/quicknat-swpath. Ends with
+"N passed, M failed" (skipped without root or veth support).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from ipaddress import ip_address
+from pathlib import Path
+
+from quicknat.controller.status import query
+from scapy.layers.inet import ICMP, IP, TCP, UDP
+from scapy.layers.l2 import Dot1Q
+from scapy.packet import Packet, Raw
+from sp_live import Nat, eq, run_cases, sh
+from sp_slow_path import (
+    COMMANDS,
+    GATEWAY_MAC,
+    HOSTS,
+    POOL,
+    REMOTE,
+    SLOW,
+    SWITCH,
+    SWITCH_IN_MAC,
+    SWITCH_OUT_MAC,
+    ZONE_INSIDE,
+    ZONE_OUTSIDE,
+    Stream,
+    exchange,
+    from_switch,
+    host_mac,
+    make_link,
+    remove_link,
+)
+
+LEARN_ETHERTYPE = 0x88B5  # IEEE 802's local experimental EtherType 1
+LEARN_TAG_BYTES = 16
+# The leases: TCP established has none (its packets stay untagged).
+UDP_CLASS, UDP_LEASE = 1, 3
+TCP_TRANS_CLASS, ICMP_CLASS = 2, 0
+LEARN_COMMANDS = COMMANDS + (
+    "offload learn on\n"
+    f"offload lease udp class {UDP_CLASS} seconds {UDP_LEASE}\n"
+    f"offload lease tcp_transitory class {TCP_TRANS_CLASS} seconds 60\n"
+    f"offload lease icmp class {ICMP_CLASS} seconds 10\n"
+)
+
+
+def inside(host: str, pkt: Packet, dst: str = REMOTE) -> Packet:
+    ip = IP(src=host, dst=dst, ttl=64)
+    return from_switch(ZONE_INSIDE, SWITCH_IN_MAC, host_mac(host), ip / pkt)
+
+
+def outside(pkt: Packet) -> Packet:
+    return from_switch(ZONE_OUTSIDE, SWITCH_OUT_MAC, GATEWAY_MAC, pkt)
+
+
+def learn_tag(p: Packet) -> tuple[tuple[str, str, int, int, int, int], Packet]:
+    """The tag's fields (orig src, dst, sport, dport, lease, flags) and the
+    IPv4 packet after it; AssertionError when the frame has no tag."""
+    eq(p[Dot1Q].type, LEARN_ETHERTYPE, "802.1Q type: the learn tag")
+    raw = bytes(p[Dot1Q].payload)
+    head = raw[:LEARN_TAG_BYTES]
+    src, dst, sport, dport, lease, flags, eth_type = struct.unpack("!4s4sHHBBH", head)
+    eq(eth_type, 0x0800, "the tag's next header: IPv4")
+    fields = (str(ip_address(src)), str(ip_address(dst)), sport, dport, lease, flags)
+    return fields, IP(raw[LEARN_TAG_BYTES:])
+
+
+def untagged(p: Packet) -> Packet:
+    eq(p[Dot1Q].type, 0x0800, "802.1Q type: IPv4, no learn tag")
+    return p[IP]
+
+
+def checksums_hold(ip: Packet) -> bool:
+    """The IPv4 and L4 checksums swpath wrote are the ones scapy computes."""
+    l4 = ip.payload
+    fresh = (ip.chksum, l4.chksum)
+    again = IP(bytes(ip))
+    del again.chksum
+    del again.payload.chksum
+    again = IP(bytes(again))
+    return fresh == (again.chksum, again.payload.chksum)
+
+
+def counters(nat: Nat) -> dict[str, int]:
+    c = nat.stats()["counters"]
+    assert isinstance(c, dict)
+    return c
+
+
+FLOW: dict[str, int | str] = {}
+
+
+def case_snat_tcp_syn_tagged(nat: Nat) -> None:
+    """A SYN from inside comes back to the outside VID with the tag: the
+    inside tuple, TCP transitory's class, direction 0 (source translated)."""
+    host = HOSTS[0]
+    got = exchange([inside(host, TCP(sport=40000, dport=443, flags="S", seq=1))], 1)
+    eq(len(got), 1, "translated")
+    eq(got[0][Dot1Q].vlan, ZONE_OUTSIDE, "VID")
+    tag, ip = learn_tag(got[0])
+    eq(tag, (host, REMOTE, 40000, 443, TCP_TRANS_CLASS, 0), "the tag")
+    assert ip_address(ip.src) in POOL, ip.src
+    eq((ip.dst, ip[TCP].dport, ip.ttl, ip[TCP].flags), (REMOTE, 443, 63, "S"))
+    assert checksums_hold(ip), ip.summary()
+    FLOW.update(ext=ip.src, port=ip[TCP].sport)
+    eq(counters(nat)["learn_tagged_in2out"], 1, "learn_tagged_in2out")
+
+
+def case_reply_tagged_destination(nat: Nat) -> None:
+    """The SYN-ACK from outside comes back to the inside VID with direction
+    1 (destination translated) and the public tuple it arrived with."""
+    ext, port = str(FLOW["ext"]), int(FLOW["port"])
+    syn_ack = IP(src=REMOTE, dst=ext, ttl=60) / TCP(sport=443, dport=port, flags="SA")
+    got = exchange([outside(syn_ack)], 1)
+    eq(len(got), 1, "translated")
+    eq(got[0][Dot1Q].vlan, ZONE_INSIDE, "VID")
+    tag, ip = learn_tag(got[0])
+    eq(tag, (REMOTE, ext, 443, port, TCP_TRANS_CLASS, 1), "the tag")
+    eq((ip.src, ip.dst, ip[TCP].dport), (REMOTE, HOSTS[0], 40000))
+    assert checksums_hold(ip), ip.summary()
+    eq(counters(nat)["learn_tagged_out2in"], 1, "learn_tagged_out2in")
+
+
+def case_kind_without_lease_untagged(nat: Nat) -> None:
+    """Established TCP has no lease here: its ACK leaves untagged, counted."""
+    before = counters(nat)["learn_not_learnable"]
+    got = exchange([inside(HOSTS[0], TCP(sport=40000, dport=443, flags="A"))], 1)
+    eq(len(got), 1, "translated")
+    ip = untagged(got[0])
+    eq((ip.src, ip[TCP].sport), (FLOW["ext"], FLOW["port"]))
+    eq(counters(nat)["learn_not_learnable"] - before, 1, "learn_not_learnable")
+
+
+def case_udp_and_icmp_echo_tagged(nat: Nat) -> None:
+    """UDP and ICMP echo carry their own kinds' classes; an echo's tag has
+    the identifier before translation as both ports."""
+    host = HOSTS[1]
+    got = exchange(
+        [
+            inside(host, UDP(sport=5000, dport=53) / Raw(b"q")),
+            inside(host, ICMP(type=8, id=0x1234, seq=1) / Raw(b"ping")),
+        ],
+        2,
+    )
+    eq(len(got), 2, "translated")
+    by_proto = {learn_tag(p)[1].proto: learn_tag(p) for p in got}
+    tag, ip = by_proto[17]
+    eq(tag, (host, REMOTE, 5000, 53, UDP_CLASS, 0), "UDP tag")
+    assert checksums_hold(ip), ip.summary()
+    FLOW.update(udp_ext=ip.src, udp_port=ip[UDP].sport)
+    tag, ip = by_proto[1]
+    eq(tag, (host, REMOTE, 0x1234, 0x1234, ICMP_CLASS, 0), "ICMP echo tag")
+    eq(ip[ICMP].type, 8)
+    assert checksums_hold(ip), ip.summary()
+
+
+def case_icmp_error_untagged(nat: Nat) -> None:
+    """An ICMP error about the UDP flow is translated through its session
+    but stays in software: no tag."""
+    ext, port = str(FLOW["udp_ext"]), int(FLOW["udp_port"])
+    quoted = IP(src=ext, dst=REMOTE, ttl=3) / UDP(sport=port, dport=53)
+    err = IP(src="198.51.100.99", dst=ext, ttl=30) / ICMP(type=3, code=3) / quoted
+    got = exchange([outside(err)], 1)
+    eq(len(got), 1, "translated")
+    ip = untagged(got[0])
+    eq((ip.dst, ip[ICMP].type), (HOSTS[1], 3))
+
+
+def case_hairpin_untagged(nat: Nat) -> None:
+    """A host's packet to another host's mapping (hairpin: both sides
+    rewritten) comes back untagged."""
+    ext, port = str(FLOW["udp_ext"]), int(FLOW["udp_port"])
+    got = exchange([inside(HOSTS[3], UDP(sport=5003, dport=port) / Raw(b"hp"), dst=ext)], 1)
+    eq(len(got), 1, "hairpinned")
+    ip = untagged(got[0])
+    eq((ip.dst, ip[UDP].dport), (HOSTS[1], 5000))
+
+
+def case_full_size_packet_tagged(nat: Nat) -> None:
+    """A packet of the interface's full MTU (1,500) leaves tagged, its frame
+    16 bytes over what the link carries without learn mode: the link to the
+    switch must take it (docs/swpath.md; here the veths have MTU 1516, and
+    the kernel's veth drops the frame at 1500)."""
+    host = HOSTS[5]
+    data = Raw(b"z" * (1500 - 20 - 8))
+    got = exchange([inside(host, UDP(sport=9000, dport=53) / data)], 1, timeout=1.0)
+    eq(len(got), 1, "translated")
+    tag, ip = learn_tag(got[0])
+    eq(tag, (host, REMOTE, 9000, 53, UDP_CLASS, 0), "the tag")
+    eq((ip.len, len(bytes(got[0]))), (1500, 14 + 4 + 16 + 1500), "IPv4 and frame length")
+    assert checksums_hold(ip), ip.summary()
+
+
+def case_writer_commands_refused(nat: Nat) -> None:
+    """No writer installs a learned session: the offload manager's session
+    commands are refused, and the leases are start-up only."""
+    answers = nat.lines(f"session offload 1 udp {HOSTS[1]}:5000 {REMOTE}:53")
+    assert answers[-1].startswith("error: session: offload learn is on"), answers
+    answers = nat.lines("offload lease udp class 1 seconds 30")
+    assert answers[-1].startswith("error: offload lease: only at start-up"), answers
+
+
+def case_stream_announces_nothing(nat: Nat) -> None:
+    """The session stream's snapshot leaves every session out (none is for a
+    writer to install), and ends synced."""
+    rows = query(nat.sock, "sessions")
+    assert isinstance(rows, list) and rows, rows
+    stream = Stream(nat)
+    try:
+        events = stream.until(lambda e: e.kind == "synced")
+    finally:
+        stream.close()
+    eq([e.kind for e in events], ["synced"], "nothing announced")
+    eq(events[-1].count, 0, "synced count")
+
+
+def case_tagged_session_outlives_its_timeout_by_its_lease(nat: Nat) -> None:
+    """UDP's timeout 2 s, lease 3 s: a tagged session is still there well
+    after its timeout, and gone once timeout + lease have passed (the
+    sessions listing says 5 s), never before."""
+    eq(nat.lines("timeouts udp 2"), ["ok"])
+    try:
+        host = HOSTS[4]
+
+        def listed() -> list[dict[str, object]]:
+            rows = query(nat.sock, f"sessions src {host}")
+            assert isinstance(rows, list)
+            return [r for r in rows if r["internal"] == f"{host}:7000"]
+
+        start = time.monotonic()  # the packet is sent after this
+        got = exchange([inside(host, UDP(sport=7000, dport=53))], 1, timeout=1.0)
+        eq(len(got), 1, "translated")
+        learn_tag(got[0])
+        eq([r["timeout_s"] for r in listed()], [2 + UDP_LEASE], "timeout_s: T + L")
+        time.sleep(max(0.0, start + 3.5 - time.monotonic()))
+        assert listed(), "expired before timeout + lease"
+        while listed() and time.monotonic() < start + 2 + UDP_LEASE + 3:
+            time.sleep(0.1)
+        gone = time.monotonic() - start
+        assert not listed(), "not expired after timeout + lease"
+        assert gone >= 2 + UDP_LEASE, f"expired after {gone:.2f} s"
+    finally:
+        eq(nat.lines("timeouts udp 300"), ["ok"])
+
+
+CASES: list[Callable[[Nat], None]] = [
+    case_snat_tcp_syn_tagged,
+    case_reply_tagged_destination,
+    case_kind_without_lease_untagged,
+    case_udp_and_icmp_echo_tagged,
+    case_icmp_error_untagged,
+    case_hairpin_untagged,
+    case_full_size_packet_tagged,
+    case_writer_commands_refused,
+    case_stream_announces_nothing,
+    case_tagged_session_outlives_its_timeout_by_its_lease,
+]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--app", required=True)
+    args = parser.parse_args()
+    if os.geteuid() != 0:
+        print("sp_slow_path_learn: skipped: needs root")
+        print("0 passed, 0 failed, 1 skipped")
+        return 0
+    try:
+        make_link()
+        for dev in (SLOW, SWITCH):  # the learn tag's 16 bytes (docs/swpath.md)
+            sh("ip", "link", "set", dev, "mtu", str(1500 + LEARN_TAG_BYTES))
+    except subprocess.CalledProcessError as exc:
+        remove_link()
+        print(f"sp_slow_path_learn: skipped: cannot create a veth pair ({exc.stderr.decode()})")
+        print("0 passed, 0 failed, 1 skipped")
+        return 0
+    passed = failed = 0
+    nat = None
+    try:
+        with tempfile.TemporaryDirectory(prefix="sp-learn-") as tmp:
+            nat = Nat(args.app, Path(tmp), commands=LEARN_COMMANDS, devices=(SLOW,))
+            passed, failed = run_cases(nat, CASES)
+            rc = nat.stop()
+            if rc == 0:
+                passed += 1
+                print("ok   clean_exit")
+            else:
+                failed += 1
+                print(f"FAIL clean_exit: status {rc}")
+    except Exception as exc:
+        failed += 1
+        print(f"FAIL setup: {exc}")
+    finally:
+        if nat is not None:
+            nat.stop()
+        remove_link()
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
