@@ -20,17 +20,18 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "contract/p4_constants.h"
 #include "core/runtime.h"
 #include "core/session.h"
 
-/* IEEE Std 802's "Local Experimental EtherType 1", for experiments and
- * private protocols: ours between the instance and the switch, which strips
- * the tag, so it never reaches a link beyond it. */
-#define SP_LEARN_ETHERTYPE 0x88B5
-
-/* flags: the session's translation this packet took (0: inside to outside,
- * its source rewritten; 1: outside to inside, its destination rewritten). */
-#define SP_LEARN_DIR_OUT2IN 0x01
+/* The tag's EtherType (IEEE Std 802's "Local Experimental EtherType 1":
+ * ours between the instance and the switch, which strips the tag, so it
+ * never reaches a link beyond it), its length and its direction flag (0:
+ * inside to outside, the source rewritten; set: outside to inside, the
+ * destination rewritten) are the P4 program's (p4src/include/define.p4,
+ * generated into contract/p4_constants.h). */
+#define SP_LEARN_ETHERTYPE P4_ETHERTYPE_LEARN
+#define SP_LEARN_DIR_OUT2IN P4_LEARN_FLAG_OUT2IN
 
 /* The learn tag as it is on the wire (network byte order; the P4 program's
  * parser reads exactly this layout). */
@@ -44,7 +45,8 @@ struct sp_learn_tag {
 	sp_be16_t eth_type;     /* the next header's: IPv4, 0x0800 */
 } __attribute__((packed));
 
-_Static_assert(sizeof(struct sp_learn_tag) == 16, "the learn tag is 16 bytes");
+_Static_assert(sizeof(struct sp_learn_tag) == P4_LEARN_TAG_BYTES,
+	       "the learn tag is the P4 program's learn_t");
 
 /* Why a translated packet in learn mode leaves without a tag. */
 enum sp_learn_skip {
