@@ -285,15 +285,6 @@ OFFLOAD: tuple[Counter, ...] = (
         "",
         "sessions the instances announced opened on their session streams",
     ),
-    # install = "learn": the switch learns them from the instance's learn
-    # tags (nat.p4's learn_counter, quicknat-swx's learners telemetry)
-    Counter(
-        "sessions_learned",
-        Kind.EVENT,
-        "sessions_left_to_switch",
-        "",
-        'sessions announced with install = "learn": the switch learns them, no write',
-    ),
     # the writer's count in either mode; an instance counts the `session
     # offload` lines it is told
     Counter(

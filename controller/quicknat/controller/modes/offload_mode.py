@@ -261,9 +261,8 @@ class OffloadMode:
             self._software_only.add(sid)
             return
         if self.learning:
-            # the switch learns it from the instance's tags and drops it by
-            # itself (leases: config/leases.py); nothing to write or to age
-            self.stats["sessions_left_to_switch"] += 1
+            # (an instance in learn mode announces none: the switch learns
+            # each from its tags and lets it go by itself, config/leases.py)
             self._software_only.add(sid)
             return
         s = session_of(self._next_uid, instance, e, self.now())
