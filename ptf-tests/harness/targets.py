@@ -589,11 +589,11 @@ class OffloadSwxLearnTarget(OffloadSwxTarget):
 
     def wait_in_switch(self, sessions: int) -> None:
         """The switch learns a session from its first packet as the packet
-        passes, and lets go of one by itself when its lease ends, which no
-        P4Runtime read can see (DPDK 22.11 lists no learner entry): so once
-        a lease has run out it holds no more than the instance (a live flow
-        is learned again by its next packet)."""
-        self.let_go()
+        passes (so at once), and lets go of one by itself when its lease
+        ends, which no P4Runtime read can see (DPDK 22.11 lists no learner
+        entry): for none, until a lease has run out (let_go)."""
+        if sessions == 0:
+            self.let_go()
 
     def let_go(self) -> None:
         time.sleep(self.LEASE_S + 0.5)

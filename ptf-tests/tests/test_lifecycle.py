@@ -68,6 +68,7 @@ class OperatorDeletesSessions(QuickNatTest):
         self.assertEqual(self.target.counter("sessions_expired"), 0)
         if isinstance(self.target, Bmv2Target):
             self.target.wait_in_switch(1)  # offload mode: as above
+        self.target.let_go()  # a learning switch: the deleted one's lease ends
         # The inbound direction went with it.
         self.send(OUTSIDE, from_outside("198.51.100.10", first[IP].src, udp(53, first[UDP].sport)))
         self.expect_nothing()
