@@ -289,6 +289,24 @@ def rewrite(spec: Spec, slots: Slots) -> str:
     return "\n".join(lines)
 
 
+_REGADD_CONSTANTS = re.compile(r"^\s*(?:\w+\s*:\s*)?regadd (\w+) (0x[0-9a-fA-F]+|\d+) (0x[0-9a-fA-F]+|\d+)\s*$")
+
+
+def constant_regadd(spec: Spec) -> None:
+    """SpecError for a regadd whose index and value are both constants: DPDK
+    22.11's instr_regadd_translate never sets the register array of that
+    form (regadd_rii), so it adds to the pipeline's first array instead:
+    a count into the wrong counter. The program puts such an index in
+    metadata instead."""
+    for number, line in enumerate(spec.lines, 1):
+        m = _REGADD_CONSTANTS.match(line)
+        if m:
+            raise SpecError(
+                f"line {number}: `{line.strip()}`: DPDK 22.11 adds a constant to a constant "
+                f"index of the first register array, not {m[1]}: index it from metadata"
+            )
+
+
 def metadata_bytes(spec: Spec) -> tuple[int, int]:
     """The metadata's size and where its last field starts, in bytes."""
     offset = last = 0
@@ -316,6 +334,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"swx_slots: {args.spec}: {len(slots.by_temp) + len(shared)} temporaries in "
                 f"{len(slots.fields)} fields; metadata {before} -> {metadata_bytes(spec)[0]} bytes"
             )
+        constant_regadd(spec)
         size, last = metadata_bytes(spec)
         if last >= LIMIT_BYTES:
             raise SpecError(

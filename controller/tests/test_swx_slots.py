@@ -86,3 +86,45 @@ def test_the_committed_specs_fit_an_instruction_operand(variant: str) -> None:
     assert last < swx_slots.LIMIT_BYTES, f"a metadata field starts at byte {last}"
     left = {name for _, name in spec.fields if swx_slots.TEMPORARY.match(name)}
     assert left <= swx_slots.pinned(spec), "temporaries left unfolded"
+
+
+def test_a_regadd_of_constants_is_refused() -> None:
+    """DPDK 22.11 adds a constant to a constant index of the pipeline's first
+    register array whatever array it names: such a count is refused, one
+    indexed from metadata passes, and no committed spec has one."""
+    counted = SPEC.replace("\ttx m.", "\tregadd core_learn_counter 0x2 1\n\ttx m.")
+    with pytest.raises(swx_slots.SpecError, match="first register array"):
+        swx_slots.constant_regadd(swx_slots.parse(counted))
+    indexed = SPEC.replace("\ttx m.", "\tregadd core_learn_counter m.MainControlT_a 1\n\ttx m.")
+    swx_slots.constant_regadd(swx_slots.parse(indexed))
+    for variant in ("", "small", "lab"):
+        swx_slots.constant_regadd(
+            swx_slots.parse((ROOT / "p4src/build/pna" / variant / "quicknat.spec").read_text())
+        )
+
+
+def test_learner_arguments_share_their_staging_fields() -> None:
+    """Two learning actions' copies of their add_entry arguments become one
+    set of fields (an action runs whole); the learn lines keep their order."""
+    learning = SPEC.replace(
+        "\tbit<32> MainControlT_in_action\n",
+        "\tbit<32> MainControlT_in_action\n"
+        "\tbit<32> MainControlT_tmp_1\n\tbit<16> MainControlT_tmp_2\n"
+        "\tbit<32> MainControlT_tmp_3\n\tbit<16> MainControlT_tmp_4\n\tbit<8> lease\n",
+    ).replace(
+        "apply {",
+        "action learn_a args none {\n\tmov m.MainControlT_tmp_1 0x1\n"
+        "\tmov m.MainControlT_tmp_2 0x2\n\tlearn hit_a m.MainControlT_tmp_1 m.lease\n"
+        "\treturn\n}\n\naction learn_b args none {\n\tmov m.MainControlT_tmp_3 0x3\n"
+        "\tmov m.MainControlT_tmp_4 0x4\n\tlearn hit_b m.MainControlT_tmp_3 m.lease\n"
+        "\treturn\n}\n\napply {",
+    )
+    spec = swx_slots.parse(learning)
+    mapping = swx_slots.share_learn_arguments(spec)
+    assert mapping == {
+        "MainControlT_tmp_3": "MainControlT_tmp_1",
+        "MainControlT_tmp_4": "MainControlT_tmp_2",
+    }
+    text = swx_slots.rename(spec, mapping)
+    assert "learn hit_b m.MainControlT_tmp_1 m.lease" in text
+    assert "MainControlT_tmp_3" not in text and "MainControlT_tmp_4" not in text

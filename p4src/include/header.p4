@@ -225,6 +225,7 @@ struct local_metadata_t {
     // for the lease class learn_lease).
     bool          learning;
     bit<8>        learn_lease;
+    bit<8>        learn_slot;      // learn_counter's (nat.p4)
     nat_rewrite_t nat;
     bool          route_ipv4;      // run routing_v4 (translated, or inside traffic not subject to NAT)
     // The destination routing_v4 looks up: the packet's, or the one a NAT

@@ -60,6 +60,7 @@ parser QuickNatParser(packet_in packet,
         local_md.from_slow_path = false;
         local_md.learning = false;
         local_md.learn_lease = 0;
+        local_md.learn_slot = 0;
         local_md.nat.hit = false;
         local_md.nat.rewrite_src = false;
         local_md.nat.rewrite_dst = false;

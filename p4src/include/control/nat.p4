@@ -231,13 +231,22 @@ control NatIngress(inout headers_t hdr,
 // renewed or an entry added. (p4c-dpdk 1.2.4.17 takes add_entry only as a
 // statement, so an add that found its bucket full is counted by the SWX
 // pipeline's learner statistics instead: quicknat-swx's learn_failed.)
+// The slot goes through metadata: DPDK 22.11 adds a regadd whose index and
+// value are both constants to the pipeline's first register array, not its
+// own (swx_slots.py refuses such a spec).
 #define COUNT_LEARNED(learned_hit, hit_slot, added_slot) \
     if (!local_md.learning) { \
-        if (learned_hit) { COUNT(learn_counter, hit_slot); } \
-    } else if (learned_hit) { \
-        COUNT(learn_counter, LEARN_RENEWED); \
+        if (learned_hit) { \
+            local_md.learn_slot = hit_slot; \
+            COUNT(learn_counter, local_md.learn_slot); \
+        } \
     } else { \
-        COUNT(learn_counter, added_slot); \
+        if (learned_hit) { \
+            local_md.learn_slot = LEARN_RENEWED; \
+        } else { \
+            local_md.learn_slot = added_slot; \
+        } \
+        COUNT(learn_counter, local_md.learn_slot); \
     }
 
     table nat_in2out_learned {
