@@ -289,7 +289,8 @@ def rewrite(spec: Spec, slots: Slots) -> str:
     return "\n".join(lines)
 
 
-_REGADD_CONSTANTS = re.compile(r"^\s*(?:\w+\s*:\s*)?regadd (\w+) (0x[0-9a-fA-F]+|\d+) (0x[0-9a-fA-F]+|\d+)\s*$")
+_CONSTANT = r"(?:0x[0-9a-fA-F]+|\d+)"
+_REGADD_CONSTANTS = re.compile(rf"^\s*(?:\w+\s*:\s*)?regadd (\w+) {_CONSTANT} {_CONSTANT}\s*$")
 
 
 def constant_regadd(spec: Spec) -> None:
