@@ -112,7 +112,7 @@ test_release_unbinds(void **state)
 	assert_int_equal(f.pool->space[0].hosts, 1);
 	b = alloc_ok(&f, SP_PI_TCP, 12, 5000, 1);       /* least loaded: .1 */
 	assert_int_equal(b.addr, 0xcb007101);
-	sp_pool_release(f.pool, &f.ctx, SP_PI_TCP, 10, &a, 5);
+	sp_pool_release(f.pool, &f.ctx, SP_PI_TCP, 10, &a, 5, 0);
 	assert_int_equal(sp_pool_ports_held(&f.ctx, f.pool->index, 10), 0);
 	assert_int_equal(f.pool->space[0].hosts, 0);
 	/* host 10 is unbound: it takes the least loaded address again */
@@ -177,7 +177,7 @@ test_port_preserved_only_if_owned(void **state)
 		assert_int_not_equal(a.port, theirs);
 		assert_true(owns(f.pool, 0, a.port));
 		assert_int_equal(a.port & 1, theirs & 1);
-		sp_pool_release(f.pool, &f.ctx, SP_PI_UDP, 1, &a, 1);
+		sp_pool_release(f.pool, &f.ctx, SP_PI_UDP, 1, &a, 1, 0);
 	}
 	destroy(&f);
 }

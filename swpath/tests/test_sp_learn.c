@@ -459,6 +459,94 @@ test_lease_kept_adopted_and_not_announced(void **state)
 	free(off);
 }
 
+/* The pool of setup_nat replaced by one of a single port (203.0.113.1:1024):
+ * a port held under a lease is then the only one there is. */
+static void
+one_port_pool(void)
+{
+	struct sp_prefix pfx = { .addr = 0xcb007101, .len = 32 };
+
+	sp_pool_free(sp.pools[0]);
+	sp.pools[0] = sp_test_pool("public", &pfx, 1, 1024, 1024, &sp.rss, 1);
+	assert_non_null(sp.pools[0]);
+}
+
+/* Opens a UDP flow from src, or returns the counter index it was refused
+ * with (SP_NAT_OK: opened). */
+static int
+try_udp(const struct sp_runtime *r, uint32_t src, uint32_t now)
+{
+	struct sp_flow_key k = {
+		.proto = IPPROTO_UDP, .src = rte_cpu_to_be_32(src),
+		.dst = RTE_BE32(0x08080808), .sport = RTE_BE16(5000),
+		.dport = RTE_BE16(53),
+	};
+	uint32_t sidx;
+	unsigned owner;
+
+	return sp_nat_outbound(&nat, r, &k, 0, now, 1, &sidx, &owner);
+}
+
+/* Learn mode: an operator's delete of a session the switch learned (tagged
+ * with a 120 s lease at T0 + 1000) closes it at once, but its port stays
+ * held until last tag + L: not handed out even as the only port of the
+ * pool (the new flow fails, counted), handed out after. */
+static void
+test_deleted_leased_port_held(void **state)
+{
+	struct sp_runtime *r = learn_runtime(true, SP_LEARN_NONE);
+	struct sp_session_filter all = { 0 };
+	struct sp_session *a;
+	uint16_t port;
+
+	(void)state;
+	one_port_pool();
+	r->reuse_ms = 1000;
+	a = open_udp(r, 0x0a000002, T0);
+	a->last_seen = T0 + 1000;
+	sp_learn_record(r, a, 3);
+	port = a->ext_port;
+	assert_int_equal(sp_nat_delete(&nat, r, &all, T0 + 2000), 1);
+	assert_int_equal(nat.n_sessions, 0);
+	assert_int_equal(nat.n_mappings, 0);
+	assert_int_equal(counters[SP_CNT_sessions_deleted], 1);
+	/* long past the reuse time, one ms before the lease ends */
+	assert_int_equal(try_udp(r, 0x0a000003, T0 + 1000 + 120000 - 1),
+			 SP_CNT_drop_pool_exhausted);
+	assert_int_equal(try_udp(r, 0x0a000002, T0 + 60000),
+			 SP_CNT_drop_pool_exhausted);
+	/* the lease over: the port rests reuse_ms, then is handed out */
+	assert_int_equal(try_udp(r, 0x0a000003,
+				 T0 + 1000 + 120000 + 1000), SP_NAT_OK);
+	assert_int_equal(nat.n_sessions, 1);
+	assert_int_equal(nat.sessions[0].ext_port, port);
+	free(r);
+}
+
+/* The same without learn mode (or a session never tagged): the deleted
+ * session's port is handed out as today, to the next flow once rested, and
+ * as the longest-rested when it is the only one. */
+static void
+test_deleted_port_without_lease(void **state)
+{
+	struct sp_runtime *off = learn_runtime(false, SP_LEARN_NONE);
+	struct sp_runtime *r = learn_runtime(true, SP_LEARN_NONE);
+	struct sp_session_filter all = { 0 };
+
+	(void)state;
+	one_port_pool();
+	off->reuse_ms = r->reuse_ms = 60000;
+	open_udp(off, 0x0a000002, T0);
+	assert_int_equal(sp_nat_delete(&nat, off, &all, T0 + 1000), 1);
+	assert_int_equal(try_udp(off, 0x0a000003, T0 + 2000), SP_NAT_OK);
+	/* learn mode, the session never tagged: no lease, no hold */
+	assert_int_equal(sp_nat_delete(&nat, r, &all, T0 + 3000), 1);
+	assert_int_equal(try_udp(r, 0x0a000004, T0 + 4000), SP_NAT_OK);
+	assert_int_equal(nat.n_sessions, 1);
+	free(off);
+	free(r);
+}
+
 /* Applies one start-up line; 0, or -1 with the message in err. */
 static int
 apply_line(const char *line, char *err, size_t errlen)
@@ -536,6 +624,8 @@ main(void)
 		cmocka_unit_test(test_lease_commands),
 		N(test_timeout_with_lease),
 		N(test_lease_kept_adopted_and_not_announced),
+		N(test_deleted_leased_port_held),
+		N(test_deleted_port_without_lease),
 	};
 
 	return SP_RUN_TESTS(tests, setup, NULL);

@@ -263,16 +263,16 @@ test_delete_by_filter(void **state)
 	out_ok(IPPROTO_TCP, 0x0a000002, 5001, 0x08080808, 80, T0);
 	out_ok(IPPROTO_UDP, 0x0a000003, 7, 0x08080808, 53, T0);
 	assert_int_equal(take_events(ev, 8), 3);
-	assert_int_equal(sp_nat_delete(&nat, &f, T0 + 1), 2);
+	assert_int_equal(sp_nat_delete(&nat, rt, &f, T0 + 1), 2);
 	assert_int_equal(nat.n_sessions, 1);
 	assert_int_equal(counters[SP_CNT_sessions_deleted], 2);
 	assert_int_equal(take_events(ev, 8), 2);
 	assert_int_equal(ev[0].type, SP_EVENT_DELETED);
 	assert_true(sp_nat_lookup(&nat, &k) >= 0);
 	/* nothing else matches; the survivor still ages out on the wheel */
-	assert_int_equal(sp_nat_delete(&nat, &f, T0 + 2), 0);
+	assert_int_equal(sp_nat_delete(&nat, rt, &f, T0 + 2), 0);
 	f = (struct sp_session_filter){ .has_port = true, .port = 9 };
-	assert_int_equal(sp_nat_delete(&nat, &f, T0 + 2), 0);
+	assert_int_equal(sp_nat_delete(&nat, rt, &f, T0 + 2), 0);
 	assert_int_equal(sp_nat_age(&nat, rt, T0 + 400000, 1000), 1);
 	assert_int_equal(nat.n_sessions, 0);
 }
@@ -749,7 +749,7 @@ test_adopt_takes_over(void **state)
 	/* new ids come after every adopted one */
 	assert_true(s->id > max_id);
 	/* and it all ends as an opened session would */
-	assert_int_equal(sp_nat_delete(&nat, &(struct sp_session_filter){ 0 },
+	assert_int_equal(sp_nat_delete(&nat, rt, &(struct sp_session_filter){ 0 },
 				       T0 + 4), 4);
 	assert_int_equal(nat.n_mappings, 0);
 }

@@ -402,11 +402,22 @@ pool_candidates(const struct sp_pool *pool, const struct sp_pool_space *s,
 	return used[0] + used[1] < s->size[wk][0] + s->size[wk][1] ? 0 : -ENOSPC;
 }
 
+/* Whether a released slot's state is a lease's end still to come (the
+ * switch may translate with the port until then: allocator.h). */
+static inline int
+slot_leased(uint32_t st, uint32_t now)
+{
+	return st != SP_PORT_FREE && st != SP_PORT_USED &&
+	       st - now - 1u < SP_LEASE_MAX_MS;
+}
+
 /* Whether a slot's port may be handed out now: free, or rested long enough. */
 static inline int
 slot_free(uint32_t st, uint32_t now, uint32_t reuse_ms)
 {
-	return st == SP_PORT_FREE || (st != SP_PORT_USED && now - st >= reuse_ms);
+	return st == SP_PORT_FREE ||
+	       (st != SP_PORT_USED && !slot_leased(st, now) &&
+		now - st >= reuse_ms);
 }
 
 /* The internal port's own slot if this worker owns it in c (binary search). */
@@ -456,7 +467,7 @@ pool_choose_port(const struct sp_pool *pool, const struct sp_alloc_ctx *ctx,
 		uint32_t j = c.lo + (start + i < n ? start + i : start + i - n);
 		uint32_t st = state[j];
 
-		if (st == SP_PORT_USED ||
+		if (st == SP_PORT_USED || slot_leased(st, now) ||
 		    (c.parity >= 0 && (s->ports[j] & 1) != (unsigned)c.parity))
 			continue;
 		if (slot_free(st, now, req->reuse_ms)) {
@@ -468,7 +479,8 @@ pool_choose_port(const struct sp_pool *pool, const struct sp_alloc_ctx *ctx,
 			oldest_age = now - st;
 		}
 	}
-	/* Every candidate not in use is resting: reuse the longest-rested. */
+	/* Every candidate not in use is resting: reuse the longest-rested
+	 * (never one under a lease: skipped above). */
 	if (oldest == UINT32_MAX)
 		return -ENOSPC;
 	*slot = oldest;
@@ -596,7 +608,8 @@ sp_pool_allocate(struct sp_pool *pool, struct sp_alloc_ctx *ctx,
 
 void
 sp_pool_release(struct sp_pool *pool, struct sp_alloc_ctx *ctx, unsigned pi,
-		uint32_t int_addr, const struct sp_alloc *a, uint32_t now_ms)
+		uint32_t int_addr, const struct sp_alloc *a, uint32_t now_ms,
+		uint32_t hold_ms)
 {
 	struct sp_pool_space *s =
 		&pool->space[ctx->worker * pool->n_addrs + a->addr_idx];
@@ -604,6 +617,9 @@ sp_pool_release(struct sp_pool *pool, struct sp_alloc_ctx *ctx, unsigned pi,
 	struct sp_binding *b;
 	int32_t pos;
 
+	if (hold_ms > SP_LEASE_MAX_MS)
+		hold_ms = SP_LEASE_MAX_MS;
+	now_ms += hold_ms;
 	/* A release time is never FREE (0) nor USED. */
 	if (now_ms == SP_PORT_FREE)
 		now_ms = 1;

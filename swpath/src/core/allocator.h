@@ -24,6 +24,11 @@
  * - Per-host port quota; exhaustion fails the new flow only (RFC 6888).
  * - A released port rests reuse_ms before it is handed out again while other
  *   ports are free; when only resting ports are left the longest-rested is.
+ * - A port released under a lease (sp_pool_release's hold_ms: learn mode,
+ *   a session the switch learned and an operator deleted) is never handed
+ *   out before the lease ends, not even when it is the last port: the
+ *   switch may still translate with it (RFC 4787 REQ-3, RFC 6888 REQ-9:
+ *   no two flows on one external endpoint), so exhaustion fails the flow.
  *
  * Pools are created by the control thread and never freed while workers run;
  * everything a worker writes (port states, bindings, host counts) is its own.
@@ -45,6 +50,12 @@
 #define SP_PORT_FREE 0u
 #define SP_PORT_USED UINT32_MAX
 #define SP_WELL_KNOWN_PORT_MAX 1023u
+/* The longest lease a port is held under: `offload lease`'s maximum, one
+ * day. A state up to this far in the future is a lease's end; one further
+ * is a release time in the past that the 32-bit clock wrapped over (after
+ * about 48.7 days: a port left resting that long looks leased for at most
+ * a day, the price of the one 32-bit word per port). */
+#define SP_LEASE_MAX_MS 86400000u
 
 /*
  * The ports of one pool address that one worker owns. Ascending, so the
@@ -59,7 +70,7 @@ struct sp_pool_space {
 	uint32_t size[2][2];            /* owned, [well-known][parity] */
 	uint32_t used[SP_PI_MAX][2][2]; /* in use, [protocol][well-known][parity] */
 	/* per port: SP_PORT_FREE, SP_PORT_USED, or the release time (ms) */
-	uint32_t *state[SP_PI_MAX];
+	uint32_t *state[SP_PI_MAX];     /* or a lease's end, in the future */
 };
 
 struct sp_pool {
@@ -155,10 +166,13 @@ void sp_alloc_ctx_free(struct sp_alloc_ctx *ctx);
 int sp_pool_allocate(struct sp_pool *pool, struct sp_alloc_ctx *ctx,
 		     const struct sp_alloc_req *req, struct sp_alloc *out);
 
-/* Releases what sp_pool_allocate returned; the port starts resting. */
+/* Releases what sp_pool_allocate returned; the port starts resting at
+ * now_ms + hold_ms, and is never handed out before then (hold_ms: the
+ * lease the switch may still hold it under, at most SP_LEASE_MAX_MS; 0: an
+ * ordinary release). */
 void sp_pool_release(struct sp_pool *pool, struct sp_alloc_ctx *ctx,
 		     unsigned pi, uint32_t int_addr, const struct sp_alloc *a,
-		     uint32_t now_ms);
+		     uint32_t now_ms, uint32_t hold_ms);
 
 /*
  * Takes the one endpoint (addr, port) for int_addr, as sp_pool_allocate

@@ -132,9 +132,35 @@ sp_nat_remove(struct sp_nat *nat, uint32_t sidx, enum sp_session_event why,
 	session_free(nat, sidx, why, now);
 }
 
+/*
+ * Learn mode: session s, which the switch learned under its lease, is being
+ * deleted by an operator. The switch's entries are fixed leases it does not
+ * give back: it may translate with s's external endpoint until s's last tag
+ * + L (last_seen: a tagged packet refreshes it, and no later packet is
+ * tagged without refreshing it). Handing the port to another flow before
+ * then would put two flows on one external endpoint (RFC 4787 REQ-3, RFC
+ * 6888 REQ-9), so its mapping keeps the latest such end and its port is
+ * held until then when the mapping goes.
+ */
+static void
+hold_for_lease(struct sp_nat *nat, const struct sp_runtime *rt,
+	       const struct sp_session *s)
+{
+	struct sp_mapping *m;
+	uint32_t end;
+
+	if (!rt->learn || s->lease == 0 || s->mapping == SP_NONE)
+		return;
+	m = &nat->mappings[s->mapping];
+	end = s->last_seen + rt->class_ms[s->lease - 1];
+	if (!m->leased || (int32_t)(end - m->lease_end) > 0)
+		m->lease_end = end;
+	m->leased = 1;
+}
+
 uint32_t
-sp_nat_delete(struct sp_nat *nat, const struct sp_session_filter *f,
-	      uint32_t now)
+sp_nat_delete(struct sp_nat *nat, const struct sp_runtime *rt,
+	      const struct sp_session_filter *f, uint32_t now)
 {
 	uint32_t deleted = 0;
 
@@ -143,6 +169,7 @@ sp_nat_delete(struct sp_nat *nat, const struct sp_session_filter *f,
 
 		if (s->proto == 0 || !sp_session_matches(s, f))
 			continue;
+		hold_for_lease(nat, rt, s);
 		sp_nat_remove(nat, i, SP_SESSION_DELETED, now);
 		deleted++;
 	}

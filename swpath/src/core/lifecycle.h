@@ -73,10 +73,13 @@ void sp_nat_remove(struct sp_nat *nat, uint32_t sidx,
 
 /*
  * Removes every session the filter selects (an operator's `sessions
- * delete|flush`), as expiry would: mapping events, ports back to rest.
- * Returns how many.
+ * delete|flush`, `reload --flush`), as expiry would: mapping events, ports
+ * back to rest. In learn mode a session the switch learned (tagged: its
+ * lease) is closed here at once, but the switch may translate with its
+ * external port until its last tag + L: the port is held until then, never
+ * handed out to another flow (core/allocator.h). Returns how many.
  */
-uint32_t sp_nat_delete(struct sp_nat *nat, const struct sp_session_filter *f,
-		       uint32_t now);
+uint32_t sp_nat_delete(struct sp_nat *nat, const struct sp_runtime *rt,
+		       const struct sp_session_filter *f, uint32_t now);
 
 #endif /* SP_LIFECYCLE_H */

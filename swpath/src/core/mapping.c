@@ -153,6 +153,7 @@ sp_mapping_insert(struct sp_nat *nat, uint8_t proto, uint32_t int_addr,
 	m->proto = proto;
 	m->pi = (uint8_t)sp_proto_index(proto);
 	m->sessions = 0;
+	m->leased = 0;
 	m->ext = *a;
 	sp_hix_insert(&nat->map_int, idx,
 		      sp_endpoint_hash(&nat->map_int, proto, int_addr, int_port));
@@ -203,7 +204,10 @@ void
 sp_mapping_free(struct sp_nat *nat, uint32_t midx, uint32_t now)
 {
 	struct sp_mapping *m = &nat->mappings[midx];
+	uint32_t hold = 0;
 
+	if (m->leased && (int32_t)(m->lease_end - now) > 0)
+		hold = m->lease_end - now;
 	sp_hix_remove(&nat->map_int, midx,
 		      sp_endpoint_hash(&nat->map_int, m->proto, m->int_addr,
 				       m->int_port));
@@ -211,7 +215,7 @@ sp_mapping_free(struct sp_nat *nat, uint32_t midx, uint32_t now)
 		      sp_endpoint_hash(&nat->map_ext, m->proto, m->ext.addr,
 				       m->ext.port));
 	sp_pool_release(sp_nat_pool(nat, m->ext.pool), &nat->alloc, m->pi,
-			m->int_addr, &m->ext, now);
+			m->int_addr, &m->ext, now, hold);
 	m->proto = 0;
 	m->next_free = nat->free_mapping;
 	nat->free_mapping = midx;

@@ -37,7 +37,8 @@ int sp_mapping_new(struct sp_nat *nat, const struct sp_runtime *rt,
 		   uint64_t action, const struct sp_flow_key *key,
 		   uint32_t now, uint32_t *midx);
 
-/* Frees a mapping and its port, which starts resting. */
+/* Frees a mapping and its port, which starts resting; at its lease_end if
+ * it is leased and that is still to come (the port is held until then). */
 void sp_mapping_free(struct sp_nat *nat, uint32_t midx, uint32_t now);
 
 /* A mapping created (its first session opened) or deleted (its last one

@@ -53,6 +53,10 @@ struct sp_mapping {
 	uint32_t sessions;
 	uint32_t next_free;
 	struct sp_alloc ext;
+	/* learn mode: when the last lease of a session an operator deleted
+	 * ends (valid when leased): its port is held until then (lifecycle.h) */
+	uint32_t lease_end;
+	uint8_t leased;
 };
 
 /* An inside host's session count (sessions_per_host). */

@@ -169,7 +169,8 @@ housekeeping(struct sp_worker *w, const struct sp_runtime *rt)
 		     w->del_done)) {
 		uint32_t req = __atomic_load_n(&w->del_req, __ATOMIC_ACQUIRE);
 
-		w->del_count = sp_nat_delete(&w->nat, &w->del_filter, w->now);
+		w->del_count = sp_nat_delete(&w->nat, rt, &w->del_filter,
+					     w->now);
 		__atomic_store_n(&w->del_done, req, __ATOMIC_RELEASE);
 	}
 }
