@@ -16,6 +16,7 @@
 
 #include "control/cmd.h"
 #include "control/control.h"
+#include "control/learn_quiet.h"
 #include "control/publish.h"
 #include "control/setup.h"
 #include "core/learn.h"
@@ -547,6 +548,72 @@ test_deleted_port_without_lease(void **state)
 	free(r);
 }
 
+/* Learn mode's quiet period: while the runtime says so no port is handed
+ * out, a new flow is refused and counted learn_quiet_refused; a further
+ * session of an existing mapping needs no port and opens; once it is over
+ * the flow opens. */
+static void
+test_quiet_period_refuses_new_ports(void **state)
+{
+	struct sp_runtime *r = learn_runtime(true, SP_LEARN_NONE);
+	struct sp_flow_key k = {
+		.proto = IPPROTO_UDP, .src = RTE_BE32(0x0a000002),
+		.dst = RTE_BE32(0x01010101), .sport = RTE_BE16(5000),
+		.dport = RTE_BE16(53),
+	};
+	uint32_t sidx;
+	unsigned owner;
+
+	(void)state;
+	open_udp(r, 0x0a000002, T0);
+	r->learn_quiet = true;
+	assert_int_equal(try_udp(r, 0x0a000003, T0 + 1),
+			 SP_CNT_learn_quiet_refused);
+	assert_int_equal(nat.n_mappings, 1);
+	/* the mapping of 10.0.0.2:5000 exists: another remote needs no port */
+	assert_int_equal(sp_nat_outbound(&nat, r, &k, 0, T0 + 2, 1, &sidx,
+					 &owner), SP_NAT_OK);
+	r->learn_quiet = false;
+	assert_int_equal(try_udp(r, 0x0a000003, T0 + 3), SP_NAT_OK);
+	assert_int_equal(nat.n_mappings, 2);
+	free(r);
+}
+
+/* When it is on: learn mode with a lease, started without every session of
+ * a predecessor, for the longest lease; never when every session was taken
+ * over from --state, nor without learn mode. The runtime snapshot follows. */
+static void
+test_quiet_period_when(void **state)
+{
+	struct sp_runtime *r;
+
+	(void)state;
+	memset(&sp, 0, sizeof(sp));
+	sp_setup_defaults();
+	sp.n_workers = 1;
+	assert_false(sp_learn_quiet_begin(T0));
+	sp.learn = true;
+	sp.class_s[1] = 30;
+	sp.class_s[5] = 120;
+	assert_true(sp_learn_quiet_begin(T0));
+	r = sp_runtime_build();
+	assert_true(r->learn_quiet);
+	free(r);
+	assert_false(sp_learn_quiet_over(T0 + 120000 - 1));
+	assert_true(sp_learn_quiet_over(T0 + 120000));
+	assert_false(sp_learn_quiet_over(T0 + 120001));
+	r = sp_runtime_build();
+	assert_false(r->learn_quiet);
+	free(r);
+	/* every session of the state file taken over: no quiet period */
+	sp.state_whole = true;
+	assert_false(sp_learn_quiet_begin(T0));
+	r = sp_runtime_build();
+	assert_false(r->learn_quiet);
+	free(r);
+	memset(&sp, 0, sizeof(sp));
+}
+
 /* Applies one start-up line; 0, or -1 with the message in err. */
 static int
 apply_line(const char *line, char *err, size_t errlen)
@@ -626,6 +693,8 @@ main(void)
 		N(test_lease_kept_adopted_and_not_announced),
 		N(test_deleted_leased_port_held),
 		N(test_deleted_port_without_lease),
+		N(test_quiet_period_refuses_new_ports),
+		cmocka_unit_test(test_quiet_period_when),
 	};
 
 	return SP_RUN_TESTS(tests, setup, NULL);

@@ -33,6 +33,7 @@
 #include "control/ctl_socket.h"
 #include "control/eal.h"
 #include "control/format.h"
+#include "control/learn_quiet.h"
 #include "control/routing.h"
 #include "control/publish.h"
 #include "control/setup.h"
@@ -436,6 +437,9 @@ start(int argc, char **argv, int sep, const struct options *o)
 		die_setup(err);
 	if (o->state != NULL && sp_store_open(o->state, err, sizeof(err)) < 0)
 		die_setup(err);
+	/* after --state: whether every session of a predecessor is ours */
+	if (sp_learn_quiet_begin(sp_now_ms()) && sp_runtime_publish() < 0)
+		die("no memory for the runtime snapshot");
 	sp_telemetry_register();
 }
 
@@ -474,6 +478,9 @@ run(const struct options *o)
 		uint64_t a;
 
 		sp_control_poll(10);
+		/* on failure (no memory) it stays on, tried again next round */
+		if (sp_learn_quiet_over(sp_now_ms()) && sp_runtime_changed() < 0)
+			sp.learn_quiet = true;
 		if (o->exit_when_idle_ms == 0)
 			continue;
 		a = activity();

@@ -104,6 +104,7 @@ sp_runtime_build(void)
 	rt->icmp_on_exhaustion = sp.icmp_on_exhaustion;
 	rt->after_packets = sp.after_packets;
 	rt->learn = sp.learn;
+	rt->learn_quiet = sp.learn && sp.learn_quiet;
 	memcpy(rt->lease_class, sp.lease_class, sizeof(rt->lease_class));
 	rt->longest_class = SP_LEARN_NONE;
 	for (unsigned c = 0; c < SP_LEARN_CLASSES; c++) {

@@ -36,6 +36,7 @@
 	X(learn_tagged_out2in, "learn mode: translated packets (destination rewritten) sent to the switch with the learn tag") \
 	X(learn_not_learnable, "learn mode: translated packets sent without the learn tag: a hairpin, a fragment, a RST, a peer's, a kind with no lease, or not towards the switch") \
 	X(learn_no_headroom, "learn mode: translated packets sent without the learn tag for want of mbuf headroom (the switch learns from the flow's next packet)") \
+	X(learn_quiet_refused, "learn mode: new flows refused in the quiet period after a start without every session of the state file (the switch may hold the previous run's ports for the longest lease)") \
 	X(offload_unknown, "offload manager commands about a session that was gone (closed meanwhile)") \
 	X(mappings_created, "endpoint-independent mappings created") \
 	X(mappings_freed, "mappings freed with their last session") \

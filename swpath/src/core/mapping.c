@@ -182,6 +182,11 @@ sp_mapping_new(struct sp_nat *nat, const struct sp_runtime *rt,
 
 	if (nat->free_mapping == SP_NONE)
 		return SP_CNT_drop_table_full;
+	/* learn mode, just started without the predecessor's sessions: the
+	 * switch may still translate with any port under a lease of the
+	 * previous run (control/learn_quiet.h), so none is handed out */
+	if (__builtin_expect(rt->learn_quiet, 0))
+		return SP_CNT_learn_quiet_refused;
 	pool = sp_nat_pool(nat, SP_ACT_POOL(action));
 	if (pool == NULL)
 		return SP_CNT_drop_no_rule;

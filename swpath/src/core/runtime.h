@@ -47,6 +47,9 @@ struct sp_runtime {
 	uint8_t lease_class[SP_TO_MAX];
 	uint8_t longest_class;
 	uint32_t class_ms[SP_LEARN_CLASSES];
+	/* learn mode's quiet period (control/learn_quiet.h): no port is
+	 * handed out, new flows that need one are refused */
+	bool learn_quiet;
 	uint32_t n_owned;
 	struct sp_range owned[];        /* sorted, disjoint */
 };

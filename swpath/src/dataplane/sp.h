@@ -235,6 +235,13 @@ struct sp_app {
 	 * (SP_LEARN_NONE: not tagged), each class's seconds (0: unused) */
 	uint8_t lease_class[SP_TO_MAX];
 	uint32_t class_s[SP_LEARN_CLASSES];
+	/* learn mode's quiet period (control/learn_quiet.h): on until
+	 * quiet_until_ms (sp_now_ms) */
+	bool learn_quiet;
+	uint32_t quiet_until_ms;
+	/* --state: every session of the predecessor's file was taken over
+	 * (persist/session_store.c) */
+	bool state_whole;
 
 	/* data path */
 	struct sp_rss rss;

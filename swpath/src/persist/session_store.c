@@ -253,6 +253,8 @@ adopt_from(int fd, const char *path, uint32_t now)
 		for (uint32_t i = 0; i < h->sessions_per_worker; i++)
 			adopt_record(records(h, w)[i], h, &clk, &a);
 	ids_above_adopted();
+	/* learn mode's quiet period is skipped only when nothing was lost */
+	sp.state_whole = a.torn == 0 && a.reasons[SP_ADOPT_OK] == a.total;
 	log_adoption(path, h, &a);
 	munmap(h, size);
 }
