@@ -458,6 +458,15 @@ LEARN: tuple[Counter, ...] = (
         "translated packets sent without the learn tag for want of mbuf headroom"
         " (the switch learns from the flow's next packet)",
     ),
+    Counter(
+        "learn_quiet_refused",
+        Kind.REFUSED,
+        "",
+        "learn_quiet_refused",
+        "new flows refused in the quiet period after a start without every session"
+        " of the state file (the switch may hold the previous run's ports for the"
+        " longest lease)",
+    ),
 )
 
 
