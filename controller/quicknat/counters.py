@@ -285,6 +285,15 @@ OFFLOAD: tuple[Counter, ...] = (
         "",
         "sessions the instances announced opened on their session streams",
     ),
+    # install = "learn": a new pipeline has new learner tables, so no lease of
+    # an instance's is left (its quiet period after a start without state ends)
+    Counter(
+        "learn_fresh_told",
+        Kind.EVENT,
+        "learn_fresh_told",
+        "",
+        "pipelines pushed to a learning switch: the instances told it holds no lease of theirs",
+    ),
     # the writer's count in either mode; an instance counts the `session
     # offload` lines it is told
     Counter(

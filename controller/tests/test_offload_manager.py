@@ -13,7 +13,7 @@ import pytest
 from finsy.proto import p4r
 from quicknat.addr import parse_ipv4
 from quicknat.config import parse_config
-from quicknat.config.model import Timeouts
+from quicknat.config.model import OffloadInstall, Timeouts
 from quicknat.controller.context import ModeContext, WriterOptions
 from quicknat.controller.modes import OffloadMode
 from quicknat.controller.program import (
@@ -24,7 +24,7 @@ from quicknat.controller.program import (
 )
 from quicknat.controller.recovery import HeldEntries, HeldSession
 from quicknat.controller.stats import Stats
-from quicknat.controller.target import bmv2
+from quicknat.controller.target import TargetCapabilities, bmv2
 from quicknat.nat.allocator import Endpoint
 from quicknat.nat.session import FlowKey
 from quicknat.offload.stream import SessionEvent
@@ -459,3 +459,39 @@ def test_the_slow_path_entries_follow_the_configuration() -> None:
 
 
 OFFLOAD_CONFIG = configs.text("switch", "snat_pool", "dnat_web", "slow_path")
+
+
+def test_a_learning_switch_with_a_new_program_ends_the_instances_quiet() -> None:
+    """install = "learn": a pushed pipeline has new learner tables, so every
+    instance is told no lease of its ports is left (`offload fresh`, which
+    ends the quiet period of a start without state); with writes, nothing is
+    said, and a target that learns nothing refuses learn outright."""
+    writes = Rig(instances=2)
+    writes.m.pipeline_pushed()
+    assert writes.told == []
+
+    config = parse_config(configs.text("switch", "snat_pool", "slow_path", "slow_path_second"))
+    learn = replace(config, offload=replace(config.offload, install=OffloadInstall.LEARN))
+
+    def mode(target: TargetCapabilities) -> OffloadMode:
+        return OffloadMode(
+            ModeContext(
+                config=learn,
+                p4info=PIPELINE.p4info,
+                target=target,
+                stats=Stats(),
+                write=Switch().write,
+                packet_out=lambda payload, metadata: None,
+                now=lambda: 0.0,
+                writer_options=WriterOptions(),
+            )
+        )
+
+    with pytest.raises(ValueError, match="learn"):
+        mode(bmv2(PIPELINE.p4info))
+    m = mode(replace(bmv2(PIPELINE.p4info), learns=True))
+    told = Told()
+    m.io = told  # type: ignore[assignment]
+    m.pipeline_pushed()
+    assert told.lines == [(0, "offload fresh"), (1, "offload fresh")]
+    assert m.stats["learn_fresh_told"] == 1

@@ -251,6 +251,12 @@ COMMANDS: Final[dict[str, Command]] = {
         args=(arg("mode", "switch", required=True),),
         fields=(),
     ),
+    "offload fresh": Command(
+        words=("offload", "fresh"),
+        when="run-time",
+        args=(),
+        fields=(),
+    ),
     "offload lease": Command(
         words=("offload", "lease"),
         when="start-up",

@@ -240,6 +240,7 @@ class Controller:
                 self.p4info.proto, self.pipeline.device_config, self.pipeline.cookie
             )
             self.stats["pipeline_pushes"] += 1
+            self.mode.pipeline_pushed()
         await self.switch_config.write(self.client, fresh)
         if not fresh:
             # Same program running: its sessions, read once, for the mode to

@@ -50,6 +50,7 @@ enum sp_verb {
 	SP_CMD_PEER,            /* peer vid V ports LOW-HIGH [self] [default] */
 	SP_CMD_OFFLOAD_LEARN,   /* offload learn on|off */
 	SP_CMD_OFFLOAD_LEASE,   /* offload lease KIND class N seconds S */
+	SP_CMD_OFFLOAD_FRESH,   /* offload fresh */
 };
 
 /* When a verb may be applied: the command file, the control socket at run

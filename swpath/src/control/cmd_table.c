@@ -1125,6 +1125,14 @@ const struct sp_cmd_spec sp_cmd_specs[] = {
 		.syntax = "offload learn on|off",
 	},
 	{
+		.name = "offload fresh",
+		.words = { "offload", "fresh" },
+		.n_words = 2,
+		.verb = SP_CMD_OFFLOAD_FRESH,
+		.when = SP_WHEN_RUNTIME,
+		.syntax = "offload fresh",
+	},
+	{
 		.name = "offload lease",
 		.words = { "offload", "lease" },
 		.n_words = 2,

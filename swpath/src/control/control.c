@@ -17,6 +17,7 @@
 
 #include "control/control.h"
 #include "control/format.h"
+#include "control/learn_quiet.h"
 #include "control/peers.h"
 #include "control/routing.h"
 #include "control/rules.h"
@@ -169,6 +170,18 @@ apply_offload_learn(const struct sp_cmd *cmd, struct sp_buf *out, char *err,
 		    size_t errlen)
 {
 	sp.learn = cmd->u.learn;
+	return sp_runtime_changed();
+}
+
+/* `offload fresh` (run-time): the switch's learner tables are new (the
+ * controller pushed it a program), so none of this instance's ports is
+ * under a lease there: the quiet period of a start without state ends. */
+static int
+apply_offload_fresh(const struct sp_cmd *cmd, struct sp_buf *out, char *err,
+		    size_t errlen)
+{
+	if (!sp_learn_quiet_end())
+		return 0;
 	return sp_runtime_changed();
 }
 
@@ -329,6 +342,7 @@ static const verb_fn verbs[] = {
 	[SP_CMD_PEER] = sp_apply_peer,
 	[SP_CMD_OFFLOAD_LEARN] = apply_offload_learn,
 	[SP_CMD_OFFLOAD_LEASE] = apply_offload_lease,
+	[SP_CMD_OFFLOAD_FRESH] = apply_offload_fresh,
 };
 
 int

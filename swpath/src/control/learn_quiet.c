@@ -35,6 +35,16 @@ sp_learn_quiet_begin(uint32_t now)
 }
 
 bool
+sp_learn_quiet_end(void)
+{
+	if (!sp.learn_quiet)
+		return false;
+	sp.learn_quiet = false;
+	sp_log("info", "learn mode: the switch's learned tables are new; quiet period over");
+	return true;
+}
+
+bool
 sp_learn_quiet_over(uint32_t now)
 {
 	if (!sp.learn_quiet || (int32_t)(now - sp.quiet_until_ms) < 0)

@@ -31,4 +31,8 @@ bool sp_learn_quiet_begin(uint32_t now);
  * caller then publishes the runtime snapshot). */
 bool sp_learn_quiet_over(uint32_t now);
 
+/* The switch holds no lease of ours (`offload fresh`: its learner tables
+ * are new): whether a quiet period was on and is now over. */
+bool sp_learn_quiet_end(void);
+
 #endif /* SP_LEARN_QUIET_H */

@@ -42,6 +42,10 @@ class Mode(Protocol):
     def idle(self, key: FlowKey) -> None:
         """The switch reported the ageing entry of this key idle."""
 
+    def pipeline_pushed(self) -> None:
+        """The switch runs a program just pushed: its tables are new, so it
+        holds nothing, learned or written, of before."""
+
     async def prepare(self, running: Config, new: Config, flush: bool) -> None:
         """A run-time change, before the switch gets its static entries:
         ReconfigureError (a ValueError) refuses it."""

@@ -137,6 +137,9 @@ class ControllerMode:
     async def stop(self) -> None:
         """Nothing to stop."""
 
+    def pipeline_pushed(self) -> None:
+        """(recover, which follows, installs again what it lost)"""
+
     def recover(self, held: HeldEntries) -> None:
         """Adopt every session the switch holds that the configuration still
         allows (established flows keep their mappings across a controller

@@ -46,6 +46,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from quicknat.addr import format_ipv4
+from quicknat.config.command_render import render
 from quicknat.config.commands import rule_command, runtime_commands
 from quicknat.config.model import Config, OffloadInstall
 from quicknat.controller.context import ModeContext
@@ -215,6 +216,15 @@ class OffloadMode:
             if s.instance == instance:
                 s.stale = True
         self._software_only = {k for k in self._software_only if k[0] != instance}
+
+    def pipeline_pushed(self) -> None:
+        """A learning switch with new tables holds no lease of any instance's
+        ports: each may end the quiet period it keeps after a start without
+        its state (docs/offload.md, Learning)."""
+        if self.learning:
+            self.stats["learn_fresh_told"] += 1
+            for instance in range(len(self.config.slow_paths)):
+                self.io.command(instance, [render("offload fresh")])
 
     def idle(self, key: FlowKey) -> None:
         """The switch reports a session's in2out entry idle: ask its instance."""
