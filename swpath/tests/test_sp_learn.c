@@ -605,6 +605,14 @@ test_quiet_period_when(void **state)
 	r = sp_runtime_build();
 	assert_false(r->learn_quiet);
 	free(r);
+	/* `offload fresh` (the switch's learner tables are new) ends it at once */
+	assert_true(sp_learn_quiet_begin(T0));
+	assert_true(sp_learn_quiet_end());
+	assert_false(sp_learn_quiet_end());
+	assert_false(sp_learn_quiet_over(T0 + 120000));
+	r = sp_runtime_build();
+	assert_false(r->learn_quiet);
+	free(r);
 	/* every session of the state file taken over: no quiet period */
 	sp.state_whole = true;
 	assert_false(sp_learn_quiet_begin(T0));
@@ -636,6 +644,7 @@ static void
 test_lease_commands(void **state)
 {
 	struct sp_runtime *r;
+	struct sp_cmd cmd;
 	char err[256];
 
 	(void)state;
@@ -657,6 +666,10 @@ test_lease_commands(void **state)
 	assert_int_equal(apply_line("offload lease icmp class 1 seconds 10", err,
 				    sizeof(err)), -1);
 	assert_string_equal(err, "offload lease: class 1 is 30 seconds already, not 10");
+	/* `offload fresh` is a run-time command, without arguments */
+	assert_int_equal(sp_cmd_parse("offload fresh", &cmd, err, sizeof(err)), 0);
+	assert_int_equal(cmd.verb, SP_CMD_OFFLOAD_FRESH);
+	assert_int_equal(sp_cmd_parse("offload fresh now", &cmd, err, sizeof(err)), -1);
 	r = sp_runtime_build();
 	assert_true(r->learn);
 	assert_int_equal(r->lease_class[SP_TO_UDP], 1);
