@@ -19,7 +19,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any, TypeAlias
 
-from quicknat import log_format
+from quicknat import log_format, socket_paths
 from quicknat.addr import parse_ipv4
 from quicknat.config import Config, ConfigError, load_config
 from quicknat.config.commands import config_commands, slow_path_commands
@@ -78,7 +78,7 @@ def _swpath_commands(config: Config, args: argparse.Namespace) -> int:
     return 0
 
 
-DEFAULT_SOCKET = "/run/quicknat/controller.sock"
+DEFAULT_SOCKET = str(socket_paths.socket_path("controller"))
 
 
 def _protocol(text: str) -> int:
@@ -155,6 +155,7 @@ def _controller(config: Config, args: argparse.Namespace) -> int:
 
     from quicknat.controller.program import PROGRAMS, ConfigMismatch, Pipeline, PipelineMismatch
     from quicknat.controller.service import Controller, ControllerOptions, ResetRefused
+    from quicknat.controller.status import SocketInUse
 
     log_format.configure(
         args.log_format, "quicknat-controller", logging.DEBUG if args.verbose else logging.INFO
@@ -200,6 +201,9 @@ def _controller(config: Config, args: argparse.Namespace) -> int:
     except ResetRefused as exc:
         print(f"quicknat controller: {exc}", file=sys.stderr)
         return EXIT_CONFIG
+    except SocketInUse as exc:
+        print(f"quicknat controller: {exc}", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -257,8 +261,8 @@ def _status(args: argparse.Namespace) -> int:
     except OSError as exc:
         print(
             f"quicknat {args.command}: cannot reach {args.socket}: {exc.strerror or exc}\n"
-            "  is the controller or quicknat-swpath running? --socket names its "
-            "control socket (swpath's: --control, default /run/quicknat/swpath.sock)",
+            "  is the controller or quicknat-swpath running? --name NAME picks the "
+            "instance of a unit, --swpath asks swpath, --socket names any socket",
             file=sys.stderr,
         )
         return 1
@@ -449,9 +453,7 @@ def _exporter_command(sub: Subparsers) -> None:
         "socket for its counters, so the data path does no work for it.",
         formatter_class=DEFAULTS,
     )
-    exporter.add_argument(
-        "--socket", default="/run/quicknat/swpath.sock", help="the data path's control socket"
-    )
+    _socket_options(exporter, swpath_only=True)
     exporter.add_argument(
         "--listen", type=_address, default="127.0.0.1:9101", help="HOST:PORT to serve on"
     )
@@ -469,11 +471,7 @@ def _status_commands(sub: Subparsers) -> None:
             "asked over its control socket.",
             formatter_class=DEFAULTS,
         )
-        status.add_argument(
-            "--socket",
-            default=DEFAULT_SOCKET,
-            help="its control socket (swpath: its --control path)",
-        )
+        _socket_options(status)
         status.add_argument("--json", action="store_true", help="print the answer as JSON")
         status.set_defaults(status=name)
         if name == "sessions":
@@ -481,7 +479,6 @@ def _status_commands(sub: Subparsers) -> None:
 
 
 def _runtime_commands(sub: Subparsers) -> None:
-    socket_help = "its control socket (swpath: its --control path)"
     rule = sub.add_parser(
         "rule",
         help="add or delete a rule of a running controller or quicknat-swpath",
@@ -491,10 +488,10 @@ def _runtime_commands(sub: Subparsers) -> None:
         "(with flush, those of a deleted rule are deleted).",
     )
     rule.add_argument("words", nargs=argparse.REMAINDER, help="add ... | del N [flush]")
-    rule.add_argument("--socket", default=DEFAULT_SOCKET, help=socket_help)
+    _socket_options(rule)
     rule.set_defaults(runtime="rule")
     rules = sub.add_parser("rules", help="the rules a running controller or swpath has")
-    rules.add_argument("--socket", default=DEFAULT_SOCKET, help=socket_help)
+    _socket_options(rules)
     rules.set_defaults(runtime="rules")
     reload = sub.add_parser(
         "reload",
@@ -508,8 +505,28 @@ def _runtime_commands(sub: Subparsers) -> None:
     reload.add_argument(
         "--flush", action="store_true", help="delete the sessions of removed rules now"
     )
-    reload.add_argument("--socket", default=DEFAULT_SOCKET, help=socket_help)
+    _socket_options(reload)
     reload.set_defaults(runtime="reload")
+
+
+def _socket_options(parser: argparse.ArgumentParser, swpath_only: bool = False) -> None:
+    """Which running daemon a command asks (quicknat.socket_paths)."""
+    parser.add_argument(
+        "--socket",
+        help="the daemon's control socket (default: from --name, see socket_paths; "
+        "swpath's is its --control path)",
+    )
+    parser.add_argument(
+        "--name",
+        help="the instance NAME of quicknat-controller@NAME or quicknat-swpath@NAME "
+        "(default: the only one running)",
+    )
+    if swpath_only:
+        parser.set_defaults(swpath=True)
+    else:
+        parser.add_argument(
+            "--swpath", action="store_true", help="ask quicknat-swpath, not the controller"
+        )
 
 
 def _session_filters(parser: argparse.ArgumentParser) -> None:
@@ -607,6 +624,13 @@ def _reload_swpath(socket_path: Path, args: argparse.Namespace) -> list[str]:
 
 def _main(argv: Sequence[str] | None) -> int:
     args = _parser().parse_args(argv)
+    if hasattr(args, "swpath") and args.socket is None:  # which daemon a command asks
+        try:
+            daemon = "swpath" if args.swpath else "controller"
+            args.socket = str(socket_paths.find_socket(daemon, args.name))
+        except ValueError as exc:
+            print(f"quicknat: {exc}", file=sys.stderr)
+            return EXIT_CONFIG
     if getattr(args, "runtime", None):
         return _runtime(args)
     if getattr(args, "status", None) == "exporter":

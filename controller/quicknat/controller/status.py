@@ -20,6 +20,7 @@ import asyncio
 import json
 import os
 import socket
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -155,9 +156,40 @@ async def serve_status(path: Path, source: StatusSource) -> asyncio.AbstractServ
             writer.close()
 
     path.parent.mkdir(parents=True, exist_ok=True)
-    if path.exists():
-        os.unlink(path)  # a stale socket from a previous run
+    claim_socket(path)
     return await asyncio.start_unix_server(handle, path=str(path))
+
+
+class SocketInUse(Exception):
+    """The status socket's path is a live socket (another process answers
+    on it) or not a socket at all: taking it would cut that process off."""
+
+
+def claim_socket(path: Path) -> None:
+    """Makes `path` free for our socket: a socket nobody answers on (left by
+    a process that died) is removed; a live one, or a file that is no socket,
+    raises SocketInUse. Connecting is the only test of liveness a Unix socket
+    has: its file stays after its process is gone. swpath's control socket
+    does the same (swpath/src/control/ctl_socket.c)."""
+    try:
+        mode = path.lstat().st_mode
+    except FileNotFoundError:
+        return
+    if not stat.S_ISSOCK(mode):
+        raise SocketInUse(f"{path} exists and is not a socket; remove it or choose another path")
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        probe.settimeout(2)
+        try:
+            probe.connect(str(path))
+        except ConnectionRefusedError:  # nobody listens: stale
+            os.unlink(path)
+            return
+        except OSError as exc:  # e.g. a full backlog: something is there
+            raise SocketInUse(f"{path}: {exc.strerror or exc}; not taking it over") from None
+    raise SocketInUse(
+        f"{path} is in use: another process answers on it (another controller "
+        "of this name?); stop it or choose another --socket"
+    )
 
 
 def line_command(path: Path, line: str, timeout: float = 10.0) -> list[str]:
