@@ -23,7 +23,7 @@ import subprocess
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-TOOLS = ("setpriv", "strace", "systemd-analyze")
+TOOLS = ("setpriv", "strace", "systemd-analyze", "capsh")
 
 
 def missing_tool() -> str | None:
