@@ -28,6 +28,7 @@ ALLOWED = {
     "p4rt": set(),
     "p4": set(),  # the compiled P4 program, and its constants (generated)
     "offload": {"addr", "nat"},  # a slow-path instance's session events
+    "socket_paths": set(),  # where each daemon's socket is (reads /run/quicknat)
 }
 # Layers without I/O: no event loop, socket, gRPC or subprocess.
 PURE = {
