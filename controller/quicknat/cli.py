@@ -513,13 +513,14 @@ def _socket_options(parser: argparse.ArgumentParser, swpath_only: bool = False) 
     """Which running daemon a command asks (quicknat.socket_paths)."""
     parser.add_argument(
         "--socket",
-        help="the daemon's control socket (default: from --name, see socket_paths; "
-        "swpath's is its --control path)",
+        help="the daemon's control socket (swpath's: its --control path); default "
+        "/run/quicknat/controller-NAME.sock (swpath-NAME.sock with --swpath) for --name, "
+        "else controller.sock (swpath.sock) if it exists, else the only instance running",
     )
     parser.add_argument(
         "--name",
         help="the instance NAME of quicknat-controller@NAME or quicknat-swpath@NAME "
-        "(default: the only one running)",
+        "(None: the daemon started by hand, or the only instance running)",
     )
     if swpath_only:
         parser.set_defaults(swpath=True)
