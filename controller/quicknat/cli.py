@@ -619,6 +619,8 @@ def _main(argv: Sequence[str] | None) -> int:
     except ConfigError as exc:
         for message in exc.messages:
             print(message, file=sys.stderr)
+        for warning in exc.warnings:
+            print(f"warning: {warning}", file=sys.stderr)
         return EXIT_CONFIG
     for warning in config.warnings:
         print(f"warning: {warning}", file=sys.stderr)
