@@ -620,6 +620,18 @@ def rule_match(r: TableReader, default_id: int) -> Rule | None:
     return Rule(rule_id or default_id, kind, prefix, port, protocol)
 
 
+def rule_problems(table: dict[str, Any], source: str) -> list[str]:
+    """The problems of one rule on its own, as a file's [[rule]] would have
+    them (`quicknat rule add` checks its words so before it connects).
+    Whether its pool exists only the running configuration knows."""
+    problems = Problems(source)
+    reader = TableReader(problems, "", table, RULE_FIELDS)
+    pool = table.get("pool")
+    named = {pool} if isinstance(pool, str) else set()
+    _rule(reader, 0, named, named)
+    return problems.errors
+
+
 def _rule(
     r: TableReader, index: int, pool_names: set[str], declared_pools: set[str]
 ) -> Rule | None:

@@ -154,7 +154,6 @@ async def serve_status(path: Path, source: StatusSource) -> asyncio.AbstractServ
         finally:
             writer.close()
 
-    path.parent.mkdir(parents=True, exist_ok=True)
     if path.exists():
         os.unlink(path)  # a stale socket from a previous run
     return await asyncio.start_unix_server(handle, path=str(path))
