@@ -17,11 +17,10 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any, TypeAlias
 
-from quicknat import log_format
+from quicknat import __version__, log_format
 from quicknat.addr import parse_ipv4
 from quicknat.cli_args import (
     EXIT_RUNTIME,
@@ -595,10 +594,7 @@ def _ipv4(text: str) -> str:
 
 
 def _version() -> str:
-    try:
-        return version("quicknat")
-    except PackageNotFoundError:  # run from a source tree without installing
-        return "unknown"
+    return __version__  # the one version string (quicknat/__init__.py)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -148,3 +148,41 @@ def test_bad_invocation_is_one_clear_message(
     # unreachable socket's second line is a hint), never argparse's usage
     assert not first.startswith("usage:"), proc.stderr
     assert proc.stdout == ""
+
+
+SWPATH = TESTS.parents[1] / "swpath" / "build" / "app" / "quicknat-swpath"
+needs_swpath = pytest.mark.skipif(not SWPATH.exists(), reason="make build makes quicknat-swpath")
+
+
+@needs_swpath
+def test_swpath_and_the_cli_have_one_version() -> None:
+    import quicknat
+
+    for argv in ([str(SWPATH), "--version"], [sys.executable, "-m", "quicknat", "--version"]):
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=True)
+        assert proc.stdout.split()[1] == quicknat.__version__, argv
+
+
+@needs_swpath
+def test_swpath_reports_every_error_of_its_command_file(tmp_path: Path) -> None:
+    """Before the EAL starts (no hugepages, no ports): every problem, each
+    with its line, exit 2, no start."""
+    commands = tmp_path / "nat.cmds"
+    commands.write_text(
+        "interface in0 zone inside port 0\n"
+        "interface out0 zone outside port 1 mtu 20\n"
+        "rule add id 1 type snat prefix 10.0.0.0/33 pool public\n"
+        "stats\n"
+    )
+    proc = subprocess.run(
+        [str(SWPATH), "--", "--commands", str(commands), "--control", "none"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert proc.returncode == 2
+    lines = proc.stderr.splitlines()
+    assert [line.split(":")[2] for line in lines] == ["2", "3", "4"], proc.stderr
+    assert "prefix length must be 0..32" in lines[1]
+    assert "'stats' is a run-time command" in lines[2]
