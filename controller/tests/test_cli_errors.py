@@ -186,3 +186,20 @@ def test_swpath_reports_every_error_of_its_command_file(tmp_path: Path) -> None:
     assert [line.split(":")[2] for line in lines] == ["2", "3", "4"], proc.stderr
     assert "prefix length must be 0..32" in lines[1]
     assert "'stats' is a run-time command" in lines[2]
+
+
+@needs_swpath
+def test_swpath_control_socket_needs_its_directory(tmp_path: Path) -> None:
+    commands = tmp_path / "nat.cmds"
+    commands.write_text("interface in0 zone inside port 0\ninterface out0 zone outside port 1\n")
+    control = tmp_path / "nodir" / "swpath.sock"
+    proc = subprocess.run(
+        [str(SWPATH), "--", "--commands", str(commands), "--control", str(control)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr == f"quicknat-swpath: --control {control}: no directory {control.parent}\n"
+    assert not control.parent.exists()

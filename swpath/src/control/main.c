@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -114,6 +115,23 @@ number(const char *opt, const char *s, unsigned long min, unsigned long max)
 	if (errno != 0 || *end != '\0' || *s == '\0' || v < min || v > max)
 		die("%s %s: must be %lu..%lu", opt, s, min, max);
 	return v;
+}
+
+/* The control socket's directory must exist: a misspelt one is an error,
+ * not created (the systemd unit has its own made: RuntimeDirectory=). Said
+ * before the EAL starts, as the controller's --socket is said by its CLI. */
+static void
+check_control_directory(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	char dir[PATH_MAX];
+	struct stat st;
+
+	if (strcmp(path, "none") == 0 || slash == NULL || slash == path)
+		return; /* none, the current directory, or / */
+	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+	if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
+		die("--control %s: no directory %s", path, dir);
 }
 
 /* One option after --; the defaults are set before. */
@@ -222,6 +240,7 @@ parse_options(int argc, char **argv, struct options *o)
 	opterr = 1;
 	if (o->commands == NULL)
 		die("--commands FILE is required (see --help)");
+	check_control_directory(o->control);
 }
 
 /* -- the command file ------------------------------------------------------- */
