@@ -53,7 +53,9 @@ def socket_path(text: str) -> str:
     theirs with RuntimeDirectory=)."""
     directory = Path(text).parent
     if not directory.is_dir():
-        raise argparse.ArgumentTypeError(f"{text}: no directory {directory}")
+        raise argparse.ArgumentTypeError(
+            f"{text}: no directory {directory} (create it, or choose another path)"
+        )
     return text
 
 

@@ -201,5 +201,8 @@ def test_swpath_control_socket_needs_its_directory(tmp_path: Path) -> None:
         check=False,
     )
     assert proc.returncode == 2
-    assert proc.stderr == f"quicknat-swpath: --control {control}: no directory {control.parent}\n"
+    assert proc.stderr == (
+        f"quicknat-swpath: --control {control}: no directory {control.parent} "
+        "(create it, or choose another path)\n"
+    )
     assert not control.parent.exists()

@@ -131,7 +131,8 @@ check_control_directory(const char *path)
 		return; /* none, the current directory, or / */
 	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
 	if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
-		die("--control %s: no directory %s", path, dir);
+		die("--control %s: no directory %s (create it, or choose another path)",
+		    path, dir);
 }
 
 /* One option after --; the defaults are set before. */
