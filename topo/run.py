@@ -64,7 +64,7 @@ def burst(lab: OffloadLab) -> bool:
     print(f"first packets at far: {arrived} of {flows}")
     print(f"sessions in the switch: {counters['sessions_installed']} (table: {LAB_TABLE})")
     for socket in lab.sockets():
-        stats = json.loads(lab.quicknat("stats", socket=socket))
+        stats = json.loads(lab.quicknat("stats", "--json", socket=socket))
         print(f"sessions in {socket.stem}: {stats['sessions']}")
     print(f"left in software, table full: {counters['software_only.table_full']}")
     return arrived == flows

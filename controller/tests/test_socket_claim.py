@@ -126,7 +126,7 @@ def test_the_cli_asks_the_named_instance(
 
     async def run() -> None:
         server = await serve_status(path, Source("swpath edge"))
-        code = await asyncio.to_thread(main, ["stats", "--swpath", "--name", "edge"])
+        code = await asyncio.to_thread(main, ["stats", "--json", "--swpath", "--name", "edge"])
         assert code == 0
         code = await asyncio.to_thread(main, ["stats", "--json"])  # no swpath: the controller
         assert code == 1

@@ -814,7 +814,7 @@ def test_peer_startup_errors(tmp: Path) -> None:
 def test_log_format_json(tmp: Path) -> None:
     """--log-format json: a start-up failure, from DPDK's side or ours, is one
     JSON object with the controller's keys (quicknat/log_format.py)."""
-    for eal, commands in (((), "frobnicate\n"), (("--no-such-eal-option",), BASE)):
+    for eal, commands in (((), BASE + "frobnicate\n"), (("--no-such-eal-option",), BASE)):
         line = startup_error(tmp, commands, eal=eal, app=("--log-format", "json"))
         record = json.loads(line)
         eq(record["level"], "error")

@@ -13,6 +13,7 @@
 #include "sp_test_util.h"
 
 #include "control/cmd.h"
+#include "control/cmd_file.h"
 #include "control/cmd_table.h"
 #include "control/format.h"
 #include "core/session.h"
@@ -460,6 +461,75 @@ test_table_words_agree(void **state)
 	}
 }
 
+/* The command file's problems, in a buffer: -1 and every one of them. */
+static long
+read_file_text(const char *text, struct sp_cmd_line **cmds, struct sp_buf *errors)
+{
+	FILE *f = fmemopen((void *)text, strlen(text), "r");
+	long n;
+
+	assert_non_null(f);
+	n = sp_cmd_file_read(f, "nat.cmds", cmds, errors);
+	fclose(f);
+	sp_buf_printf(errors, "%c", '\0');
+	return n;
+}
+
+/* A file with several errors: all of them, each with its line, and no
+ * command to apply (the process does not start). */
+static void
+test_command_file_reports_every_error(void **state)
+{
+	struct sp_cmd_line *cmds = (void *)1;
+	struct sp_buf errors = { 0 };
+
+	(void)state;
+	assert_int_equal(read_file_text(
+		"# a comment\n"
+		"interface in0 zone inside port 0 address 10.0.0.1/24\n"
+		"interface out0 zone outsid port 1\n"
+		"pool public addresses 203.0.113.0/29\n"
+		"rule add id 1 type snat prefix 10.0.0.0/33 pool public\n"
+		"\n"
+		"sessions flush\n"
+		"frobnicate\n", &cmds, &errors), -1);
+	assert_null(cmds);
+	/* no "needs an outside interface": line 3 was meant to be it */
+	assert_string_equal(errors.p,
+		"nat.cmds:3: interface out0: zone outsid: must be inside or outside\n"
+		"nat.cmds:5: rule add: prefix 10.0.0.0/33: prefix length must be 0..32\n"
+		"nat.cmds:7: 'sessions' is a run-time command\n"
+		"nat.cmds:8: unknown command 'frobnicate' (interface, route, "
+		"neighbor, pool, rule, timeouts, filtering, limits, icmp, logging, "
+		"rules, sessions, session, stats, subscribe, offload, peer)\n");
+	sp_buf_free(&errors);
+}
+
+static void
+test_command_file_good_and_zones(void **state)
+{
+	struct sp_cmd_line *cmds;
+	struct sp_buf errors = { 0 };
+
+	(void)state;
+	assert_int_equal(read_file_text(
+		"interface in0 zone inside port 0\n"
+		"\n"
+		"interface out0 zone outside port 1\n", &cmds, &errors), 2);
+	assert_int_equal(cmds[0].line, 1);
+	assert_int_equal(cmds[1].line, 3);
+	assert_int_equal(cmds[1].cmd.u.iface.zone, SP_ZONE_OUTSIDE);
+	free(cmds);
+	assert_string_equal(errors.p, "");
+	sp_buf_free(&errors);
+	errors = (struct sp_buf){ 0 };
+	assert_int_equal(read_file_text("interface in0 zone inside port 0\n",
+					&cmds, &errors), -1);
+	assert_string_equal(errors.p,
+		"nat.cmds: needs at least one inside and one outside interface\n");
+	sp_buf_free(&errors);
+}
+
 /* An error that quotes user input stays one JSON string (ctl_socket.c). */
 static void
 test_json_string(void **state)
@@ -488,6 +558,8 @@ main(int argc, char **argv)
 		cmocka_unit_test(test_golden_files),
 		cmocka_unit_test(test_table_words_agree),
 		cmocka_unit_test(test_json_string),
+		cmocka_unit_test(test_command_file_reports_every_error),
+		cmocka_unit_test(test_command_file_good_and_zones),
 	};
 
 	(void)argc;

@@ -155,7 +155,8 @@ async def serve_status(path: Path, source: StatusSource) -> asyncio.AbstractServ
         finally:
             writer.close()
 
-    path.parent.mkdir(parents=True, exist_ok=True)
+    # No mkdir: a --socket in a directory that does not exist is the user's
+    # error, said by the CLI before we get here (cli_args.socket_path).
     claim_socket(path)
     return await asyncio.start_unix_server(handle, path=str(path))
 

@@ -50,29 +50,6 @@ static int listen_fd = -1;
 static char listen_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 static struct client clients[SP_MAX_CLIENTS];
 
-static int
-mkdir_parent(const char *path)
-{
-	char dir[sizeof(listen_path)];
-	char *slash;
-
-	snprintf(dir, sizeof(dir), "%s", path);
-	slash = strrchr(dir, '/');
-	if (slash == NULL || slash == dir)
-		return 0;
-	*slash = '\0';
-	for (char *p = dir + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		mkdir(dir, 0755);
-		*p = '/';
-	}
-	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
-		return -1;
-	return 0;
-}
-
 /*
  * Makes the socket's path free: a socket nobody answers on (its process died;
  * the file of a Unix socket outlives it) is removed, a live one belongs to a
@@ -123,9 +100,6 @@ sp_control_listen(const char *path, char *err, size_t errlen)
 	if (strlen(path) >= sizeof(sa.sun_path))
 		return sp_fail(err, errlen, "control socket path too long: %s", path);
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
-	if (mkdir_parent(path) < 0)
-		return sp_fail(err, errlen, "cannot create the directory of %s: %s",
-			    path, strerror(errno));
 	listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (listen_fd < 0)
 		return sp_fail(err, errlen, "control socket: %s", strerror(errno));
