@@ -7,6 +7,7 @@ rule) run with no daemon at all."""
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import subprocess
 import sys
@@ -48,6 +49,10 @@ CASES = [
      "{tmp}/c.sock"], USAGE, "every_section.toml:7: interface 1: mtu 20"),
     ("socket directory missing", ["controller", "--config", SWITCH, "--socket",
      "{tmp}/nodir/c.sock"], USAGE, "argument --socket: {tmp}/nodir/c.sock: no directory"),
+    ("socket in use", ["controller", "--config", SWITCH, "--socket", "{chatty}",
+     "--grpc-addr", "127.0.0.1:1"], RUNTIME, "{chatty} is in use: another process answers"),
+    ("socket path not a socket", ["controller", "--config", SWITCH, "--socket", "{pem}",
+     "--grpc-addr", "127.0.0.1:1"], RUNTIME, "{pem} exists and is not a socket"),
     ("metrics address not ours", ["controller", "--config", SWITCH, "--socket",
      "{tmp}/c.sock", "--metrics-addr", "192.0.2.1:9"], RUNTIME,
      "('192.0.2.1', 9): cannot assign requested address"),
@@ -70,6 +75,10 @@ CASES = [
     ("stats no socket", ["stats", "--json", "--socket", NO_SOCKET], RUNTIME, "cannot reach"),
     ("stats not our socket", ["stats", "--socket", "{chatty}"], RUNTIME,
      "not a quicknat control socket"),
+    ("stats bad instance name", ["stats", "--name", "../x"], USAGE,
+     "--name '../x': an instance name"),
+    ("stats named instance not running", ["stats", "--swpath", "--name", "nope"], RUNTIME,
+     "cannot reach /run/quicknat/swpath-nope.sock"),
     ("sessions bad filter", ["sessions", "--src", "10.0.0", "--socket", NO_SOCKET], USAGE,
      "argument --src"),
     ("sessions delete all", ["sessions", "delete", "--socket", NO_SOCKET], USAGE,
@@ -119,7 +128,7 @@ def places(tmp_path: Path) -> Iterator[dict[str, str]]:
                 conn, _ = server.accept()
             except OSError:
                 return
-            with conn:
+            with conn, contextlib.suppress(OSError):  # a probe closes at once
                 conn.recv(1024)
                 conn.sendall(b"hello, not JSON\n")
 
