@@ -100,3 +100,36 @@ def peer_commands(config: Config, name: str) -> list[str]:
         )
         for i, sp in enumerate(config.slow_paths)
     ]
+
+
+def ipfix_identity(config: Config, name: str | None) -> tuple[int, int]:
+    """(observation domain, natInstanceID) of the NAT that exports events:
+    None, the one this file configures (controller mode, swpath alone),
+    instance 0 in [logging] ipfix_domain; else slow-path instance `name`,
+    natInstanceID its index + 1 and its own ipfix_domain or the base's
+    + 1 + index (RFC 7011 sec. 3.1: a collector keys records by exporter and
+    domain; RFC 8158 sec. 4.1.1: natInstanceID names the instance)."""
+    base = config.logging.ipfix_domain
+    if name is None:
+        return base, 0
+    for index, sp in enumerate(config.slow_paths):
+        if sp.name == name:
+            domain = sp.ipfix_domain if sp.ipfix_domain is not None else base + 1 + index
+            return domain, index + 1
+    raise ValueError(f"no [[slow_path]] named {name!r}")
+
+
+def check_ipfix_domains(config: Config) -> None:
+    """ValueError when two of the NAT's exporters would share an observation
+    domain (or a derived one passes 2^32 - 1)."""
+    owners = {config.logging.ipfix_domain: "[logging]"}
+    for sp in config.slow_paths:
+        domain, _ = ipfix_identity(config, sp.name)
+        if domain > 0xFFFFFFFF:
+            raise ValueError(f"slow_path {sp.name}: ipfix_domain {domain} is past 4294967295")
+        if domain in owners:
+            raise ValueError(
+                f"slow_path {sp.name}: ipfix_domain {domain} is {owners[domain]}'s already "
+                "(each instance exports in its own observation domain)"
+            )
+        owners[domain] = f"slow_path {sp.name}"

@@ -18,6 +18,7 @@ from typing import Any
 from quicknat.addr import Prefix
 from quicknat.config import instances, values
 from quicknat.config.model import (
+    DEFAULT_IPFIX_DOMAIN,
     DEFAULT_MTU,
     MTU_MAX,
     MTU_MIN,
@@ -151,6 +152,7 @@ class _Parser:
         )
         try:
             instances.pins(config)
+            instances.check_ipfix_domains(config)
         except ValueError as exc:
             self.p.error("slow_path", str(exc))
             return None
@@ -249,13 +251,14 @@ class _Parser:
                 self.p,
                 f"slow_path {index}",
                 entry,
-                ("name", "port", "control", "ports", "default"),
+                ("name", "port", "control", "ports", "default", "ipfix_domain"),
             )
             name = r.get("name", values.name, required=True)
             port = r.get("port", lambda v: values.integer(v, 0, 511), required=True)
             control = r.get("control", values.file_path, required=True)
             block = r.get("ports", values.port_range) if r.has("ports") else (1024, 65535)
             default = r.get("default", values.boolean) or False
+            domain = r.get("ipfix_domain", values.observation_domain)
             if default and any(sp.default for sp in result):
                 r.error("default: another slow_path is the default already (at most one)")
                 continue
@@ -275,7 +278,7 @@ class _Parser:
             if name is None or port is None or control is None or block is None:
                 continue
             ports[port] = f"slow_path {name}"
-            result.append(SlowPath(name, port, control, block[0], block[1], default))
+            result.append(SlowPath(name, port, control, block[0], block[1], default, domain))
         return tuple(result)
 
     # -- [[route]] and [[neighbor]] --------------------------------------------
@@ -508,14 +511,33 @@ class _Parser:
         )
 
     def logging(self) -> Logging:
-        r = self._table("logging", ("events", "file", "syslog_server", "ipfix_collector"))
+        r = self._table(
+            "logging",
+            (
+                "events",
+                "file",
+                "syslog_server",
+                "ipfix_collector",
+                "ipfix_domain",
+                "ipfix_sessions",
+            ),
+        )
         events = r.get("events", _enum(EventLog)) or EventLog.NONE
         path = r.get("file", values.file_path)
         if events is EventLog.FILE and path is None and not r.has("file"):
             r.error("missing field 'file': events = \"file\" needs the file to append to")
         syslog_server = r.get("syslog_server", values.collector)
         ipfix_collector = r.get("ipfix_collector", values.collector)
-        return Logging(events, path, syslog_server, ipfix_collector)
+        domain = r.get("ipfix_domain", values.observation_domain)
+        sessions = r.get("ipfix_sessions", values.boolean) or False
+        return Logging(
+            events,
+            path,
+            syslog_server,
+            ipfix_collector,
+            DEFAULT_IPFIX_DOMAIN if domain is None else domain,
+            sessions,
+        )
 
 
 def _enum(cls: Any) -> Any:
