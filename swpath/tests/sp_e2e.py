@@ -40,7 +40,7 @@ from typing import Any
 
 import pytest
 from quicknat.addr import parse_ipv4
-from quicknat.event_export import parse_ipfix
+from quicknat.ipfix import parse_ipfix
 from quicknat.nat.allocator import Endpoint
 from scapy.layers.inet import ICMP, IP, TCP, UDP, fragment
 from scapy.layers.l2 import ARP, Dot1Q, Ether
@@ -377,7 +377,9 @@ def _received(sock: socket.socket) -> list[bytes]:
 def test_events_to_collectors(tmp: Path) -> None:
     """RFC 5424 and IPFIX over UDP to collectors on loopback: the mapping's
     created and deleted events, read by the controller's own reader
-    (quicknat/event_export.py), so both paths send the same bytes."""
+    (quicknat/ipfix.py), so both paths send the same bytes: in one message
+    (the flush interval gathers them; the exit sends what waits), in the
+    observation domain and as the natInstanceID the command names."""
     syslog = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     ipfix = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     try:
@@ -386,7 +388,7 @@ def test_events_to_collectors(tmp: Path) -> None:
         cmds = ONE_PORT + (
             "timeouts udp 1\nlogging events none "
             f"syslog_server 127.0.0.1:{syslog.getsockname()[1]} "
-            f"ipfix_collector 127.0.0.1:{ipfix.getsockname()[1]}\n"
+            f"ipfix_collector 127.0.0.1:{ipfix.getsockname()[1]} ipfix_domain 5 nat_instance 2\n"
         )
         inside = [from_host("10.0.0.2", "8.8.8.8") / UDP(sport=5000, dport=53)]
         r = run(tmp, cmds, [inside, []], idle_ms=2500)
@@ -400,12 +402,14 @@ def test_events_to_collectors(tmp: Path) -> None:
                 f'event="{event}" proto="udp" inside="10.0.0.2:5000" outside="203.0.113.1:40000"]'
             ) in message, message
             assert message.endswith(f"mapping {event} udp 10.0.0.2:5000 203.0.113.1:40000")
-        records = []
+        records: list[dict[str, int]] = []
+        templates: dict[int, list[tuple[int, int]]] = {}
         for data in _received(ipfix):
-            sequence, domain, got = parse_ipfix(data)
-            eq((sequence, domain), (len(records), 2), "IPFIX sequence and domain")
-            records += got
+            message = parse_ipfix(data, templates)
+            eq((message.sequence, message.domain), (len(records), 5), "sequence and domain")
+            records += message.records
         eq([rec["230"] for rec in records], [8, 9], "natEvent: BIB create, delete")
+        eq([rec["463"] for rec in records], [2, 2], "natInstanceID")
         for rec in records:
             eq((rec["4"], rec["8"], rec["7"]), (17, parse_ipv4("10.0.0.2"), 5000))
             eq((rec["225"], rec["227"]), (parse_ipv4("203.0.113.1"), 40000))

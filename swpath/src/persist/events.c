@@ -175,7 +175,7 @@ sp_events_drain(void)
 		if (sp.workers[w] != NULL && sp.workers[w]->event_ring != NULL)
 			n += sp_events_write(sp.workers[w]->event_ring, now,
 					     &wall);
-	sp_export_flush();
+	sp_export_flush(false);
 	if (n == 0 || log_state.file == NULL)
 		return;
 	if (fflush(log_state.file) != 0) {
@@ -221,7 +221,7 @@ sp_events_mappings_closed(void)
 			sp_export_event(&ev, wall_ms, strchr(line, ' ') + 1);
 		}
 	}
-	sp_export_flush();
+	sp_export_flush(true);
 	if (log_state.file != NULL)
 		fflush(log_state.file);
 }
