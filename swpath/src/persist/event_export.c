@@ -31,6 +31,10 @@
 #define NAT44_BIB_CREATE 8
 #define NAT44_BIB_DELETE 9
 #define QUOTA_EXCEEDED 13
+#define NAT_ADDRESSES_EXHAUSTED 3
+#define NAT44_SESSION_CREATE 4
+#define NAT44_SESSION_DELETE 5
+#define NAT_PORTS_EXHAUSTED 12
 #define MAX_ENTRIES_PER_USER 3  /* natQuotaExceededEvent */
 
 /*
@@ -83,6 +87,7 @@ static struct {
 	uint64_t first_ms;              /* when the oldest pending came */
 	uint64_t templates_ms;          /* when templates last went */
 	bool templates_sent;
+	bool sessions;                  /* session records asked for */
 	uint64_t failed;
 } ex = { .fd = -1 };
 
@@ -113,8 +118,8 @@ parse_collector(const char *what, const char *text, struct sockaddr_in *sa,
 
 int
 sp_export_configure(const char *syslog_server, const char *ipfix_collector,
-		    uint32_t domain, uint32_t instance, char *err,
-		    size_t errlen)
+		    uint32_t domain, uint32_t instance, bool sessions,
+		    char *err, size_t errlen)
 {
 	struct sockaddr_in s = { 0 }, i = { 0 };
 
@@ -137,6 +142,7 @@ sp_export_configure(const char *syslog_server, const char *ipfix_collector,
 	ex.ipfix_sa = i;
 	ex.domain = domain;
 	ex.instance = instance;
+	ex.sessions = sessions && ex.ipfix_on;
 	ex.sequence = 0;
 	ex.templates_sent = false;
 	if (gethostname(ex.host, sizeof(ex.host)) != 0 || ex.host[0] == '\0')
@@ -149,6 +155,12 @@ bool
 sp_export_enabled(void)
 {
 	return ex.fd >= 0;
+}
+
+bool
+sp_export_sessions(void)
+{
+	return ex.sessions;
 }
 
 uint64_t
@@ -355,6 +367,33 @@ queue_record(unsigned t, uint64_t time_ms, uint8_t nat_event,
 static void
 ipfix_record(const struct sp_event *ev, uint64_t time_ms)
 {
+	switch (ev->type) {
+	case SP_EVENT_SESSION_OPENED:
+	case SP_EVENT_SESSION_CLOSED: {
+		uint64_t v[] = { ev->proto, ev->int_addr, ev->int_port,
+				 ev->ext_addr, ev->ext_port, ev->rem_addr,
+				 ev->rem_port };
+
+		queue_record(T_SESSION, time_ms,
+			     ev->type == SP_EVENT_SESSION_OPENED ?
+				NAT44_SESSION_CREATE : NAT44_SESSION_DELETE, v);
+		return;
+	}
+	case SP_EVENT_PORTS_EXHAUSTED: {
+		uint64_t v[] = { ev->ext_addr, ev->proto };
+
+		queue_record(T_PORTS, time_ms, NAT_PORTS_EXHAUSTED, v);
+		return;
+	}
+	case SP_EVENT_ADDRESSES_EXHAUSTED: {
+		uint64_t v[] = { ev->int_addr /* natPoolID */, ev->proto };
+
+		queue_record(T_ADDRESSES, time_ms, NAT_ADDRESSES_EXHAUSTED, v);
+		return;
+	}
+	default:
+		break;
+	}
 	if (is_quota(ev)) {
 		uint64_t v[] = { MAX_ENTRIES_PER_USER, ev->int_addr,
 				 ev->ext_addr /* the limit's value */ };
@@ -374,7 +413,8 @@ sp_export_event(const struct sp_event *ev, uint64_t time_ms, const char *text)
 {
 	if (ex.fd < 0)
 		return;
-	if (ex.syslog_on)
+	/* syslog carries the line log's events: mappings and quotas */
+	if (ex.syslog_on && ev->type <= SP_EVENT_QUOTA_SESSIONS)
 		syslog_5424(ev, time_ms, text);
 	if (ex.ipfix_on)
 		ipfix_record(ev, time_ms);

@@ -18,11 +18,14 @@
 #include "persist/events.h"
 
 /* "a.b.c.d:port" or "" (off) for each; refuses a malformed address.
- * domain: the IPFIX observation domain, instance: natInstanceID. */
+ * domain: the IPFIX observation domain, instance: natInstanceID, sessions:
+ * session records too (with a collector). */
 int sp_export_configure(const char *syslog_server, const char *ipfix_collector,
-			uint32_t domain, uint32_t instance, char *err,
-			size_t errlen);
+			uint32_t domain, uint32_t instance, bool sessions,
+			char *err, size_t errlen);
 bool sp_export_enabled(void);
+/* Whether the workers must tell sessions opened and closed. */
+bool sp_export_sessions(void);
 
 /* One event at wall-clock time_ms; text is its line-log text (no time). */
 void sp_export_event(const struct sp_event *ev, uint64_t time_ms,

@@ -29,6 +29,12 @@ static struct {
 	int reopen;             /* set by SIGHUP */
 } log_state;
 
+bool
+sp_event_has_line(const struct sp_event *ev)
+{
+	return ev->type <= SP_EVENT_QUOTA_SESSIONS;
+}
+
 int
 sp_event_format(const struct sp_event *ev, time_t when, char *buf, size_t len)
 {
@@ -146,6 +152,10 @@ sp_events_write(struct rte_ring *ring, uint32_t now_ms,
 			uint32_t age = now_ms - ev[i].time_ms;
 			time_t when = (time_t)((wall_ms - age) / 1000);
 
+			if (!sp_event_has_line(&ev[i])) {
+				sp_export_event(&ev[i], wall_ms - age, "");
+				continue;
+			}
 			sp_event_format(&ev[i], when, line, sizeof(line));
 			write_line(line);
 			/* the text after the time, for the collectors */
