@@ -3,22 +3,19 @@ wrote: Wireshark's (tshark, Debian's package; `make deps` installs it).
 
 The NAT core opens and closes sessions and runs a pool dry; the event
 logger sends to a collector socket on loopback; the datagrams it gets go to
-a pcap, and tshark decodes them with the templates they carry. Skipped, with
-the reason, where tshark is missing."""
+a pcap, and tshark decodes them with the templates they carry
+(lab/ipfix_decode.py). Skipped, with the reason, where tshark is missing."""
 
 from __future__ import annotations
 
-import json
 import random
-import shutil
 import socket
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import configs
 import pytest
+from lab import ipfix_decode
 from quicknat.addr import parse_ipv4 as ip
 from quicknat.config import parse_config
 from quicknat.config.model import Zone
@@ -26,48 +23,7 @@ from quicknat.events import EventLogger
 from quicknat.nat.core import Nat, Refused
 from quicknat.nat.session import FlowKey
 
-TSHARK = shutil.which("tshark")
-pytestmark = pytest.mark.skipif(TSHARK is None, reason="tshark is not installed (make deps)")
-
-COLLECTOR_PORT = 4739  # IANA's IPFIX port: tshark decodes it as cflow with -d
-
-
-def tshark_flows(pcap: Path) -> list[dict[str, Any]]:
-    """Each message tshark decoded: its header fields and its records
-    (each the fields of one "Flow"), in order."""
-    assert TSHARK is not None
-    out = subprocess.run(
-        [TSHARK, "-r", str(pcap), "-d", f"udp.port=={COLLECTOR_PORT},cflow", "-T", "json"],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=60,
-    ).stdout
-    messages = []
-    for packet in json.loads(out):
-        cflow = packet["_source"]["layers"]["cflow"]
-        records = [
-            flow
-            for key, data_set in cflow.items()
-            if key.startswith("Set ")
-            for name, flow in data_set.items()
-            if name.startswith("Flow ")
-        ]
-        messages.append({"od_id": cflow["cflow.od_id"], "records": records})
-    return messages
-
-
-def tshark_event_names(pcap: Path) -> list[str]:
-    """natEvent as tshark names it (its own table of RFC 8158's values)."""
-    assert TSHARK is not None
-    out = subprocess.run(
-        [TSHARK, "-r", str(pcap), "-d", f"udp.port={COLLECTOR_PORT},cflow", "-V"],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=60,
-    ).stdout
-    return [line.split(":", 1)[1].strip() for line in out.splitlines() if "Nat Event:" in line]
+pytestmark = pytest.mark.skipif(ipfix_decode.TSHARK is None, reason=ipfix_decode.MISSING)
 
 
 @pytest.fixture
@@ -109,22 +65,13 @@ def run_the_nat(collector: socket.socket) -> list[bytes]:
     return [collector.recv(2048)]
 
 
-def write_pcap(messages: list[bytes], path: Path) -> None:
-    from scapy.layers.inet import IP, UDP
-    from scapy.layers.l2 import Ether
-    from scapy.utils import wrpcap
-
-    udp = UDP(sport=50000, dport=COLLECTOR_PORT)
-    wrpcap(str(path), [Ether() / IP(src="127.0.0.1", dst="127.0.0.1") / udp / m for m in messages])
-
-
 def test_tshark_decodes_every_event_with_instance_and_domain(
     collector: socket.socket, tmp_path: Path
 ) -> None:
     messages = run_the_nat(collector)
     pcap = tmp_path / "ipfix.pcap"
-    write_pcap(messages, pcap)
-    (message,) = tshark_flows(pcap)
+    ipfix_decode.write_pcap(messages, pcap)
+    (message,) = ipfix_decode.decoded_messages(pcap)
     assert message["od_id"] == "42", "the observation domain of [logging] ipfix_domain"
     records = message["records"]
     assert len(records) == 8, "several records in one message"
@@ -152,7 +99,7 @@ def test_tshark_decodes_every_event_with_instance_and_domain(
         assert r["cflow.post_naptsource_transport_port"] == "2000"
     assert by_event["12"][0]["cflow.post_natsource_ipv4_address"] == "203.0.113.1"
     assert by_event["3"][0]["cflow.nat_pool_id"] == "1"
-    names = set(tshark_event_names(pcap))
+    names = set(ipfix_decode.event_names(pcap))
     assert names == {
         "NAT44 BIB create (8)",
         "NAT44 BIB delete (9)",
