@@ -193,6 +193,7 @@ class Encoder:
         self.template_refresh_s = template_refresh_s
         self.sequence = 0
         self._pending: dict[int, list[bytes]] = {}  # template id -> records
+        self._set_bytes = 0  # the pending data sets' length, headers included
         self._templates_at: float | None = None  # when last sent (seconds)
 
     @property
@@ -203,26 +204,28 @@ class Encoder:
         at = self._templates_at
         return at is None or now_s - at >= self.template_refresh_s
 
-    def _size(self, now_s: float, extra: tuple[int, int] | None = None) -> int:
-        """The message's length as it would go now, with `extra` (template
-        id, record length) added."""
+    def _size(self, now_s: float, template_id: int, record: int) -> int:
+        """The message's length if it went now with one more record of
+        `record` bytes in template `template_id`'s set."""
         size = HEADER.size + (TEMPLATE_SET_BYTES if self._templates_due(now_s) else 0)
-        ids = set(self._pending) | ({extra[0]} if extra else set())
-        for template_id in ids:
-            records = self._pending.get(template_id, [])
-            size += 4 + sum(len(r) for r in records)
-        return size + (extra[1] if extra else 0)
+        new_set = 0 if template_id in self._pending else 4
+        return size + self._set_bytes + new_set + record
 
     def add(self, event: NatEvent, now_s: float) -> bytes | None:
         """Queue the event's record; returns the message that had to go first
         to keep each within message_max, if one did."""
         template, record = _record(event, self.instance)
         full = None
-        if self._pending and self._size(now_s, (template.template_id, len(record))) > (
+        if self._pending and self._size(now_s, template.template_id, len(record)) > (
             self.message_max
         ):
             full = self.flush(now_s)
-        self._pending.setdefault(template.template_id, []).append(record)
+        records = self._pending.get(template.template_id)
+        if records is None:
+            records = self._pending[template.template_id] = []
+            self._set_bytes += 4
+        records.append(record)
+        self._set_bytes += len(record)
         return full
 
     def flush(self, now_s: float) -> bytes | None:
@@ -241,6 +244,7 @@ class Encoder:
                 body += _set(template.template_id, b"".join(records))
                 count += len(records)
         self._pending.clear()
+        self._set_bytes = 0
         header = HEADER.pack(
             IPFIX_VERSION, HEADER.size + len(body), int(now_s), self.sequence, self.domain
         )
