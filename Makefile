@@ -11,7 +11,7 @@ APT_PACKAGES := build-essential pkg-config python3-venv python3-dev \
                 libdpdk-dev dpdk-dev dpdk libpcap-dev \
                 clang-14 libclang-rt-14-dev \
                 iproute2 ethtool iputils-ping mininet iperf3 curl nftables iptables \
-                traceroute \
+                traceroute tshark \
                 libgrpc++-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev
 
 .PHONY: install uninstall all deps deps-apt deps-python deps-dpdk-internal build test lint bench bench-peers bench-qns bench-bmv2 bench-p4rt-clients bench-offload bench-swpath bench-swx fuzz p4 constants commands generate run run-swpath run-bmv2 run-offload clean
@@ -25,13 +25,16 @@ deps: deps-apt deps-python deps-dpdk-internal
 deps-dpdk-internal: deps-apt
 	swpath/swx/dpdk-internal-headers.sh .deps
 
-# Idempotent: apt-get runs only when a package is missing.
+# Idempotent: apt-get runs only when a package is missing. tshark decodes
+# the IPFIX tests' messages (controller/tests/test_ipfix_tshark.py); its
+# wireshark-common would ask whether non-root users may capture: no.
 deps-apt:
 	@missing=""; for p in $(APT_PACKAGES); do \
 	  dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \
 	  echo "apt-get install:$$missing"; \
+	  echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections; \
 	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; \
 	else echo "deps: Debian packages present"; fi
 

@@ -22,8 +22,9 @@ ALLOWED = {
     "packet": {"addr", "rules", "config", "nat", "p4"},
     "icmp_error": {"addr", "rules", "config", "nat", "packet", "p4"},
     "icmp_gen": {"addr", "rules", "config", "nat", "packet", "p4"},
-    "events": {"addr", "rules", "config", "nat", "event_export"},
-    "event_export": {"addr"},
+    "events": {"addr", "rules", "config", "nat", "event_export", "ipfix"},
+    "event_export": {"addr", "ipfix"},
+    "ipfix": set(),
     "metrics": {"counters"},
     "p4rt": set(),
     "p4": set(),  # the compiled P4 program, and its constants (generated)
@@ -42,6 +43,7 @@ PURE = {
     "packet",
     "icmp_error",
     "icmp_gen",
+    "ipfix",
     "p4",
     "stats_view",
 }

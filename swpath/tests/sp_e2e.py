@@ -31,7 +31,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -40,7 +39,6 @@ from typing import Any
 
 import pytest
 from quicknat.addr import parse_ipv4
-from quicknat.event_export import parse_ipfix
 from quicknat.nat.allocator import Endpoint
 from scapy.layers.inet import ICMP, IP, TCP, UDP, fragment
 from scapy.layers.l2 import ARP, Dot1Q, Ether
@@ -362,56 +360,6 @@ def test_open_mappings_end_with_the_process(tmp: Path) -> None:
             "mapping deleted udp 10.0.0.2:5000 203.0.113.1:40000",
         ],
     )
-
-
-def _received(sock: socket.socket) -> list[bytes]:
-    got = []
-    sock.settimeout(0.5)
-    try:
-        while True:
-            got.append(sock.recv(4096))
-    except TimeoutError:
-        return got
-
-
-def test_events_to_collectors(tmp: Path) -> None:
-    """RFC 5424 and IPFIX over UDP to collectors on loopback: the mapping's
-    created and deleted events, read by the controller's own reader
-    (quicknat/event_export.py), so both paths send the same bytes."""
-    syslog = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    ipfix = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    try:
-        for s in (syslog, ipfix):
-            s.bind(("127.0.0.1", 0))
-        cmds = ONE_PORT + (
-            "timeouts udp 1\nlogging events none "
-            f"syslog_server 127.0.0.1:{syslog.getsockname()[1]} "
-            f"ipfix_collector 127.0.0.1:{ipfix.getsockname()[1]}\n"
-        )
-        inside = [from_host("10.0.0.2", "8.8.8.8") / UDP(sport=5000, dport=53)]
-        r = run(tmp, cmds, [inside, []], idle_ms=2500)
-        eq((r.counters["mappings_created"], r.counters["mappings_freed"]), (1, 1))
-        messages = [m.decode() for m in _received(syslog)]
-        eq(len(messages), 2, f"syslog messages {messages}")
-        for message, event in zip(messages, ("created", "deleted"), strict=True):
-            assert message.startswith("<30>1 "), message
-            assert " quicknat-swpath " in message and " MAPPING [nat@32473 " in message, message
-            assert (
-                f'event="{event}" proto="udp" inside="10.0.0.2:5000" outside="203.0.113.1:40000"]'
-            ) in message, message
-            assert message.endswith(f"mapping {event} udp 10.0.0.2:5000 203.0.113.1:40000")
-        records = []
-        for data in _received(ipfix):
-            sequence, domain, got = parse_ipfix(data)
-            eq((sequence, domain), (len(records), 2), "IPFIX sequence and domain")
-            records += got
-        eq([rec["230"] for rec in records], [8, 9], "natEvent: BIB create, delete")
-        for rec in records:
-            eq((rec["4"], rec["8"], rec["7"]), (17, parse_ipv4("10.0.0.2"), 5000))
-            eq((rec["225"], rec["227"]), (parse_ipv4("203.0.113.1"), 40000))
-    finally:
-        syslog.close()
-        ipfix.close()
 
 
 def reassembled(frags: Sequence[Packet]) -> Packet:

@@ -322,12 +322,23 @@ test_logging(void **state)
 	c = parse_ok("logging events none syslog_server 192.0.2.1:514 ipfix_collector 192.0.2.2:4739");
 	assert_string_equal(c.u.logging.syslog_server, "192.0.2.1:514");
 	assert_string_equal(c.u.logging.ipfix_collector, "192.0.2.2:4739");
+	/* absent: observation domain 1, natInstanceID 0, no session records */
+	assert_int_equal(c.u.logging.ipfix_domain, 1);
+	assert_int_equal(c.u.logging.nat_instance, 0);
+	assert_false(c.u.logging.ipfix_sessions);
+	c = parse_ok("logging events none ipfix_collector 192.0.2.2:4739 ipfix_domain 7 "
+		     "nat_instance 2 ipfix_sessions true");
+	assert_int_equal(c.u.logging.ipfix_domain, 7);
+	assert_int_equal(c.u.logging.nat_instance, 2);
+	assert_true(c.u.logging.ipfix_sessions);
+	parse_err("logging events none ipfix_domain 0", "ipfix_domain 0: must be 1..4294967295");
 	parse_err("logging events none ipfix_collector", "ipfix_collector: missing value");
 	parse_err("logging events kafka", "logging: events kafka: must be none, syslog or file");
 	parse_err("logging events file", "events file needs 'file PATH'");
 	parse_err("logging file /tmp/x", "logging: missing events");
 	parse_err("logging events", "logging: events: missing value");
-	parse_err("logging events none level info", "unknown word 'level' (events, file, syslog_server, ipfix_collector)");
+	parse_err("logging events none level info", "unknown word 'level' (events, file, syslog_server, ipfix_collector, "
+		  "ipfix_domain, nat_instance, ipfix_sessions)");
 	snprintf(line, sizeof(line), "logging events file file /%0300d", 0);
 	parse_err(line, "logging: file: longer than 255 bytes");
 }

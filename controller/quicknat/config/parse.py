@@ -20,6 +20,7 @@ from typing import Any
 from quicknat.addr import Prefix
 from quicknat.config import instances, values
 from quicknat.config.model import (
+    DEFAULT_IPFIX_DOMAIN,
     DEFAULT_MTU,
     MTU_MAX,
     MTU_MIN,
@@ -158,6 +159,7 @@ class _Parser:
                 )
         self._check_pool_sizes(pools, rules)
         # every section is read whatever the others held: all problems at once
+        logging = self.logging()
         config = Config(
             source=self.p.source,
             interfaces=interfaces,
@@ -168,9 +170,9 @@ class _Parser:
             timeouts=self.timeouts(),
             filtering=self.filtering(),
             limits=self.limits(),
-            logging=self.logging(),
+            logging=logging,
             icmp=self.icmp(),
-            slow_paths=self.slow_paths(interfaces),
+            slow_paths=self.slow_paths(interfaces, logging.ipfix_domain),
             offload=self.offload(),
             warnings=tuple(self.p.warnings),
         )
@@ -292,15 +294,20 @@ class _Parser:
 
     # -- [[slow_path]] (offload mode) ------------------------------------------
 
-    def slow_paths(self, interfaces: tuple[Interface, ...]) -> tuple[SlowPath, ...]:
+    def slow_paths(
+        self, interfaces: tuple[Interface, ...], base_domain: int
+    ) -> tuple[SlowPath, ...]:
+        """The instances; `base_domain` ([logging] ipfix_domain) is the one
+        their observation domains must differ from (_check_ipfix_domain)."""
         result: list[SlowPath] = []
         ports = {i.port: i.name for i in interfaces if i.port is not None}
+        domains = {base_domain: "[logging]'s"}
         for index, entry in enumerate(_entries(self.p, self.data, "slow_path"), 1):
             r = TableReader(
                 self.p,
                 f"slow_path {index}",
                 entry,
-                ("name", "port", "control", "ports", "default"),
+                ("name", "port", "control", "ports", "default", "ipfix_domain"),
                 ("slow_path", index),
             )
             name = r.get("name", values.name, required=True)
@@ -308,6 +315,9 @@ class _Parser:
             control = r.get("control", values.file_path, required=True)
             block = r.get("ports", values.port_range) if r.has("ports") else (1024, 65535)
             default = r.get("default", values.boolean) or False
+            domain = r.get("ipfix_domain", values.observation_domain)
+            if not r.has("ipfix_domain") or domain is not None:
+                self._check_ipfix_domain(r, domains, index, name, domain, base_domain)
             if default and any(sp.default for sp in result):
                 r.error(
                     "default: another slow_path is the default already (at most one)", "default"
@@ -331,8 +341,41 @@ class _Parser:
             if name is None or port is None or control is None or block is None:
                 continue
             ports[port] = f"slow_path {name}"
-            result.append(SlowPath(name, port, control, block[0], block[1], default))
+            result.append(SlowPath(name, port, control, block[0], block[1], default, domain))
         return tuple(result)
+
+    @staticmethod
+    def _check_ipfix_domain(
+        r: TableReader,
+        domains: dict[int, str],
+        index: int,
+        name: str | None,
+        domain: int | None,
+        base_domain: int,
+    ) -> None:
+        """Each exporter its own observation domain (RFC 7011 sec. 3.1: a
+        collector keys records by exporter and domain, so two instances in one
+        would mix their records). Unnamed, an instance's is the base's + its
+        position in the file (instances.ipfix_identity), checked here with the
+        entry's line whatever the other entries hold."""
+        field = "ipfix_domain" if domain is not None else None
+        if domain is None:
+            domain = base_domain + index
+            if domain > 0xFFFFFFFF:
+                r.error(
+                    f"ipfix_domain: [logging] ipfix_domain {base_domain} + {index} = {domain} "
+                    "is past 4294967295 (name one with ipfix_domain)"
+                )
+                return
+        shown = "is" if field else f"(the default, [logging]'s + {index}) is"
+        if domain in domains:
+            r.error(
+                f"ipfix_domain {domain} {shown} {domains[domain]} already "
+                "(each instance exports in its own observation domain)",
+                field,
+            )
+            return
+        domains[domain] = f"slow_path {name}'s" if name else f"slow_path {index}'s"
 
     # -- [[route]] and [[neighbor]] --------------------------------------------
 
@@ -575,14 +618,33 @@ class _Parser:
         )
 
     def logging(self) -> Logging:
-        r = self._table("logging", ("events", "file", "syslog_server", "ipfix_collector"))
+        r = self._table(
+            "logging",
+            (
+                "events",
+                "file",
+                "syslog_server",
+                "ipfix_collector",
+                "ipfix_domain",
+                "ipfix_sessions",
+            ),
+        )
         events = r.get("events", _enum(EventLog)) or EventLog.NONE
         path = r.get("file", values.file_path)
         if events is EventLog.FILE and path is None and not r.has("file"):
             r.error("missing field 'file': events = \"file\" needs the file to append to", "events")
         syslog_server = r.get("syslog_server", values.collector)
         ipfix_collector = r.get("ipfix_collector", values.collector)
-        return Logging(events, path, syslog_server, ipfix_collector)
+        domain = r.get("ipfix_domain", values.observation_domain)
+        sessions = r.get("ipfix_sessions", values.boolean) or False
+        return Logging(
+            events,
+            path,
+            syslog_server,
+            ipfix_collector,
+            DEFAULT_IPFIX_DOMAIN if domain is None else domain,
+            sessions,
+        )
 
 
 def _enum(cls: Any) -> Any:
