@@ -28,9 +28,9 @@
  * overlaps bytes already seen could replace that header (or anything else)
  * in the datagram the receiver puts together (RFC 1858 sec. 3.2, RFC 3128),
  * and a receiver's reassembly policy decides which copy wins. So, as Linux
- * since 4.19 (inet_frag_queue_insert) and RFC 5722 for IPv6, each datagram
- * keeps the byte ranges it has seen (SP_FRAG_RANGES runs, merged when they
- * touch; no allocation) and the end its last fragment set:
+ * since 4.19 (2018, inet_frag_queue_insert) and RFC 5722 for IPv6, each
+ * datagram keeps the byte ranges it has seen (SP_FRAG_RANGES runs, merged
+ * when they touch; no allocation) and the end its last fragment set:
  * - a fragment wholly inside bytes already seen (a duplicate, same content
  *   or not) is dropped and the datagram goes on: only the first copy ever
  *   leaves, so every receiver puts together what the NAT checked, and a
