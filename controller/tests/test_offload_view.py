@@ -204,7 +204,8 @@ def test_the_socket_answers_an_instances_failure_as_an_error() -> None:
 
 def test_ask_all_asks_every_instance_at_once(tmp_path: Path) -> None:
     """Each instance's socket gets the line and answers one JSON document,
-    as swpath does; a socket nobody serves is that instance's error."""
+    as swpath does; a socket nobody serves, or an answer that is not JSON,
+    is that instance's error."""
 
     async def scenario() -> None:
         got: list[str] = []
@@ -214,18 +215,28 @@ def test_ask_all_asks_every_instance_at_once(tmp_path: Path) -> None:
             writer.write(json.dumps([row(1, 10)]).encode() + b"\n")
             writer.close()
 
-        server = await asyncio.start_unix_server(serve, str(tmp_path / "sp0.sock"))
-        instances = (
-            SlowPath(name="sp0", port=9, control=str(tmp_path / "sp0.sock")),
-            SlowPath(name="sp1", port=10, control=str(tmp_path / "sp1.sock")),
+        async def not_swpath(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await reader.read()
+            writer.write(b"error: unknown command\n")
+            writer.close()
+
+        servers = [
+            await asyncio.start_unix_server(serve, str(tmp_path / "sp0.sock")),
+            await asyncio.start_unix_server(not_swpath, str(tmp_path / "sp2.sock")),
+        ]
+        instances = tuple(
+            SlowPath(name=f"sp{i}", port=9 + i, control=str(tmp_path / f"sp{i}.sock"))
+            for i in range(3)
         )
         io = OffloadIO(None, instances, Stats())  # type: ignore[arg-type]
-        sp0, sp1 = await io.ask_all("sessions src 10.0.0.10")
+        sp0, sp1, sp2 = await io.ask_all("sessions src 10.0.0.10")
         assert got == ["sessions src 10.0.0.10\n"]
         assert sp0 == Reply("sp0", [row(1, 10)])
         assert sp1.name == "sp1" and sp1.answer is None
         assert sp1.error is not None and sp1.error.startswith(f"{tmp_path / 'sp1.sock'}: ")
-        server.close()
-        await server.wait_closed()
+        assert sp2.error is not None and "not a JSON answer: b'error: unknown" in sp2.error
+        for server in servers:
+            server.close()
+            await server.wait_closed()
 
     asyncio.run(scenario())

@@ -113,10 +113,11 @@ class OffloadIO:
                     data = await reader.read()
             finally:
                 writer.close()
-            return Reply(sp.name, json.loads(data))
         except (OSError, TimeoutError) as exc:
             return Reply(sp.name, error=f"{sp.control}: {exc or type(exc).__name__}")
-        except ValueError:  # not JSON: cut off, or not swpath
+        try:
+            return Reply(sp.name, json.loads(data))
+        except ValueError:  # cut off, or not swpath
             return Reply(sp.name, error=f"{sp.control}: not a JSON answer: {data[:80]!r}")
 
     def kick(self) -> None:

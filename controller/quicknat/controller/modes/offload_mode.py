@@ -461,6 +461,8 @@ class OffloadMode:
         return ""
 
     def session_count(self) -> int:
+        """The controller holds no session of its own: the instances' count
+        is `quicknat stats`' instances_total (stats_view), asked of them."""
         return 0
 
     async def session_rows(self, query: SessionQuery) -> list[dict[str, object]]:
