@@ -331,9 +331,13 @@ def _unreachable(command: str, socket: str, exc: OSError) -> int:
 
 
 def _where(row: dict[str, object]) -> str:
-    """Where a session's packets are translated: swpath's rows say whether
-    the switch holds it too (offload mode: "both", the instance keeping its
-    state), the controller's whether its entries are in the switch yet."""
+    """Where a session's packets are translated: the controller's rows in
+    offload mode name the instance and whether the switch holds it
+    ("sp0/switch"), swpath's own say whether the switch holds it too
+    ("both", the instance keeping its state), controller mode's whether its
+    entries are in the switch yet."""
+    if "instance" in row:
+        return f"{row['instance']}/{row['where']}"
     if "offloaded" in row:
         return "both" if row["offloaded"] else "software"
     if "installed" in row:

@@ -122,9 +122,9 @@ def test_an_operator_delete_removes_the_entries_and_the_session() -> None:
         await run.first_flow()
         run.switch.hold = asyncio.Event()
         query = SessionQuery.parse(["delete", "src", "10.0.0.99"])
-        assert run.controller.delete_sessions(query) == 0
+        assert await run.controller.delete_sessions(query) == 0
         query = SessionQuery.parse(["delete", "src", "10.0.0.10", "port", "53"])
-        assert run.controller.delete_sessions(query) == 1
+        assert await run.controller.delete_sessions(query) == 1
         await run.settle()
         assert kinds(run.switch.writes[-1]) == [DELETE, DELETE]
         run.packet_in()  # the flow again, while the DELETE is out

@@ -99,8 +99,9 @@ CONTROLLER_FLOORS = {
     "systemd": 1,
     "recovery": 1,
     "reconfigure": 1,
-    # what a mode is built with
+    # what a mode is built with; offload mode's view of its instances' answers
     "context": 2,
+    "modes.offload_view": 2,
     # the one writer of sessions' entries
     "writer": 3,
     # the packet-in handlers

@@ -22,13 +22,13 @@ class Source:
     def __init__(self, name: str) -> None:
         self.name = name
 
-    def session_rows(self, query: SessionQuery) -> list[dict[str, object]]:
+    async def session_rows(self, query: SessionQuery) -> list[dict[str, object]]:
         return []
 
-    def delete_sessions(self, query: SessionQuery) -> int:
+    async def delete_sessions(self, query: SessionQuery) -> int:
         return 0
 
-    def stats_dict(self) -> dict[str, object]:
+    async def stats_answer(self) -> dict[str, object]:
         return {"who": self.name}
 
     async def line_command(self, line: str) -> list[str]:

@@ -25,7 +25,8 @@ SIGINT/SIGTERM. Every wait is bounded.
   transfer and a UDP stream, then started again with its --state: both carry
   on through the same external endpoints.
 - offload lab only: the switch takes established flows, ages them, and keeps
-  them while a killed slow-path instance is replaced.
+  them while a killed slow-path instance is replaced; the controller lists,
+  deletes and counts every instance's sessions (lab/e2e_sessions_view.py).
 
 The last line is `lab-e2e-LAB: N passed, M failed, K skipped` for `make test`.
 """
@@ -47,6 +48,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from lab.e2e_sessions_view import test_offload_controller_lists_every_instances_sessions
 from lab.nodes import IPERF_PORT, QUICKNAT, Nodes
 from lab.processes import raise_on_signals
 from lab.topology import FAR, H1, H2, RTR, SRV, Node
@@ -688,6 +690,9 @@ OFFLOAD_TESTS: dict[str, Test] = {
         test_offload_instance_without_its_state_gets_switch_sessions_back
     ),
     "offload_two_instances_hand_over": test_offload_two_instances_hand_over,
+    "offload_controller_lists_every_instances_sessions": (
+        test_offload_controller_lists_every_instances_sessions
+    ),
 }
 
 

@@ -108,9 +108,13 @@ class SessionQuery:
 
 
 class StatusSource(Protocol):
-    def session_rows(self, query: SessionQuery) -> list[dict[str, object]]: ...
-    def delete_sessions(self, query: SessionQuery) -> int: ...
-    def stats_dict(self) -> dict[str, object]: ...
+    """What the socket asks (service.Controller); ValueError from the
+    sessions' methods is the answer's error (offload mode: an instance that
+    did not answer)."""
+
+    async def session_rows(self, query: SessionQuery) -> list[dict[str, object]]: ...
+    async def delete_sessions(self, query: SessionQuery) -> int: ...
+    async def stats_answer(self) -> dict[str, object]: ...
     async def line_command(self, line: str) -> list[str]: ...
 
 
@@ -119,19 +123,19 @@ class StatusSource(Protocol):
 LINE_VERBS = ("rule", "rules", "reload")
 
 
-def _answer(source: StatusSource, line: str) -> object:
+async def _answer(source: StatusSource, line: str) -> object:
     words = line.split()
     if words == ["stats"]:
-        return source.stats_dict()
+        return await source.stats_answer()
     if words and words[0] == "sessions":
         try:
             query = SessionQuery.parse(words[1:])
+            if query.action == "list":
+                rows = await source.session_rows(query)
+                return rows[: query.limit] if query.limit else rows
+            return {"deleted": await source.delete_sessions(query)}
         except ValueError as exc:
             return {"error": f"sessions: {exc}"}
-        if query.action == "list":
-            rows = source.session_rows(query)
-            return rows[: query.limit] if query.limit else rows
-        return {"deleted": source.delete_sessions(query)}
     return {"error": f"unknown command {line!r} (sessions, stats)"}
 
 
@@ -147,7 +151,7 @@ async def serve_status(path: Path, source: StatusSource) -> asyncio.AbstractServ
                 writer.write("".join(f"{line}\n" for line in lines).encode())
                 await writer.drain()
                 return
-            answer = _answer(source, command)
+            answer = await _answer(source, command)
             writer.write(json.dumps(answer).encode() + b"\n")
             await writer.drain()
         except (TimeoutError, ConnectionError, UnicodeDecodeError):

@@ -236,7 +236,7 @@ class ControllerMode:
             if query.matches(s.protocol, s.internal.address, s.remote_address, ports, s.rule_id):
                 yield s
 
-    def delete_sessions(self, query: SessionQuery) -> int:
+    async def delete_sessions(self, query: SessionQuery) -> int:
         """The selected sessions' entries are deleted and the sessions
         forgotten, their ports resting as after an expiry."""
         deleted = sum(self._delete(s) for s in list(self._selected(query)))
@@ -246,7 +246,7 @@ class ControllerMode:
     def session_count(self) -> int:
         return self.nat.session_count
 
-    def session_rows(self, query: SessionQuery) -> list[dict[str, object]]:
+    async def session_rows(self, query: SessionQuery) -> list[dict[str, object]]:
         now = self.now()
         return [self._row(s, now) for s in self._selected(query)]
 
@@ -270,6 +270,10 @@ class ControllerMode:
         if s.protocol == Protocol.TCP:
             row["tcp_state"] = tcp_state.phase(s.tcp).value
         return row
+
+    async def stats_view(self) -> dict[str, object]:
+        """The controller's own counters are the whole of it."""
+        return {}
 
     def pools(self) -> list[dict[str, object]]:
         """Each configured pool's ports per protocol and how many are in use,
