@@ -11,10 +11,10 @@ APT_PACKAGES := build-essential pkg-config python3-venv python3-dev \
                 libdpdk-dev dpdk-dev dpdk libpcap-dev \
                 clang-14 libclang-rt-14-dev \
                 iproute2 ethtool iputils-ping mininet iperf3 curl nftables iptables \
-                traceroute \
+                traceroute tshark \
                 libgrpc++-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev
 
-.PHONY: install all deps deps-apt deps-python deps-dpdk-internal build test lint bench bench-peers bench-qns bench-bmv2 bench-p4rt-clients bench-offload bench-swpath bench-swx fuzz p4 constants commands generate run run-swpath run-bmv2 run-offload clean
+.PHONY: install uninstall all deps deps-apt deps-python deps-dpdk-internal build test lint bench bench-peers bench-qns bench-bmv2 bench-p4rt-clients bench-offload bench-swpath bench-swx fuzz p4 constants commands generate run run-swpath run-bmv2 run-offload clean
 
 all: build
 
@@ -25,13 +25,16 @@ deps: deps-apt deps-python deps-dpdk-internal
 deps-dpdk-internal: deps-apt
 	swpath/swx/dpdk-internal-headers.sh .deps
 
-# Idempotent: apt-get runs only when a package is missing.
+# Idempotent: apt-get runs only when a package is missing. tshark decodes
+# the IPFIX tests' messages (controller/tests/test_ipfix_tshark.py); its
+# wireshark-common would ask whether non-root users may capture: no.
 deps-apt:
 	@missing=""; for p in $(APT_PACKAGES); do \
 	  dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \
 	  echo "apt-get install:$$missing"; \
+	  echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections; \
 	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; \
 	else echo "deps: Debian packages present"; fi
 
@@ -117,17 +120,42 @@ bench-p4rt-clients: $(VENV)/.installed
 	$(VPY) bench/p4rt_clients.py
 
 # swpath, the controller (a venv of its own, a plain pip install: the P4
-# program is package data) and both systemd units, under PREFIX (as root).
+# program is package data), the systemd units (their @PREFIX@ made PREFIX) and
+# the event logs' logrotate file. DESTDIR stages it all elsewhere (a package
+# build): files go under DESTDIR, but name PREFIX, where they will run from.
+# PIP_FLAGS: e.g. --no-index --find-links DIR without PyPI.
 PREFIX ?= /usr/local
+DESTDIR ?=
 UNIT_DIR ?= /etc/systemd/system
+LOGROTATE_DIR ?= /etc/logrotate.d
+PIP_FLAGS ?=
+VENV_DIR := $(DESTDIR)$(PREFIX)/lib/quicknat
+UNIT_TEMPLATES := controller/systemd/quicknat-controller@.service.in \
+                  controller/systemd/quicknat-exporter@.service.in \
+                  swpath/systemd/quicknat-swpath@.service.in
 install: build
-	install -D -m 0755 swpath/build/app/quicknat-swpath $(PREFIX)/bin/quicknat-swpath
-	$(PYTHON) -m venv $(PREFIX)/lib/quicknat
-	$(PREFIX)/lib/quicknat/bin/pip install -q ./controller
-	ln -sf $(PREFIX)/lib/quicknat/bin/quicknat $(PREFIX)/bin/quicknat
-	install -D -m 0644 controller/systemd/quicknat-controller@.service $(UNIT_DIR)/quicknat-controller@.service
-	install -D -m 0644 swpath/systemd/quicknat-swpath@.service $(UNIT_DIR)/quicknat-swpath@.service
-	@echo "installed under $(PREFIX); configurations go in /etc/quicknat/NAME.toml (units: quicknat-controller@NAME, quicknat-swpath@NAME)"
+	install -D -m 0755 swpath/build/app/quicknat-swpath $(DESTDIR)$(PREFIX)/bin/quicknat-swpath
+	$(PYTHON) -m venv $(VENV_DIR)
+	$(VENV_DIR)/bin/pip install -q $(PIP_FLAGS) ./controller
+	@# a venv's scripts name the directory it was made in: make them name PREFIX's
+	if [ -n "$(DESTDIR)" ]; then \
+	  grep -rlI -- '$(DESTDIR)' $(VENV_DIR)/bin $(VENV_DIR)/pyvenv.cfg | \
+	    xargs -r sed -i 's|$(DESTDIR)$(PREFIX)|$(PREFIX)|g'; \
+	fi
+	ln -sfn $(PREFIX)/lib/quicknat/bin/quicknat $(DESTDIR)$(PREFIX)/bin/quicknat
+	for t in $(UNIT_TEMPLATES); do \
+	  unit=$(DESTDIR)$(UNIT_DIR)/$$(basename $$t .in); \
+	  install -d $$(dirname $$unit) && sed 's|@PREFIX@|$(PREFIX)|g' $$t > $$unit && chmod 0644 $$unit; \
+	done
+	install -D -m 0644 controller/systemd/quicknat.logrotate $(DESTDIR)$(LOGROTATE_DIR)/quicknat
+	@echo "installed under $(DESTDIR)$(PREFIX); configurations go in /etc/quicknat/NAME.toml (units: quicknat-controller@NAME, quicknat-swpath@NAME, quicknat-exporter@NAME; systemctl daemon-reload)"
+
+# What install wrote, and nothing else (/etc/quicknat and the logs stay).
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/quicknat-swpath $(DESTDIR)$(PREFIX)/bin/quicknat
+	rm -rf $(VENV_DIR)
+	for t in $(UNIT_TEMPLATES); do rm -f $(DESTDIR)$(UNIT_DIR)/$$(basename $$t .in); done
+	rm -f $(DESTDIR)$(LOGROTATE_DIR)/quicknat
 
 # Regenerate the compiled P4 artifacts (needs p4c-bm2-ss on PATH).
 p4:

@@ -235,7 +235,7 @@ def measure(nat: str, size: int, flows: int, workdir: Path) -> dict[str, Any]:
     if nat == "swpath":
         with running_lab(work, commands=swpath_commands(work, rules)) as lab:
             sent_s, received, window, by_end, machine, on_sender = send(lab, flows)
-            stats = json.loads(lab.quicknat("stats"))["counters"]
+            stats = json.loads(lab.quicknat("stats", "--json"))["counters"]
     else:
         with running_lab(work, nat=False) as lab:
             kernel_nat(lab)

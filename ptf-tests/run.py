@@ -50,7 +50,7 @@ def requirements(target: str) -> str | None:
         return "needs root (network namespace)"
     switch = SWITCH.get(target)
     if switch == "bmv2" and shutil.which(bmv2.switch_binary()) is None:
-        return "simple_switch_grpc not on PATH"
+        return "simple_switch_grpc not on PATH (nor where $QUICKNAT_BMV2 says)"
     if switch == "swx" and not swx.SWX.exists():
         return f"{swx.SWX.relative_to(REPO)} not built (make build)"
     if target in ("swpath", "offload", "offload-swx", "offload-swx-learn") and not SWPATH.exists():

@@ -6,8 +6,9 @@ The lab's topology (topo/lab/topology.py) with a P4 switch as the NAT
 program's 1,024-entry build), the controller as its offload manager,
 and two quicknat-swpath slow-path instances behind the switch's ports 9 and
 10 that take every miss (topo/lab/offload_lab.py). Shows the same translated
-traffic as `make run-swpath` (topo/lab/demo.py), each instance's sessions (which the
-switch holds), then a burst of short flows from both hosts, three times what
+traffic as `make run-swpath` (topo/lab/demo.py), every instance's sessions
+as the controller lists them (with their instance, and whether the switch
+holds them), then a burst of short flows from both hosts, three times what
 the switch's table holds, all translated, and the offload manager's
 counters. `--shell` keeps the lab up until Ctrl-C.
 Processes and namespaces are removed on exit, on error and on SIGINT/SIGTERM.
@@ -30,6 +31,7 @@ from lab.netns_lab import DOWNLOAD_MB, shell_help
 from lab.offload_lab import LAB_TABLE, SWITCHES, OffloadLab, lab_program, missing, running_lab
 from lab.processes import raise_on_signals
 from lab.topology import H1, H2
+from quicknat.controller.status import query
 from quicknat.counters import OFFLOAD
 
 # The burst: one-packet UDP flows from each inside host (each on its own
@@ -37,10 +39,12 @@ from quicknat.counters import OFFLOAD
 BURST_FLOWS, BURST_RATE, BURST_BASE = 1536, 500.0, 20000
 
 
-def show_instances(lab: OffloadLab) -> None:
-    for socket in lab.sockets():
-        print(f"\n=== sessions of {socket.stem}: quicknat sessions --socket {socket}")
-        print(lab.quicknat("sessions", socket=socket))
+def show_sessions(lab: OffloadLab) -> None:
+    """Every instance's sessions, as the controller lists them (each with its
+    instance and whether the switch holds it)."""
+    socket = lab.controller_socket
+    print(f"\n=== every instance's sessions: quicknat sessions --socket {socket}")
+    print(lab.quicknat("sessions", socket=socket))
 
 
 def burst(lab: OffloadLab) -> bool:
@@ -64,8 +68,13 @@ def burst(lab: OffloadLab) -> bool:
     print(f"first packets at far: {arrived} of {flows}")
     print(f"sessions in the switch: {counters['sessions_installed']} (table: {LAB_TABLE})")
     for socket in lab.sockets():
-        stats = json.loads(lab.quicknat("stats", socket=socket))
+        stats = json.loads(lab.quicknat("stats", "--json", socket=socket))
         print(f"sessions in {socket.stem}: {stats['sessions']}")
+    start = time.monotonic()
+    rows = query(lab.controller_socket, "sessions", timeout=30)
+    took = (time.monotonic() - start) * 1000
+    listed = len(rows) if isinstance(rows, list) else rows
+    print(f"the controller lists both instances' sessions: {listed} in {took:.0f} ms")
     print(f"left in software, table full: {counters['software_only.table_full']}")
     return arrived == flows
 
@@ -84,7 +93,7 @@ def main() -> int:
     try:
         with running_lab(workdir, program=lab_program(args.switch), switch=args.switch) as lab:
             ok = demo(lab, DOWNLOAD_MB)
-            show_instances(lab)
+            show_sessions(lab)
             ok = burst(lab) and ok
             counters = lab.controller_stats()["counters"]
             assert isinstance(counters, dict)
@@ -94,7 +103,10 @@ def main() -> int:
             if not args.shell:
                 return 0 if ok else 1
             shell_help(lab)
-            print(f"The controller: quicknat stats --socket {lab.controller_socket}")
+            print(
+                f"The controller (every instance's sessions and counters): "
+                f"quicknat sessions|stats --socket {lab.controller_socket}"
+            )
             try:
                 lab.procs[-1].wait()
             except SystemExit:

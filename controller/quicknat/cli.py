@@ -5,6 +5,8 @@ quicknat-swpath.
 Subcommands that need no data path (``check``, ``lookup``, ``swpath-commands``)
 work anywhere; ``controller`` runs the P4 path's control plane; ``sessions``
 and ``stats`` ask a running controller or swpath over its control socket.
+Every error is one line on stderr, exit status 2 for what was given, 1 for
+what failed while running (cli_args.py).
 """
 
 from __future__ import annotations
@@ -15,20 +17,30 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any, TypeAlias
 
-from quicknat import log_format
+from quicknat import __version__, log_format, socket_paths
 from quicknat.addr import parse_ipv4
+from quicknat.cli_args import (
+    EXIT_RUNTIME,
+    EXIT_USAGE,
+    ArgumentParser,
+    fail,
+    pem_file,
+    readable_file,
+    rule_words_problem,
+    socket_path,
+)
 from quicknat.config import Config, ConfigError, load_config
 from quicknat.config.commands import config_commands, slow_path_commands
 from quicknat.config.dump import config_to_data
 from quicknat.metrics import split_address
 from quicknat.nat.qns import Qns
 from quicknat.rules import Protocol, RuleKind
+from quicknat.stats_view import stats_lines
 
-EXIT_CONFIG = 2
+EXIT_CONFIG = EXIT_USAGE
 
 
 def _check(config: Config, args: argparse.Namespace) -> int:
@@ -78,7 +90,7 @@ def _swpath_commands(config: Config, args: argparse.Namespace) -> int:
     return 0
 
 
-DEFAULT_SOCKET = "/run/quicknat/controller.sock"
+DEFAULT_SOCKET = str(socket_paths.socket_path("controller"))
 
 
 def _protocol(text: str) -> int:
@@ -121,7 +133,7 @@ def _exporter(args: argparse.Namespace) -> int:
     def read() -> dict[str, Any]:
         try:
             answer = query(Path(args.socket), "stats", timeout=2.0)
-        except OSError:
+        except (OSError, ValueError):  # not there, or not a data path's socket
             return {"up": False}
         if not isinstance(answer, dict):
             return {"up": False}
@@ -138,7 +150,10 @@ def _exporter(args: argparse.Namespace) -> int:
         server.close()
         await server.wait_closed()
 
-    asyncio.run(main())
+    try:
+        asyncio.run(main())
+    except OSError as exc:  # the address cannot be bound
+        return fail("exporter", f"--listen {args.listen}: {exc.strerror or exc}", EXIT_RUNTIME)
     return 0
 
 
@@ -155,11 +170,16 @@ def _controller(config: Config, args: argparse.Namespace) -> int:
 
     from quicknat.controller.program import PROGRAMS, ConfigMismatch, Pipeline, PipelineMismatch
     from quicknat.controller.service import Controller, ControllerOptions, ResetRefused
+    from quicknat.controller.status import SocketInUse
 
     log_format.configure(
         args.log_format, "quicknat-controller", logging.DEBUG if args.verbose else logging.INFO
     )
     logging.getLogger("grpc").setLevel(logging.WARNING)  # its DEBUG is noise for users
+    try:
+        tls = _tls(args)
+    except _Usage as exc:
+        return fail("controller", str(exc), EXIT_USAGE)
     options = ControllerOptions(
         grpc_addr=args.grpc_addr,
         device_id=args.device_id,
@@ -171,7 +191,7 @@ def _controller(config: Config, args: argparse.Namespace) -> int:
         force=args.force,
         metrics=split_address(args.metrics_addr) if args.metrics_addr else None,
         config_path=Path(args.config).resolve(),
-        tls=_tls(args),
+        tls=tls,
         standby=args.standby,
     )
     try:
@@ -200,7 +220,18 @@ def _controller(config: Config, args: argparse.Namespace) -> int:
     except ResetRefused as exc:
         print(f"quicknat controller: {exc}", file=sys.stderr)
         return EXIT_CONFIG
+    except SocketInUse as exc:  # a live socket, or a file that is no socket
+        return fail("controller", str(exc), EXIT_RUNTIME)
+    except OSError as exc:  # --metrics-addr or --socket cannot be bound
+        return fail("controller", _os_error(exc), EXIT_RUNTIME)
     return 0
+
+
+def _os_error(exc: OSError) -> str:
+    """An OSError as one line: what it was about, and why."""
+    what = exc.filename if exc.filename else None
+    why = exc.strerror or str(exc)
+    return f"{what}: {why}" if what else why
 
 
 def _tls(args: argparse.Namespace) -> Any:
@@ -208,16 +239,20 @@ def _tls(args: argparse.Namespace) -> Any:
 
     if args.tls_ca is None:
         if args.tls_cert or args.tls_key:
-            raise SystemExit("quicknat controller: --tls-cert and --tls-key need --tls-ca")
+            raise _Usage("--tls-cert and --tls-key need --tls-ca")
         return None
     if bool(args.tls_cert) != bool(args.tls_key):
-        raise SystemExit("quicknat controller: --tls-cert and --tls-key go together")
+        raise _Usage("--tls-cert and --tls-key go together")
     return Tls(
         Path(args.tls_ca),
         Path(args.tls_cert) if args.tls_cert else None,
         Path(args.tls_key) if args.tls_key else None,
         args.tls_server_name,
     )
+
+
+class _Usage(ValueError):
+    """Options that do not go together (exit 2)."""
 
 
 def _session_query(args: argparse.Namespace) -> str:
@@ -251,22 +286,21 @@ def _status(args: argparse.Namespace) -> int:
             line = _session_query(args)
         except ValueError as exc:
             print(f"quicknat sessions: {exc}", file=sys.stderr)
-            return 2
+            return EXIT_USAGE
     try:
         answer = query(Path(args.socket), line)
     except OSError as exc:
-        print(
-            f"quicknat {args.command}: cannot reach {args.socket}: {exc.strerror or exc}\n"
-            "  is the controller or quicknat-swpath running? --socket names its "
-            "control socket (swpath's: --control, default /run/quicknat/swpath.sock)",
-            file=sys.stderr,
-        )
-        return 1
+        return _unreachable(args.command, args.socket, exc)
+    except ValueError:  # not JSON: some other program's socket
+        return fail(args.command, f"{args.socket}: not a quicknat control socket", EXIT_RUNTIME)
     if isinstance(answer, dict) and "error" in answer:
         print(f"quicknat {args.command}: {answer['error']}", file=sys.stderr)
-        return 1
-    if args.json or args.command == "stats":
+        return EXIT_RUNTIME
+    if args.json:
         print(json.dumps(answer, indent=2))
+        return 0
+    if args.command == "stats" and isinstance(answer, dict):
+        print("\n".join(stats_lines(answer)))
         return 0
     if isinstance(answer, dict):  # delete, flush
         print(f"{answer['deleted']} sessions deleted")
@@ -286,10 +320,24 @@ def _status(args: argparse.Namespace) -> int:
     return 0
 
 
+def _unreachable(command: str, socket: str, exc: OSError) -> int:
+    print(
+        f"quicknat {command}: cannot reach {socket}: {exc.strerror or exc}\n"
+        "  is the controller or quicknat-swpath running? --name NAME picks the "
+        "instance of a unit, --swpath asks swpath, --socket names any socket",
+        file=sys.stderr,
+    )
+    return EXIT_RUNTIME
+
+
 def _where(row: dict[str, object]) -> str:
-    """Where a session's packets are translated: swpath's rows say whether
-    the switch holds it too (offload mode: "both", the instance keeping its
-    state), the controller's whether its entries are in the switch yet."""
+    """Where a session's packets are translated: the controller's rows in
+    offload mode name the instance and whether the switch holds it
+    ("sp0/switch"), swpath's own say whether the switch holds it too
+    ("both", the instance keeping its state), controller mode's whether its
+    entries are in the switch yet."""
+    if "instance" in row:
+        return f"{row['instance']}/{row['where']}"
     if "offloaded" in row:
         return "both" if row["offloaded"] else "software"
     if "installed" in row:
@@ -298,7 +346,7 @@ def _where(row: dict[str, object]) -> str:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="quicknat",
         description=__doc__.split("\n\n", 1)[0].replace("\n", " "),
         formatter_class=DEFAULTS,
@@ -315,7 +363,7 @@ def _parser() -> argparse.ArgumentParser:
 
 DEFAULTS = argparse.ArgumentDefaultsHelpFormatter
 # (argparse names no public type for it)
-Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+Subparsers: TypeAlias = "argparse._SubParsersAction[ArgumentParser]"
 
 
 def _configuration_commands(sub: Subparsers) -> None:
@@ -373,18 +421,27 @@ def _controller_command(sub: Subparsers) -> None:
         help="the switch: BMv2 (simple_switch_grpc) or quicknat-swx (DPDK SWX); "
         "picks the program's committed build (docs/p4-targets.md)",
     )
-    controller.add_argument("--p4info", help="the program's P4Info (default: the target's)")
+    controller.add_argument(
+        "--p4info", type=readable_file, help="the program's P4Info (default: the target's)"
+    )
     controller.add_argument(
         "--device-config",
         "--bmv2-json",
         dest="device_config",
+        type=readable_file,
         help="the program's device config: BMv2 JSON or SWX spec (default: the target's)",
     )
     controller.add_argument(
-        "--tls-ca", help="TLS to the switch: the CA that signed its certificate (PEM)"
+        "--tls-ca",
+        type=pem_file,
+        help="TLS to the switch: the CA that signed its certificate (PEM)",
     )
-    controller.add_argument("--tls-cert", help="mutual TLS: the controller's certificate (PEM)")
-    controller.add_argument("--tls-key", help="mutual TLS: the controller's private key (PEM)")
+    controller.add_argument(
+        "--tls-cert", type=pem_file, help="mutual TLS: the controller's certificate (PEM)"
+    )
+    controller.add_argument(
+        "--tls-key", type=pem_file, help="mutual TLS: the controller's private key (PEM)"
+    )
     controller.add_argument(
         "--tls-server-name", help="the name in the switch's certificate, if not its address"
     )
@@ -412,7 +469,10 @@ def _controller_command(sub: Subparsers) -> None:
 def _controller_options(controller: argparse.ArgumentParser) -> None:
     """How the controller runs: its rates, sockets and logs."""
     controller.add_argument(
-        "--socket", default=DEFAULT_SOCKET, help="status socket for quicknat sessions/stats"
+        "--socket",
+        type=socket_path,
+        default=DEFAULT_SOCKET,
+        help="status socket for quicknat sessions/stats (its directory must exist)",
     )
     controller.add_argument(
         "--punt-rate",
@@ -449,9 +509,7 @@ def _exporter_command(sub: Subparsers) -> None:
         "socket for its counters, so the data path does no work for it.",
         formatter_class=DEFAULTS,
     )
-    exporter.add_argument(
-        "--socket", default="/run/quicknat/swpath.sock", help="the data path's control socket"
-    )
+    _socket_options(exporter, swpath_only=True)
     exporter.add_argument(
         "--listen", type=_address, default="127.0.0.1:9101", help="HOST:PORT to serve on"
     )
@@ -469,11 +527,7 @@ def _status_commands(sub: Subparsers) -> None:
             "asked over its control socket.",
             formatter_class=DEFAULTS,
         )
-        status.add_argument(
-            "--socket",
-            default=DEFAULT_SOCKET,
-            help="its control socket (swpath: its --control path)",
-        )
+        _socket_options(status)
         status.add_argument("--json", action="store_true", help="print the answer as JSON")
         status.set_defaults(status=name)
         if name == "sessions":
@@ -481,7 +535,6 @@ def _status_commands(sub: Subparsers) -> None:
 
 
 def _runtime_commands(sub: Subparsers) -> None:
-    socket_help = "its control socket (swpath: its --control path)"
     rule = sub.add_parser(
         "rule",
         help="add or delete a rule of a running controller or quicknat-swpath",
@@ -490,11 +543,12 @@ def _runtime_commands(sub: Subparsers) -> None:
         "(docs/swpath-commands.md). New flows get the change; established sessions keep theirs "
         "(with flush, those of a deleted rule are deleted).",
     )
-    rule.add_argument("words", nargs=argparse.REMAINDER, help="add ... | del N [flush]")
-    rule.add_argument("--socket", default=DEFAULT_SOCKET, help=socket_help)
+    # "*", not REMAINDER: an option after the words (--socket, --name) stays an option
+    rule.add_argument("words", nargs="*", help="add ... | del N [flush]")
+    _socket_options(rule)
     rule.set_defaults(runtime="rule")
     rules = sub.add_parser("rules", help="the rules a running controller or swpath has")
-    rules.add_argument("--socket", default=DEFAULT_SOCKET, help=socket_help)
+    _socket_options(rules)
     rules.set_defaults(runtime="rules")
     reload = sub.add_parser(
         "reload",
@@ -504,12 +558,35 @@ def _runtime_commands(sub: Subparsers) -> None:
         "logging need a restart. The controller reads its own file unless --config names "
         "another (also on SIGHUP); quicknat-swpath needs --config.",
     )
-    reload.add_argument("--config", help="the file (default: the controller's own)")
+    reload.add_argument(
+        "--config", type=readable_file, help="the file (default: the controller's own)"
+    )
     reload.add_argument(
         "--flush", action="store_true", help="delete the sessions of removed rules now"
     )
-    reload.add_argument("--socket", default=DEFAULT_SOCKET, help=socket_help)
+    _socket_options(reload)
     reload.set_defaults(runtime="reload")
+
+
+def _socket_options(parser: argparse.ArgumentParser, swpath_only: bool = False) -> None:
+    """Which running daemon a command asks (quicknat.socket_paths)."""
+    parser.add_argument(
+        "--socket",
+        help="the daemon's control socket (swpath's: its --control path); default "
+        "/run/quicknat/controller-NAME.sock (swpath-NAME.sock with --swpath) for --name, "
+        "else controller.sock (swpath.sock) if it exists, else the only instance running",
+    )
+    parser.add_argument(
+        "--name",
+        help="the instance NAME of quicknat-controller@NAME or quicknat-swpath@NAME "
+        "(None: the daemon started by hand, or the only instance running)",
+    )
+    if swpath_only:
+        parser.set_defaults(swpath=True)
+    else:
+        parser.add_argument(
+            "--swpath", action="store_true", help="ask quicknat-swpath, not the controller"
+        )
 
 
 def _session_filters(parser: argparse.ArgumentParser) -> None:
@@ -538,10 +615,7 @@ def _ipv4(text: str) -> str:
 
 
 def _version() -> str:
-    try:
-        return version("quicknat")
-    except PackageNotFoundError:  # run from a source tree without installing
-        return "unknown"
+    return __version__  # the one version string (quicknat/__init__.py)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -552,6 +626,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 141  # 128 + SIGPIPE, as a shell reports it
+    except KeyboardInterrupt:
+        return 130  # 128 + SIGINT: Ctrl-C on a command waiting for its socket
 
 
 def _runtime(args: argparse.Namespace) -> int:
@@ -559,6 +635,17 @@ def _runtime(args: argparse.Namespace) -> int:
     either path's socket (swpath reloads by the difference, computed here)."""
     from quicknat.controller.status import line_command, query
 
+    if args.runtime == "rule":
+        problem = rule_words_problem(args.words)
+        if problem is not None:  # said before connecting: no daemon needed to find it
+            for line in problem.splitlines():
+                print(f"quicknat {line}", file=sys.stderr)
+            return EXIT_USAGE
+    if args.runtime == "reload" and args.config:
+        try:  # the file's problems, before either path is asked
+            load_config(args.config)
+        except ConfigError as exc:
+            return fail("reload", "\n".join(exc.messages), EXIT_USAGE)
     socket_path = Path(args.socket)
     try:
         if args.runtime == "reload":
@@ -575,11 +662,13 @@ def _runtime(args: argparse.Namespace) -> int:
         else:
             lines = line_command(socket_path, "rules")
     except OSError as exc:
-        print(f"quicknat {args.runtime}: cannot reach {args.socket}: {exc}", file=sys.stderr)
-        return 1
-    except (ValueError, ConfigError) as exc:
-        print(f"quicknat {args.runtime}: {exc}", file=sys.stderr)
-        return 1
+        return _unreachable(args.runtime, args.socket, exc)
+    except _Usage as exc:
+        return fail(args.runtime, str(exc), EXIT_USAGE)
+    except ConfigError as exc:  # reload's file, changed since it was checked above
+        return fail(args.runtime, "\n".join(exc.messages), EXIT_USAGE)
+    except ValueError as exc:  # the running NAT refused the change
+        return fail(args.runtime, str(exc), EXIT_RUNTIME)
     for line in lines:
         print(line)
     return 0
@@ -592,7 +681,7 @@ def _reload_swpath(socket_path: Path, args: argparse.Namespace) -> list[str]:
     from quicknat.controller.status import line_command, query
 
     if not args.config:
-        raise ValueError("reload: quicknat-swpath has no configuration file: give --config FILE")
+        raise _Usage("quicknat-swpath has no configuration file: give --config FILE")
     config = load_config(args.config)
     running = {int(line.split()[3]): line for line in line_command(socket_path, "rules")}
     commands = runtime_commands(running, config, args.flush)
@@ -607,6 +696,12 @@ def _reload_swpath(socket_path: Path, args: argparse.Namespace) -> list[str]:
 
 def _main(argv: Sequence[str] | None) -> int:
     args = _parser().parse_args(argv)
+    if hasattr(args, "swpath") and args.socket is None:  # which daemon a command asks
+        try:
+            daemon = "swpath" if args.swpath else "controller"
+            args.socket = str(socket_paths.find_socket(daemon, args.name))
+        except ValueError as exc:
+            return fail(args.command, str(exc), EXIT_USAGE)
     if getattr(args, "runtime", None):
         return _runtime(args)
     if getattr(args, "status", None) == "exporter":
@@ -619,6 +714,8 @@ def _main(argv: Sequence[str] | None) -> int:
     except ConfigError as exc:
         for message in exc.messages:
             print(message, file=sys.stderr)
+        for warning in exc.warnings:
+            print(f"warning: {warning}", file=sys.stderr)
         return EXIT_CONFIG
     for warning in config.warnings:
         print(f"warning: {warning}", file=sys.stderr)

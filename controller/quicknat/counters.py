@@ -138,6 +138,14 @@ VOCABULARY: tuple[Counter, ...] = (
         "fragments dropped over the reassembly holding limits",
     ),
     Counter(
+        "fragment_overlap",
+        Kind.DROPPED,
+        "fragment.overlap",
+        "drop_frag_overlap",
+        "fragments dropped (IN-IP-9): over bytes their datagram had, of a datagram that"
+        " overlapped, past 65,535 bytes, or a first too short for its transport header",
+    ),
+    Counter(
         "source_route_dropped",
         Kind.DROPPED,
         "drop.ip_options+ipv4_options.source_route",

@@ -17,9 +17,10 @@ import time
 
 from quicknat.addr import format_ipv4
 from quicknat.config.model import EventLog, Logging
-from quicknat.event_export import Exporter, NatEvent
+from quicknat.event_export import Exporter
+from quicknat.ipfix import NatEvent
 from quicknat.nat.allocator import Endpoint
-from quicknat.nat.session import Mapping
+from quicknat.nat.session import Mapping, Session
 from quicknat.rules import Protocol
 
 TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
@@ -46,13 +47,18 @@ def event_line(event: str, mapping: Mapping, wall_time: float) -> str:
 
 class EventLogger:
     """Called by the NAT core (Nat.on_mapping); writes nothing when events are
-    off. Events also go to the collectors `[logging]` names (event_export.py)."""
+    off. Events also go to the collectors `[logging]` names (event_export.py);
+    sessions and exhaustion to the IPFIX collector only. The NAT is instance
+    0 of the configuration (config/instances.py ipfix_identity)."""
 
     def __init__(self, config: Logging) -> None:
         self.logger: logging.Logger | None = None
         self.exporter: Exporter | None = None
+        self.ipfix_sessions = config.ipfix_collector is not None and config.ipfix_sessions
         if config.syslog_server is not None or config.ipfix_collector is not None:
-            self.exporter = Exporter(config.syslog_server, config.ipfix_collector)
+            self.exporter = Exporter(
+                config.syslog_server, config.ipfix_collector, config.ipfix_domain, 0
+            )
         if config.events is EventLog.NONE:
             return
         handler: logging.Handler
@@ -99,3 +105,38 @@ class EventLogger:
                 "quota", int(wall * 1000), inside=internal_address, limit=limit, value=value
             )
             self.exporter.send(quota, text)
+
+    def session(self, event: str, session: Session, now: float) -> None:
+        """Nat.on_session (registered only with ipfix_sessions): RFC 8158's
+        NAT44 session create or delete, seen as the inside host's packet
+        out: inside endpoint, its translation, the remote."""
+        assert self.exporter is not None
+        self.exporter.send(
+            NatEvent(
+                f"session-{event}",
+                int(time.time() * 1000),
+                session.protocol,
+                session.internal.address,
+                session.internal.port,
+                session.external.address,
+                session.external.port,
+                remote=session.remote_address,
+                remote_port=session.remote_port,
+            )
+        )
+
+    def exhausted(self, what: str, address: int, pool_id: int, protocol: int, now: float) -> None:
+        """Nat.on_exhausted: a pool address out of ports, or a whole pool."""
+        if self.exporter is None:
+            return
+        wall_ms = int(time.time() * 1000)
+        if what == "ports":
+            event = NatEvent("ports-exhausted", wall_ms, protocol, outside=address)
+        else:
+            event = NatEvent("addresses-exhausted", wall_ms, protocol, value=pool_id)
+        self.exporter.send(event)
+
+    def flush(self) -> None:
+        """Sends the IPFIX records waiting (the controller's flush interval)."""
+        if self.exporter is not None:
+            self.exporter.flush()

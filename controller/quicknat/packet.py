@@ -148,29 +148,67 @@ def rewrite_addresses(frame: bytes, rewrite: Rewrite) -> bytes:
 
 
 class Fragment(NamedTuple):
-    """Where an IPv4 fragment belongs: its datagram, and whether it is the first."""
+    """Where an IPv4 fragment belongs: its datagram, whether it is the first,
+    and where its data lies in the datagram's IP payload."""
 
     src: int
     dst: int
     protocol: int
     ident: int
     first: bool
+    offset: int  # bytes
+    length: int  # bytes of data, by the IP total length (not the frame's)
+    last: bool  # MF clear
+    header_len: int
 
 
 def fragment_of(frame: bytes) -> Fragment | None:
     """The fragment a frame is, or None for a whole datagram."""
     ip = ETH_HEADER
-    ipv4_header_length(frame)
+    header_len = ipv4_header_length(frame)
     flags_offset = int.from_bytes(frame[ip + 6 : ip + 8], "big")
     if not flags_offset & 0x3FFF:  # neither MF nor an offset
         return None
+    total = int.from_bytes(frame[ip + 2 : ip + 4], "big")
+    if total < header_len or ip + total > len(frame):
+        raise PacketError("IPv4 total length outside the frame")
     return Fragment(
         int.from_bytes(frame[ip + 12 : ip + 16], "big"),
         int.from_bytes(frame[ip + 16 : ip + 20], "big"),
         frame[ip + 9],
         int.from_bytes(frame[ip + 4 : ip + 6], "big"),
         not flags_offset & 0x1FFF,
+        (flags_offset & 0x1FFF) * 8,
+        total - header_len,
+        not flags_offset & 0x2000,
+        header_len,
     )
+
+
+# The whole transport header a first fragment must hold (RFC 1858 sec. 3.1).
+L4_HEADER_MIN = {TCP: 20, UDP: 8, ICMP: 8}
+
+
+def fragment_unsafe(frame: bytes, fragment: Fragment) -> bool:
+    """IN-IP-9 (swpath's parser, packet.h): a fragment that reaches past
+    65,535 bytes (the ping of death), a TCP fragment at offset 8 bytes (RFC
+    1858 sec. 3.2: it rewrites the flags), or a first fragment too short for
+    its whole transport header, TCP options included (RFC 1858 sec. 3.1, RFC
+    3128: the rest of the header would come apart from the ports the NAT
+    checked). PacketError for a TCP data offset below 5 words."""
+    if fragment.offset + fragment.header_len + fragment.length > 0xFFFF:
+        return True
+    if fragment.protocol == TCP and fragment.offset == 8:
+        return True
+    if not fragment.first:
+        return False
+    need = L4_HEADER_MIN.get(fragment.protocol, 0)
+    if fragment.protocol == TCP and fragment.length >= need:
+        data_offset = (frame[ETH_HEADER + fragment.header_len + 12] >> 4) * 4
+        if data_offset < need:
+            raise PacketError("TCP data offset below 5 words")
+        need = data_offset
+    return fragment.length < need
 
 
 def parse_flow(frame: bytes) -> FlowKey:

@@ -61,9 +61,12 @@ def frame(src: str, l4: UDP | TCP | None = None) -> bytes:
 
 
 class Run:
-    def __init__(self, target: str = "bmv2") -> None:
+    def __init__(self, target: str = "bmv2", extra: str = "") -> None:
+        """`extra`: TOML added to CONFIG."""
         self.pipeline = Pipeline.of_target(target)
-        self.controller = Controller(parse_config(CONFIG), ControllerOptions(), self.pipeline)
+        self.controller = Controller(
+            parse_config(CONFIG + extra), ControllerOptions(), self.pipeline
+        )
         self.switch = StubSwitch()
         self.controller.client = self.switch  # type: ignore[assignment]
         self.stop = asyncio.Event()

@@ -3,6 +3,7 @@ socket nobody listens on, a closed pipe, the session table."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -123,3 +124,38 @@ def test_a_closed_pipe_ends_quietly() -> None:
 
 def test_version() -> None:
     assert cli._version() != ""
+
+
+STATS = {
+    "sessions": 3,
+    "connected": True,
+    "counters": {"rx": 120, "tx": 118, "drop_no_rule": 0},
+    "pools": [{"name": "public", "ports": 64512, "in_use": {"tcp": 2, "udp": 1, "icmp": 0}}],
+    "lcores": [{"worker": 0, "lcore": 1, "sessions": 3, "counters": {"rx": 120}}],
+}
+
+
+def test_stats_prints_a_table(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr("quicknat.controller.status.query", lambda path, command: STATS)
+    assert main(["stats"]) == 0
+    lines = [" ".join(line.split()) for line in capsys.readouterr().out.splitlines()]
+    assert lines[:2] == ["sessions 3", "connected yes"]
+    assert "counters (2 non-zero, 1 at 0: --json shows them):" in lines
+    assert "rx 120" in lines and "tx 118" in lines
+    assert not [line for line in lines if "drop_no_rule" in line]
+    pools = lines.index("pools:")
+    assert lines[pools + 1 : pools + 3] == [
+        "name ports in_use.tcp in_use.udp in_use.icmp",
+        "public 64512 2 1 0",
+    ]
+    assert lines[-2:] == ["worker lcore sessions", "0 1 3"]  # its counters: --json
+
+
+def test_stats_json_is_the_answer(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr("quicknat.controller.status.query", lambda path, command: STATS)
+    assert main(["stats", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == STATS

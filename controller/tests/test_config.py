@@ -54,7 +54,7 @@ def test_pool_policy_defaults_and_a_well_known_only_range_warns() -> None:
     config = parse_config(text.replace('ports = "1024-65535"', 'ports = "1-1023"'), "low.toml")
     assert config.pools[0].port_max == 1023
     assert config.warnings == (
-        "low.toml: pool 1: ports 1-1023: all below 1024, so only internal ports below 1024 "
+        "low.toml:21: pool 1: ports 1-1023: all below 1024, so only internal ports below 1024 "
         "can be translated with this pool (RFC 4787 REQ-3)",
     )
 
@@ -74,7 +74,7 @@ def test_cli_check_reports_errors_without_traceback(
     bad.write_text((GOLDEN / "bad" / "rule_prefix_length.toml").read_text())
     assert main(["check", str(bad)]) == 2
     err = capsys.readouterr().err
-    assert err == f"{bad}: rule 7: prefix 10.0.0.0/33: prefix length must be 0..32\n"
+    assert err == f"{bad}:55: rule 7: prefix 10.0.0.0/33: prefix length must be 0..32\n"
 
 
 def test_cli_check_and_lookup(capsys: pytest.CaptureFixture[str]) -> None:
@@ -103,3 +103,13 @@ def test_a_pool_too_small_for_its_rules_is_a_warning() -> None:
     warnings = parse_config(small, "small.toml").warnings
     assert any("one port (5000) with preserve_parity: flows from odd" in w for w in warnings)
     assert any("1 external port for the 512 internal addresses" in w for w in warnings)
+
+
+def test_cli_check_prints_warnings_beside_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = GOLDEN / "bad" / "every_section.toml"
+    assert main(["check", str(bad)]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 14
+    assert err[-1] == f"warning: {bad}:39: timeouts: udp 10: below the RFC minimum of 120 s"

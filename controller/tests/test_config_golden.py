@@ -1,6 +1,7 @@
 """Golden-file tests of the rules configuration parser.
 
-bad/NAME.toml must be refused with exactly the messages in bad/NAME.err;
+bad/NAME.toml must be refused with exactly the messages in bad/NAME.err (its
+errors, then its warnings, each found in one pass);
 good/NAME.toml must parse to exactly the data in good/NAME.json, and compile to
 exactly the swpath commands in good/NAME.cmds.
 Regenerate the expectations after an intended change with
@@ -36,7 +37,8 @@ def _parse(path: Path):  # type: ignore[no-untyped-def]
 def test_bad_config_is_refused_with_expected_messages(path: Path) -> None:
     with pytest.raises(ConfigError) as info:
         _parse(path)
-    actual = "\n".join(info.value.messages) + "\n"
+    warnings = [f"warning: {w}" for w in info.value.warnings]
+    actual = "\n".join([*info.value.messages, *warnings]) + "\n"
     expected_path = path.with_suffix(".err")
     if UPDATE:
         expected_path.write_text(actual)

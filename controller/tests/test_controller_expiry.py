@@ -5,9 +5,11 @@ at will; expiry through a real switch is PTF's (test_lifecycle, test_rfc)."""
 from __future__ import annotations
 
 import asyncio
+import socket
 
 from quicknat.controller.install_state import InstallState
 from quicknat.controller.status import SessionQuery
+from quicknat.ipfix import parse_ipfix
 from quicknat.p4.constants import PuntReason
 from scapy.layers.inet import IP, TCP
 from scapy.layers.l2 import Ether
@@ -120,9 +122,9 @@ def test_an_operator_delete_removes_the_entries_and_the_session() -> None:
         await run.first_flow()
         run.switch.hold = asyncio.Event()
         query = SessionQuery.parse(["delete", "src", "10.0.0.99"])
-        assert run.controller.delete_sessions(query) == 0
+        assert await run.controller.delete_sessions(query) == 0
         query = SessionQuery.parse(["delete", "src", "10.0.0.10", "port", "53"])
-        assert run.controller.delete_sessions(query) == 1
+        assert await run.controller.delete_sessions(query) == 1
         await run.settle()
         assert kinds(run.switch.writes[-1]) == [DELETE, DELETE]
         run.packet_in()  # the flow again, while the DELETE is out
@@ -162,3 +164,29 @@ def test_every_counter_exists_from_start_at_zero() -> None:
         "ipv4_options.source_route",
     ):
         assert counters[name] == 0, name
+
+
+def test_controller_mode_exports_the_flow_s_events_and_flushes_on_stop() -> None:
+    """Controller mode wires the NAT core's session and mapping events to the
+    IPFIX exporter ([logging] ipfix_sessions) and sends what waits when it
+    stops (the flush task runs meanwhile)."""
+    collector = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    collector.bind(("127.0.0.1", 0))
+    collector.settimeout(2)
+    host, port = collector.getsockname()
+
+    async def scenario() -> None:
+        run = Run(extra=f'[logging]\nipfix_collector = "{host}:{port}"\nipfix_sessions = true\n')
+        mode = run.controller.mode
+        mode.start()
+        await run.first_flow()
+        await mode.stop()
+        message = parse_ipfix(collector.recv(2048), {})
+        assert sorted(r["230"] for r in message.records) == [4, 8]  # session, BIB create
+        assert message.domain == 1
+        await run.close()
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        collector.close()

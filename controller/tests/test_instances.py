@@ -10,7 +10,7 @@ import pytest
 from quicknat.addr import Prefix, parse_ipv4
 from quicknat.config import parse_config
 from quicknat.config.commands import slow_path_commands
-from quicknat.config.instances import owner, peer_commands, pins
+from quicknat.config.instances import ipfix_identity, owner, peer_commands, pins
 from quicknat.config.parse import ConfigError
 
 BASE = configs.text("switch", "snat_pool", "slow_path", "slow_path_second")
@@ -105,3 +105,35 @@ def test_the_default_instance_takes_what_no_block_names() -> None:
     twice = marked.replace('ports = "1024-32767"\n', 'ports = "1024-32767"\ndefault = true\n')
     with pytest.raises(ConfigError, match="another slow_path is the default already"):
         parse_config(twice)
+
+
+def test_each_instance_exports_in_its_own_observation_domain() -> None:
+    """ipfix_identity: [logging] ipfix_domain for the file's NAT
+    (natInstanceID 0), the next ones for the instances in order unless they
+    name their own; a domain two exporters share is an error."""
+    config = parse_config(BASE + "[logging]\nipfix_domain = 10\n")
+    assert [ipfix_identity(config, n) for n in (None, "sp0", "sp1")] == [
+        (10, 0),
+        (11, 1),
+        (12, 2),
+    ]
+    assert slow_path_commands(config, "sp1")[-4].endswith("ipfix_domain 12 nat_instance 2")
+    own = BASE.replace('name = "sp1"', 'name = "sp1"\nipfix_domain = 500')
+    assert ipfix_identity(parse_config(own), "sp1") == (500, 2)
+    clash = BASE.replace('name = "sp1"', 'name = "sp1"\nipfix_domain = 2')
+    line = clash.splitlines().index("ipfix_domain = 2") + 1
+    # reported with its line and beside the file's other errors (all at once)
+    with pytest.raises(ConfigError) as caught:
+        parse_config(clash + '[logging]\nevents = "loud"\n')
+    assert f"<config>:{line}: slow_path 2: ipfix_domain 2 is slow_path sp0's already" in str(
+        caught.value
+    )
+    assert len(caught.value.messages) == 2, caught.value.messages
+    # the golden file bad/logging_ipfix_domains.toml has [logging]'s clash
+    with pytest.raises(ConfigError, match=r"slow_path 2: ipfix_domain: .* is past 4294967295"):
+        parse_config(
+            BASE.replace('name = "sp0"', 'name = "sp0"\nipfix_domain = 7')
+            + "[logging]\nipfix_domain = 4294967294\n"
+        )
+    with pytest.raises(ConfigError, match=r"logging: ipfix_domain 0: must be 1\.\.4294967295"):
+        parse_config(BASE + "[logging]\nipfix_domain = 0\n")

@@ -10,12 +10,14 @@ from quicknat.packet import (
     Fragment,
     PacketError,
     fragment_of,
+    fragment_unsafe,
     parse_flow,
     rewrite_addresses,
     rewrite_flow,
 )
 from scapy.layers.inet import ICMP, IP, TCP, UDP, fragment
 from scapy.layers.l2 import ARP, Ether
+from scapy.packet import Raw
 
 
 def frame(pkt: object) -> bytes:
@@ -129,8 +131,11 @@ def test_fragments_rewritten_reassemble_into_the_translated_datagram() -> None:
     pieces = [Ether(bytes(p)) for p in fragment(whole, fragsize=256)]
     assert len(pieces) == 5
     first = fragment_of(bytes(pieces[0]))
-    assert first == Fragment(ip("10.0.0.10"), ip("198.51.100.10"), 17, 9, True)
-    assert fragment_of(bytes(pieces[2])) == first._replace(first=False)
+    assert first == Fragment(ip("10.0.0.10"), ip("198.51.100.10"), 17, 9, True, 0, 256, False, 20)
+    assert fragment_of(bytes(pieces[2])) == first._replace(first=False, offset=512)
+    assert fragment_of(bytes(pieces[4])) == first._replace(
+        first=False, offset=1024, length=8, last=True
+    )
     assert fragment_of(bytes(whole)) is None
     translated = [Ether(rewrite_flow(bytes(pieces[0]), out))]
     translated += [Ether(rewrite_addresses(bytes(p), out)) for p in pieces[1:]]
@@ -142,3 +147,54 @@ def test_fragments_rewritten_reassemble_into_the_translated_datagram() -> None:
     expected = Ether(rewrite_flow(bytes(whole), out))
     assert data == bytes(expected[IP].payload)
     assert _checksums_ok(bytes(expected))
+
+
+def _fragment(l4: bytes, proto: int, frag: int, mf: bool = True) -> bytes:
+    header = IP(src="10.0.0.10", dst="198.51.100.10", proto=proto, frag=frag)
+    header.flags = "MF" if mf else 0
+    return bytes(Ether() / header / Raw(l4))
+
+
+def test_fragment_unsafe_tiny_first_fragments() -> None:
+    """IN-IP-9 (RFC 1858 sec. 3.1, RFC 3128): a first fragment must hold its
+    whole transport header, TCP options included; swpath's parser the same
+    (test_sp_packet.c: test_parse_fragment_limits)."""
+    for proto, header in ((6, 20), (17, 8), (1, 8)):
+        for size in range(0, header, 4):
+            frame = _fragment(bytes(range(size)), proto, 0)
+            frag = fragment_of(frame)
+            assert frag is not None and fragment_unsafe(frame, frag), (proto, size)
+        frame = _fragment(bytes(TCP(sport=1, dport=2)) if proto == 6 else bytes(header), proto, 0)
+        frag = fragment_of(frame)
+        assert frag is not None and not fragment_unsafe(frame, frag), proto
+    # TCP with 40 bytes of options, in a first fragment of 48 bytes
+    with_options = bytes(TCP(sport=1, dport=2, dataofs=15)) + bytes(40)
+    frame = _fragment(with_options[:48], 6, 0)
+    assert fragment_unsafe(frame, fragment_of(frame))  # type: ignore[arg-type]
+    frame = _fragment(with_options, 6, 0)
+    assert not fragment_unsafe(frame, fragment_of(frame))  # type: ignore[arg-type]
+    bad_offset = bytes(TCP(sport=1, dport=2, dataofs=4))
+    frame = _fragment(bad_offset, 6, 0)
+    with pytest.raises(PacketError):
+        fragment_unsafe(frame, fragment_of(frame))  # type: ignore[arg-type]
+
+
+def test_fragment_unsafe_offsets() -> None:
+    """Past 65,535 bytes with the header (the ping of death), and a TCP
+    fragment at offset 8 bytes (RFC 1858 sec. 3.2); the lengths come from
+    the IP header, never the frame's padding."""
+    cases = [
+        (_fragment(bytes(11), 17, 8188, mf=False), False),  # 65,504 + 11 + 20 = 65,535
+        (_fragment(bytes(12), 17, 8188, mf=False), True),
+        (_fragment(bytes(8), 17, 8191, mf=False), True),
+        (_fragment(bytes(16), 6, 1), True),
+        (_fragment(bytes(16), 17, 1), False),
+        (_fragment(bytes(16), 6, 2), False),
+    ]
+    for frame, unsafe in cases:
+        assert fragment_unsafe(frame, fragment_of(frame)) is unsafe  # type: ignore[arg-type]
+    padded = _fragment(bytes(4), 17, 0) + bytes(20)  # Ethernet padding after 4 bytes
+    frag = fragment_of(padded)
+    assert frag is not None and frag.length == 4 and fragment_unsafe(padded, frag)
+    with pytest.raises(PacketError):
+        fragment_of(_fragment(bytes(16), 17, 2)[:-4])  # total length past the frame

@@ -147,7 +147,7 @@ def test_flush_deletes_the_sessions_of_removed_rules(tmp_path: Path) -> None:
         await run.settle()
         assert list(run.controller.mode.nat.sessions()) == []
         assert run.counters()["sessions_deleted"] == 1
-        assert run.controller.delete_sessions(SessionQuery("flush")) == 0
+        assert await run.controller.delete_sessions(SessionQuery("flush")) == 0
         path.write_text(CONFIG.replace('ports = "2000-2000"', 'ports = "2000-2001"'))
         with pytest.raises(rc.ReconfigureError, match="pools changed"):
             await run.controller.line_command(f"reload config {path}")

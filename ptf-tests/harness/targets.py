@@ -491,7 +491,8 @@ class OffloadTarget(Bmv2Target):
     """Offload mode (docs/offload.md): BMv2 caches the established sessions,
     one quicknat-swpath instance behind the switch's port SLOW_PATH_PORT takes
     every miss, and the controller is the offload manager between them. The
-    sessions (and so `sessions`, `stats`, the CLI) are the instance's."""
+    sessions (and so `stats`, the CLI) are the instance's; the scenarios
+    list and delete them through the controller's view of its instances."""
 
     name = "offload"
     counters: ClassVar[dict[str, str]] = {c.name: _offload_counter(c) for c in VOCABULARY}
@@ -534,6 +535,21 @@ class OffloadTarget(Bmv2Target):
         """Rules are the system's: the controller changes the switch and
         every instance (docs/offload.md)."""
         return self.controller_socket if command in ("rule", "rules", "reload") else self.socket
+
+    def sessions(self, filters: str = "") -> list[dict[str, Any]]:
+        """The instance's sessions as the operator sees them: in the
+        controller's one view of every instance (offload_view.py), each row
+        naming its instance."""
+        answer = query(self.controller_socket, f"sessions list {filters}".strip())
+        assert isinstance(answer, list), answer
+        assert {row["instance"] for row in answer} <= {INSTANCE}, answer
+        return answer
+
+    def delete_sessions(self, words: str) -> int:
+        """Deleted through the controller, which sends it to the instance."""
+        answer = query(self.controller_socket, f"sessions {words}")
+        assert isinstance(answer, dict) and "deleted" in answer, answer
+        return int(answer["deleted"])
 
     def read_counter(self, native: str) -> int:
         total = 0

@@ -8,6 +8,8 @@ and the invariants every packet that leaves the NAT must hold
   the frame, a valid checksum) or an ARP frame, nothing else;
 - TCP and UDP headers as the contract accepts them (data offset, flags,
   lengths, no port 0) in unfragmented packets;
+- no fragment the contract drops (IN-IP-9): a first fragment without its
+  whole transport header, one past 65,535 bytes, TCP at offset 8;
 - no martian or non-unicast address; towards the outside, never an inside
   source: only addresses the NAT owns or its own interface address;
 - towards an inside host, an inside destination;
@@ -143,6 +145,8 @@ def violations(port: int, frame: bytes) -> list[str]:
         problems.append(f"to {dst} on an inside port")
     fragment = pkt.flags.MF or pkt.frag
     l4 = bytes(ip[ihl:total])
+    if fragment:
+        problems += _fragment_problems(pkt.proto, pkt.frag * 8, total, l4)
     if pkt.proto == 6 and not fragment:
         doff = (l4[12] >> 4) * 4 if len(l4) >= 20 else 0
         if len(l4) < 20 or doff < 20 or doff > len(l4):
@@ -158,6 +162,20 @@ def violations(port: int, frame: bytes) -> list[str]:
         elif pkt[UDP].sport == 0 or pkt[UDP].dport == 0:
             problems.append("UDP port 0")
     return problems
+
+
+def _fragment_problems(proto: int, offset: int, total: int, l4: bytes) -> list[str]:
+    """IN-IP-9: what no fragment that leaves may be."""
+    if offset + total > 0xFFFF:
+        return [f"a fragment past 65,535 bytes ({offset} + {total})"]
+    if proto == 6 and offset == 8:
+        return ["a TCP fragment at offset 8"]
+    need = {6: 20, 17: 8, 1: 8}.get(proto, 0)
+    if offset == 0 and proto == 6 and len(l4) >= 20:
+        need = max(need, (l4[12] >> 4) * 4)
+    if offset == 0 and len(l4) < need:
+        return [f"a first fragment of {len(l4)} bytes, short of its {need}-byte header"]
+    return []
 
 
 @group("fuzz")

@@ -1,6 +1,8 @@
 """The input contract (docs/nat-behavior.md, IN-*), enumerated rather than
 hand-listed: every header field with validity rules, times invalid values,
-times both directions, on an established session of each protocol.
+times both directions, on an established session of each protocol; and the
+fragment attacks of IN-IP-9 (harness/fragment_attacks.py), which take
+sequences of fragments and are checked by their own scenario (below).
 
 For each direction a scenario sends every variant and then one valid packet of
 the established session (the sentinel), and asserts on the wire and on the
@@ -18,10 +20,11 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 from base import INSIDE, OUTSIDE, QuickNatTest
+from harness.fragment_attacks import Attack, attacks
 from harness.targets import COUNTERS
 from packets import HOST_MAC, PAYLOAD, REMOTE_MAC, ROUTER_IN_MAC, ROUTER_OUT_MAC
 from ptf import testutils
@@ -270,6 +273,23 @@ def variants(flows: list[Flow], inside: bool) -> list[Variant]:
     return result
 
 
+def fragment_attacks(flows: list[Flow], inside: bool, ident: int) -> list[Attack]:
+    """IN-IP-9: every fragment attack on each flow, each datagram its own IP
+    ID from `ident` up; the smuggled header names the flow's next port on
+    the host's side (its next echo identifier)."""
+    result: list[Attack] = []
+    for i, flow in enumerate(flows):
+        if flow.proto == "icmp":
+            other = replace(flow, sport=flow.sport + 1, dport=flow.dport + 1)
+        elif inside:
+            other = replace(flow, sport=flow.sport + 1)
+        else:
+            other = replace(flow, dport=flow.dport + 1)
+        ip = IP(src=flow.src, dst=flow.dst)
+        result += attacks(flow.ether(), ip, flow.l4(), other.l4(), ident + 32 * i)
+    return result
+
+
 class InputContract(QuickNatTest):
     """Opens one session per protocol, then checks the variants of one side."""
 
@@ -341,6 +361,76 @@ class InputContract(QuickNatTest):
             self.fail(f"{len(cases)} variants: counters (got, want) differ: {wrong}")
         self.assertEqual(_identities(target.sessions()), sessions, "no session opened or closed")
 
+    def check_fragments(
+        self,
+        cases: list[Attack],
+        port: int,
+        sentinel: Packet,
+        arrives: int,
+        endpoints: dict[str, tuple[str, int]],
+    ) -> None:
+        """IN-IP-9: the attacks, then the sentinel. A target that sees
+        fragments (not reassembled by its packet I/O) forwards each attack's
+        `forwarded` frames only, translated: from inside with the session's
+        external endpoint, from outside to its inside one, per protocol in
+        `endpoints` (never the smuggled ports); and counts the rest
+        fragment_overlap. A target whose kernel reassembles forwards none of
+        them (Linux drops an overlapping datagram, and no attack completes
+        one). Either way no other drop counter moves, nothing is held, no
+        session comes or goes."""
+        target = self.target
+        groups = _native_groups([target.counters[c] for c in COUNTERS if _is_drop(c)])
+        natives = sorted(set(groups.values()))
+        before = {n: target.read_counter(n) for n in natives}
+        sessions = _identities(target.sessions())
+        sees = not target.reassembles_fragments
+        for i, frame in enumerate(f for c in cases for f in c.frames):
+            testutils.send_packet(self, port, frame)
+            if i % 16 == 15:  # paced: every fragment is a punt on a switch
+                time.sleep(0.05)
+        self.send(port, sentinel)
+        got = []
+        while (pkt := self.arrived(arrives, timeout=1.5)) is not None:
+            got.append(pkt)
+        whole = [p for p in got if not (p[IP].flags.MF or p[IP].frag)]
+        self.assertEqual(len(whole), 1, f"only the sentinel whole: {[p.summary() for p in whole]}")
+        self.assertEqual(bytes(whole[0][IP].payload)[-len(PAYLOAD) :], PAYLOAD)
+        want = {
+            (Ether(c.frames[i])[IP].id, Ether(c.frames[i])[IP].frag): c.name
+            for c in cases
+            for i in c.forwarded
+            if sees
+        }
+        frags = {(p[IP].id, p[IP].frag): p for p in got if p[IP].flags.MF or p[IP].frag}
+        self.assertEqual(sorted(frags), sorted(want), "the fragments that left")
+        for key, p in frags.items():
+            self.assertEqual(
+                _endpoint(p, port == INSIDE), endpoints[want[key].split()[0]], want[key]
+            )
+        expected = {n: 0 for n in natives}
+        if sees:
+            expected[groups[target.counters["fragment_overlap"]]] = sum(c.dropped for c in cases)
+
+        def deltas() -> dict[str, int]:
+            return {n: target.read_counter(n) - before[n] for n in natives}
+
+        try:
+            target.wait_until("every attack counted", lambda: deltas() == expected, 5)
+        except AssertionError:
+            now = deltas()
+            wrong = {n: (now[n], expected[n]) for n in natives if now[n] != expected[n]}
+            self.fail(f"{len(cases)} attacks: counters (got, want) differ: {wrong}")
+        self.assertEqual(_identities(target.sessions()), sessions, "no session opened or closed")
+
+
+def _endpoint(pkt: Packet, source: bool) -> tuple[str, int]:
+    """A first fragment's source (or destination) address and port, or echo
+    identifier."""
+    l4 = pkt[IP].payload
+    if ICMP in pkt:
+        return str(pkt[IP].src if source else pkt[IP].dst), int(l4.id)
+    return (str(pkt[IP].src), int(l4.sport)) if source else (str(pkt[IP].dst), int(l4.dport))
+
 
 def _native_groups(names: list[str]) -> dict[str, str]:
     """Each target counter (native names joined by `+`) to the group of
@@ -404,3 +494,33 @@ class OutsideInputContract(InputContract):
         self.assertGreater(len(cases), 150)
         sentinel = self.outside_flow("udp", external["udp"]).packet()
         self.check(cases, OUTSIDE, sentinel, INSIDE)
+
+
+@group("contract")
+class InsideFragmentContract(InputContract):
+    """IN-IP-9: the fragment attacks on the three established inside flows:
+    only each datagram's valid first fragment leaves, with its session's
+    external endpoint."""
+
+    def runTest(self) -> None:
+        external = self.establish()
+        flows = [self.inside_flow(p) for p in ("tcp", "udp", "icmp")]
+        cases = fragment_attacks(flows, inside=True, ident=0x6C00)
+        self.assertGreater(len(cases), 15)
+        sentinel = self.inside_flow("udp").packet()
+        self.check_fragments(cases, INSIDE, sentinel, OUTSIDE, external)
+
+
+@group("contract")
+class OutsideFragmentContract(InputContract):
+    """IN-IP-9: the same from outside, to the sessions' external endpoints:
+    the inside host gets no fragment but each valid first, at its own port."""
+
+    def runTest(self) -> None:
+        external = self.establish()
+        flows = [self.outside_flow(p, external[p]) for p in ("tcp", "udp", "icmp")]
+        cases = fragment_attacks(flows, inside=False, ident=0x6D00)
+        self.assertGreater(len(cases), 15)
+        sentinel = self.outside_flow("udp", external["udp"]).packet()
+        host = {"tcp": (HOST, HOST_PORT), "udp": (HOST, HOST_PORT), "icmp": (HOST, ECHO_ID)}
+        self.check_fragments(cases, OUTSIDE, sentinel, INSIDE, host)

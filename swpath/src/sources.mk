@@ -13,7 +13,8 @@ DATAPLANE_SRCS := dataplane/dispatch.c dataplane/fastpath.c dataplane/frag.c \
 PERSIST_SRCS := persist/event_export.c persist/events.c \
 	persist/session_json.c persist/session_store.c \
 	persist/session_stream.c persist/sink.c
-CONTROL_SRCS := control/cmd_check.c control/cmd_format.c control/cmd_parse.c \
+CONTROL_SRCS := control/cmd_check.c control/cmd_file.c control/cmd_format.c \
+	control/cmd_parse.c \
 	control/cmd_table.c control/control.c control/ctl_socket.c \
 	control/eal.c control/format.c control/learn_quiet.c control/memory.c control/peers.c \
 	control/routing.c control/rules.c control/publish.c control/setup.c \

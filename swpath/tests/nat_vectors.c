@@ -632,7 +632,9 @@ check_outcome(struct run *r, json_t *want, const struct outcome *o,
 		check_external(r, v, s);
 }
 
-/* The mapping events since the last step, as the vectors write them. */
+/* The mapping, quota and exhaustion events since the last step, as the
+ * vectors write them (session events are not asked for: their runner's
+ * observer leaves session_events_when 0). */
 static void
 collect_events(struct run *r)
 {
@@ -646,7 +648,16 @@ collect_events(struct run *r)
 		if (r->n_events == MAX_EVENTS)
 			break;
 		inet_ntop(AF_INET, &a, addr, sizeof(addr));
-		if (ev.type == SP_EVENT_QUOTA_PORTS ||
+		if (ev.type == SP_EVENT_PORTS_EXHAUSTED) {
+			struct in_addr x = { .s_addr = htonl(ev.ext_addr) };
+
+			inet_ntop(AF_INET, &x, addr, sizeof(addr));
+			snprintf(line, 80, "ports-exhausted %s %s",
+				 sp_proto_name(ev.proto), addr);
+		} else if (ev.type == SP_EVENT_ADDRESSES_EXHAUSTED) {
+			snprintf(line, 80, "addresses-exhausted %s %u",
+				 sp_proto_name(ev.proto), ev.int_addr);
+		} else if (ev.type == SP_EVENT_QUOTA_PORTS ||
 		    ev.type == SP_EVENT_QUOTA_SESSIONS)
 			snprintf(line, 80, "quota %s %s",
 				 ev.type == SP_EVENT_QUOTA_PORTS ?

@@ -347,7 +347,10 @@ def case_status_socket_schema(nat: Nat) -> None:
     eq(table.returncode, 0, table.stderr)
     assert table.stdout.strip().endswith(f"{len(HOSTS)} sessions"), table.stdout
     stats = subprocess.run(
-        [str(cli), "stats", "--socket", str(nat.sock)], capture_output=True, text=True, timeout=10
+        [str(cli), "stats", "--json", "--socket", str(nat.sock)],
+        capture_output=True,
+        text=True,
+        timeout=10,
     )
     answer = json.loads(stats.stdout)
     eq(answer["sessions"], len(HOSTS))

@@ -13,6 +13,7 @@
 #include "sp_test_util.h"
 
 #include "control/cmd.h"
+#include "control/cmd_file.h"
 #include "control/cmd_table.h"
 #include "control/format.h"
 #include "core/session.h"
@@ -340,12 +341,23 @@ test_logging(void **state)
 	c = parse_ok("logging events none syslog_server 192.0.2.1:514 ipfix_collector 192.0.2.2:4739");
 	assert_string_equal(c.u.logging.syslog_server, "192.0.2.1:514");
 	assert_string_equal(c.u.logging.ipfix_collector, "192.0.2.2:4739");
+	/* absent: observation domain 1, natInstanceID 0, no session records */
+	assert_int_equal(c.u.logging.ipfix_domain, 1);
+	assert_int_equal(c.u.logging.nat_instance, 0);
+	assert_false(c.u.logging.ipfix_sessions);
+	c = parse_ok("logging events none ipfix_collector 192.0.2.2:4739 ipfix_domain 7 "
+		     "nat_instance 2 ipfix_sessions true");
+	assert_int_equal(c.u.logging.ipfix_domain, 7);
+	assert_int_equal(c.u.logging.nat_instance, 2);
+	assert_true(c.u.logging.ipfix_sessions);
+	parse_err("logging events none ipfix_domain 0", "ipfix_domain 0: must be 1..4294967295");
 	parse_err("logging events none ipfix_collector", "ipfix_collector: missing value");
 	parse_err("logging events kafka", "logging: events kafka: must be none, syslog or file");
 	parse_err("logging events file", "events file needs 'file PATH'");
 	parse_err("logging file /tmp/x", "logging: missing events");
 	parse_err("logging events", "logging: events: missing value");
-	parse_err("logging events none level info", "unknown word 'level' (events, file, syslog_server, ipfix_collector)");
+	parse_err("logging events none level info", "unknown word 'level' (events, file, syslog_server, ipfix_collector, "
+		  "ipfix_domain, nat_instance, ipfix_sessions)");
 	snprintf(line, sizeof(line), "logging events file file /%0300d", 0);
 	parse_err(line, "logging: file: longer than 255 bytes");
 }
@@ -479,6 +491,75 @@ test_table_words_agree(void **state)
 	}
 }
 
+/* The command file's problems, in a buffer: -1 and every one of them. */
+static long
+read_file_text(const char *text, struct sp_cmd_line **cmds, struct sp_buf *errors)
+{
+	FILE *f = fmemopen((void *)text, strlen(text), "r");
+	long n;
+
+	assert_non_null(f);
+	n = sp_cmd_file_read(f, "nat.cmds", cmds, errors);
+	fclose(f);
+	sp_buf_printf(errors, "%c", '\0');
+	return n;
+}
+
+/* A file with several errors: all of them, each with its line, and no
+ * command to apply (the process does not start). */
+static void
+test_command_file_reports_every_error(void **state)
+{
+	struct sp_cmd_line *cmds = (void *)1;
+	struct sp_buf errors = { 0 };
+
+	(void)state;
+	assert_int_equal(read_file_text(
+		"# a comment\n"
+		"interface in0 zone inside port 0 address 10.0.0.1/24\n"
+		"interface out0 zone outsid port 1\n"
+		"pool public addresses 203.0.113.0/29\n"
+		"rule add id 1 type snat prefix 10.0.0.0/33 pool public\n"
+		"\n"
+		"sessions flush\n"
+		"frobnicate\n", &cmds, &errors), -1);
+	assert_null(cmds);
+	/* no "needs an outside interface": line 3 was meant to be it */
+	assert_string_equal(errors.p,
+		"nat.cmds:3: interface out0: zone outsid: must be inside or outside\n"
+		"nat.cmds:5: rule add: prefix 10.0.0.0/33: prefix length must be 0..32\n"
+		"nat.cmds:7: 'sessions' is a run-time command\n"
+		"nat.cmds:8: unknown command 'frobnicate' (interface, route, "
+		"neighbor, pool, rule, timeouts, filtering, limits, icmp, logging, "
+		"rules, sessions, session, stats, subscribe, offload, peer)\n");
+	sp_buf_free(&errors);
+}
+
+static void
+test_command_file_good_and_zones(void **state)
+{
+	struct sp_cmd_line *cmds;
+	struct sp_buf errors = { 0 };
+
+	(void)state;
+	assert_int_equal(read_file_text(
+		"interface in0 zone inside port 0\n"
+		"\n"
+		"interface out0 zone outside port 1\n", &cmds, &errors), 2);
+	assert_int_equal(cmds[0].line, 1);
+	assert_int_equal(cmds[1].line, 3);
+	assert_int_equal(cmds[1].cmd.u.iface.zone, SP_ZONE_OUTSIDE);
+	free(cmds);
+	assert_string_equal(errors.p, "");
+	sp_buf_free(&errors);
+	errors = (struct sp_buf){ 0 };
+	assert_int_equal(read_file_text("interface in0 zone inside port 0\n",
+					&cmds, &errors), -1);
+	assert_string_equal(errors.p,
+		"nat.cmds: needs at least one inside and one outside interface\n");
+	sp_buf_free(&errors);
+}
+
 /* An error that quotes user input stays one JSON string (ctl_socket.c). */
 static void
 test_json_string(void **state)
@@ -507,6 +588,8 @@ main(int argc, char **argv)
 		cmocka_unit_test(test_golden_files),
 		cmocka_unit_test(test_table_words_agree),
 		cmocka_unit_test(test_json_string),
+		cmocka_unit_test(test_command_file_reports_every_error),
+		cmocka_unit_test(test_command_file_good_and_zones),
 	};
 
 	(void)argc;

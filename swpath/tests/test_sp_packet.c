@@ -281,7 +281,7 @@ test_parse_drops(void **state)
 	ip->next_proto_id = IPPROTO_TCP;
 	ip->fragment_offset = RTE_BE16(1);
 	fix_ip_cksum(&f);
-	assert_int_equal(parse_frame(&f, len), -SP_CNT_drop_fragment);
+	assert_int_equal(parse_frame(&f, len), -SP_CNT_drop_frag_overlap);
 	ip->fragment_offset = RTE_BE16(2);
 	fix_ip_cksum(&f);
 	assert_int_equal(parse_frame(&f, len), SP_PKT_FRAGMENT);
@@ -320,6 +320,64 @@ test_parse_drops(void **state)
 }
 
 /* IN-TCP-1, IN-TCP-2, IN-L4-1: data offset, flag combinations, port 0. */
+/* Sets the IP total length (L4 bytes after a 20-byte header) and the
+ * fragment field, and fixes the header checksum. */
+static void
+set_fragment(struct frame *f, unsigned l4_len, uint16_t frag)
+{
+	struct rte_ipv4_hdr *ip = (void *)(f->buf + sizeof(struct rte_ether_hdr));
+
+	ip->total_length = rte_cpu_to_be_16((uint16_t)(20 + l4_len));
+	ip->fragment_offset = rte_cpu_to_be_16(frag);
+	fix_ip_cksum(f);
+}
+
+/* IN-IP-9 (RFC 1858 sec. 3, RFC 3128): a first fragment too short for its
+ * whole transport header, and a fragment past 65,535 bytes, are dropped
+ * under drop_frag_overlap; the same lengths unfragmented are truncated. */
+static void
+test_parse_fragment_limits(void **state)
+{
+	static const struct {
+		uint8_t proto;
+		unsigned header;
+	} l4[] = {{IPPROTO_TCP, 20}, {IPPROTO_UDP, 8}, {IPPROTO_ICMP, 8}};
+	struct frame f;
+	uint16_t len;
+
+	(void)state;
+	for (unsigned i = 0; i < RTE_DIM(l4); i++) {
+		len = build(f.buf, l4[i].proto, 0, 40, false);
+		set_fragment(&f, l4[i].header + 40, RTE_IPV4_HDR_MF_FLAG);
+		assert_int_equal(parse_frame(&f, len), SP_PKT_FLOW);
+		for (unsigned cut = 0; cut < l4[i].header; cut += 4) {
+			set_fragment(&f, cut, RTE_IPV4_HDR_MF_FLAG);
+			assert_int_equal(parse_frame(&f, len),
+					 -SP_CNT_drop_frag_overlap);
+			set_fragment(&f, cut, 0);
+			assert_int_equal(parse_frame(&f, len),
+					 -SP_CNT_drop_truncated);
+		}
+		/* with its 20-byte header, a datagram of 65,535 bytes, then
+		 * one byte more (65,504 + 12 + 20), and the ping of death */
+		set_fragment(&f, 11, 8188);
+		assert_int_equal(parse_frame(&f, len), SP_PKT_FRAGMENT);
+		set_fragment(&f, 12, 8188);
+		assert_int_equal(parse_frame(&f, len), -SP_CNT_drop_frag_overlap);
+		set_fragment(&f, 8, 8191);
+		assert_int_equal(parse_frame(&f, len), -SP_CNT_drop_frag_overlap);
+		set_fragment(&f, 40, 8190 | RTE_IPV4_HDR_MF_FLAG);
+		assert_int_equal(parse_frame(&f, len), -SP_CNT_drop_frag_overlap);
+	}
+	/* TCP: options that do not fit the first fragment cut the header too */
+	len = build(f.buf, IPPROTO_TCP, 0, 40, false);
+	f.buf[sizeof(struct rte_ether_hdr) + 20 + 12] = 15 << 4; /* 60 bytes */
+	set_fragment(&f, 48, RTE_IPV4_HDR_MF_FLAG);
+	assert_int_equal(parse_frame(&f, len), -SP_CNT_drop_frag_overlap);
+	set_fragment(&f, 48, 0);
+	assert_int_equal(parse_frame(&f, len), -SP_CNT_drop_malformed);
+}
+
 static void
 test_parse_tcp_udp_fields(void **state)
 {
@@ -703,6 +761,7 @@ main(void)
 		cmocka_unit_test(test_incremental_vs_full),
 		cmocka_unit_test(test_udp_checksum_never_becomes_zero),
 		cmocka_unit_test(test_parse_drops),
+		cmocka_unit_test(test_parse_fragment_limits),
 		cmocka_unit_test(test_parse_tcp_udp_fields),
 		cmocka_unit_test(test_parse_options),
 		cmocka_unit_test(test_parse_icmp),

@@ -121,7 +121,7 @@ class MininetLab(Nodes):
 
     def connected(self) -> bool:
         try:
-            return bool(json.loads(self.quicknat("stats"))["connected"])
+            return bool(json.loads(self.quicknat("stats", "--json"))["connected"])
         except (ValueError, KeyError, TypeError):
             return False
 

@@ -84,7 +84,7 @@ def demo(lab: Nodes, download_mb: int) -> bool:
     sessions = lab.quicknat("sessions")
     print(sessions)
     print(f"\n=== counters (non-zero): quicknat stats --socket {lab.socket}")
-    print(nonzero_counters(lab.quicknat("stats")))
+    print(nonzero_counters(lab.quicknat("stats", "--json")))
     return all(results) and not sessions.startswith("0 sessions")
 
 

@@ -25,7 +25,8 @@ SIGINT/SIGTERM. Every wait is bounded.
   transfer and a UDP stream, then started again with its --state: both carry
   on through the same external endpoints.
 - offload lab only: the switch takes established flows, ages them, and keeps
-  them while a killed slow-path instance is replaced.
+  them while a killed slow-path instance is replaced; the controller lists,
+  deletes and counts every instance's sessions (lab/e2e_sessions_view.py).
 
 The last line is `lab-e2e-LAB: N passed, M failed, K skipped` for `make test`.
 """
@@ -54,6 +55,7 @@ from lab.e2e_udp import (
     start_udp_sink,
     udp_sessions_of,
 )
+from lab.e2e_sessions_view import test_offload_controller_lists_every_instances_sessions
 from lab.nodes import IPERF_PORT, QUICKNAT, Nodes
 from lab.processes import raise_on_signals
 from lab.topology import FAR, H1, H2, RTR, SRV, Node
@@ -323,10 +325,10 @@ def test_offload_takes_established_flows(lab: Nodes) -> None:
     sink = start_udp_sink(lab, "udp-sink.log", 30)
     try:
         send_until_offloaded(lab, 47000)
-        before = json.loads(lab.quicknat("stats"))["counters"]["in2out"]
+        before = json.loads(lab.quicknat("stats", "--json"))["counters"]["in2out"]
         lab.run(H1.name, "python3", "-c", UDP_SEND, FAR.ip, str(OFFLOAD_PORT), "50")
         time.sleep(1)
-        after = json.loads(lab.quicknat("stats"))["counters"]["in2out"]
+        after = json.loads(lab.quicknat("stats", "--json"))["counters"]["in2out"]
         assert after == before, f"the instance translated {after - before} of the 50 packets"
         stats = offload_counters(lab)
         assert stats["sessions_installed"] >= 1, stats
@@ -398,7 +400,7 @@ def test_offload_instance_restart_keeps_switch_sessions(lab: Nodes) -> None:
             True,
         ), (first, again)
         lab.run(H1.name, "python3", "-c", send, FAR.ip, str(OFFLOAD_PORT), "50")
-        in2out = json.loads(lab.quicknat("stats"))["counters"]["in2out"]
+        in2out = json.loads(lab.quicknat("stats", "--json"))["counters"]["in2out"]
         time.sleep(1)
         after = offload_counters(lab)
         # a new flow, through the new instance
@@ -438,7 +440,7 @@ def test_offload_instance_without_its_state_gets_switch_sessions_back(lab: Nodes
         (again,) = udp_sessions_of(lab, sport)
         lab.run(H1.name, "python3", "-c", send, FAR.ip, str(OFFLOAD_PORT), "50")
         time.sleep(1)
-        counters = json.loads(lab.quicknat("stats"))["counters"]
+        counters = json.loads(lab.quicknat("stats", "--json"))["counters"]
         after = offload_counters(lab)
     finally:
         lab.stop_process(sink)
@@ -498,7 +500,7 @@ def test_swpath_restart_keeps_flows(lab: Nodes) -> None:
         time.sleep(2.5)
         before = {r["internal"]: r["external"] for r in h1_sessions(lab)}
         gap = lab.restart_swpath()
-        after_restart = json.loads(lab.quicknat("stats"))["counters"]
+        after_restart = json.loads(lab.quicknat("stats", "--json"))["counters"]
         out, _ = tcp.communicate(timeout=seconds + 40)
         stream.wait(timeout=seconds + 20)
     finally:
@@ -600,7 +602,9 @@ def test_offload_two_instances_hand_over(lab: Nodes) -> None:
     sp0, sp1 = lab.sockets()
 
     def counters(socket: Path) -> dict[str, int]:
-        stats: dict[str, int] = json.loads(lab.quicknat("stats", socket=socket))["counters"]
+        stats: dict[str, int] = json.loads(lab.quicknat("stats", "--json", socket=socket))[
+            "counters"
+        ]
         return stats
 
     before = counters(sp0), counters(sp1)
@@ -641,6 +645,9 @@ OFFLOAD_TESTS: dict[str, Test] = {
         test_offload_instance_without_its_state_gets_switch_sessions_back
     ),
     "offload_two_instances_hand_over": test_offload_two_instances_hand_over,
+    "offload_controller_lists_every_instances_sessions": (
+        test_offload_controller_lists_every_instances_sessions
+    ),
 }
 
 

@@ -13,7 +13,7 @@ from dataclasses import replace
 
 from quicknat.addr import Prefix
 from quicknat.config.command_render import render
-from quicknat.config.instances import peer_commands
+from quicknat.config.instances import ipfix_identity, peer_commands
 from quicknat.config.leases import leases
 from quicknat.config.model import (
     DEFAULT_MTU,
@@ -56,13 +56,18 @@ def rule_command(rule: Rule) -> str:
     )
 
 
-def logging_command(logging: Logging) -> str:
+def logging_command(logging: Logging, domain: int, nat_instance: int) -> str:
+    """`logging ...` of the NAT that exports in observation domain `domain`
+    as natInstanceID `nat_instance` (instances.ipfix_identity)."""
     return render(
         "logging",
         events=logging.events,
         file=logging.file if logging.events is EventLog.FILE else None,
         syslog_server=logging.syslog_server,
         ipfix_collector=logging.ipfix_collector,
+        ipfix_domain=domain,
+        nat_instance=nat_instance,
+        ipfix_sessions=logging.ipfix_sessions,
     )
 
 
@@ -117,7 +122,9 @@ def settings_commands(config: Config) -> list[str]:
     ]
 
 
-def config_commands(config: Config) -> list[str]:
+def config_commands(config: Config, instance: str | None = None) -> list[str]:
+    """The commands of the NAT the file configures, or with `instance` those
+    a slow-path instance shares with it (its logging identity its own)."""
     lines = [f"# from {config.source}"]
     for index, interface in enumerate(config.interfaces):
         port = interface.port if interface.port is not None else index
@@ -127,7 +134,7 @@ def config_commands(config: Config) -> list[str]:
     lines.extend(pool_command(pool) for pool in config.pools)
     lines.extend(rule_command(rule) for rule in config.rules)
     lines += settings_commands(config)
-    lines.append(logging_command(config.logging))
+    lines.append(logging_command(config.logging, *ipfix_identity(config, instance)))
     return lines
 
 
@@ -285,7 +292,9 @@ def slow_path_commands(config: Config, name: str) -> list[str]:
         for prefix, zone, source in _slow_path_routes(config)
     ]
     lines += [neighbor for _, neighbor in links]
-    shared = config_commands(replace(config, interfaces=(), routes=(), neighbors=(), pools=()))
+    shared = config_commands(
+        replace(config, interfaces=(), routes=(), neighbors=(), pools=()), name
+    )
     lines += [pool_command(pool) for pool in pools]
     lines += shared[1:]  # rules and settings (after its "# from" line)
     lines += learn_commands(config)

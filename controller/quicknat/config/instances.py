@@ -100,3 +100,20 @@ def peer_commands(config: Config, name: str) -> list[str]:
         )
         for i, sp in enumerate(config.slow_paths)
     ]
+
+
+def ipfix_identity(config: Config, name: str | None) -> tuple[int, int]:
+    """(observation domain, natInstanceID) of the NAT that exports events:
+    None, the one this file configures (controller mode, swpath alone),
+    instance 0 in [logging] ipfix_domain; else slow-path instance `name`,
+    natInstanceID its index + 1 and its own ipfix_domain or the base's
+    + 1 + index (RFC 7011 sec. 3.1: a collector keys records by exporter and
+    domain; RFC 8158 sec. 4.1.1: natInstanceID names the instance)."""
+    base = config.logging.ipfix_domain
+    if name is None:
+        return base, 0
+    for index, sp in enumerate(config.slow_paths):
+        if sp.name == name:
+            domain = sp.ipfix_domain if sp.ipfix_domain is not None else base + 1 + index
+            return domain, index + 1
+    raise ValueError(f"no [[slow_path]] named {name!r}")

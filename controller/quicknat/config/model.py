@@ -206,6 +206,9 @@ class OffloadPolicy:
     (quicknat-swx --learn-timeouts): the leases the instances count on."""
 
 
+DEFAULT_IPFIX_DOMAIN = 1
+
+
 class EventLog(enum.Enum):
     """Where mapping created / deleted events go (RFC 6888 REQ-12)."""
 
@@ -226,7 +229,16 @@ class Logging:
     syslog_server: tuple[str, int] | None = None
     """Where events also go as RFC 5424 syslog over UDP (event_export.py)."""
     ipfix_collector: tuple[str, int] | None = None
-    """Where events also go as IPFIX over UDP (RFC 8158 elements)."""
+    """Where events also go as IPFIX over UDP (RFC 8158 elements, docs/ipfix.md)."""
+    ipfix_domain: int = DEFAULT_IPFIX_DOMAIN
+    """The IPFIX observation domain of the NAT this file configures
+    (controller mode, or swpath alone); offload mode's instances take the
+    next ones unless they name their own (SlowPath.ipfix_domain)."""
+    ipfix_sessions: bool = False
+    """Also export each NAT44 session's creation and deletion (natEvent 4
+    and 5). Off by default: a session record carries the destination, which
+    RFC 6888 REQ-12 says not to log unless the operator chooses to, and it is
+    a record per connection rather than per mapping."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,6 +260,9 @@ class SlowPath:
     """The instance that takes what no block names (ICMP errors from outside,
     DNAT and SNAT `to` addresses, pool ports in no block) and the inside hosts
     of those rules (config/instances.py). At most one; none: the first."""
+    ipfix_domain: int | None = None
+    """Its IPFIX observation domain; None: [logging] ipfix_domain + 1 + its
+    index (config/instances.py ipfix_identity)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,8 +1,10 @@
 """The one rules-configuration parser (TOML), for both data paths.
 
-``load_config`` returns a validated ``Config`` or raises ``ConfigError`` whose
-lines each name the file, the entry and the field, e.g.
-``nat.toml: rule 7: prefix 10.0.0.0/33: prefix length must be 0..32``.
+``load_config`` returns a validated ``Config`` or raises ``ConfigError`` with
+every problem of the file at once (each section is checked whatever the
+others hold), each line naming the file, the line, the entry and the field,
+e.g. ``nat.toml:31: rule 7: prefix 10.0.0.0/33: prefix length must be 0..32``;
+the warnings come with the errors, not only once those are fixed.
 The format is documented in the README (Configuration reference).
 """
 
@@ -18,6 +20,7 @@ from typing import Any
 from quicknat.addr import Prefix
 from quicknat.config import instances, values
 from quicknat.config.model import (
+    DEFAULT_IPFIX_DOMAIN,
     DEFAULT_MTU,
     MTU_MAX,
     MTU_MIN,
@@ -40,6 +43,7 @@ from quicknat.config.model import (
     Timeouts,
     Zone,
 )
+from quicknat.config.positions import SourcePositions
 from quicknat.config.reader import Problems, TableReader, unknown_name_message
 from quicknat.rules import (
     PORTED_PROTOCOLS,
@@ -57,15 +61,19 @@ TABLE_SECTIONS = ("timeouts", "filtering", "limits", "logging", "icmp", "offload
 RULE_MATCH_FIELDS = ("id", "type", "prefix", "port", "protocol")
 RULE_FIELDS = (*RULE_MATCH_FIELDS, "pool", "to", "to_port")
 POOL_FIELDS = ("name", "addresses", "ports", "preserve_parity", "preserve_port")
-_TOML_POSITION = re.compile(r"^(?P<msg>.*) \(at (?P<pos>line \d+, column \d+|end of document)\)$")
+_TOML_POSITION = re.compile(
+    r"^(?P<msg>.*) \(at (line (?P<line>\d+), column (?P<column>\d+)|end of document)\)$"
+)
 
 
 class ConfigError(Exception):
-    """An invalid configuration: one message per problem found."""
+    """An invalid configuration: one message per problem found, and the
+    warnings found beside them (a user fixing the file wants both at once)."""
 
-    def __init__(self, messages: list[str]) -> None:
+    def __init__(self, messages: list[str], warnings: list[str] | None = None) -> None:
         super().__init__("\n".join(messages))
         self.messages = messages
+        self.warnings = warnings or []
 
 
 def load_config(path: str | Path) -> Config:
@@ -82,18 +90,27 @@ def parse_config(text: str, source: str = "<config>") -> Config:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
+        # one message only: tomllib stops at the first syntax error
         match = _TOML_POSITION.match(str(exc))
-        message = f"{match['pos']}: {match['msg']}" if match else str(exc)
-        raise ConfigError([f"{source}: {message}"]) from None
-    return config_from_data(data, source)
+        if match and match["line"]:
+            message = f"{source}:{match['line']}: column {match['column']}: {match['msg']}"
+        elif match:
+            message = f"{source}: at the end: {match['msg']}"
+        else:
+            message = f"{source}: {exc}"
+        raise ConfigError([message]) from None
+    return config_from_data(data, source, SourcePositions(text))
 
 
-def config_from_data(data: dict[str, Any], source: str = "<config>") -> Config:
-    """A configuration from TOML's data model (the behaviour vectors' JSON too)."""
-    problems = Problems(source)
+def config_from_data(
+    data: dict[str, Any], source: str = "<config>", positions: SourcePositions | None = None
+) -> Config:
+    """A configuration from TOML's data model (the behaviour vectors' JSON
+    too); `positions` (of the TOML text) puts line numbers in the messages."""
+    problems = Problems(source, positions)
     config = _Parser(problems, data).parse()
     if problems.errors:
-        raise ConfigError(problems.errors)
+        raise ConfigError(problems.errors, problems.warnings)
     assert config is not None
     return config
 
@@ -101,7 +118,9 @@ def config_from_data(data: dict[str, Any], source: str = "<config>") -> Config:
 def _entries(problems: Problems, data: dict[str, Any], section: str) -> list[Any]:
     value = data.get(section, [])
     if not isinstance(value, list):
-        problems.error(section, f"must be an array of tables, written [[{section}]]")
+        problems.error(
+            section, f"must be an array of tables, written [[{section}]]", problems.line(section)
+        )
         return []
     return value
 
@@ -110,12 +129,15 @@ class _Parser:
     def __init__(self, problems: Problems, data: dict[str, Any]) -> None:
         self.p = problems
         self.data = data
+        self._rule_entries: dict[int, int] = {}  # a valid rule's id -> its [[rule]] index
 
     def parse(self) -> Config | None:
         for key in self.data:
             if key not in ARRAY_SECTIONS + TABLE_SECTIONS:
                 self.p.error(
-                    "", unknown_name_message("section", key, ARRAY_SECTIONS + TABLE_SECTIONS)
+                    "",
+                    unknown_name_message("section", key, ARRAY_SECTIONS + TABLE_SECTIONS),
+                    self._section_line(key),
                 )
         interfaces = self.interfaces()
         by_name = {interface.name: interface for interface in interfaces}
@@ -124,16 +146,21 @@ class _Parser:
         pools = self.pools()
         rules = self.rules({pool.name for pool in pools}, self._declared_names("pool"))
         self._check_fixed_addresses(rules, pools)
-        used_pools = {r.target.pool for r in rules if isinstance(r.target, SnatToPool)}
+        # the pools rules name, valid rules or not: a refused rule's pool is
+        # not unused, its rule is wrong
+        used_pools = {
+            e["pool"] for e in self._section_entries("rule") if isinstance(e.get("pool"), str)
+        }
         for pool in pools:
             if pool.name not in used_pools:
-                self.p.warn(f"pool '{pool.name}'", "no SNAT rule uses this pool")
+                self.p.warn(
+                    f"pool '{pool.name}'",
+                    "no SNAT rule uses this pool",
+                    self._entry_line("pool", pool.name),
+                )
         self._check_pool_sizes(pools, rules)
-        timeouts = self.timeouts()
+        # every section is read whatever the others held: all problems at once
         logging = self.logging()
-        slow_paths = self.slow_paths(interfaces)
-        if self.p.errors:
-            return None
         config = Config(
             source=self.p.source,
             interfaces=interfaces,
@@ -141,21 +168,40 @@ class _Parser:
             neighbors=neighbors,
             pools=pools,
             rules=rules,
-            timeouts=timeouts,
+            timeouts=self.timeouts(),
             filtering=self.filtering(),
             limits=self.limits(),
             logging=logging,
             icmp=self.icmp(),
-            slow_paths=slow_paths,
+            slow_paths=self.slow_paths(interfaces, logging.ipfix_domain),
             offload=self.offload(),
             warnings=tuple(self.p.warnings),
         )
+        if self.p.errors:
+            return None
         try:
             instances.pins(config)
         except ValueError as exc:
             self.p.error("slow_path", str(exc))
             return None
         return config
+
+    def _section_line(self, key: str) -> int | None:
+        """A section's line: its header, its first entry's, or its key's."""
+        return self.p.line(key) or self.p.line(key, 1)
+
+    def _section_entries(self, section: str) -> list[dict[str, Any]]:
+        """The tables of an array section as written, valid or not."""
+        entries = self.data.get(section, [])
+        return [e for e in entries if isinstance(e, dict)] if isinstance(entries, list) else []
+
+    def _entry_line(self, section: str, name: str) -> int | None:
+        """The line of the first `[[section]]` entry called `name`."""
+        entries = self.data.get(section, [])
+        for index, entry in enumerate(entries if isinstance(entries, list) else [], 1):
+            if isinstance(entry, dict) and entry.get("name") == name:
+                return self.p.line(section, index)
+        return None
 
     def _declared_names(self, section: str) -> set[str]:
         """Names given in a section, valid entries or not: a reference to an entry
@@ -173,22 +219,23 @@ class _Parser:
         if name in valid:
             return True
         if name not in self._declared_names(section):
-            r.error(unknown_name_message(kind, name, tuple(sorted(valid))))
+            r.error(unknown_name_message(kind, name, tuple(sorted(valid))), kind)
         return False
 
     def _check_fixed_addresses(self, rules: tuple[Rule, ...], pools: tuple[Pool, ...]) -> None:
         """An SNAT `to` address inside a pool would be handed out by two
         allocators, so one address:port could go to two hosts (RFC 4787 REQ-3)."""
-        for index, rule in enumerate(rules, 1):
+        for rule in rules:
             if not isinstance(rule.target, SnatToAddress):
                 continue
             for pool in pools:
                 if any(rule.target.address in prefix for prefix in pool.addresses):
                     shown = values.display_address(rule.target.address)
                     self.p.error(
-                        f"rule {index}",
+                        f"rule {self._rule_entries[rule.id]}",
                         f"to {shown}: is in pool '{pool.name}'; use pool = \"{pool.name}\" "
                         "(an address is allocated from one place only)",
+                        self.p.line("rule", self._rule_entries[rule.id], "to"),
                     )
 
     # -- [[interface]] ---------------------------------------------------------
@@ -205,6 +252,7 @@ class _Parser:
                 f"interface {index}",
                 entry,
                 ("name", "zone", "port", "address", "mac", "mtu", "vlan", "slow_path"),
+                ("interface", index),
             )
             name = r.get("name", values.name, required=True)
             zone = r.get("zone", _enum(Zone), required=True)
@@ -218,16 +266,17 @@ class _Parser:
             if (r.has("mtu") and mtu is None) or (r.has("vlan") and vlan is None):
                 continue
             if name is not None and any(i.name == name for i in result):
-                r.error(f"name {name}: already used by another interface")
+                r.error(f"name {name}: already used by another interface", "name")
                 continue
             if slow_path and vlan is None:
                 r.error(
                     "slow_path: needs a vlan (the switch tags what it sends with the zone: "
-                    "vlan = 1 inside, 2 outside)"
+                    "vlan = 1 inside, 2 outside)",
+                    "slow_path",
                 )
             if port is not None and (port, vlan) in ports:
                 what = f"port {port}" if vlan is None else f"vlan {vlan} of port {port}"
-                r.error(f"{what}: already used by interface {ports[port, vlan]}")
+                r.error(f"{what}: already used by interface {ports[port, vlan]}", "port")
             if name is None or zone is None:
                 continue
             if port is not None:
@@ -235,56 +284,108 @@ class _Parser:
             result.append(
                 Interface(name, zone, port, address, mac, mtu or DEFAULT_MTU, vlan, slow_path)
             )
-        zones = {interface.zone for interface in result}
-        if not self.p.errors and zones != {Zone.INSIDE, Zone.OUTSIDE}:
+        # the zones written, entries valid or not (one refused for another
+        # reason still has its zone); an entry without a valid zone may be
+        # the one missing, and its own message says so already
+        zones = {Zone.INSIDE.value, Zone.OUTSIDE.value}
+        written = {e.get("zone") if isinstance(e, dict) else None for e in entries}
+        if written <= zones and written != zones:
             self.p.error("interfaces", "need at least one inside and one outside interface")
         return tuple(result)
 
     # -- [[slow_path]] (offload mode) ------------------------------------------
 
-    def slow_paths(self, interfaces: tuple[Interface, ...]) -> tuple[SlowPath, ...]:
+    def slow_paths(
+        self, interfaces: tuple[Interface, ...], base_domain: int
+    ) -> tuple[SlowPath, ...]:
+        """The instances; `base_domain` ([logging] ipfix_domain) is the one
+        their observation domains must differ from (_check_ipfix_domain)."""
         result: list[SlowPath] = []
         ports = {i.port: i.name for i in interfaces if i.port is not None}
+        domains = {base_domain: "[logging]'s"}
         for index, entry in enumerate(_entries(self.p, self.data, "slow_path"), 1):
             r = TableReader(
                 self.p,
                 f"slow_path {index}",
                 entry,
-                ("name", "port", "control", "ports", "default"),
+                ("name", "port", "control", "ports", "default", "ipfix_domain"),
+                ("slow_path", index),
             )
             name = r.get("name", values.name, required=True)
             port = r.get("port", lambda v: values.integer(v, 0, 511), required=True)
             control = r.get("control", values.file_path, required=True)
             block = r.get("ports", values.port_range) if r.has("ports") else (1024, 65535)
             default = r.get("default", values.boolean) or False
+            domain = r.get("ipfix_domain", values.observation_domain)
+            if not r.has("ipfix_domain") or domain is not None:
+                self._check_ipfix_domain(r, domains, index, name, domain, base_domain)
             if default and any(sp.default for sp in result):
-                r.error("default: another slow_path is the default already (at most one)")
+                r.error(
+                    "default: another slow_path is the default already (at most one)", "default"
+                )
                 continue
             if name is not None and any(sp.name == name for sp in result):
-                r.error(f"name {name}: already used by another slow_path")
+                r.error(f"name {name}: already used by another slow_path", "name")
                 continue
             if port is not None and port in ports:
-                r.error(f"port {port}: already used by {ports[port]}")
+                r.error(f"port {port}: already used by {ports[port]}", "port")
                 continue
             if block is not None:
                 for other in result:
                     if block[0] <= other.port_max and other.port_min <= block[1]:
                         r.error(
                             f"ports {block[0]}-{block[1]}: overlap slow_path {other.name}'s "
-                            f"{other.port_min}-{other.port_max} (each owns its own block, RFC 7422)"
+                            f"{other.port_min}-{other.port_max} "
+                            "(each owns its own block, RFC 7422)",
+                            "ports",
                         )
             if name is None or port is None or control is None or block is None:
                 continue
             ports[port] = f"slow_path {name}"
-            result.append(SlowPath(name, port, control, block[0], block[1], default))
+            result.append(SlowPath(name, port, control, block[0], block[1], default, domain))
         return tuple(result)
+
+    @staticmethod
+    def _check_ipfix_domain(
+        r: TableReader,
+        domains: dict[int, str],
+        index: int,
+        name: str | None,
+        domain: int | None,
+        base_domain: int,
+    ) -> None:
+        """Each exporter its own observation domain (RFC 7011 sec. 3.1: a
+        collector keys records by exporter and domain, so two instances in one
+        would mix their records). Unnamed, an instance's is the base's + its
+        position in the file (instances.ipfix_identity), checked here with the
+        entry's line whatever the other entries hold."""
+        field = "ipfix_domain" if domain is not None else None
+        if domain is None:
+            domain = base_domain + index
+            if domain > 0xFFFFFFFF:
+                r.error(
+                    f"ipfix_domain: [logging] ipfix_domain {base_domain} + {index} = {domain} "
+                    "is past 4294967295 (name one with ipfix_domain)"
+                )
+                return
+        shown = "is" if field else f"(the default, [logging]'s + {index}) is"
+        if domain in domains:
+            r.error(
+                f"ipfix_domain {domain} {shown} {domains[domain]} already "
+                "(each instance exports in its own observation domain)",
+                field,
+            )
+            return
+        domains[domain] = f"slow_path {name}'s" if name else f"slow_path {index}'s"
 
     # -- [[route]] and [[neighbor]] --------------------------------------------
 
     def routes(self, interfaces: dict[str, Interface]) -> tuple[Route, ...]:
         result: list[Route] = []
         for index, entry in enumerate(_entries(self.p, self.data, "route"), 1):
-            r = TableReader(self.p, f"route {index}", entry, ("prefix", "via", "interface"))
+            r = TableReader(
+                self.p, f"route {index}", entry, ("prefix", "via", "interface"), ("route", index)
+            )
             prefix = r.get("prefix", values.prefix, required=True)
             via = r.get("via", values.address)
             interface = r.get("interface", values.name, required=True)
@@ -298,11 +399,12 @@ class _Parser:
             if via is not None and link is not None and via not in link.network:
                 r.error(
                     f"via {values.display_address(via)}: not on interface {interface}'s "
-                    f"network {link.network}"
+                    f"network {link.network}",
+                    "via",
                 )
                 continue
             if any(route.prefix == prefix for route in result):
-                r.error(f"prefix {prefix}: another route has the same prefix")
+                r.error(f"prefix {prefix}: another route has the same prefix", "prefix")
                 continue
             result.append(Route(prefix, interface, via))
         return tuple(result)
@@ -310,7 +412,13 @@ class _Parser:
     def neighbors(self, interfaces: dict[str, Interface]) -> tuple[Neighbor, ...]:
         result: list[Neighbor] = []
         for index, entry in enumerate(_entries(self.p, self.data, "neighbor"), 1):
-            r = TableReader(self.p, f"neighbor {index}", entry, ("address", "mac", "interface"))
+            r = TableReader(
+                self.p,
+                f"neighbor {index}",
+                entry,
+                ("address", "mac", "interface"),
+                ("neighbor", index),
+            )
             address = r.get("address", values.address, required=True)
             mac = r.get("mac", values.mac, required=True)
             interface = r.get("interface", values.name, required=True)
@@ -322,7 +430,8 @@ class _Parser:
                 continue
             if any(n.address == address and n.interface == interface for n in result):
                 r.error(
-                    f"address {values.display_address(address)}: already a neighbor on {interface}"
+                    f"address {values.display_address(address)}: already a neighbor on {interface}",
+                    "address",
                 )
                 continue
             result.append(Neighbor(address, mac, interface))
@@ -351,6 +460,7 @@ class _Parser:
                     f"one port ({pool.port_min}) with preserve_parity: flows from "
                     f"{'odd' if pool.port_min % 2 == 0 else 'even'} internal ports get none "
                     "(set preserve_parity = false or give it more ports)",
+                    self._entry_line("pool", pool_name),
                 )
             capacity = pool.address_count * ports
             if capacity < hosts:
@@ -360,18 +470,19 @@ class _Parser:
                     "internal addresses its SNAT rules cover: at most "
                     f"{capacity} internal endpoint{'s' if capacity != 1 else ''} at a time "
                     "get a mapping",
+                    self._entry_line("pool", pool_name),
                 )
 
     def pools(self) -> tuple[Pool, ...]:
         result: list[Pool] = []
         for index, entry in enumerate(_entries(self.p, self.data, "pool"), 1):
-            r = TableReader(self.p, f"pool {index}", entry, POOL_FIELDS)
+            r = TableReader(self.p, f"pool {index}", entry, POOL_FIELDS, ("pool", index))
             name = r.get("name", values.name, required=True)
             ports = r.get("ports", values.port_range) if r.has("ports") else (1024, 65535)
             prefixes = self._pool_prefixes(r)
             policy = {f: r.get(f, values.boolean) for f in ("preserve_parity", "preserve_port")}
             if name is not None and any(pool.name == name for pool in result):
-                r.error(f"name {name}: already used by another pool")
+                r.error(f"name {name}: already used by another pool", "name")
                 continue
             if name is None or ports is None or prefixes is None:
                 continue
@@ -382,10 +493,10 @@ class _Parser:
             if self._pool_overlaps(r, pool, result):
                 continue
             if pool.port_max <= WELL_KNOWN_PORT_MAX:
-                self.p.warn(
-                    r.where,
+                r.warn(
                     f"ports {pool.port_min}-{pool.port_max}: all below 1024, so only internal "
                     "ports below 1024 can be translated with this pool (RFC 4787 REQ-3)",
+                    "ports",
                 )
             result.append(pool)
         return tuple(result)
@@ -397,18 +508,18 @@ class _Parser:
                 r.error("missing field 'addresses'")
             return None
         if not isinstance(raw, list) or not raw:
-            r.error("addresses: must be a non-empty list of addresses or prefixes")
+            r.error("addresses: must be a non-empty list of addresses or prefixes", "addresses")
             return None
         prefixes: list[Prefix] = []
         for item in raw:
             try:
                 prefix = values.prefix(item)
             except ValueError as exc:
-                r.error(f"addresses: {values.display(item)}: {exc}")
+                r.error(f"addresses: {values.display(item)}: {exc}", "addresses")
                 return None
             for seen in prefixes:
                 if prefix.overlaps(seen):
-                    r.error(f"addresses: {prefix} overlaps {seen}")
+                    r.error(f"addresses: {prefix} overlaps {seen}", "addresses")
                     return None
             prefixes.append(prefix)
         return tuple(prefixes)
@@ -425,7 +536,8 @@ class _Parser:
                         r.error(
                             f"addresses: {mine} overlaps pool '{other.name}' ({theirs}) "
                             f"on ports {max(pool.port_min, other.port_min)}-"
-                            f"{min(pool.port_max, other.port_max)}"
+                            f"{min(pool.port_max, other.port_max)}",
+                            "addresses",
                         )
                         return True
         return False
@@ -438,17 +550,18 @@ class _Parser:
         keys: dict[tuple[Any, ...], int] = {}
         for index, entry in enumerate(_entries(self.p, self.data, "rule"), 1):
             where = f"rule {index}"
-            r = TableReader(self.p, where, entry, RULE_FIELDS)
+            r = TableReader(self.p, where, entry, RULE_FIELDS, ("rule", index))
             rule = _rule(r, index, pool_names, declared_pools)
             if rule is None:
                 continue
             if rule.id in ids:
-                r.error(f"id {rule.id}: already used by rule {ids[rule.id]}")
+                r.error(f"id {rule.id}: already used by rule {ids[rule.id]}", "id")
                 continue
             if rule.match_key in keys:
                 r.error(f"same match as rule {keys[rule.match_key]} ({rule.describe_match()})")
                 continue
             ids[rule.id] = index
+            self._rule_entries[rule.id] = index
             keys[rule.match_key] = index
             result.append(rule)
         return tuple(result)
@@ -456,7 +569,7 @@ class _Parser:
     # -- [timeouts], [filtering], [limits] -------------------------------------
 
     def _table(self, section: str, names: tuple[str, ...]) -> TableReader:
-        return TableReader(self.p, section, self.data.get(section, {}), names)
+        return TableReader(self.p, section, self.data.get(section, {}), names, (section, 0))
 
     def timeouts(self) -> Timeouts:
         names = tuple(f.name for f in dataclass_fields(Timeouts))
@@ -468,10 +581,7 @@ class _Parser:
                 continue
             chosen[name] = value
             if value < TIMEOUT_MINIMUMS[name]:
-                self.p.warn(
-                    "timeouts",
-                    f"{name} {value}: below the RFC minimum of {TIMEOUT_MINIMUMS[name]} s",
-                )
+                r.warn(f"{name} {value}: below the RFC minimum of {TIMEOUT_MINIMUMS[name]} s", name)
         return Timeouts(**chosen)
 
     def filtering(self) -> FilteringModes:
@@ -515,14 +625,33 @@ class _Parser:
         )
 
     def logging(self) -> Logging:
-        r = self._table("logging", ("events", "file", "syslog_server", "ipfix_collector"))
+        r = self._table(
+            "logging",
+            (
+                "events",
+                "file",
+                "syslog_server",
+                "ipfix_collector",
+                "ipfix_domain",
+                "ipfix_sessions",
+            ),
+        )
         events = r.get("events", _enum(EventLog)) or EventLog.NONE
         path = r.get("file", values.file_path)
         if events is EventLog.FILE and path is None and not r.has("file"):
-            r.error("missing field 'file': events = \"file\" needs the file to append to")
+            r.error("missing field 'file': events = \"file\" needs the file to append to", "events")
         syslog_server = r.get("syslog_server", values.collector)
         ipfix_collector = r.get("ipfix_collector", values.collector)
-        return Logging(events, path, syslog_server, ipfix_collector)
+        domain = r.get("ipfix_domain", values.observation_domain)
+        sessions = r.get("ipfix_sessions", values.boolean) or False
+        return Logging(
+            events,
+            path,
+            syslog_server,
+            ipfix_collector,
+            DEFAULT_IPFIX_DOMAIN if domain is None else domain,
+            sessions,
+        )
 
 
 def _enum(cls: Any) -> Any:
@@ -559,13 +688,25 @@ def rule_match(r: TableReader, default_id: int) -> Rule | None:
     port = r.get("port", values.port)
     protocol = r.get("protocol", values.protocol) if r.has("protocol") else Protocol.ANY
     if port is not None and protocol not in (*PORTED_PROTOCOLS, Protocol.ANY):
-        r.error(f"port {port}: protocol {protocol} has no ports (use tcp, udp or any)")
+        r.error(f"port {port}: protocol {protocol} has no ports (use tcp, udp or any)", "port")
         return None
     if kind is None or prefix is None or protocol is None or (r.has("port") and port is None):
         return None
     if r.has("id") and rule_id is None:
         return None
     return Rule(rule_id or default_id, kind, prefix, port, protocol)
+
+
+def rule_problems(table: dict[str, Any], source: str) -> list[str]:
+    """The problems of one rule on its own, as a file's [[rule]] would have
+    them (`quicknat rule add` checks its words so before it connects).
+    Whether its pool exists only the running configuration knows."""
+    problems = Problems(source)
+    reader = TableReader(problems, "", table, RULE_FIELDS)
+    pool = table.get("pool")
+    named = {pool} if isinstance(pool, str) else set()
+    _rule(reader, 0, named, named)
+    return problems.errors
 
 
 def _rule(
@@ -585,7 +726,7 @@ def _rule(
 
 def _snat_target(r: TableReader, pool_names: set[str], declared_pools: set[str]) -> Target | None:
     if r.has("to_port"):
-        r.error("to_port: only DNAT rules rewrite the port to a fixed value")
+        r.error("to_port: only DNAT rules rewrite the port to a fixed value", "to_port")
         return None
     if r.has("pool") == r.has("to"):
         r.error("an SNAT rule needs exactly one of 'pool' or 'to'")
@@ -596,7 +737,7 @@ def _snat_target(r: TableReader, pool_names: set[str], declared_pools: set[str])
             return None
         if pool not in pool_names:
             if pool not in declared_pools:  # else the pool's own error says it all
-                r.error(unknown_name_message("pool", pool, tuple(sorted(pool_names))))
+                r.error(unknown_name_message("pool", pool, tuple(sorted(pool_names))), "pool")
             return None
         return SnatToPool(pool)
     address = r.get("to", values.address)
@@ -605,7 +746,7 @@ def _snat_target(r: TableReader, pool_names: set[str], declared_pools: set[str])
 
 def _dnat_target(r: TableReader, match: Rule) -> Target | None:
     if r.has("pool"):
-        r.error("pool: DNAT rules translate to 'to' (and 'to_port'), not to a pool")
+        r.error("pool: DNAT rules translate to 'to' (and 'to_port'), not to a pool", "pool")
         return None
     to = r.get("to", values.prefix, required=True)
     to_port = r.get("to_port", values.port)
@@ -614,10 +755,11 @@ def _dnat_target(r: TableReader, match: Rule) -> Target | None:
     if to.length not in (32, match.prefix.length):
         r.error(
             f"to {to}: a prefix target must have the same length as the matched prefix "
-            f"/{match.prefix.length} (1:1 mapping), or be a single address"
+            f"/{match.prefix.length} (1:1 mapping), or be a single address",
+            "to",
         )
         return None
     if to_port is not None and match.port is None:
-        r.error(f"to_port {to_port}: port forwarding needs the matched 'port' too")
+        r.error(f"to_port {to_port}: port forwarding needs the matched 'port' too", "to_port")
         return None
     return DnatTo(to, to_port)

@@ -41,6 +41,12 @@ def boolean(value: Any) -> bool:
     return value
 
 
+def observation_domain(value: Any) -> int:
+    """An IPFIX Observation Domain ID (RFC 7011 sec. 3.1: 32 bits; 0 is
+    reserved for "no specific domain", so not one an instance can have)."""
+    return integer(value, 1, 0xFFFFFFFF)
+
+
 def port(value: Any) -> int:
     return integer(value, 0, 65535)
 

@@ -31,7 +31,7 @@ from quicknat.controller.writer import SwitchWriter
 from quicknat.icmp_error import translate as translate_icmp_error
 from quicknat.icmp_gen import Kind, Originator
 from quicknat.nat.core import Nat, Refusal, Refused
-from quicknat.nat.fragments import DatagramKey, Outcome, Reassembly
+from quicknat.nat.fragments import DatagramKey, Outcome, Reassembly, Span
 from quicknat.nat.session import FlowKey, Session
 from quicknat.p4.constants import PacketOutMode, PuntReason
 from quicknat.p4rt.entities import packet_metadata
@@ -44,6 +44,7 @@ from quicknat.packet import (
     TCP,
     PacketError,
     fragment_of,
+    fragment_unsafe,
     parse_flow,
     rewrite_addresses,
     rewrite_flow,
@@ -272,7 +273,9 @@ class NatPunts(Punts):
         """FRAGMENT, RFC 4787 REQ-14 (IN-IP-8): the switch cannot keep a datagram's ports,
         so it sends every fragment that needs NAT here. The first is translated
         as a packet of its flow (which it may open), the later ones with its
-        ports (nat/fragments.py); the switch routes them (ROUTE)."""
+        ports (nat/fragments.py); the switch routes them (ROUTE). Overlaps,
+        tiny first fragments and datagrams past 65,535 bytes are dropped
+        (IN-IP-9, `fragment.overlap`)."""
         payload, port = punt.payload, punt.port
         now = self.now()
         try:
@@ -280,24 +283,34 @@ class NatPunts(Punts):
             if fragment is None:
                 raise PacketError("not a fragment")
             datagram = DatagramKey(fragment.src, fragment.dst, fragment.protocol, fragment.ident)
-            key = parse_flow(payload) if fragment.first else None
+            unsafe = fragment_unsafe(payload, fragment)
+            key = parse_flow(payload) if fragment.first and not unsafe else None
         except PacketError as exc:
             self.stats["fragment.malformed"] += 1
             log.debug("malformed fragment from port %d: %s", port, exc)
             return
+        if unsafe:
+            self.stats["fragment.overlap"] += 1
+            return
+        span = Span(fragment.offset, fragment.offset + fragment.length, fragment.last)
         if key is None:
-            ports = self.fragments.later(datagram, payload, now)
-            self._count_fragments_timed_out()
+            ports = self.fragments.later(datagram, span, payload, now)
+            self._count_fragments_dropped()
             if isinstance(ports, Outcome):
                 self.stats[f"fragment.{ports.name.lower()}"] += 1
                 return
             self._route_later_fragment(payload, datagram, ports, port)
             return
-        if not self._route_own_packet(punt, key, "fragment"):
+        # recorded before it is translated: a duplicate or an overlap is not
+        released = self.fragments.first(datagram, span, (key.sport, key.dport), now)
+        self._count_fragments_dropped()
+        if isinstance(released, Outcome):
+            self.stats[f"fragment.{released.name.lower()}"] += 1
             return
-        for held in self.fragments.first(datagram, (key.sport, key.dport), now):
+        self._route_own_packet(punt, key, "fragment")
+        # (refused: they find no session, and are counted so)
+        for held in released:
             self._route_later_fragment(held, datagram, (key.sport, key.dport), port)
-        self._count_fragments_timed_out()
 
     def _route_own_packet(self, punt: Punt, key: FlowKey, what: str) -> bool:
         """A packet of `key`'s flow that the switch cannot translate (a first
@@ -388,11 +401,16 @@ class NatPunts(Punts):
         self.stats["fragment.translated"] += 1
         self._packet_out(rewrite_addresses(payload, rewrite), port, PacketOutMode.ROUTE)
 
-    def _count_fragments_timed_out(self) -> None:
-        timed_out = self.fragments.timed_out
-        if timed_out:
-            self.stats["fragment.timed_out"] += timed_out
-            self.fragments.timed_out = 0
+    def _count_fragments_dropped(self) -> None:
+        """The held fragments the reassembly dropped: timed out, or of a
+        datagram that overlapped."""
+        fragments = self.fragments
+        if fragments.timed_out:
+            self.stats["fragment.timed_out"] += fragments.timed_out
+            fragments.timed_out = 0
+        if fragments.overlapped:
+            self.stats["fragment.overlap"] += fragments.overlapped
+            fragments.overlapped = 0
 
     def _route_rst(self, payload: bytes, key: FlowKey, port: int) -> bool:
         """An inside RST the switch did not look up, since a hit would restart

@@ -344,11 +344,15 @@ class Controller:
 
     # -- visibility (status.py, metrics.py) -----------------------------------------
 
-    def delete_sessions(self, query: SessionQuery) -> int:
-        return self.mode.delete_sessions(query)
+    async def delete_sessions(self, query: SessionQuery) -> int:
+        return await self.mode.delete_sessions(query)
 
-    def session_rows(self, query: SessionQuery | None = None) -> list[dict[str, object]]:
-        return self.mode.session_rows(query or SessionQuery())
+    async def session_rows(self, query: SessionQuery | None = None) -> list[dict[str, object]]:
+        return await self.mode.session_rows(query or SessionQuery())
+
+    async def stats_answer(self) -> dict[str, object]:
+        """`quicknat stats`: the controller's own, and what its mode adds."""
+        return {**self.stats_dict(), **await self.mode.stats_view()}
 
     def stats_dict(self) -> dict[str, object]:
         return {

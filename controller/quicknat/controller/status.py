@@ -20,6 +20,7 @@ import asyncio
 import json
 import os
 import socket
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -107,9 +108,13 @@ class SessionQuery:
 
 
 class StatusSource(Protocol):
-    def session_rows(self, query: SessionQuery) -> list[dict[str, object]]: ...
-    def delete_sessions(self, query: SessionQuery) -> int: ...
-    def stats_dict(self) -> dict[str, object]: ...
+    """What the socket asks (service.Controller); ValueError from the
+    sessions' methods is the answer's error (offload mode: an instance that
+    did not answer)."""
+
+    async def session_rows(self, query: SessionQuery) -> list[dict[str, object]]: ...
+    async def delete_sessions(self, query: SessionQuery) -> int: ...
+    async def stats_answer(self) -> dict[str, object]: ...
     async def line_command(self, line: str) -> list[str]: ...
 
 
@@ -118,19 +123,19 @@ class StatusSource(Protocol):
 LINE_VERBS = ("rule", "rules", "reload")
 
 
-def _answer(source: StatusSource, line: str) -> object:
+async def _answer(source: StatusSource, line: str) -> object:
     words = line.split()
     if words == ["stats"]:
-        return source.stats_dict()
+        return await source.stats_answer()
     if words and words[0] == "sessions":
         try:
             query = SessionQuery.parse(words[1:])
+            if query.action == "list":
+                rows = await source.session_rows(query)
+                return rows[: query.limit] if query.limit else rows
+            return {"deleted": await source.delete_sessions(query)}
         except ValueError as exc:
             return {"error": f"sessions: {exc}"}
-        if query.action == "list":
-            rows = source.session_rows(query)
-            return rows[: query.limit] if query.limit else rows
-        return {"deleted": source.delete_sessions(query)}
     return {"error": f"unknown command {line!r} (sessions, stats)"}
 
 
@@ -146,7 +151,7 @@ async def serve_status(path: Path, source: StatusSource) -> asyncio.AbstractServ
                 writer.write("".join(f"{line}\n" for line in lines).encode())
                 await writer.drain()
                 return
-            answer = _answer(source, command)
+            answer = await _answer(source, command)
             writer.write(json.dumps(answer).encode() + b"\n")
             await writer.drain()
         except (TimeoutError, ConnectionError, UnicodeDecodeError):
@@ -154,10 +159,42 @@ async def serve_status(path: Path, source: StatusSource) -> asyncio.AbstractServ
         finally:
             writer.close()
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if path.exists():
-        os.unlink(path)  # a stale socket from a previous run
+    # No mkdir: a --socket in a directory that does not exist is the user's
+    # error, said by the CLI before we get here (cli_args.socket_path).
+    claim_socket(path)
     return await asyncio.start_unix_server(handle, path=str(path))
+
+
+class SocketInUse(Exception):
+    """The status socket's path is a live socket (another process answers
+    on it) or not a socket at all: taking it would cut that process off."""
+
+
+def claim_socket(path: Path) -> None:
+    """Makes `path` free for our socket: a socket nobody answers on (left by
+    a process that died) is removed; a live one, or a file that is no socket,
+    raises SocketInUse. Connecting is the only test of liveness a Unix socket
+    has: its file stays after its process is gone. swpath's control socket
+    does the same (swpath/src/control/ctl_socket.c)."""
+    try:
+        mode = path.lstat().st_mode
+    except FileNotFoundError:
+        return
+    if not stat.S_ISSOCK(mode):
+        raise SocketInUse(f"{path} exists and is not a socket; remove it or choose another path")
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        probe.settimeout(2)
+        try:
+            probe.connect(str(path))
+        except ConnectionRefusedError:  # nobody listens: stale
+            os.unlink(path)
+            return
+        except OSError as exc:  # e.g. a full backlog: something is there
+            raise SocketInUse(f"{path}: {exc.strerror or exc}; not taking it over") from None
+    raise SocketInUse(
+        f"{path} is in use: another process answers on it (another controller "
+        "of this name?); stop it or choose another --socket"
+    )
 
 
 def line_command(path: Path, line: str, timeout: float = 10.0) -> list[str]:

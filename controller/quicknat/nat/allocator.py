@@ -37,9 +37,10 @@ class AllocationFailure(enum.Enum):
 
 
 class AllocationError(Exception):
-    def __init__(self, reason: AllocationFailure) -> None:
+    def __init__(self, reason: AllocationFailure, address: int = 0) -> None:
         super().__init__(reason.value)
         self.reason = reason
+        self.address = address  # POOL_EXHAUSTED: the pool address out of ports
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +99,10 @@ class PoolAllocator:
         self._held: dict[int, int] = {}  # internal address -> ports held (all protocols)
 
     @property
+    def address_count(self) -> int:
+        return len(self._addresses)
+
+    @property
     def port_count(self) -> int:
         return self.pool.port_max - self.pool.port_min + 1
 
@@ -144,7 +149,7 @@ class PoolAllocator:
         space.wake(now, self.policy.reuse_delay)
         port = self._choose_port(space, internal.port)
         if port is None:
-            raise AllocationError(AllocationFailure.POOL_EXHAUSTED)
+            raise AllocationError(AllocationFailure.POOL_EXHAUSTED, address)
         self._take(protocol, internal.address, Endpoint(address, port))
         return Endpoint(address, port)
 

@@ -54,6 +54,16 @@ QuotaEvent = Callable[[str, int, int, float], None]
 """(the limit, "ports_per_host" or "sessions_per_host"; the internal address;
 the limit's value; now): a host's new flow was refused at that limit."""
 
+SessionEvent = Callable[[str, Session, float], None]
+"""(event "created" or "deleted", the session, now): with [logging]
+ipfix_sessions, RFC 8158's NAT44 session create and delete."""
+
+ExhaustionEvent = Callable[[str, int, int, int, float], None]
+"""(what: "ports" or "addresses"; the pool address out of ports, 0 for
+"addresses"; the pool's id, [[pool]] order from 1, 0 for an SNAT rule's own
+`to` address; the protocol; now): RFC 8158's NAT ports exhausted and NAT
+addresses exhausted, once per episode."""
+
 TRANSLATABLE = frozenset({Protocol.TCP, Protocol.UDP, Protocol.ICMP})
 _TCP = int(Protocol.TCP)
 
@@ -106,6 +116,8 @@ class Nat:
         on_mapping: MappingEvent | None = None,
         on_quota: QuotaEvent | None = None,
         capacity: int | None = None,
+        on_session: SessionEvent | None = None,
+        on_exhausted: ExhaustionEvent | None = None,
     ) -> None:
         self.config = config
         # RES-4: the most sessions the data path's table holds (the switch's
@@ -118,6 +130,14 @@ class Nat:
         # limit_event), so a flood is one line, not one per packet.
         self.on_quota = on_quota
         self._quota_logged: set[tuple[int, str]] = set()
+        # Told of each session opened and closed (not of one restored).
+        self.on_session = on_session
+        # Told once per episode of a pool address out of ports of a protocol,
+        # and of a pool whose every address is: until one of its ports of
+        # that protocol is freed (as quota episodes end with a session).
+        self.on_exhausted = on_exhausted
+        self._exhausted: dict[str, set[tuple[int, int]]] = {}  # pool -> (address, protocol)
+        self._pool_ids = {pool.name: i for i, pool in enumerate(config.pools, 1)}
         self._rng = rng or random.Random()
         self.allocators: dict[str, PoolAllocator] = {
             pool.name: PoolAllocator(pool, port_policy(pool, config), self._rng)
@@ -202,9 +222,10 @@ class Nat:
         if packet.protocol not in TRANSLATABLE:
             raise Refused(Refusal.UNSUPPORTED)
         _check_opens(packet, tcp_flags)
-        if zone is Zone.INSIDE:
-            return self._outbound(packet, now)
-        return self._inbound(packet, now)
+        session = self._outbound(packet, now) if zone is Zone.INSIDE else self._inbound(packet, now)
+        if self.on_session is not None:
+            self.on_session("created", session, now)
+        return session
 
     def _outbound(self, packet: FlowKey, now: float) -> Session:
         rule = self.qns.lookup_kind(RuleKind.SNAT, packet.protocol, packet.src, packet.sport)
@@ -228,6 +249,8 @@ class Nat:
         except AllocationError as exc:
             if exc.reason is AllocationFailure.QUOTA_EXCEEDED:
                 self._quota_event("ports_per_host", internal.address, now)
+            else:
+                self._exhaustion_event(pool, exc.address, protocol, now)
             raise Refused(Refusal[exc.reason.name]) from None
         mapping = self._add_mapping(Mapping(protocol, internal, external, pool))
         if self.on_mapping is not None:
@@ -256,6 +279,8 @@ class Nat:
         if partner is None:
             _check_opens(key, tcp_flags)
             partner = self._inbound(key, now)
+            if self.on_session is not None:
+                self.on_session("created", partner, now)
         elif partner.out2in != key:
             raise Refused(Refusal.UNSOLICITED)  # a public address as an inside source
         session.partner = partner
@@ -339,6 +364,19 @@ class Nat:
         if self.on_quota is not None:
             value = getattr(self.config.limits, limit)
             self.on_quota(limit, internal_address, value, now)
+
+    def _exhaustion_event(self, pool: str, address: int, protocol: int, now: float) -> None:
+        exhausted = self._exhausted.setdefault(pool, set())
+        if (address, protocol) in exhausted:
+            return
+        exhausted.add((address, protocol))
+        if self.on_exhausted is None:
+            return
+        pool_id = self._pool_ids.get(pool, 0)
+        self.on_exhausted("ports", address, pool_id, protocol, now)
+        out = sum(1 for _, p in exhausted if p == protocol)
+        if pool_id and out == self.allocators[pool].address_count:
+            self.on_exhausted("addresses", 0, pool_id, protocol, now)
 
     def _open(
         self, rule_id: int, origin: Origin, mapping: Mapping, remote: Endpoint, now: float
@@ -438,6 +476,8 @@ class Nat:
         self._by_key.pop(_flow_key(session.in2out), None)
         self._by_key.pop(_flow_key(session.out2in), None)
         self.session_count -= 1
+        if self.on_session is not None:
+            self.on_session("deleted", session, now)
         host = session.internal.address
         if self._quota_logged:  # below its limits again: the next episode is logged
             self._quota_logged.discard((host, "ports_per_host"))
@@ -457,6 +497,9 @@ class Nat:
                 self.allocators[mapping.pool].release(
                     mapping.protocol, mapping.internal.address, mapping.external, now
                 )
+                exhausted = self._exhausted.get(mapping.pool)
+                if exhausted:  # a port is free again: the next episode is logged
+                    exhausted.discard((mapping.external.address, mapping.protocol))
                 if self.on_mapping is not None:
                     self.on_mapping("deleted", mapping, now)
 

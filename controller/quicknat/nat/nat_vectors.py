@@ -170,6 +170,7 @@ class PythonCore:
             on_mapping=self._mapping_event,
             on_quota=self._quota_event,
             capacity=vector.capacity,
+            on_exhausted=self._exhaustion_event,
         )
         self.last_seen: dict[int, float] = {}
 
@@ -179,6 +180,15 @@ class PythonCore:
 
     def _quota_event(self, limit: str, address: int, value: int, now: float) -> None:
         self.events.append(f"quota {limit} {format_ipv4(address)}")
+
+    def _exhaustion_event(
+        self, what: str, address: int, pool_id: int, protocol: int, now: float
+    ) -> None:
+        proto = Protocol(protocol)
+        if what == "ports":
+            self.events.append(f"ports-exhausted {proto} {format_ipv4(address)}")
+        else:
+            self.events.append(f"addresses-exhausted {proto} {pool_id}")
 
     def age(self, now: float) -> None:
         for session in list(self.nat.sessions()):

@@ -552,6 +552,34 @@ static const struct sp_cmd_field fields_logging[] = {
 		.max = 31,
 		.dflt = 0,
 	},
+	{
+		.key = "ipfix_domain",
+		.name = "ipfix_domain",
+		.type = SP_ARG_UINT,
+		.at = SP_CMD_AT(logging.ipfix_domain),
+		.presence = SP_GIVEN_UNLESS,
+		.min = 1,
+		.max = 4294967295u,
+		.dflt = 1,
+	},
+	{
+		.key = "nat_instance",
+		.name = "nat_instance",
+		.type = SP_ARG_UINT,
+		.at = SP_CMD_AT(logging.nat_instance),
+		.presence = SP_GIVEN_UNLESS,
+		.min = 0,
+		.max = 4294967295u,
+		.dflt = 0,
+	},
+	{
+		.key = "ipfix_sessions",
+		.name = "ipfix_sessions",
+		.type = SP_ARG_BOOL,
+		.at = SP_CMD_AT(logging.ipfix_sessions),
+		.presence = SP_GIVEN_UNLESS,
+		.dflt = 0,
+	},
 };
 
 static const struct sp_cmd_field args_sessions[] = {
@@ -1029,8 +1057,8 @@ const struct sp_cmd_spec sp_cmd_specs[] = {
 		.verb = SP_CMD_LOGGING,
 		.when = SP_WHEN_STARTUP,
 		.fields = fields_logging,
-		.n_fields = 4,
-		.syntax = "logging events none|syslog|file [file PATH] [syslog_server A:PORT] [ipfix_collector A:PORT]",
+		.n_fields = 7,
+		.syntax = "logging events none|syslog|file [file PATH] [syslog_server A:PORT] [ipfix_collector A:PORT] [ipfix_domain N] [nat_instance N] [ipfix_sessions true|false]",
 	},
 	{
 		.name = "rules",

@@ -212,8 +212,9 @@ apply_logging(const struct sp_cmd *cmd, struct sp_buf *out, char *err,
 {
 	const struct sp_cmd_logging *c = &cmd->u.logging;
 
-	if (sp_export_configure(c->syslog_server, c->ipfix_collector, err,
-				errlen) < 0)
+	if (sp_export_configure(c->syslog_server, c->ipfix_collector,
+				c->ipfix_domain, c->nat_instance,
+				c->ipfix_sessions, err, errlen) < 0)
 		return -1;
 	return sp_events_configure(c->events, c->file, err, errlen);
 }

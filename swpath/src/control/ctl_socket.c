@@ -50,26 +50,43 @@ static int listen_fd = -1;
 static char listen_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 static struct client clients[SP_MAX_CLIENTS];
 
+/*
+ * Makes the socket's path free: a socket nobody answers on (its process died;
+ * the file of a Unix socket outlives it) is removed, a live one belongs to a
+ * running instance and is refused, and so is a file that is no socket.
+ * Connecting is the only test of liveness; only ECONNREFUSED means stale
+ * (another error, e.g. a full backlog, means something is there). The
+ * controller's status socket does the same (controller/quicknat/controller/
+ * status.py, claim_socket).
+ */
 static int
-mkdir_parent(const char *path)
+claim_path(const struct sockaddr_un *sa, char *err, size_t errlen)
 {
-	char dir[sizeof(listen_path)];
-	char *slash;
+	struct stat st;
+	int probe, rc, e;
 
-	snprintf(dir, sizeof(dir), "%s", path);
-	slash = strrchr(dir, '/');
-	if (slash == NULL || slash == dir)
-		return 0;
-	*slash = '\0';
-	for (char *p = dir + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		mkdir(dir, 0755);
-		*p = '/';
-	}
-	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
-		return -1;
+	if (lstat(sa->sun_path, &st) < 0)
+		return errno == ENOENT ? 0 :
+		       sp_fail(err, errlen, "control socket %s: %s", sa->sun_path,
+			       strerror(errno));
+	if (!S_ISSOCK(st.st_mode))
+		return sp_fail(err, errlen,
+			       "control socket %s exists and is not a socket; remove it or choose another with --control",
+			       sa->sun_path);
+	probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (probe < 0)
+		return sp_fail(err, errlen, "control socket: %s", strerror(errno));
+	rc = connect(probe, (const struct sockaddr *)sa, sizeof(*sa));
+	e = errno;
+	close(probe);
+	if (rc == 0 || e != ECONNREFUSED)
+		return sp_fail(err, errlen,
+			       "control socket %s is in use (another quicknat-swpath?%s%s); choose one with --control",
+			       sa->sun_path, rc == 0 ? "" : " ",
+			       rc == 0 ? "" : strerror(e));
+	if (unlink(sa->sun_path) < 0 && errno != ENOENT)
+		return sp_fail(err, errlen, "cannot remove the stale socket %s: %s",
+			       sa->sun_path, strerror(errno));
 	return 0;
 }
 
@@ -83,30 +100,14 @@ sp_control_listen(const char *path, char *err, size_t errlen)
 	if (strlen(path) >= sizeof(sa.sun_path))
 		return sp_fail(err, errlen, "control socket path too long: %s", path);
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
-	if (mkdir_parent(path) < 0)
-		return sp_fail(err, errlen, "cannot create the directory of %s: %s",
-			    path, strerror(errno));
 	listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (listen_fd < 0)
 		return sp_fail(err, errlen, "control socket: %s", strerror(errno));
-	{
-		/* a live socket belongs to a running instance; a dead one is a
-		 * leftover of a previous run */
-		int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-		if (probe >= 0 && connect(probe, (struct sockaddr *)&sa,
-					  sizeof(sa)) == 0) {
-			close(probe);
-			close(listen_fd);
-			listen_fd = -1;
-			return sp_fail(err, errlen,
-				    "control socket %s is in use (another quicknat-swpath?); choose one with --control",
-				    path);
-		}
-		if (probe >= 0)
-			close(probe);
+	if (claim_path(&sa, err, errlen) < 0) {
+		close(listen_fd);
+		listen_fd = -1;
+		return -1;
 	}
-	unlink(path);
 	if (bind(listen_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
 	    listen(listen_fd, 16) < 0) {
 		int e = errno;

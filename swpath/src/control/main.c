@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -29,6 +30,7 @@
 #include <rte_log.h>
 #include <rte_random.h>
 
+#include "control/cmd_file.h"
 #include "control/control.h"
 #include "control/ctl_socket.h"
 #include "control/eal.h"
@@ -47,6 +49,9 @@
 
 #define PROG "quicknat-swpath"
 #define EXIT_STARTUP 2
+#ifndef SP_VERSION /* src/Makefile defines it, from controller/quicknat/__init__.py */
+#error "SP_VERSION is not defined"
+#endif
 
 struct options {
 	const char *commands;
@@ -54,11 +59,6 @@ struct options {
 	const char *dump;
 	const char *state;
 	unsigned exit_when_idle_ms;
-};
-
-struct cmd_line {
-	unsigned line;
-	struct sp_cmd cmd;
 };
 
 static void __attribute__((noreturn, format(printf, 1, 2)))
@@ -79,6 +79,7 @@ usage(FILE *f)
 {
 	fprintf(f,
 		"usage: " PROG " [EAL options] -- --commands FILE [options]\n"
+		"       " PROG " --version\n"
 		"\n"
 		"  --commands FILE        configuration in the swpath command language\n"
 		"                         (quicknat swpath-commands CONFIG.toml)\n"
@@ -115,6 +116,24 @@ number(const char *opt, const char *s, unsigned long min, unsigned long max)
 	if (errno != 0 || *end != '\0' || *s == '\0' || v < min || v > max)
 		die("%s %s: must be %lu..%lu", opt, s, min, max);
 	return v;
+}
+
+/* The control socket's directory must exist: a misspelt one is an error,
+ * not created (the systemd unit has its own made: RuntimeDirectory=). Said
+ * before the EAL starts, as the controller's --socket is said by its CLI. */
+static void
+check_control_directory(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	char dir[PATH_MAX];
+	struct stat st;
+
+	if (strcmp(path, "none") == 0 || slash == NULL || slash == path)
+		return; /* none, the current directory, or / */
+	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+	if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
+		die("--control %s: no directory %s (create it, or choose another path)",
+		    path, dir);
 }
 
 /* One option after --; the defaults are set before. */
@@ -191,6 +210,7 @@ parse_options(int argc, char **argv, struct options *o)
 		{ "state", required_argument, NULL, 'T' },
 		{ "log-format", required_argument, NULL, 'L' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
@@ -206,6 +226,10 @@ parse_options(int argc, char **argv, struct options *o)
 			usage(stdout);
 			exit(0);
 		}
+		if (c == 'V') {
+			printf(PROG " %s\n", SP_VERSION);
+			exit(0);
+		}
 		if (c == '?' || c == ':')
 			die("unknown or incomplete option '%s' after -- (see --help)",
 			    argv[optind - 1]);
@@ -218,62 +242,35 @@ parse_options(int argc, char **argv, struct options *o)
 	opterr = 1;
 	if (o->commands == NULL)
 		die("--commands FILE is required (see --help)");
+	check_control_directory(o->control);
 }
 
 /* -- the command file ------------------------------------------------------- */
 
-/* One parsed line of the file, checked for what a file may hold. */
-static void
-check_line(const char *path, unsigned lineno, const struct sp_cmd *cmd,
-	   bool *inside, bool *outside)
-{
-	if (sp_cmd_when(cmd->verb) == SP_WHEN_RUNTIME)
-		die("%s:%u: '%s' is a run-time command", path, lineno,
-		    sp_cmd_verb_name(cmd->verb));
-	if (cmd->verb == SP_CMD_INTERFACE) {
-		*inside |= cmd->u.iface.zone == SP_ZONE_INSIDE;
-		*outside |= cmd->u.iface.zone == SP_ZONE_OUTSIDE;
-	}
-}
-
-static struct cmd_line *
+/* Every problem of the file said (one log line each), then exit: the user
+ * fixes them all in one go (cmd_file.c). */
+static struct sp_cmd_line *
 read_commands(const char *path, size_t *count)
 {
 	FILE *f = fopen(path, "r");
-	struct cmd_line *cmds = NULL;
-	size_t n = 0, cap = 0, len = 0;
-	char *line = NULL;
-	unsigned lineno = 0;
-	bool inside = false, outside = false;
+	struct sp_cmd_line *cmds;
+	struct sp_buf errors = { 0 };
+	long n;
 
 	if (f == NULL)
 		die("%s: %s", path, strerror(errno));
-	while (getline(&line, &len, f) >= 0) {
-		struct sp_cmd cmd;
-		char err[512];
-
-		lineno++;
-		if (sp_cmd_parse(line, &cmd, err, sizeof(err)) < 0)
-			die("%s:%u: %s", path, lineno, err);
-		if (cmd.verb == SP_CMD_NONE)
-			continue;
-		check_line(path, lineno, &cmd, &inside, &outside);
-		if (n == cap) {
-			cap = cap ? 2 * cap : 64;
-			cmds = realloc(cmds, cap * sizeof(*cmds));
-			if (cmds == NULL)
-				die("out of memory");
-		}
-		cmds[n].line = lineno;
-		cmds[n].cmd = cmd;
-		n++;
-	}
-	free(line);
+	n = sp_cmd_file_read(f, path, &cmds, &errors);
 	fclose(f);
-	if (!inside || !outside)
-		die("%s: needs at least one inside and one outside interface",
-		    path);
-	*count = n;
+	if (n < 0) {
+		for (char *line = errors.p, *end; line < errors.p + errors.len;
+		     line = end + 1) {
+			end = memchr(line, '\n', errors.p + errors.len - line);
+			sp_log("error", "%.*s", (int)(end - line), line);
+		}
+		sp_buf_free(&errors);
+		exit(EXIT_STARTUP);
+	}
+	*count = (size_t)n;
 	return cmds;
 }
 
@@ -292,7 +289,7 @@ die_setup(const char *msg)
 }
 
 static void
-apply_commands(const char *path, const struct cmd_line *cmds, size_t n,
+apply_commands(const char *path, const struct sp_cmd_line *cmds, size_t n,
 	       bool interfaces)
 {
 	for (size_t i = 0; i < n; i++) {
@@ -406,7 +403,7 @@ static void
 start(int argc, char **argv, int sep, const struct options *o)
 {
 	char *eal_argv[SP_EAL_ARGS_MAX + 1];
-	struct cmd_line *cmds;
+	struct sp_cmd_line *cmds;
 	size_t n_cmds;
 	char err[512];
 	int eal_argc;
@@ -531,12 +528,17 @@ main(int argc, char **argv)
 		if (strcmp(argv[i], "--log-format") == 0)
 			sp_log_set_json(strcmp(argv[i + 1], "json") == 0);
 	if (sep == argc) {
-		for (int i = 1; i < argc; i++)
+		for (int i = 1; i < argc; i++) {
 			if (strcmp(argv[i], "-h") == 0 ||
 			    strcmp(argv[i], "--help") == 0) {
 				usage(stdout);
 				return 0;
 			}
+			if (strcmp(argv[i], "--version") == 0) {
+				printf(PROG " %s\n", SP_VERSION);
+				return 0;
+			}
+		}
 		usage(stderr);
 		return EXIT_STARTUP;
 	}

@@ -23,6 +23,7 @@
 #include "dataplane/frag.h"
 #include "dataplane/sp.h"
 #include "dataplane/vlan.h"
+#include "persist/event_export.h"
 #include "persist/events.h"
 #include "persist/session_stream.h"
 #include "persist/sink.h"
@@ -227,6 +228,8 @@ worker_rings(struct sp_worker *w, unsigned i, int socket)
 	if (sp_events_enabled()) {
 		w->event_ring = sp_events_ring_create(i, socket);
 		w->listening |= SP_LISTEN_EVENTS;   /* before the workers run */
+		if (sp_export_sessions())
+			w->listening |= SP_LISTEN_IPFIX_SESSIONS;
 	}
 	w->stream_ring = sp_stream_ring_create(i, socket);
 	snprintf(name, sizeof(name), "sp_cmd_%u", i);

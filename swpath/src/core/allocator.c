@@ -597,13 +597,33 @@ sp_pool_allocate(struct sp_pool *pool, struct sp_alloc_ctx *ctx,
 			       pool_pick_address(pool, ctx->worker, req->int_addr);
 	s = &pool->space[ctx->worker * pool->n_addrs + addr_idx];
 	rc = pool_choose_port(pool, ctx, s, req, &slot);
-	if (rc < 0)
+	if (rc < 0) {
+		out->addr = pool->addrs[addr_idx];
+		out->addr_idx = addr_idx;
+		out->pool = pool->index;
 		return rc;
+	}
 	if (b == NULL && (b = binding_new(pool, ctx, req->int_addr, addr_idx,
 					  hash)) == NULL)
 		return -ENOMEM;
 	slot_take(pool, s, b, req->pi, addr_idx, slot, out);
 	return 0;
+}
+
+bool
+sp_pool_mark_exhausted(struct sp_pool *pool, const struct sp_alloc_ctx *ctx,
+			unsigned pi, uint32_t addr_idx, bool *all_out)
+{
+	struct sp_pool_space *mine = &pool->space[ctx->worker * pool->n_addrs];
+	uint32_t out = 0;
+
+	if (mine[addr_idx].exhausted & (1u << pi))
+		return false;
+	mine[addr_idx].exhausted |= (uint8_t)(1u << pi);
+	for (uint32_t i = 0; i < pool->n_addrs; i++)
+		out += (mine[i].exhausted >> pi) & 1u;
+	*all_out = out == pool->n_addrs;
+	return true;
 }
 
 void
@@ -627,6 +647,7 @@ sp_pool_release(struct sp_pool *pool, struct sp_alloc_ctx *ctx, unsigned pi,
 		now_ms = SP_PORT_USED - 1;
 	s->state[pi][a->slot] = now_ms;
 	(*used_count(s, pi, a->slot))--;
+	s->exhausted &= (uint8_t)~(1u << pi);   /* a port again: episode over */
 	b = binding_find(ctx, pool->index, int_addr, hash, &pos);
 	if (b == NULL)
 		return;

@@ -71,6 +71,9 @@ struct sp_pool_space {
 	uint32_t used[SP_PI_MAX][2][2]; /* in use, [protocol][well-known][parity] */
 	/* per port: SP_PORT_FREE, SP_PORT_USED, or the release time (ms) */
 	uint32_t *state[SP_PI_MAX];     /* or a lease's end, in the future */
+	/* 1 << protocol index: a flow found no port here since one was last
+	 * released (an RFC 8158 "ports exhausted" episode, told once) */
+	uint8_t exhausted;
 };
 
 struct sp_pool {
@@ -160,11 +163,20 @@ void sp_alloc_ctx_free(struct sp_alloc_ctx *ctx);
 /*
  * Allocates an external endpoint for req's internal endpoint on ctx's
  * worker. Returns 0, -EDQUOT (per-host quota), -ENOSPC (no port of its
- * class and parity left on the host's address), -ENOMEM (binding table
- * full).
+ * class and parity left on the host's address: out's addr and addr_idx
+ * name it), -ENOMEM (binding table full).
  */
 int sp_pool_allocate(struct sp_pool *pool, struct sp_alloc_ctx *ctx,
 		     const struct sp_alloc_req *req, struct sp_alloc *out);
+
+/*
+ * After -ENOSPC: marks the address's share on ctx's worker out of ports of
+ * protocol index pi. Returns false when it was already (the episode is
+ * told), else true and in *all_out whether every address of the pool now
+ * is (RFC 8158's "addresses exhausted"). A release ends the episode.
+ */
+bool sp_pool_mark_exhausted(struct sp_pool *pool, const struct sp_alloc_ctx *ctx,
+			    unsigned pi, uint32_t addr_idx, bool *all_out);
 
 /* Releases what sp_pool_allocate returned; the port starts resting at
  * now_ms + hold_ms, and is never handed out before then (hold_ms: the

@@ -66,7 +66,8 @@
 	X(frag_held, "fragments held until their datagram's first fragment came") \
 	X(drop_frag_timeout, "held fragments dropped: their first fragment did not come in time") \
 	X(drop_frag_limit, "fragments dropped: over the reassembly limits (per datagram, per source, per worker)") \
-	X(drop_fragment, "dropped: a fragment NAT cannot translate (of an ICMP error or a hairpinned flow, of a refused datagram, or a tiny or overlapping TCP header)") \
+	X(drop_frag_overlap, "dropped: a fragment overlapping bytes its datagram already had (a duplicate, or a partial overlap or a contradicting end, which kills the datagram: its held and later fragments go too), reaching past 65,535 bytes, a first fragment too short for its transport header, or a TCP fragment at offset 8 (RFC 1858, RFC 3128, RFC 5722)") \
+	X(drop_fragment, "dropped: a fragment NAT cannot translate (of an ICMP error or a hairpinned flow, or of a refused datagram)") \
 	X(drop_ip_options, "dropped: IPv4 source-route option") \
 	X(drop_ttl, "dropped: TTL would reach zero") \
 	X(drop_mtu, "dropped: larger than the egress interface's MTU (never fragmented)") \

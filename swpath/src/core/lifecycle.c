@@ -5,6 +5,30 @@
 #include "core/lifecycle.h"
 #include "core/mapping.h"
 
+/* RFC 8158's NAT44 session create or delete, built only when the observer
+ * asks for them (`logging ... ipfix_sessions true`): never by default, as
+ * it carries the remote (RFC 6888 REQ-12). controller: Nat.on_session. */
+static void
+session_event(struct sp_nat *nat, uint8_t type, const struct sp_session *s,
+	      uint32_t now)
+{
+	uint32_t when = nat->obs.session_events_when;
+	struct sp_event ev;
+
+	if (when == 0 || nat->obs.event == NULL || !sp_nat_listens(nat, when))
+		return;
+	ev = (struct sp_event){
+		.time_ms = now, .type = type, .proto = s->proto,
+		.int_addr = be32toh(s->int_addr),
+		.int_port = be16toh(s->int_port),
+		.ext_addr = be32toh(s->ext_addr),
+		.ext_port = be16toh(s->ext_port),
+		.rem_addr = be32toh(s->rem_addr),
+		.rem_port = be16toh(s->rem_port),
+	};
+	nat->obs.event(nat->obs.ctx, &ev);
+}
+
 void
 sp_session_link(struct sp_nat *nat, const struct sp_runtime *rt, uint32_t idx)
 {
@@ -61,6 +85,7 @@ sp_session_open(struct sp_nat *nat, const struct sp_runtime *rt,
 	nat->cnt[SP_CNT_sessions_created]++;
 	sp_session_seq_end(s);
 	sp_nat_notify(nat, idx, SP_SESSION_OPENED, now);
+	session_event(nat, SP_EVENT_SESSION_OPENED, s, now);
 	/* learn mode: the switch learns it from its packets, no one installs
 	 * it (core/learn.h) */
 	if (rt->after_packets <= 1 && !rt->learn)
@@ -100,6 +125,7 @@ session_free(struct sp_nat *nat, uint32_t sidx, enum sp_session_event why,
 	struct sp_session *s = &nat->sessions[sidx];
 
 	sp_nat_notify(nat, sidx, why, now);
+	session_event(nat, SP_EVENT_SESSION_CLOSED, s, now);
 	sp_session_seq_begin(s);
 	sp_hix_remove(&nat->flows, sidx << 1 | SP_DIR_IN2OUT,
 		      sp_session_hash(nat, s, SP_DIR_IN2OUT));

@@ -163,6 +163,34 @@ sp_mapping_insert(struct sp_nat *nat, uint8_t proto, uint32_t int_addr,
 	return idx;
 }
 
+/*
+ * A new flow found no port on a (its paired) pool address: RFC 8158's "NAT
+ * ports exhausted", and "NAT addresses exhausted" when every address of a
+ * configured pool is out, each once per episode (controller:
+ * Nat._exhaustion_event).
+ */
+static void
+exhaustion_event(struct sp_nat *nat, struct sp_pool *pool,
+		 const struct sp_alloc *a, unsigned pi, uint8_t proto,
+		 uint32_t now)
+{
+	struct sp_event ev = {
+		.time_ms = now, .proto = proto, .ext_addr = a->addr,
+		.int_addr = pool->internal ? 0 : (uint32_t)pool->index + 1,
+		.type = SP_EVENT_PORTS_EXHAUSTED,
+	};
+	bool all;
+
+	if (!sp_pool_mark_exhausted(pool, &nat->alloc, pi, a->addr_idx, &all))
+		return;
+	sp_nat_event(nat, &ev);
+	if (all && !pool->internal) {
+		ev.type = SP_EVENT_ADDRESSES_EXHAUSTED;
+		ev.ext_addr = 0;
+		sp_nat_event(nat, &ev);
+	}
+}
+
 int
 sp_mapping_new(struct sp_nat *nat, const struct sp_runtime *rt,
 	       uint64_t action, const struct sp_flow_key *key, uint32_t now,
@@ -196,8 +224,10 @@ sp_mapping_new(struct sp_nat *nat, const struct sp_runtime *rt,
 			    rt->ports_per_host, now);
 		return SP_CNT_drop_quota_exceeded;
 	}
-	if (rc == -ENOSPC)
+	if (rc == -ENOSPC) {
+		exhaustion_event(nat, pool, &a, req.pi, key->proto, now);
 		return SP_CNT_drop_pool_exhausted;
+	}
 	if (rc < 0)
 		return SP_CNT_drop_table_full;
 	*midx = sp_mapping_insert(nat, key->proto, int_addr, int_port, &a);

@@ -42,17 +42,30 @@ enum sp_event_type {
 	 * episode: until the host closes a session. */
 	SP_EVENT_QUOTA_PORTS = 2,
 	SP_EVENT_QUOTA_SESSIONS = 3,
+	/* IPFIX only (RFC 8158; persist/event_export.c), never a log line: */
+	/* a session opened or closed, with its remote (rem_*), while the
+	 * observer's session_events_when is heard (`ipfix_sessions true`) */
+	SP_EVENT_SESSION_OPENED = 4,
+	SP_EVENT_SESSION_CLOSED = 5,
+	/* a new flow found no port: ext_addr the pool address out of ports of
+	 * proto (this worker's share of it), int_addr the natPoolID ([[pool]]
+	 * order from 1; 0 for an SNAT rule's own address); and, when every
+	 * address of a configured pool is, the pool (ext_addr 0). Once per
+	 * episode: until a port of that address is released. */
+	SP_EVENT_PORTS_EXHAUSTED = 6,
+	SP_EVENT_ADDRESSES_EXHAUSTED = 7,
 };
 
 struct sp_event {
 	uint32_t time_ms;       /* the workers' clock */
 	uint32_t int_addr;      /* host order */
 	uint32_t ext_addr;      /* host order */
+	uint32_t rem_addr;      /* host order; session events */
 	uint16_t int_port;      /* ICMP: identifier */
 	uint16_t ext_port;
+	uint16_t rem_port;
 	uint8_t proto;
 	uint8_t type;           /* enum sp_event_type */
-	uint16_t pad;
 };
 
 struct sp_nat_observer {
@@ -73,6 +86,9 @@ struct sp_nat_observer {
 	const uint32_t *listening;
 	uint32_t session_when[SP_SESSION_EVENTS];
 	uint32_t events_when;
+	/* event() for SP_EVENT_SESSION_*: while *listening & this (0: never,
+	 * whatever listening says) */
+	uint32_t session_events_when;
 };
 
 #endif /* SP_OBSERVER_H */

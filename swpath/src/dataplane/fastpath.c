@@ -267,8 +267,24 @@ fragment_elsewhere(struct sp_worker *w, struct rte_mbuf *m,
 	sp_drop(w, m, SP_CNT_drop_fragment);
 }
 
-/* A later fragment's datagram ports: from the worker that handed it over,
- * or this worker's table. 0, or -1 when m was held or dropped. */
+/* Where a fragment's data lies in its datagram (frag.h: overlaps). */
+static inline struct sp_frag_span
+fragment_span(const struct sp_pkt *p)
+{
+	uint16_t frag = rte_be_to_cpu_16(p->ip->fragment_offset);
+	uint16_t start = (uint16_t)((frag & RTE_IPV4_HDR_OFFSET_MASK) * 8u);
+
+	/* the parser saw to it that start + l4_len < 65,536 */
+	return (struct sp_frag_span){
+		.start = start,
+		.end = (uint16_t)(start + p->l4_len),
+		.last = !(frag & RTE_IPV4_HDR_MF_FLAG),
+	};
+}
+
+/* A later fragment's datagram ports: from the worker that handed it over
+ * (or from its first, which released it), or this worker's table. 0, or
+ * -1 when m was held or dropped. */
 static int
 fragment_ports(struct sp_worker *w, struct rte_mbuf *m, struct sp_pkt *p,
 	       struct sp_flow_key *key)
@@ -278,6 +294,7 @@ fragment_ports(struct sp_worker *w, struct rte_mbuf *m, struct sp_pkt *p,
 		.src = key->src, .dst = key->dst,
 		.id = p->ip->packet_id, .proto = key->proto,
 	};
+	struct sp_frag_span span;
 	int rc;
 
 	if (meta->flags & SP_META_FRAG) {
@@ -285,8 +302,9 @@ fragment_ports(struct sp_worker *w, struct rte_mbuf *m, struct sp_pkt *p,
 		key->dport = meta->frag_dport;
 		return 0;
 	}
-	rc = sp_frag_later(w->frag, &fk, m, w->now, &key->sport, &key->dport,
-			   w->cnt);
+	span = fragment_span(p);
+	rc = sp_frag_later(w->frag, &fk, &span, m, w->now, &key->sport,
+			   &key->dport, w->cnt);
 	if (rc == SP_FRAG_HELD)
 		return -1;
 	if (rc < 0) {
@@ -377,9 +395,23 @@ fragment_input(struct sp_worker *w, struct rte_mbuf *m, struct sp_pkt *p,
 			.src = key->src, .dst = key->dst,
 			.id = p->ip->packet_id, .proto = key->proto,
 		};
+		struct sp_frag_span span = fragment_span(p);
+		int rc = sp_frag_first(w->frag, &fk, &span, key->sport,
+				       key->dport, w->now, held, w->cnt);
 
-		n = sp_frag_first(w->frag, &fk, key->sport, key->dport, w->now,
-				  held, w->cnt);
+		if (rc < 0) {   /* an overlap (IN-IP-9) or over the limits */
+			sp_drop(w, m, (unsigned)-rc);
+			return;
+		}
+		n = (unsigned)rc;
+	}
+	/* the held ones carry their ports: their ranges are recorded */
+	for (unsigned i = 0; i < n; i++) {
+		struct sp_mbuf_meta *meta = sp_mbuf_meta(held[i]);
+
+		meta->flags |= SP_META_FRAG;
+		meta->frag_sport = key->sport;
+		meta->frag_dport = key->dport;
 	}
 	peer = fragment_peer(m, key, outside);
 	if (unlikely(peer >= 0)) {

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include <rte_branch_prediction.h>
+#include <rte_common.h>
 #include <rte_hash_crc.h>
 
 #include "core/counters.h"
@@ -86,22 +87,125 @@ source_slot(rte_be32_t src)
 	return (uint16_t)(rte_hash_crc_4byte(src, 0) & (SP_FRAG_SRC_SLOTS - 1));
 }
 
-unsigned
+/* What record() found: */
+#define SEEN_NEW 0                      /* recorded */
+#define SEEN_DUPLICATE 1                /* wholly inside bytes seen */
+#define SEEN_OVERLAP 2                  /* partly over them, or a wrong end */
+#define SEEN_FULL 3                     /* no room for another run */
+
+/* Whether s contradicts the datagram's end: a last fragment (MF clear)
+ * ending before bytes already seen or elsewhere than an earlier last one,
+ * or any fragment past the last one's end (the teardrop pair; Linux
+ * ip_frag_queue's checks). */
+static inline int
+bad_end(const struct sp_frag_dgram *d, const struct sp_frag_span *s)
+{
+	if (s->last)
+		return (d->last_end != 0 && s->end != d->last_end) ||
+		       s->end < d->max_end;
+	return d->last_end != 0 && s->end > d->last_end;
+}
+
+/*
+ * Records s among the runs of bytes the datagram has seen, merging the runs
+ * it touches (fragments in order stay one run). An empty fragment carries
+ * nothing: a duplicate.
+ */
+static int
+record(struct sp_frag_dgram *d, const struct sp_frag_span *s)
+{
+	uint16_t start = s->start, end = s->end;
+	unsigned n = d->n_ranges;
+
+	if (bad_end(d, s))
+		return SEEN_OVERLAP;
+	if (end <= start)
+		return SEEN_DUPLICATE;
+	for (unsigned i = 0; i < n; i++) {
+		const struct sp_frag_range *r = &d->seen[i];
+
+		if (start >= r->start && end <= r->end)
+			return SEEN_DUPLICATE;
+		if (start < r->end && r->start < end)
+			return SEEN_OVERLAP;
+	}
+	for (unsigned i = 0; i < n;) {
+		struct sp_frag_range *r = &d->seen[i];
+
+		if (r->end != start && r->start != end) {
+			i++;
+			continue;
+		}
+		start = RTE_MIN(start, r->start);
+		end = RTE_MAX(end, r->end);
+		*r = d->seen[--n];      /* merged: its slot takes the last run */
+	}
+	if (n == SP_FRAG_RANGES)
+		return SEEN_FULL;       /* nothing merged, nothing changed */
+	d->seen[n].start = start;
+	d->seen[n].end = end;
+	d->n_ranges = (uint8_t)(n + 1);
+	d->max_end = RTE_MAX(d->max_end, s->end);
+	if (s->last)
+		d->last_end = s->end;
+	return SEEN_NEW;
+}
+
+/* An overlap: the datagram's held fragments go, and so will the rest of
+ * it, until its slot's time is up (frag.h). */
+static void
+kill_datagram(struct sp_frag *f, struct sp_frag_dgram *d, uint64_t *cnt)
+{
+	unsigned n = d->n_held;
+
+	for (unsigned i = 0; i < n; i++)
+		rte_pktmbuf_free(d->held[i]);
+	cnt[SP_CNT_drop_frag_overlap] += n;
+	f->n_held -= n;
+	d->n_held = 0;
+	d->dead = 1;
+}
+
+/* 0 when s may go on, else minus the counter to drop it under. */
+static int
+admit(struct sp_frag *f, struct sp_frag_dgram *d, const struct sp_frag_span *s,
+      uint64_t *cnt)
+{
+	if (d->dead)
+		return -SP_CNT_drop_frag_overlap;
+	switch (record(d, s)) {
+	case SEEN_NEW:
+		return 0;
+	case SEEN_FULL:
+		return -SP_CNT_drop_frag_limit;
+	case SEEN_OVERLAP:
+		kill_datagram(f, d, cnt);
+		return -SP_CNT_drop_frag_overlap;
+	default:
+		return -SP_CNT_drop_frag_overlap;
+	}
+}
+
+int
 sp_frag_first(struct sp_frag *f, const struct sp_frag_key *k,
-	      rte_be16_t sport, rte_be16_t dport, uint32_t now,
-	      struct rte_mbuf **out, uint64_t *cnt)
+	      const struct sp_frag_span *span, rte_be16_t sport,
+	      rte_be16_t dport, uint32_t now, struct rte_mbuf **out,
+	      uint64_t *cnt)
 {
 	struct sp_frag_dgram *d = find(f, k, now, 1, cnt);
 	unsigned n;
+	int rc;
 
 	if (d == NULL)
 		return 0;
+	/* a second first fragment is a duplicate or an overlap: dropped */
+	rc = admit(f, d, span, cnt);
+	if (rc < 0)
+		return rc;
 	d->sport = sport;
 	d->dport = dport;
 	/* the later fragments may follow it for a while yet */
 	d->expire = (now + SP_FRAG_TIMEOUT_MS) | 1;
-	if (d->have_first)
-		return 0;               /* a duplicate first fragment */
 	d->have_first = 1;
 	if (d->counted)
 		f->waiting[d->src_slot]--;
@@ -110,21 +214,18 @@ sp_frag_first(struct sp_frag *f, const struct sp_frag_key *k,
 	memcpy(out, d->held, n * sizeof(*out));
 	d->n_held = 0;
 	f->n_held -= n;
-	return n;
+	return (int)n;
 }
 
 int
 sp_frag_later(struct sp_frag *f, const struct sp_frag_key *k,
-	      struct rte_mbuf *m, uint32_t now, rte_be16_t *sport,
-	      rte_be16_t *dport, uint64_t *cnt)
+	      const struct sp_frag_span *span, struct rte_mbuf *m,
+	      uint32_t now, rte_be16_t *sport, rte_be16_t *dport,
+	      uint64_t *cnt)
 {
 	struct sp_frag_dgram *d = find(f, k, now, 0, cnt);
+	int rc;
 
-	if (d != NULL && d->have_first) {
-		*sport = d->sport;
-		*dport = d->dport;
-		return SP_FRAG_KNOWN;
-	}
 	if (d == NULL) {
 		uint16_t slot = source_slot(k->src);
 
@@ -137,8 +238,17 @@ sp_frag_later(struct sp_frag *f, const struct sp_frag_key *k,
 		d->counted = 1;
 		f->waiting[slot]++;
 	}
-	if (d->n_held >= SP_FRAG_HOLD || f->n_held >= SP_FRAG_HELD_MAX)
+	if (!d->have_first && !d->dead &&
+	    (d->n_held >= SP_FRAG_HOLD || f->n_held >= SP_FRAG_HELD_MAX))
 		return -SP_CNT_drop_frag_limit;
+	rc = admit(f, d, span, cnt);
+	if (rc < 0)
+		return rc;
+	if (d->have_first) {
+		*sport = d->sport;
+		*dport = d->dport;
+		return SP_FRAG_KNOWN;
+	}
 	d->held[d->n_held++] = m;
 	f->n_held++;
 	cnt[SP_CNT_frag_held]++;

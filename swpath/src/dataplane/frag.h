@@ -21,9 +21,29 @@
  * never came are freed by sp_frag_age (drop_frag_timeout).
  *
  * Not translated (dropped, drop_fragment): fragments of ICMP errors, of a
- * hairpinned session, of a datagram whose first fragment was refused, a
- * first fragment too short for its L4 header, and a TCP fragment at
- * offset 8 bytes (RFC 1858: it would overwrite the header's flags).
+ * hairpinned session, of a datagram whose first fragment was refused.
+ *
+ * Overlaps (dropped, drop_frag_overlap; IN-IP-9 of docs/nat-behavior.md).
+ * The NAT filters and maps on the first fragment's header; a fragment that
+ * overlaps bytes already seen could replace that header (or anything else)
+ * in the datagram the receiver puts together (RFC 1858 sec. 3.2, RFC 3128),
+ * and a receiver's reassembly policy decides which copy wins. So, as Linux
+ * since 4.19 (2018, inet_frag_queue_insert) and RFC 5722 for IPv6, each
+ * datagram keeps the byte ranges it has seen (SP_FRAG_RANGES runs, merged
+ * when they touch; no allocation) and the end its last fragment set:
+ * - a fragment wholly inside bytes already seen (a duplicate, same content
+ *   or not) is dropped and the datagram goes on: only the first copy ever
+ *   leaves, so every receiver puts together what the NAT checked, and a
+ *   duplicate the network made costs nothing (Linux drops it the same way);
+ * - a fragment that overlaps partly, or whose end contradicts the end the
+ *   datagram's last fragment set (a teardrop pair), kills the datagram: it
+ *   is dropped, the fragments held for it are freed, and every later
+ *   fragment of it is dropped until its slot's time is up (what left
+ *   already cannot be recalled, and the receiver cannot complete it);
+ * all counted drop_frag_overlap. The parser drops under the same counter a
+ * fragment that reaches past 65,535 bytes, a first fragment too short for
+ * its whole transport header and a TCP fragment at offset 8 bytes (RFC
+ * 1858 sec. 3: both would let the flags travel apart from the ports).
  */
 #ifndef SP_FRAG_H
 #define SP_FRAG_H
@@ -41,6 +61,7 @@
 #define SP_FRAG_SRC_MAX 16      /* datagrams a source may have waiting */
 #define SP_FRAG_TIMEOUT_MS 2000 /* a datagram's ports are kept this long */
 #define SP_FRAG_AGE_BUDGET 16   /* slots sp_frag_age looks at per loop */
+#define SP_FRAG_RANGES 8        /* runs of bytes seen per datagram */
 
 struct sp_frag_key {
 	rte_be32_t src;
@@ -50,6 +71,18 @@ struct sp_frag_key {
 	uint8_t pad;
 };
 
+/* Where a fragment's data lies in its datagram's IP payload: bytes
+ * [start, end), and whether it is the last (MF clear). */
+struct sp_frag_span {
+	uint16_t start;
+	uint16_t end;
+	uint8_t last;
+};
+
+struct sp_frag_range {
+	uint16_t start, end;            /* bytes [start, end) of the payload */
+};
+
 struct sp_frag_dgram {
 	struct sp_frag_key key;
 	uint32_t expire;                /* ms; the slot is free when 0 */
@@ -57,8 +90,12 @@ struct sp_frag_dgram {
 	uint8_t have_first;
 	uint8_t n_held;
 	uint8_t counted;                /* in waiting[src_slot] */
-	uint8_t pad;
+	uint8_t dead;                   /* overlapped: its fragments are dropped */
 	uint16_t src_slot;
+	uint16_t last_end;              /* its last fragment's end; 0: not seen */
+	uint16_t max_end;               /* the furthest byte seen */
+	uint8_t n_ranges;
+	struct sp_frag_range seen[SP_FRAG_RANGES];
 	struct rte_mbuf *held[SP_FRAG_HOLD];
 };
 
@@ -76,14 +113,17 @@ struct sp_frag {
 
 /*
  * A first fragment (MF set, offset 0) with its flow key's ports. Returns how
- * many held fragments of the datagram it released into out[SP_FRAG_HOLD]:
- * the caller translates them after it, in arrival order. When there is no
- * room the first fragment is translated all the same and its later
- * fragments are dropped as they come.
+ * many held fragments of the datagram it released into out[SP_FRAG_HOLD]
+ * (the caller translates them after it, in arrival order, without asking
+ * again: their ranges are recorded), or minus the counter to drop it under
+ * (an overlap, a duplicate, a killed datagram). When there is no room the
+ * first fragment is translated all the same and its later fragments are
+ * dropped as they come.
  */
-unsigned sp_frag_first(struct sp_frag *f, const struct sp_frag_key *k,
-		       rte_be16_t sport, rte_be16_t dport, uint32_t now,
-		       struct rte_mbuf **out, uint64_t *cnt);
+int sp_frag_first(struct sp_frag *f, const struct sp_frag_key *k,
+		  const struct sp_frag_span *span, rte_be16_t sport,
+		  rte_be16_t dport, uint32_t now, struct rte_mbuf **out,
+		  uint64_t *cnt);
 
 /*
  * A later fragment (offset not 0). SP_FRAG_KNOWN: *sport, *dport hold its
@@ -91,8 +131,9 @@ unsigned sp_frag_first(struct sp_frag *f, const struct sp_frag_key *k,
  * minus the counter to drop m under (the caller frees it).
  */
 int sp_frag_later(struct sp_frag *f, const struct sp_frag_key *k,
-		  struct rte_mbuf *m, uint32_t now, rte_be16_t *sport,
-		  rte_be16_t *dport, uint64_t *cnt);
+		  const struct sp_frag_span *span, struct rte_mbuf *m,
+		  uint32_t now, rte_be16_t *sport, rte_be16_t *dport,
+		  uint64_t *cnt);
 
 /* Frees datagrams past their time, looking at up to budget slots; their
  * held fragments are counted drop_frag_timeout. Returns fragments freed. */

@@ -10,9 +10,11 @@
  *   IHL), except loose/strict source route (131, 137): dropped, as RFC 7126
  *   advises; malformed options are dropped;
  * - fragments: a first fragment (MF set, offset 0) is parsed as a flow
- *   packet whose L4 header must be whole (RFC 1858); a later fragment is
- *   SP_PKT_FRAGMENT, translated with its datagram's ports (frag.h), except a
- *   TCP fragment at offset 8 bytes, which would overwrite the flags;
+ *   packet whose L4 header must be whole (RFC 1858, RFC 3128); a later
+ *   fragment is SP_PKT_FRAGMENT, translated with its datagram's ports
+ *   (frag.h), except a TCP fragment at offset 8 bytes, which would overwrite
+ *   the flags; no fragment may reach past 65,535 bytes (drop_frag_overlap
+ *   for all three: IN-IP-9);
  * - TCP with a data offset of 5 words or more that fits the segment, a flag
  *   combination a TCP peer sends (sp_tcp_flags_valid) and no port 0; UDP
  *   with its 8-byte header, a length that fits and no port 0; ICMP with 8
@@ -224,16 +226,21 @@ sp_parse_fragment(struct sp_pkt *p, const struct rte_ipv4_hdr *ip,
 		  struct sp_flow_key *key)
 {
 	uint16_t frag = rte_be_to_cpu_16(ip->fragment_offset);
+	uint16_t offset = frag & RTE_IPV4_HDR_OFFSET_MASK;
 
 	if (likely(!(frag & (RTE_IPV4_HDR_MF_FLAG | RTE_IPV4_HDR_OFFSET_MASK))))
 		return 1;
-	if (!(frag & RTE_IPV4_HDR_OFFSET_MASK)) {
+	if (offset == 0) {
 		p->frag = SP_FRAG_FIRST;
 		return 1;
 	}
+	/* IN-IP-9: no datagram is longer than 65,535 bytes (the ping of death
+	 * reached past it with a fragment at offset 65,528) */
+	if (unlikely(offset * 8u + rte_be_to_cpu_16(ip->total_length) > 65535))
+		return -SP_CNT_drop_frag_overlap;
 	/* RFC 1858 sec. 3.2: offset 1 (8 bytes) rewrites TCP's flags */
-	if (p->proto == IPPROTO_TCP && (frag & RTE_IPV4_HDR_OFFSET_MASK) == 1)
-		return -SP_CNT_drop_fragment;
+	if (p->proto == IPPROTO_TCP && offset == 1)
+		return -SP_CNT_drop_frag_overlap;
 	if (p->proto != IPPROTO_TCP && p->proto != IPPROTO_UDP &&
 	    p->proto != IPPROTO_ICMP)
 		return SP_PKT_OTHER;
@@ -246,6 +253,17 @@ sp_parse_fragment(struct sp_pkt *p, const struct rte_ipv4_hdr *ip,
 	return SP_PKT_FRAGMENT;
 }
 
+/* A header cut short: a first fragment's is a tiny fragment (RFC 1858 sec.
+ * 3.1, RFC 3128: the rest of the header would travel in a later fragment,
+ * past the checks made on this one; IN-IP-9), any other packet's is
+ * truncated or malformed. */
+static __rte_always_inline int
+sp_short_l4(const struct sp_pkt *p, unsigned counter)
+{
+	return p->frag == SP_FRAG_FIRST ? -SP_CNT_drop_frag_overlap :
+					  -(int)counter;
+}
+
 /* TCP (IN-TCP-1/2, IN-L4-1): a header of 5..15 words inside the segment, a
  * flag combination a peer sends, no port 0. */
 static __rte_always_inline int
@@ -255,10 +273,12 @@ sp_parse_tcp(struct sp_pkt *p, struct sp_flow_key *key)
 	unsigned doff;
 
 	if (unlikely(p->l4_len < sizeof(struct rte_tcp_hdr)))
-		return -SP_CNT_drop_truncated;
+		return sp_short_l4(p, SP_CNT_drop_truncated);
 	doff = (tcp->data_off >> 4) * 4u;
-	if (unlikely(doff < sizeof(struct rte_tcp_hdr) || doff > p->l4_len))
+	if (unlikely(doff < sizeof(struct rte_tcp_hdr)))
 		return -SP_CNT_drop_malformed;
+	if (unlikely(doff > p->l4_len))
+		return sp_short_l4(p, SP_CNT_drop_malformed);
 	if (unlikely(!sp_tcp_flags_valid(tcp->tcp_flags)))
 		return -SP_CNT_drop_bad_tcp_flags;
 	if (unlikely(tcp->src_port == 0 || tcp->dst_port == 0))
@@ -277,7 +297,7 @@ sp_parse_udp(struct sp_pkt *p, struct sp_flow_key *key)
 	const struct rte_udp_hdr *udp = (const void *)p->l4;
 
 	if (unlikely(p->l4_len < sizeof(struct rte_udp_hdr)))
-		return -SP_CNT_drop_truncated;
+		return sp_short_l4(p, SP_CNT_drop_truncated);
 	if (unlikely(rte_be_to_cpu_16(udp->dgram_len) <
 			     sizeof(struct rte_udp_hdr) ||
 		     (rte_be_to_cpu_16(udp->dgram_len) > p->l4_len &&
@@ -298,7 +318,7 @@ sp_parse_icmp(struct sp_pkt *p, struct sp_flow_key *key)
 	const struct rte_icmp_hdr *icmp = (const void *)p->l4;
 
 	if (unlikely(p->l4_len < sizeof(struct rte_icmp_hdr)))
-		return -SP_CNT_drop_truncated;
+		return sp_short_l4(p, SP_CNT_drop_truncated);
 	if (icmp->icmp_type == SP_ICMP_ECHO_REQUEST ||
 	    icmp->icmp_type == SP_ICMP_ECHO_REPLY) {
 		key->sport = icmp->icmp_ident;

@@ -145,6 +145,7 @@ struct sp_txq {
 #define SP_LISTEN_STORE  0x1u   /* the state file: sessions */
 #define SP_LISTEN_STREAM 0x2u   /* a stream subscriber: sessions */
 #define SP_LISTEN_EVENTS 0x4u   /* the event log: mapping events */
+#define SP_LISTEN_IPFIX_SESSIONS 0x8u   /* IPFIX: session events */
 
 struct sp_worker {
 	unsigned index;

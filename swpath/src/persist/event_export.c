@@ -16,25 +16,61 @@
 #define PEN_EXAMPLE 32473       /* RFC 5612 */
 #define FACILITY_DAEMON 3
 #define IPFIX_VERSION 10
-#define IPFIX_DOMAIN 2
 #define TEMPLATE_SET 2
-#define MAPPING_TEMPLATE 256
-#define QUOTA_TEMPLATE 257
+#define IPFIX_HEADER 16
+/* A message fits one Ethernet frame with IPv4 and UDP (RFC 7011 sec.
+ * 10.3.3): 1428 bytes on the wire. */
+#define MESSAGE_MAX 1400
+/* Templates again after this long (RFC 7011 sec. 8.4, 10.3.6: over UDP a
+ * collector that lost them, or started later, learns them again). */
+#define TEMPLATE_REFRESH_MS 60000
+/* The longest a record waits for a full message. */
+#define FLUSH_INTERVAL_MS 1000
+
+/* natEvent (RFC 8158 sec. 4.1.3) */
 #define NAT44_BIB_CREATE 8
 #define NAT44_BIB_DELETE 9
 #define QUOTA_EXCEEDED 13
-#define MAX_ENTRIES_PER_USER 3
-#define MAPPING_RECORD 22       /* 8 + 1 + 1 + 4 + 2 + 4 + 2 */
-#define QUOTA_RECORD 21         /* 8 + 1 + 4 + 4 + 4 */
-/* a message stays within one Ethernet frame: 1400 bytes */
-#define RECORDS_MAX 1300
+#define NAT_ADDRESSES_EXHAUSTED 3
+#define NAT44_SESSION_CREATE 4
+#define NAT44_SESSION_DELETE 5
+#define NAT_PORTS_EXHAUSTED 12
+#define MAX_ENTRIES_PER_USER 3  /* natQuotaExceededEvent */
 
-/* (element id, length) of each template, as event_export.py's. */
-static const uint16_t mapping_fields[][2] = {
-	{ 323, 8 }, { 230, 1 }, { 4, 1 }, { 8, 4 }, { 7, 2 }, { 225, 4 }, { 227, 2 },
+/*
+ * The templates, as controller/quicknat/ipfix.py's (the same bytes; its
+ * docstring and docs/ipfix.md say why each field is there): (element id,
+ * length) in record order, each after observationTimeMilliseconds (323),
+ * natEvent (230) and natInstanceID (463).
+ */
+#define HEAD { 323, 8 }, { 230, 1 }, { 463, 4 }
+static const uint16_t bib_fields[][2] = {
+	HEAD, { 4, 1 }, { 8, 4 }, { 7, 2 }, { 225, 4 }, { 227, 2 },
 };
 static const uint16_t quota_fields[][2] = {
-	{ 323, 8 }, { 230, 1 }, { 466, 4 }, { 8, 4 }, { 473, 4 },
+	HEAD, { 466, 4 }, { 8, 4 }, { 473, 4 },
+};
+static const uint16_t session_fields[][2] = {
+	HEAD, { 4, 1 }, { 8, 4 }, { 7, 2 }, { 225, 4 }, { 227, 2 },
+	{ 12, 4 }, { 11, 2 },
+};
+static const uint16_t addresses_fields[][2] = { HEAD, { 283, 4 }, { 4, 1 } };
+static const uint16_t ports_fields[][2] = { HEAD, { 225, 4 }, { 4, 1 } };
+
+enum { T_BIB, T_QUOTA, T_SESSION, T_ADDRESSES, T_PORTS, T_COUNT };
+
+static const struct template {
+	uint16_t id;
+	uint16_t n;
+	const uint16_t (*fields)[2];
+} templates[T_COUNT] = {
+#define T(i, f) { i, sizeof(f) / sizeof(f[0]), f }
+	[T_BIB] = T(256, bib_fields),
+	[T_QUOTA] = T(257, quota_fields),
+	[T_SESSION] = T(258, session_fields),
+	[T_ADDRESSES] = T(259, addresses_fields),
+	[T_PORTS] = T(260, ports_fields),
+#undef T
 };
 
 static struct {
@@ -42,9 +78,16 @@ static struct {
 	bool syslog_on, ipfix_on;
 	struct sockaddr_in syslog_sa, ipfix_sa;
 	char host[64];
+	uint32_t domain;        /* observation domain (RFC 7011 sec. 3.1) */
+	uint32_t instance;      /* natInstanceID (RFC 8158 sec. 4.1.1) */
 	uint32_t sequence;      /* data records sent (RFC 7011 sec. 3.1) */
-	uint8_t mappings[RECORDS_MAX], quotas[RECORDS_MAX];
-	size_t n_mappings, n_quotas;   /* bytes */
+	uint8_t pending[T_COUNT][MESSAGE_MAX];
+	size_t n_pending[T_COUNT];      /* bytes */
+	unsigned records;               /* pending, all templates */
+	uint64_t first_ms;              /* when the oldest pending came */
+	uint64_t templates_ms;          /* when templates last went */
+	bool templates_sent;
+	bool sessions;                  /* session records asked for */
 	uint64_t failed;
 } ex = { .fd = -1 };
 
@@ -75,6 +118,7 @@ parse_collector(const char *what, const char *text, struct sockaddr_in *sa,
 
 int
 sp_export_configure(const char *syslog_server, const char *ipfix_collector,
+		    uint32_t domain, uint32_t instance, bool sessions,
 		    char *err, size_t errlen)
 {
 	struct sockaddr_in s = { 0 }, i = { 0 };
@@ -96,6 +140,11 @@ sp_export_configure(const char *syslog_server, const char *ipfix_collector,
 	ex.ipfix_on = ipfix_collector[0] != '\0';
 	ex.syslog_sa = s;
 	ex.ipfix_sa = i;
+	ex.domain = domain;
+	ex.instance = instance;
+	ex.sessions = sessions && ex.ipfix_on;
+	ex.sequence = 0;
+	ex.templates_sent = false;
 	if (gethostname(ex.host, sizeof(ex.host)) != 0 || ex.host[0] == '\0')
 		strcpy(ex.host, "-");
 	ex.host[sizeof(ex.host) - 1] = '\0';
@@ -106,6 +155,12 @@ bool
 sp_export_enabled(void)
 {
 	return ex.fd >= 0;
+}
+
+bool
+sp_export_sessions(void)
+{
+	return ex.sessions;
 }
 
 uint64_t
@@ -180,85 +235,177 @@ put(uint8_t *p, uint64_t v, unsigned width)
 	return p + width;
 }
 
-static uint8_t *
-put_template(uint8_t *p, uint16_t id, const uint16_t (*fields)[2], unsigned n)
+static size_t
+record_size(const struct template *t)
 {
-	p = put(p, id, 2);
-	p = put(p, n, 2);
-	for (unsigned i = 0; i < n; i++) {
-		p = put(p, fields[i][0], 2);
-		p = put(p, fields[i][1], 2);
-	}
-	return p;
+	size_t n = 0;
+
+	for (unsigned i = 0; i < t->n; i++)
+		n += t->fields[i][1];
+	return n;
 }
 
-void
-sp_export_flush(void)
+static size_t
+template_set_size(void)
 {
-	uint8_t msg[16 + 4 + 2 * 4 + 4 * 12 + 2 * 4 + 2 * RECORDS_MAX];
-	uint8_t *p = msg + 16, *set;
-	unsigned records = (unsigned)(ex.n_mappings / MAPPING_RECORD +
-				      ex.n_quotas / QUOTA_RECORD);
+	size_t n = 4;
 
-	if (!ex.ipfix_on || records == 0)
-		return;
-	/* the templates in every message: UDP loses and reorders (RFC 7011
-	 * sec. 10.3.6) */
-	set = p;
-	p = put(p, TEMPLATE_SET, 2) + 2;
-	p = put_template(p, MAPPING_TEMPLATE, mapping_fields, 7);
-	p = put_template(p, QUOTA_TEMPLATE, quota_fields, 5);
-	put(set + 2, (uint64_t)(p - set), 2);
-	if (ex.n_mappings != 0) {
-		p = put(p, MAPPING_TEMPLATE, 2);
-		p = put(p, 4 + ex.n_mappings, 2);
-		memcpy(p, ex.mappings, ex.n_mappings);
-		p += ex.n_mappings;
+	for (unsigned t = 0; t < T_COUNT; t++)
+		n += 4 + 4u * templates[t].n;
+	return n;
+}
+
+static uint64_t
+mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static bool
+templates_due(uint64_t now)
+{
+	return !ex.templates_sent || now - ex.templates_ms >= TEMPLATE_REFRESH_MS;
+}
+
+/* The message's length if it went now with `extra` bytes more of template
+ * t's records. */
+static size_t
+message_size(uint64_t now, unsigned t, size_t extra)
+{
+	size_t n = IPFIX_HEADER + (templates_due(now) ? template_set_size() : 0);
+
+	for (unsigned i = 0; i < T_COUNT; i++)
+		if (ex.n_pending[i] != 0 || i == t)
+			n += 4 + ex.n_pending[i];
+	return n + extra;
+}
+
+static uint8_t *
+put_set(uint8_t *p, uint16_t id, const uint8_t *body, size_t len)
+{
+	p = put(p, id, 2);
+	p = put(p, 4 + len, 2);
+	memcpy(p, body, len);
+	return p + len;
+}
+
+static void
+send_pending(uint64_t now)
+{
+	uint8_t msg[MESSAGE_MAX + 512];
+	uint8_t *p = msg + IPFIX_HEADER, *set;
+
+	if (templates_due(now)) {
+		set = p;
+		p = put(p, TEMPLATE_SET, 2) + 2;
+		for (unsigned t = 0; t < T_COUNT; t++) {
+			p = put(p, templates[t].id, 2);
+			p = put(p, templates[t].n, 2);
+			for (unsigned i = 0; i < templates[t].n; i++) {
+				p = put(p, templates[t].fields[i][0], 2);
+				p = put(p, templates[t].fields[i][1], 2);
+			}
+		}
+		put(set + 2, (uint64_t)(p - set), 2);
+		ex.templates_sent = true;
+		ex.templates_ms = now;
 	}
-	if (ex.n_quotas != 0) {
-		p = put(p, QUOTA_TEMPLATE, 2);
-		p = put(p, 4 + ex.n_quotas, 2);
-		memcpy(p, ex.quotas, ex.n_quotas);
-		p += ex.n_quotas;
-	}
+	for (unsigned t = 0; t < T_COUNT; t++)
+		if (ex.n_pending[t] != 0)
+			p = put_set(p, templates[t].id, ex.pending[t],
+				    ex.n_pending[t]);
 	put(msg, IPFIX_VERSION, 2);
 	put(msg + 2, (uint64_t)(p - msg), 2);
 	put(msg + 4, (uint64_t)time(NULL), 4);
 	put(msg + 8, ex.sequence, 4);
-	put(msg + 12, IPFIX_DOMAIN, 4);
+	put(msg + 12, ex.domain, 4);
 	send_to(msg, (size_t)(p - msg), &ex.ipfix_sa);
-	ex.sequence += records;
-	ex.n_mappings = ex.n_quotas = 0;
+	ex.sequence += ex.records;
+	ex.records = 0;
+	memset(ex.n_pending, 0, sizeof(ex.n_pending));
+}
+
+void
+sp_export_flush(bool force)
+{
+	uint64_t now;
+
+	if (!ex.ipfix_on || ex.records == 0)
+		return;
+	now = mono_ms();
+	if (force || now - ex.first_ms >= FLUSH_INTERVAL_MS)
+		send_pending(now);
+}
+
+/* Queues one record of template t: values in field order after the head. */
+static void
+queue_record(unsigned t, uint64_t time_ms, uint8_t nat_event,
+	     const uint64_t *values)
+{
+	const struct template *tp = &templates[t];
+	uint64_t now = mono_ms();
+	size_t size = record_size(tp);
+	uint8_t *p;
+
+	if (ex.records != 0 && message_size(now, t, size) > MESSAGE_MAX)
+		send_pending(now);
+	if (ex.records == 0)
+		ex.first_ms = now;
+	p = ex.pending[t] + ex.n_pending[t];
+	p = put(p, time_ms, 8);
+	p = put(p, nat_event, 1);
+	p = put(p, ex.instance, 4);
+	for (unsigned i = 3; i < tp->n; i++)
+		p = put(p, values[i - 3], tp->fields[i][1]);
+	ex.n_pending[t] += size;
+	ex.records++;
 }
 
 static void
 ipfix_record(const struct sp_event *ev, uint64_t time_ms)
 {
-	uint8_t *p;
+	switch (ev->type) {
+	case SP_EVENT_SESSION_OPENED:
+	case SP_EVENT_SESSION_CLOSED: {
+		uint64_t v[] = { ev->proto, ev->int_addr, ev->int_port,
+				 ev->ext_addr, ev->ext_port, ev->rem_addr,
+				 ev->rem_port };
 
-	if (ex.n_mappings + MAPPING_RECORD > RECORDS_MAX ||
-	    ex.n_quotas + QUOTA_RECORD > RECORDS_MAX)
-		sp_export_flush();
-	if (is_quota(ev)) {
-		p = ex.quotas + ex.n_quotas;
-		p = put(p, time_ms, 8);
-		p = put(p, QUOTA_EXCEEDED, 1);
-		p = put(p, MAX_ENTRIES_PER_USER, 4);
-		p = put(p, ev->int_addr, 4);
-		put(p, ev->ext_addr, 4);        /* the limit's value */
-		ex.n_quotas += QUOTA_RECORD;
+		queue_record(T_SESSION, time_ms,
+			     ev->type == SP_EVENT_SESSION_OPENED ?
+				NAT44_SESSION_CREATE : NAT44_SESSION_DELETE, v);
 		return;
 	}
-	p = ex.mappings + ex.n_mappings;
-	p = put(p, time_ms, 8);
-	p = put(p, ev->type == SP_EVENT_CREATED ? NAT44_BIB_CREATE :
-						  NAT44_BIB_DELETE, 1);
-	p = put(p, ev->proto, 1);
-	p = put(p, ev->int_addr, 4);
-	p = put(p, ev->int_port, 2);
-	p = put(p, ev->ext_addr, 4);
-	put(p, ev->ext_port, 2);
-	ex.n_mappings += MAPPING_RECORD;
+	case SP_EVENT_PORTS_EXHAUSTED: {
+		uint64_t v[] = { ev->ext_addr, ev->proto };
+
+		queue_record(T_PORTS, time_ms, NAT_PORTS_EXHAUSTED, v);
+		return;
+	}
+	case SP_EVENT_ADDRESSES_EXHAUSTED: {
+		uint64_t v[] = { ev->int_addr /* natPoolID */, ev->proto };
+
+		queue_record(T_ADDRESSES, time_ms, NAT_ADDRESSES_EXHAUSTED, v);
+		return;
+	}
+	default:
+		break;
+	}
+	if (is_quota(ev)) {
+		uint64_t v[] = { MAX_ENTRIES_PER_USER, ev->int_addr,
+				 ev->ext_addr /* the limit's value */ };
+
+		queue_record(T_QUOTA, time_ms, QUOTA_EXCEEDED, v);
+		return;
+	}
+	uint64_t v[] = { ev->proto, ev->int_addr, ev->int_port, ev->ext_addr,
+			 ev->ext_port };
+
+	queue_record(T_BIB, time_ms, ev->type == SP_EVENT_CREATED ?
+			NAT44_BIB_CREATE : NAT44_BIB_DELETE, v);
 }
 
 void
@@ -266,7 +413,8 @@ sp_export_event(const struct sp_event *ev, uint64_t time_ms, const char *text)
 {
 	if (ex.fd < 0)
 		return;
-	if (ex.syslog_on)
+	/* syslog carries the line log's events: mappings and quotas */
+	if (ex.syslog_on && ev->type <= SP_EVENT_QUOTA_SESSIONS)
 		syslog_5424(ev, time_ms, text);
 	if (ex.ipfix_on)
 		ipfix_record(ev, time_ms);
@@ -275,10 +423,11 @@ sp_export_event(const struct sp_event *ev, uint64_t time_ms, const char *text)
 void
 sp_export_close(void)
 {
-	sp_export_flush();
+	sp_export_flush(true);
 	if (ex.fd >= 0)
 		close(ex.fd);
 	ex.fd = -1;
 	ex.syslog_on = ex.ipfix_on = false;
-	ex.n_mappings = ex.n_quotas = 0;
+	ex.records = 0;
+	memset(ex.n_pending, 0, sizeof(ex.n_pending));
 }

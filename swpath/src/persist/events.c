@@ -29,6 +29,12 @@ static struct {
 	int reopen;             /* set by SIGHUP */
 } log_state;
 
+bool
+sp_event_has_line(const struct sp_event *ev)
+{
+	return ev->type <= SP_EVENT_QUOTA_SESSIONS;
+}
+
 int
 sp_event_format(const struct sp_event *ev, time_t when, char *buf, size_t len)
 {
@@ -146,6 +152,10 @@ sp_events_write(struct rte_ring *ring, uint32_t now_ms,
 			uint32_t age = now_ms - ev[i].time_ms;
 			time_t when = (time_t)((wall_ms - age) / 1000);
 
+			if (!sp_event_has_line(&ev[i])) {
+				sp_export_event(&ev[i], wall_ms - age, "");
+				continue;
+			}
 			sp_event_format(&ev[i], when, line, sizeof(line));
 			write_line(line);
 			/* the text after the time, for the collectors */
@@ -175,7 +185,7 @@ sp_events_drain(void)
 		if (sp.workers[w] != NULL && sp.workers[w]->event_ring != NULL)
 			n += sp_events_write(sp.workers[w]->event_ring, now,
 					     &wall);
-	sp_export_flush();
+	sp_export_flush(false);
 	if (n == 0 || log_state.file == NULL)
 		return;
 	if (fflush(log_state.file) != 0) {
@@ -221,7 +231,7 @@ sp_events_mappings_closed(void)
 			sp_export_event(&ev, wall_ms, strchr(line, ' ') + 1);
 		}
 	}
-	sp_export_flush();
+	sp_export_flush(true);
 	if (log_state.file != NULL)
 		fflush(log_state.file);
 }

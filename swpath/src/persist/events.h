@@ -49,6 +49,10 @@ struct rte_ring;
 
 /* -- control thread ---------------------------------------------------------- */
 
+/* Whether a record is a line of the log (mappings, quotas) rather than an
+ * IPFIX-only event (sessions, exhaustion). */
+bool sp_event_has_line(const struct sp_event *ev);
+
 /*
  * The line of a record (without newline) for an event at wall-clock second
  * `when`. Returns its length.

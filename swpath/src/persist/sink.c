@@ -74,5 +74,6 @@ sp_sink_observer(struct sp_worker *w)
 			[SP_SESSION_DELETED] = SP_LISTEN_STORE | SP_LISTEN_STREAM,
 		},
 		.events_when = SP_LISTEN_EVENTS,
+		.session_events_when = SP_LISTEN_IPFIX_SESSIONS,
 	};
 }

@@ -57,11 +57,17 @@ class Mode(Protocol):
     def session_count(self) -> int:
         """The sessions `session_rows` would list without a filter (O(1))."""
 
-    def session_rows(self, query: SessionQuery) -> list[dict[str, object]]:
-        """`quicknat sessions`: the mode's sessions the query selects."""
+    async def session_rows(self, query: SessionQuery) -> list[dict[str, object]]:
+        """`quicknat sessions`: the mode's sessions the query selects
+        (offload: its instances'); ValueError when they cannot be had."""
 
-    def delete_sessions(self, query: SessionQuery) -> int:
-        """`quicknat sessions delete|flush`: how many were deleted."""
+    async def delete_sessions(self, query: SessionQuery) -> int:
+        """`quicknat sessions delete|flush`: how many were deleted;
+        ValueError when not every part that holds sessions answered."""
+
+    async def stats_view(self) -> dict[str, object]:
+        """What `quicknat stats` adds to the controller's own (offload: each
+        instance's counters and their sum)."""
 
     def pools(self) -> list[dict[str, object]]:
         """Each pool's ports and their use, where the mode allocates them."""

@@ -12,6 +12,8 @@ configuration still allows (Nat.restore) and the rest swept.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Iterator, Sequence
@@ -25,6 +27,7 @@ from quicknat.controller.recovery import HeldEntries
 from quicknat.controller.status import SessionQuery
 from quicknat.controller.writer import SwitchWriter, new_writer
 from quicknat.events import EventLogger
+from quicknat.ipfix import FLUSH_INTERVAL_S as IPFIX_FLUSH_S
 from quicknat.nat import tcp_state
 from quicknat.nat.core import Nat, Refusal
 from quicknat.nat.fragments import Outcome
@@ -42,7 +45,7 @@ class ControllerMode:
         config = context.config
         self.stats = context.stats
         self.now = context.now
-        events = EventLogger(config.logging)
+        self.events = events = EventLogger(config.logging)
         # The core refuses beyond the switch's tables too (Refusal.TABLE_FULL,
         # RES-4), as swpath's does beyond its own.
         self.nat = Nat(
@@ -50,7 +53,10 @@ class ControllerMode:
             on_mapping=events,
             on_quota=events.quota,
             capacity=context.target.session_capacity,
+            on_session=events.session if events.ipfix_sessions else None,
+            on_exhausted=events.exhausted,
         )
+        self._flusher: asyncio.Task[None] | None = None
         self.writer: SwitchWriter[Session] = new_writer(context, self)
         self.punts = NatPunts(context, self.nat, self.writer)
         # Sessions an operator deleted whose DELETE is queued or out: gone
@@ -132,10 +138,24 @@ class ControllerMode:
     # -- the mode (base.Mode) ---------------------------------------------------------------
 
     def start(self) -> None:
-        """Nothing runs beside the switch's stream."""
+        """Beside the switch's stream, only the IPFIX flush interval."""
+        if self.events.exporter is not None:
+            self._flusher = asyncio.create_task(self._flush_events())
+
+    async def _flush_events(self) -> None:
+        # Records wait for a full message at most this long (ipfix.py).
+        while True:
+            await asyncio.sleep(IPFIX_FLUSH_S)
+            self.events.flush()
 
     async def stop(self) -> None:
-        """Nothing to stop."""
+        """Stops the flush interval and sends what waits."""
+        if self._flusher is not None:
+            self._flusher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._flusher
+            self._flusher = None
+        self.events.flush()
 
     def pipeline_pushed(self) -> None:
         """(recover, which follows, installs again what it lost)"""
@@ -219,7 +239,7 @@ class ControllerMode:
             if query.matches(s.protocol, s.internal.address, s.remote_address, ports, s.rule_id):
                 yield s
 
-    def delete_sessions(self, query: SessionQuery) -> int:
+    async def delete_sessions(self, query: SessionQuery) -> int:
         """The selected sessions' entries are deleted and the sessions
         forgotten, their ports resting as after an expiry."""
         deleted = sum(self._delete(s) for s in list(self._selected(query)))
@@ -229,7 +249,7 @@ class ControllerMode:
     def session_count(self) -> int:
         return self.nat.session_count
 
-    def session_rows(self, query: SessionQuery) -> list[dict[str, object]]:
+    async def session_rows(self, query: SessionQuery) -> list[dict[str, object]]:
         now = self.now()
         return [self._row(s, now) for s in self._selected(query)]
 
@@ -253,6 +273,10 @@ class ControllerMode:
         if s.protocol == Protocol.TCP:
             row["tcp_state"] = tcp_state.phase(s.tcp).value
         return row
+
+    async def stats_view(self) -> dict[str, object]:
+        """The controller's own counters are the whole of it."""
+        return {}
 
     def pools(self) -> list[dict[str, object]]:
         """Each configured pool's ports per protocol and how many are in use,

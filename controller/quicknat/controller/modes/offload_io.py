@@ -1,26 +1,34 @@
 """Offload mode's I/O with its slow-path instances (docs/offload.md): one
 task per instance reading its session event stream (resubscribing with
 backoff when it ends) into the mode (offload_mode.py), one task per instance
-sending it `session` lines in order, the mode's clock, and the flushes of
-the writer that the instances' events ask for. The mode owns it: `start`,
-`stop`, `command`, `configure`.
+sending it `session` lines in order, the mode's clock, the flushes of the
+writer that the instances' events ask for, and the operator's status
+commands to every instance at once (offload_view.py makes one answer of
+theirs). The mode owns it: `start`, `stop`, `command`, `configure`, `ask_all`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 from pathlib import Path
 from typing import Protocol
 
 from quicknat.config.model import SlowPath
+from quicknat.controller.modes.offload_view import Reply
 from quicknat.controller.stats import Stats
 from quicknat.offload.stream import SessionEvent, subscribe
 
 log = logging.getLogger("quicknat.offload")
 
 BACKOFF_MIN_S, BACKOFF_MAX_S = 0.25, 5.0
+
+#: How long an instance may take over a status command: within the CLI's
+#: own wait (status.query, 5 s), so the operator hears which instance was
+#: slow rather than a timeout of the controller's socket.
+STATUS_WAIT_S = 4.0
 
 Connection = tuple[asyncio.StreamReader, asyncio.StreamWriter]
 
@@ -86,6 +94,31 @@ class OffloadIO:
                 continue
             errors += [f"slow path {sp.name}: {a}" for a in answers if a.startswith("error:")]
         return errors
+
+    async def ask_all(self, line: str) -> list[Reply]:
+        """A status command (`sessions ...`, `stats`) to every instance at
+        once: each one's decoded JSON answer, or why it gave none."""
+        return list(await asyncio.gather(*(self._ask(sp, line) for sp in self.instances)))
+
+    @staticmethod
+    async def _ask(sp: SlowPath, line: str) -> Reply:
+        """swpath answers a status command with one JSON document and closes
+        (docs/swpath-commands.md)."""
+        try:
+            reader, writer = await asyncio.open_unix_connection(sp.control)
+            try:
+                writer.write(line.encode() + b"\n")
+                writer.write_eof()
+                async with asyncio.timeout(STATUS_WAIT_S):
+                    data = await reader.read()
+            finally:
+                writer.close()
+        except (OSError, TimeoutError) as exc:
+            return Reply(sp.name, error=f"{sp.control}: {exc or type(exc).__name__}")
+        try:
+            return Reply(sp.name, json.loads(data))
+        except ValueError:  # cut off, or not swpath
+            return Reply(sp.name, error=f"{sp.control}: not a JSON answer: {data[:80]!r}")
 
     def kick(self) -> None:
         """The instances brought work: the writer flushes it, after

@@ -37,6 +37,9 @@ sends them). No I/O here, so every rule below is unit-tested.
   missing from the snapshot really closed, and is closed. Sessions the
   switch holds at start (read back) are adopted when an instance claims
   them; after every instance has synced, entries nobody claimed are deleted.
+- **The operator's view.** `quicknat sessions` (list, delete, flush) and
+  `quicknat stats` on the controller span every instance (offload_view.py):
+  each row says its instance and whether the switch holds it.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from quicknat.addr import format_ipv4
 from quicknat.config.command_render import render
@@ -52,6 +56,12 @@ from quicknat.config.model import Config, OffloadInstall
 from quicknat.controller.context import ModeContext
 from quicknat.controller.install_state import Held, InstallState
 from quicknat.controller.modes.offload_io import OffloadIO
+from quicknat.controller.modes.offload_view import (
+    deleted_total,
+    instance_line,
+    merged_rows,
+    stats_view,
+)
 from quicknat.controller.punts import Punts
 from quicknat.controller.reconfigure import ReconfigureError
 from quicknat.controller.recovery import HeldEntries
@@ -471,15 +481,35 @@ class OffloadMode:
         return ""
 
     def session_count(self) -> int:
+        """The controller holds no session of its own: the instances' count
+        is `quicknat stats`' instances_total (stats_view), asked of them."""
         return 0
 
-    def session_rows(self, query: SessionQuery) -> list[dict[str, object]]:
-        """The sessions are the instances' (`quicknat sessions --socket`)."""
-        return []
+    async def session_rows(self, query: SessionQuery) -> list[dict[str, object]]:
+        """Every instance's sessions the query selects, with their instance
+        and whether the switch holds them (offload_view.py)."""
+        replies = await self.io.ask_all(instance_line(query))
+        return merged_rows(replies, self._in_switch)
 
-    def delete_sessions(self, query: SessionQuery) -> int:
-        """An instance deletes its own sessions; their entries follow."""
-        return 0
+    def _in_switch(self, instance: int, row: dict[str, Any]) -> bool:
+        """Whether this instance's row is a session this mode has installed:
+        the same id, and the same key (an id of the instance's last run)."""
+        s = self.sessions.get((instance, int(row["id"])))
+        return (
+            s is not None
+            and self.writer.in_switch(s)
+            and row.get("internal") == _endpoint(s.internal.address, s.internal.port)
+            and row.get("remote") == _endpoint(s.remote_address, s.remote_port)
+        )
+
+    async def delete_sessions(self, query: SessionQuery) -> int:
+        """Each instance deletes its own sessions the query selects; their
+        `closed` events take the switch's entries away (on_event)."""
+        return deleted_total(await self.io.ask_all(instance_line(query)))
+
+    async def stats_view(self) -> dict[str, object]:
+        """Each instance's own counters, and their sum."""
+        return stats_view(await self.io.ask_all(render("stats")))
 
     def pools(self) -> list[dict[str, object]]:
         """The instances allocate, each from its block (their exporters)."""
