@@ -48,6 +48,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from lab.e2e_sessions_view import test_offload_controller_lists_every_instances_sessions
 from lab.e2e_udp import (
     OFFLOAD_PORT,
     UDP_SEND,
@@ -55,7 +56,6 @@ from lab.e2e_udp import (
     start_udp_sink,
     udp_sessions_of,
 )
-from lab.e2e_sessions_view import test_offload_controller_lists_every_instances_sessions
 from lab.nodes import IPERF_PORT, QUICKNAT, Nodes
 from lab.processes import raise_on_signals
 from lab.topology import FAR, H1, H2, RTR, SRV, Node
