@@ -121,6 +121,12 @@ SUITES = [
         root=True,
     ),
     Suite(
+        "ptf-offload-swx-learn",
+        [PY, "ptf-tests/run.py", "--target", "offload-swx-learn"],
+        "the same PTF scenarios with the switch learning the sessions (install = learn)",
+        root=True,
+    ),
+    Suite(
         "lab-e2e-swpath",
         [PY, "-m", "lab.e2e", "--lab", "swpath"],
         "traceroute, iperf3 and UDP hole punching through swpath in the namespace lab",
