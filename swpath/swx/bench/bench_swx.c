@@ -11,10 +11,20 @@
  * (rte_swx_ctl), as quicknat-swx's table manager writes them.
  *
  *   bench_swx SPEC SESSIONS SECONDS
+ *   bench_swx SPEC FLOWS 0 learn
  *
  * Prints one JSON object: packets out, seconds, Mpps, packets dropped.
+ *
+ * With `learn`, the switch's session setup capacity with learning (issue
+ * 34): FLOWS first packets of new flows, each as a slow-path instance sends
+ * it back translated with its learn tag (802.1Q VID 2, the 16-byte tag,
+ * the translated IPv4/UDP), on the slow-path port (port 1 here), each
+ * learned into both
+ * learner tables as it passes: the seconds until every one went through,
+ * and what the learners say they added (DPDK's learner statistics).
  */
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +45,8 @@
 #include "contract/p4_constants.h"
 
 #define FRAME_LEN 60
+/* a learn trip's frame: Ethernet, 802.1Q, the learn tag, IPv4, UDP */
+#define LEARN_FRAME_LEN (14 + 4 + P4_LEARN_TAG_BYTES + 20 + 8)
 #define HOSTS 4096u	/* inside hosts; a host has SESSIONS/HOSTS flows (bench_swpath's) */
 #define PORT_INSIDE 1
 #define PORT_OUTSIDE 2
@@ -59,6 +71,17 @@ put32(FILE *f, uint32_t v)
 	fwrite(&v, 4, 1, f);
 }
 
+static void
+put_pcap_header(FILE *f)
+{
+	put32(f, 0xa1b2c3d4);
+	put32(f, 0x00040002);	/* version 2.4 */
+	put32(f, 0);
+	put32(f, 0);
+	put32(f, 65535);
+	put32(f, 1);		/* Ethernet */
+}
+
 /* SESSIONS frames, one per flow, as a pcap file (host byte order, as
  * libpcap reads either). */
 static int
@@ -71,12 +94,7 @@ write_frames(const char *path, uint32_t sessions)
 
 	if (f == NULL)
 		return -1;
-	put32(f, 0xa1b2c3d4);
-	put32(f, 0x00040002);	/* version 2.4 */
-	put32(f, 0);
-	put32(f, 0);
-	put32(f, 65535);
-	put32(f, 1);		/* Ethernet */
+	put_pcap_header(f);
 	memset(frame, 0, sizeof(frame));
 	memcpy(frame, "\x02\x00\x00\x00\x00\x01\x02\x00\x00\x00\x10\x02\x08\x00", 14);
 	ip->version_ihl = RTE_IPV4_VHL_DEF;
@@ -99,6 +117,107 @@ write_frames(const char *path, uint32_t sessions)
 		fwrite(frame, FRAME_LEN, 1, f);
 	}
 	return fclose(f);
+}
+
+/* Flow i's first packet as its instance sends it back to the switch: its
+ * source translated to 203.0.113.(i % 256):(1024 + i % 60000) and the learn
+ * tag carrying the 5-tuple before (flow_src(i):flow_sport(i) ->
+ * 192.0.2.1:53), lease class 4. */
+static int
+write_learn_frames(const char *path, uint32_t flows)
+{
+	FILE *f = fopen(path, "wb");
+	uint8_t frame[LEARN_FRAME_LEN];
+	uint8_t *tag = frame + 18;
+	struct rte_ipv4_hdr *ip = (void *)(tag + P4_LEARN_TAG_BYTES);
+	struct rte_udp_hdr *udp = (void *)(ip + 1);
+
+	if (f == NULL)
+		return -1;
+	put_pcap_header(f);
+	memset(frame, 0, sizeof(frame));
+	memcpy(frame, "\x02\x00\x00\x00\x00\x03\x02\x00\x00\x00\x10\x03\x81\x00", 14);
+	frame[14] = 0;
+	frame[15] = P4_ZONE_OUTSIDE;	/* VID: leaving to the outside */
+	frame[16] = P4_ETHERTYPE_LEARN >> 8;
+	frame[17] = P4_ETHERTYPE_LEARN & 0xff;
+	ip->version_ihl = RTE_IPV4_VHL_DEF;
+	ip->total_length = rte_cpu_to_be_16(20 + 8);
+	ip->time_to_live = 63;
+	ip->next_proto_id = IPPROTO_UDP;
+	ip->dst_addr = rte_cpu_to_be_32(0xc0000201);
+	udp->dst_port = rte_cpu_to_be_16(53);
+	udp->dgram_len = rte_cpu_to_be_16(8);
+	for (uint32_t i = 0; i < flows; i++) {
+		uint32_t orig_src = rte_cpu_to_be_32(flow_src(i)), orig_dst = ip->dst_addr;
+		uint16_t orig_sport = rte_cpu_to_be_16(flow_sport(i)), orig_dport = udp->dst_port;
+
+		memcpy(tag, &orig_src, 4);
+		memcpy(tag + 4, &orig_dst, 4);
+		memcpy(tag + 8, &orig_sport, 2);
+		memcpy(tag + 10, &orig_dport, 2);
+		tag[12] = 4;		/* lease class */
+		tag[13] = 0;		/* inside to outside */
+		tag[14] = 0x08;		/* IPv4 next */
+		tag[15] = 0x00;
+		ip->src_addr = rte_cpu_to_be_32(0xcb007100u + i % 256);
+		ip->hdr_checksum = 0;
+		ip->hdr_checksum = rte_ipv4_cksum(ip);
+		udp->src_port = rte_cpu_to_be_16((uint16_t)(1024 + i % 60000));
+		put32(f, 0);
+		put32(f, 0);
+		put32(f, LEARN_FRAME_LEN);
+		put32(f, LEARN_FRAME_LEN);
+		fwrite(frame, LEARN_FRAME_LEN, 1, f);
+	}
+	return fclose(f);
+}
+
+/* What both learners added so far, and failed to (a full bucket). */
+static void
+learned(struct rte_swx_pipeline *p, uint64_t *ok, uint64_t *failed)
+{
+	static uint64_t per_action[1024];
+	struct rte_swx_learner_stats s = { .n_pkts_action = per_action };
+
+	*ok = *failed = 0;
+	for (const char **l = (const char *[]){ "core_nat_nat_in2out_learned",
+						"core_nat_nat_out2in_learned", NULL };
+	     *l != NULL; l++)
+		if (rte_swx_ctl_pipeline_learner_stats_read(p, *l, &s) == 0) {
+			*ok += s.n_pkts_learn_ok;
+			*failed += s.n_pkts_learn_err;
+		}
+}
+
+/* The learn run: until every flow's learn trip went through (the source
+ * port loops over them; bounded at 60 s), one JSON line. */
+static int
+run_learn(struct rte_swx_pipeline *p, uint32_t flows)
+{
+	struct rte_swx_port_out_stats out = { 0 };
+	uint64_t ok = 0, failed = 0, hz = rte_get_tsc_hz(), t0, t1;
+
+	t0 = rte_rdtsc();
+	do {
+		for (int n = 0; n < 64; n++)
+			rte_swx_pipeline_run(p, 16);
+		rte_swx_pipeline_flush(p);
+		rte_swx_ctl_pipeline_port_out_stats_read(p, PORT_OUTSIDE, &out);
+		t1 = rte_rdtsc();
+	} while (out.n_pkts_drop < flows && t1 - t0 < 60 * hz);
+	learned(p, &ok, &failed);
+	for (uint32_t r = 0; r < 32; r++) {
+		uint64_t v = 0;
+
+		if (rte_swx_ctl_pipeline_regarray_read(p, "core_drop_counter", r, &v) == 0 && v)
+			fprintf(stderr, "bench_swx: dropped, reason %u: %" PRIu64 "\n", r, v);
+	}
+	double seconds = (double)(t1 - t0) / (double)hz;
+	printf("{\"flows\": %u, \"forwarded\": %" PRIu64 ", \"learned\": %" PRIu64
+	       ", \"learn_failed\": %" PRIu64 ", \"seconds\": %.4f, \"flows_per_s\": %.0f}\n",
+	       flows, out.n_pkts_drop, ok, failed, seconds, (double)flows / seconds);
+	return out.n_pkts_drop >= flows ? 0 : 1;
 }
 
 /* rte_swx_ctl has no free for what table_entry_read made */
@@ -160,8 +279,10 @@ main(int argc, char **argv)
 	size_t len;
 	char *spec;
 
-	if (argc != 4) {
-		fprintf(stderr, "usage: bench_swx SPEC SESSIONS SECONDS\n");
+	bool learn = argc == 5 && strcmp(argv[4], "learn") == 0;
+
+	if (argc != 4 && !learn) {
+		fprintf(stderr, "usage: bench_swx SPEC SESSIONS SECONDS | SPEC FLOWS 0 learn\n");
 		return 2;
 	}
 	sessions = (uint32_t)strtoul(argv[2], NULL, 10);
@@ -173,7 +294,7 @@ main(int argc, char **argv)
 	if (cache[0] == '\0')
 		snprintf(cache, sizeof(cache), "/tmp/bench-swx-%d", (int)getpid());
 	o.cache_dir = cache;
-	if (write_frames(frames, sessions) != 0 ||
+	if ((learn ? write_learn_frames(frames, sessions) : write_frames(frames, sessions)) != 0 ||
 	    /* the source port keeps a copy of every frame; the rest is in flight */
 	    rte_pktmbuf_pool_create("MP", sessions + 16384, 256, 0, 256 + RTE_PKTMBUF_HEADROOM, 0) == NULL ||
 	    rte_ring_create("CPU", 64, 0, 0) == NULL || (spec = read_file(argv[1], &len)) == NULL) {
@@ -202,12 +323,15 @@ main(int argc, char **argv)
 		return 1;
 	/* the controller's entries for this topology (program.static_entries):
 	 * zones, the default route out of port 2, and one session a flow */
-	add(ctl, "core_zone_port_zone", "match 0x1 action core_zone_set_zone_0 zone 0x1");
+	/* (learn: port 1 is the slow-path port its instance sends back on) */
+	add(ctl, "core_zone_port_zone",
+	    learn ? "match 0x1 action core_zone_set_zone_0 zone 0x3"
+		  : "match 0x1 action core_zone_set_zone_0 zone 0x1");
 	add(ctl, "core_zone_port_zone", "match 0x2 action core_zone_set_zone_0 zone 0x2");
 	add(ctl, "core_routing_routing_v4",
 	    "match 0x0/0x0 action core_routing_set_next_hop_0 port 0x2 smac 0x020000000002 "
 	    "dmac 0x0200000000fe");
-	for (uint32_t i = 0; i < sessions; i++) {
+	for (uint32_t i = 0; i < sessions && !learn; i++) {
 		snprintf(line, sizeof(line),
 			 "match 0x%08x 0xc0000201 0x11 0x%04x 0x35 action core_nat_rewrite_src_0 "
 			 "addr 0x%08x port 0x%04x",
@@ -217,6 +341,14 @@ main(int argc, char **argv)
 	if (rte_swx_ctl_pipeline_commit(ctl, 1) != 0) {
 		fprintf(stderr, "bench_swx: the table commit failed\n");
 		return 1;
+	}
+	if (learn) {
+		int status = run_learn(p, sessions);
+
+		rte_swx_ctl_pipeline_free(ctl);
+		rte_swx_pipeline_free(p);
+		unlink(frames);
+		return status;
 	}
 	hz = rte_get_tsc_hz();
 	/* warm up: every flow once */
