@@ -32,7 +32,7 @@ UDP_LEASE_S = 4  # leases((udp = 10), LEARN_TIMEOUTS_S)["udp"]
 
 
 def instance_counters(lab: Nodes) -> dict[str, int]:
-    counters = json.loads(lab.quicknat("stats"))["counters"]
+    counters = json.loads(lab.quicknat("stats", "--json"))["counters"]
     assert isinstance(counters, dict)
     return counters
 

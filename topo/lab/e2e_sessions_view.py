@@ -12,8 +12,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from quicknat.controller.status import query
-
 from lab.nodes import Nodes
 from lab.topology import FAR, H1, H2, Node
 
@@ -142,6 +140,9 @@ def _time_listings(lab: Nodes) -> None:
     took = {}
     for name, socket in (("controller", _controller(lab)), ("sp0", lab.workdir / "sp0.sock")):
         start = time.monotonic()
+        # (imported here: lab.e2e also runs under Debian's Python, without it)
+        from quicknat.controller.status import query
+
         rows = query(socket, "sessions")
         took[name] = (time.monotonic() - start) * 1000, len(rows) if isinstance(rows, list) else 0
     print(", ".join(f"{k}: {n} sessions in {ms:.1f} ms" for k, (ms, n) in took.items()))

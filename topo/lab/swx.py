@@ -10,11 +10,6 @@ import shutil
 from collections.abc import Mapping
 from pathlib import Path
 
-import grpc
-from finsy.proto import p4r, p4r_grpc
-from quicknat.p4.constants import LEARN_IN2OUT_ADDED
-from quicknat.p4rt.p4info import P4Info
-
 from lab.swpath import AF_PACKET_FRAMES
 
 REPO = Path(__file__).resolve().parents[2]
@@ -106,7 +101,14 @@ def learned(grpc_addr: str) -> int:
     """Sessions the switch learned so far, by the program's own count: the
     learn tags that missed its in2out learner and so added an entry
     (learn_counter[LEARN_IN2OUT_ADDED], nat.p4), read over P4Runtime (a
-    read needs no arbitration: a second client beside the controller)."""
+    read needs no arbitration: a second client beside the controller).
+    (Imported here: the Mininet lab runs lab/ under Debian's Python, which
+    has neither gRPC nor the controller.)"""
+    import grpc
+    from finsy.proto import p4r, p4r_grpc
+    from quicknat.p4.constants import LEARN_IN2OUT_ADDED
+    from quicknat.p4rt.p4info import P4Info
+
     info = P4Info.load(BUILD / "quicknat.p4info.txtpb")
     counter = p4r.CounterEntry(
         counter_id=info.object_id("learn_counter"), index=p4r.Index(index=LEARN_IN2OUT_ADDED)
