@@ -7,8 +7,9 @@ paths apart but by APP-NAME and the observation domain.
 
 RFC 5424: one message per event, facility daemon, severity info (a quota,
 warning), MSGID `MAPPING` or `QUOTA`, the event as structured data under the
-example enterprise number of RFC 5612 (`nat@32473`), and the line-log text as
-MSG:
+SD-ID `nat@N`, N the operator's enterprise number (`[logging]
+syslog_enterprise`; RFC 5612's example number 32473 by default), and the
+line-log text as MSG:
 
     <30>1 2026-11-24T15:06:00.123Z host quicknat-controller 812 MAPPING
       [nat@32473 event="created" proto="udp" inside="10.0.0.1:4000"
@@ -29,7 +30,6 @@ import time
 from quicknat.addr import format_ipv4
 from quicknat.ipfix import Encoder, NatEvent
 
-PEN_EXAMPLE = 32473  # RFC 5612: the enterprise number for documentation
 APP_NAME = "quicknat-controller"
 FACILITY_DAEMON = 3
 SEVERITY = {"created": 6, "deleted": 6, "quota": 4}  # info, warning
@@ -40,8 +40,9 @@ def _stamp(time_ms: int) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{ms:03d}Z"
 
 
-def syslog_5424(event: NatEvent, text: str, host: str, procid: int) -> bytes:
-    """The RFC 5424 message of an event; `text` is its line-log text."""
+def syslog_5424(event: NatEvent, text: str, host: str, procid: int, enterprise: int) -> bytes:
+    """The RFC 5424 message of an event; `text` is its line-log text,
+    `enterprise` the SD-ID's Private Enterprise Number (RFC 5424 sec. 7.2.2)."""
     pri = FACILITY_DAEMON * 8 + SEVERITY[event.kind]
     if event.kind == "quota":
         msgid = "QUOTA"
@@ -58,7 +59,7 @@ def syslog_5424(event: NatEvent, text: str, host: str, procid: int) -> bytes:
             f'outside="{format_ipv4(event.outside)}:{event.outside_port}"'
         )
     header = f"<{pri}>1 {_stamp(event.time_ms)} {host} {APP_NAME} {procid} {msgid}"
-    return f"{header} [nat@{PEN_EXAMPLE} {params}] {text}".encode()
+    return f"{header} [nat@{enterprise} {params}] {text}".encode()
 
 
 class Exporter:
@@ -71,10 +72,12 @@ class Exporter:
         self,
         syslog_server: tuple[str, int] | None,
         ipfix_collector: tuple[str, int] | None,
-        domain: int = 1,
-        instance: int = 0,
+        domain: int,
+        instance: int,
+        enterprise: int,
     ) -> None:
         self.syslog_server = syslog_server
+        self.enterprise = enterprise
         self.ipfix_collector = ipfix_collector
         self.ipfix = Encoder(domain, instance)
         self.failed = 0
@@ -87,7 +90,10 @@ class Exporter:
         """`text` is the line-log text of the events syslog carries (mapping
         and quota); the others go to IPFIX only."""
         if self.syslog_server is not None and event.kind in SEVERITY:
-            self._send(syslog_5424(event, text, self.host, self.procid), self.syslog_server)
+            self._send(
+                syslog_5424(event, text, self.host, self.procid, self.enterprise),
+                self.syslog_server,
+            )
         if self.ipfix_collector is not None:
             full = self.ipfix.add(event, time.time())
             if full is not None:

@@ -57,7 +57,11 @@ class EventLogger:
         self.ipfix_sessions = config.ipfix_collector is not None and config.ipfix_sessions
         if config.syslog_server is not None or config.ipfix_collector is not None:
             self.exporter = Exporter(
-                config.syslog_server, config.ipfix_collector, config.ipfix_domain, 0
+                config.syslog_server,
+                config.ipfix_collector,
+                config.ipfix_domain,
+                0,
+                config.syslog_enterprise,
             )
         if config.events is EventLog.NONE:
             return

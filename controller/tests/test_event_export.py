@@ -9,7 +9,8 @@ from collections.abc import Iterator
 
 import pytest
 from quicknat.addr import parse_ipv4 as ip
-from quicknat.config.model import EventLog, Logging
+from quicknat.config.command_table import COMMANDS
+from quicknat.config.model import SYSLOG_ENTERPRISE_EXAMPLE, EventLog, Logging
 from quicknat.events import EventLogger
 from quicknat.ipfix import BIB, QUOTA, SESSION, parse_ipfix
 from quicknat.nat.allocator import Endpoint
@@ -17,7 +18,7 @@ from quicknat.nat.session import Mapping, Origin, Session
 
 RFC5424 = re.compile(
     r"^<(?P<pri>\d+)>1 (?P<time>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z) (?P<host>\S+) "
-    r"(?P<app>\S+) (?P<procid>\d+) (?P<msgid>\S+) \[nat@32473 (?P<sd>[^\]]*)\] (?P<msg>.*)$"
+    r"(?P<app>\S+) (?P<procid>\d+) (?P<msgid>\S+) \[nat@(?P<pen>\d+) (?P<sd>[^\]]*)\] (?P<msg>.*)$"
 )
 
 
@@ -48,6 +49,7 @@ def test_the_event_logger_sends_both_to_the_collectors(
     m = RFC5424.match(line)
     assert m is not None, line
     assert m["pri"] == "30" and m["app"] == "quicknat-controller" and m["msgid"] == "MAPPING"
+    assert m["pen"] == "32473"  # RFC 5612's example number: none was configured
     assert (
         m["sd"] == 'event="created" proto="udp" inside="10.0.0.1:4000" outside="203.0.113.1:2000"'
     )
@@ -73,3 +75,25 @@ def test_the_event_logger_sends_both_to_the_collectors(
     ]
     assert (message.records[2]["12"], message.records[2]["11"]) == (ip("8.8.8.8"), 53)
     assert logger.exporter is not None and logger.exporter.failed == 0
+
+
+def test_the_sd_id_names_the_operators_enterprise_number(
+    collectors: tuple[socket.socket, socket.socket],
+) -> None:
+    """RFC 5424 sec. 7.2.2: a private SD-ID is name@<its owner's Private
+    Enterprise Number>; `[logging] syslog_enterprise` sets it."""
+    syslog, _ = collectors
+    config = Logging(EventLog.NONE, None, syslog.getsockname(), syslog_enterprise=54321)
+    logger = EventLogger(config)
+    mapping = Mapping(6, Endpoint(ip("10.0.0.1"), 4000), Endpoint(ip("203.0.113.1"), 2000), "p")
+    logger("deleted", mapping, 0.0)
+    m = RFC5424.match(syslog.recv(2048).decode())
+    assert m is not None and m["pen"] == "54321" and 'event="deleted" proto="tcp"' in m["sd"]
+
+
+def test_both_cores_default_to_the_same_enterprise_number() -> None:
+    """swpath's default (swpath/spec/commands.toml, as generated into both
+    languages) is the controller's, so a `logging` line that leaves the
+    number out means the same on both paths."""
+    field = next(f for f in COMMANDS["logging"].fields if f.key == "syslog_enterprise")
+    assert field.default == Logging().syslog_enterprise == SYSLOG_ENTERPRISE_EXAMPLE == 32473

@@ -44,7 +44,7 @@ def test_events_to_collectors(tmp_path: Path) -> None:
     same bytes, and by tshark (lab/ipfix_decode.py) where it is installed:
     records gathered into messages (the flush interval; the exit sends what
     waits), in the observation domain and as the natInstanceID the command
-    names."""
+    names, under the SD-ID of the operator's enterprise number."""
     syslog = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     ipfix = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     try:
@@ -54,7 +54,7 @@ def test_events_to_collectors(tmp_path: Path) -> None:
             "timeouts udp 1\nlogging events none "
             f"syslog_server 127.0.0.1:{syslog.getsockname()[1]} "
             f"ipfix_collector 127.0.0.1:{ipfix.getsockname()[1]} ipfix_domain 5 nat_instance 2 "
-            "ipfix_sessions true\n"
+            "ipfix_sessions true syslog_enterprise 54321\n"
         )
         inside = [from_host("10.0.0.2", "8.8.8.8") / UDP(sport=5000, dport=53)]
         r = run(tmp_path, cmds, [inside, []], idle_ms=2500)
@@ -63,7 +63,7 @@ def test_events_to_collectors(tmp_path: Path) -> None:
         eq(len(messages), 2, f"syslog messages (mappings only) {messages}")
         for message, event in zip(messages, ("created", "deleted"), strict=True):
             assert message.startswith("<30>1 "), message
-            assert " quicknat-swpath " in message and " MAPPING [nat@32473 " in message, message
+            assert " quicknat-swpath " in message and " MAPPING [nat@54321 " in message, message
             assert (
                 f'event="{event}" proto="udp" inside="10.0.0.2:5000" outside="203.0.113.1:40000"]'
             ) in message, message

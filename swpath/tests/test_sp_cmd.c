@@ -345,6 +345,12 @@ test_logging(void **state)
 	assert_int_equal(c.u.logging.ipfix_domain, 1);
 	assert_int_equal(c.u.logging.nat_instance, 0);
 	assert_false(c.u.logging.ipfix_sessions);
+	/* RFC 5612's example number until the operator names its own */
+	assert_int_equal(c.u.logging.syslog_enterprise, 32473);
+	c = parse_ok("logging events none syslog_server 192.0.2.1:514 syslog_enterprise 54321");
+	assert_int_equal(c.u.logging.syslog_enterprise, 54321);
+	parse_err("logging events none syslog_enterprise 0",
+		  "syslog_enterprise 0: must be 1..4294967295");
 	c = parse_ok("logging events none ipfix_collector 192.0.2.2:4739 ipfix_domain 7 "
 		     "nat_instance 2 ipfix_sessions true");
 	assert_int_equal(c.u.logging.ipfix_domain, 7);

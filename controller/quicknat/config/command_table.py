@@ -166,6 +166,9 @@ COMMANDS: Final[dict[str, Command]] = {
             kw("file", "path", max_bytes=255, presence="unless", default=""),
             kw("syslog_server", "collector", max_bytes=31, presence="unless", default=""),
             kw("ipfix_collector", "collector", max_bytes=31, presence="unless", default=""),
+            kw(
+                "syslog_enterprise", "uint", min=1, max=4294967295, presence="unless", default=32473
+            ),
             kw("ipfix_domain", "uint", min=1, max=4294967295, presence="unless", default=1),
             kw("nat_instance", "uint", max=4294967295, presence="unless", default=0),
             kw("ipfix_sessions", "bool", presence="unless", default=False),

@@ -64,6 +64,7 @@ def logging_command(logging: Logging, domain: int, nat_instance: int) -> str:
         events=logging.events,
         file=logging.file if logging.events is EventLog.FILE else None,
         syslog_server=logging.syslog_server,
+        syslog_enterprise=logging.syslog_enterprise,
         ipfix_collector=logging.ipfix_collector,
         ipfix_domain=domain,
         nat_instance=nat_instance,

@@ -207,6 +207,9 @@ class OffloadPolicy:
 
 
 DEFAULT_IPFIX_DOMAIN = 1
+SYSLOG_ENTERPRISE_EXAMPLE = 32473
+"""RFC 5612's enterprise number for documentation: the syslog SD-ID's
+(`nat@32473`) until the operator names its own IANA number."""
 
 
 class EventLog(enum.Enum):
@@ -239,6 +242,10 @@ class Logging:
     and 5). Off by default: a session record carries the destination, which
     RFC 6888 REQ-12 says not to log unless the operator chooses to, and it is
     a record per connection rather than per mapping."""
+    syslog_enterprise: int = SYSLOG_ENTERPRISE_EXAMPLE
+    """The enterprise number of the syslog structured data's SD-ID, `nat@N`
+    (RFC 5424 sec. 6.3.2, 7.2.2: a private SD-ID names its owner's IANA
+    Private Enterprise Number)."""
 
 
 @dataclass(frozen=True, slots=True)

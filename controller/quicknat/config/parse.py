@@ -24,6 +24,7 @@ from quicknat.config.model import (
     DEFAULT_MTU,
     MTU_MAX,
     MTU_MIN,
+    SYSLOG_ENTERPRISE_EXAMPLE,
     TIMEOUT_MINIMUMS,
     WELL_KNOWN_PORT_MAX,
     Config,
@@ -631,6 +632,7 @@ class _Parser:
                 "events",
                 "file",
                 "syslog_server",
+                "syslog_enterprise",
                 "ipfix_collector",
                 "ipfix_domain",
                 "ipfix_sessions",
@@ -641,6 +643,7 @@ class _Parser:
         if events is EventLog.FILE and path is None and not r.has("file"):
             r.error("missing field 'file': events = \"file\" needs the file to append to", "events")
         syslog_server = r.get("syslog_server", values.collector)
+        enterprise = r.get("syslog_enterprise", lambda v: values.integer(v, 1, 0xFFFFFFFF))
         ipfix_collector = r.get("ipfix_collector", values.collector)
         domain = r.get("ipfix_domain", values.observation_domain)
         sessions = r.get("ipfix_sessions", values.boolean) or False
@@ -651,6 +654,7 @@ class _Parser:
             ipfix_collector,
             DEFAULT_IPFIX_DOMAIN if domain is None else domain,
             sessions,
+            SYSLOG_ENTERPRISE_EXAMPLE if enterprise is None else enterprise,
         )
 
 

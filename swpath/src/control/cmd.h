@@ -146,6 +146,7 @@ struct sp_cmd_logging {
 	char file[SP_PATH_MAX];       /* with SP_EVENTS_FILE */
 	char syslog_server[32];       /* "a.b.c.d:port" (RFC 5424 over UDP) or "" */
 	char ipfix_collector[32];     /* "a.b.c.d:port" (IPFIX over UDP) or "" */
+	uint32_t syslog_enterprise;   /* SD-ID nat@N (RFC 5424 sec. 7.2.2) */
 	uint32_t ipfix_domain;        /* observation domain (RFC 7011 sec. 3.1) */
 	uint32_t nat_instance;        /* natInstanceID (RFC 8158 sec. 4.1.1) */
 	bool ipfix_sessions;          /* NAT44 session records (natEvent 4, 5) */

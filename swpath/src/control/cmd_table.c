@@ -553,6 +553,16 @@ static const struct sp_cmd_field fields_logging[] = {
 		.dflt = 0,
 	},
 	{
+		.key = "syslog_enterprise",
+		.name = "syslog_enterprise",
+		.type = SP_ARG_UINT,
+		.at = SP_CMD_AT(logging.syslog_enterprise),
+		.presence = SP_GIVEN_UNLESS,
+		.min = 1,
+		.max = 4294967295u,
+		.dflt = 32473,
+	},
+	{
 		.key = "ipfix_domain",
 		.name = "ipfix_domain",
 		.type = SP_ARG_UINT,
@@ -1057,8 +1067,8 @@ const struct sp_cmd_spec sp_cmd_specs[] = {
 		.verb = SP_CMD_LOGGING,
 		.when = SP_WHEN_STARTUP,
 		.fields = fields_logging,
-		.n_fields = 7,
-		.syntax = "logging events none|syslog|file [file PATH] [syslog_server A:PORT] [ipfix_collector A:PORT] [ipfix_domain N] [nat_instance N] [ipfix_sessions true|false]",
+		.n_fields = 8,
+		.syntax = "logging events none|syslog|file [file PATH] [syslog_server A:PORT] [ipfix_collector A:PORT] [syslog_enterprise N] [ipfix_domain N] [nat_instance N] [ipfix_sessions true|false]",
 	},
 	{
 		.name = "rules",

@@ -211,10 +211,16 @@ apply_logging(const struct sp_cmd *cmd, struct sp_buf *out, char *err,
 	      size_t errlen)
 {
 	const struct sp_cmd_logging *c = &cmd->u.logging;
+	const struct sp_export_config export = {
+		.syslog_server = c->syslog_server,
+		.ipfix_collector = c->ipfix_collector,
+		.syslog_enterprise = c->syslog_enterprise,
+		.ipfix_domain = c->ipfix_domain,
+		.nat_instance = c->nat_instance,
+		.ipfix_sessions = c->ipfix_sessions,
+	};
 
-	if (sp_export_configure(c->syslog_server, c->ipfix_collector,
-				c->ipfix_domain, c->nat_instance,
-				c->ipfix_sessions, err, errlen) < 0)
+	if (sp_export_configure(&export, err, errlen) < 0)
 		return -1;
 	return sp_events_configure(c->events, c->file, err, errlen);
 }

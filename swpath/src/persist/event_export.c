@@ -13,7 +13,6 @@
 #include "util/text.h"
 
 #define APP_NAME "quicknat-swpath"
-#define PEN_EXAMPLE 32473       /* RFC 5612 */
 #define FACILITY_DAEMON 3
 #define IPFIX_VERSION 10
 #define TEMPLATE_SET 2
@@ -78,6 +77,7 @@ static struct {
 	bool syslog_on, ipfix_on;
 	struct sockaddr_in syslog_sa, ipfix_sa;
 	char host[64];
+	uint32_t enterprise;    /* SD-ID nat@N (RFC 5424 sec. 7.2.2) */
 	uint32_t domain;        /* observation domain (RFC 7011 sec. 3.1) */
 	uint32_t instance;      /* natInstanceID (RFC 8158 sec. 4.1.1) */
 	uint32_t sequence;      /* data records sent (RFC 7011 sec. 3.1) */
@@ -117,32 +117,37 @@ parse_collector(const char *what, const char *text, struct sockaddr_in *sa,
 }
 
 int
-sp_export_configure(const char *syslog_server, const char *ipfix_collector,
-		    uint32_t domain, uint32_t instance, bool sessions,
-		    char *err, size_t errlen)
+sp_export_configure(const struct sp_export_config *c, char *err, size_t errlen)
 {
 	struct sockaddr_in s = { 0 }, i = { 0 };
+	bool syslog_on = c->syslog_server[0] != '\0';
+	bool ipfix_on = c->ipfix_collector[0] != '\0';
 
-	if (syslog_server[0] != '\0' &&
-	    parse_collector("syslog_server", syslog_server, &s, err, errlen) < 0)
+	if (syslog_on &&
+	    parse_collector("syslog_server", c->syslog_server, &s, err, errlen) < 0)
 		return -1;
-	if (ipfix_collector[0] != '\0' &&
-	    parse_collector("ipfix_collector", ipfix_collector, &i, err, errlen) < 0)
+	if (ipfix_on &&
+	    parse_collector("ipfix_collector", c->ipfix_collector, &i, err,
+			    errlen) < 0)
 		return -1;
+	if (c->syslog_enterprise == 0)
+		return sp_fail(err, errlen,
+			       "logging: syslog_enterprise 0: must be an enterprise number (1 or more)");
 	sp_export_close();
-	if (syslog_server[0] == '\0' && ipfix_collector[0] == '\0')
+	if (!syslog_on && !ipfix_on)
 		return 0;
 	ex.fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (ex.fd < 0)
 		return sp_fail(err, errlen, "logging: UDP socket: %s",
 			       strerror(errno));
-	ex.syslog_on = syslog_server[0] != '\0';
-	ex.ipfix_on = ipfix_collector[0] != '\0';
+	ex.syslog_on = syslog_on;
+	ex.ipfix_on = ipfix_on;
 	ex.syslog_sa = s;
 	ex.ipfix_sa = i;
-	ex.domain = domain;
-	ex.instance = instance;
-	ex.sessions = sessions && ex.ipfix_on;
+	ex.enterprise = c->syslog_enterprise;
+	ex.domain = c->ipfix_domain;
+	ex.instance = c->nat_instance;
+	ex.sessions = c->ipfix_sessions && ex.ipfix_on;
 	ex.sequence = 0;
 	ex.templates_sent = false;
 	if (gethostname(ex.host, sizeof(ex.host)) != 0 || ex.host[0] == '\0')
@@ -208,7 +213,7 @@ syslog_5424(const struct sp_event *ev, uint64_t time_ms, const char *text)
 			     "<%u>1 %s %s " APP_NAME " %d QUOTA [nat@%u event=\"quota-exceeded\" "
 			     "limit=\"%s\" host=\"%s\" value=\"%u\"] %s",
 			     FACILITY_DAEMON * 8 + 4, when, ex.host, (int)getpid(),
-			     PEN_EXAMPLE,
+			     ex.enterprise,
 			     ev->type == SP_EVENT_QUOTA_PORTS ? "ports_per_host" :
 								 "sessions_per_host",
 			     sp_ip_str(ev->int_addr, a), ev->ext_addr, text);
@@ -217,7 +222,7 @@ syslog_5424(const struct sp_event *ev, uint64_t time_ms, const char *text)
 			     "<%u>1 %s %s " APP_NAME " %d MAPPING [nat@%u event=\"%s\" "
 			     "proto=\"%s\" inside=\"%s:%u\" outside=\"%s:%u\"] %s",
 			     FACILITY_DAEMON * 8 + 6, when, ex.host, (int)getpid(),
-			     PEN_EXAMPLE,
+			     ex.enterprise,
 			     ev->type == SP_EVENT_CREATED ? "created" : "deleted",
 			     sp_proto_name(ev->proto), sp_ip_str(ev->int_addr, a),
 			     ev->int_port, sp_ip_str(ev->ext_addr, b),

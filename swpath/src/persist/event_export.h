@@ -17,12 +17,23 @@
 
 #include "persist/events.h"
 
-/* "a.b.c.d:port" or "" (off) for each; refuses a malformed address.
- * domain: the IPFIX observation domain, instance: natInstanceID, sessions:
- * session records too (with a collector). */
-int sp_export_configure(const char *syslog_server, const char *ipfix_collector,
-			uint32_t domain, uint32_t instance, bool sessions,
-			char *err, size_t errlen);
+/* What `logging` says of the collectors (control.c fills it from the
+ * command; the fields are the command's, swpath/spec/commands.toml). */
+struct sp_export_config {
+	const char *syslog_server;      /* "a.b.c.d:port" or "" (off) */
+	const char *ipfix_collector;    /* "a.b.c.d:port" or "" (off) */
+	/* The SD-ID's enterprise number, `nat@N` (RFC 5424 sec. 6.3.2, 7.2.2):
+	 * the operator's own IANA number; RFC 5612's example, 32473, when the
+	 * operator has none. */
+	uint32_t syslog_enterprise;
+	uint32_t ipfix_domain;          /* observation domain (RFC 7011 sec. 3.1) */
+	uint32_t nat_instance;          /* natInstanceID (RFC 8158 sec. 4.1.1) */
+	bool ipfix_sessions;            /* session records too (with a collector) */
+};
+
+/* Refuses a malformed collector address, keeping the exporter as it was. */
+int sp_export_configure(const struct sp_export_config *c, char *err,
+			size_t errlen);
 bool sp_export_enabled(void);
 /* Whether the workers must tell sessions opened and closed. */
 bool sp_export_sessions(void);
