@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "control/cmd.h"
 #include "control/format.h"
@@ -11,6 +12,10 @@
 #include "persist/session_json.h"
 #include "qns.h"
 #include "util/text.h"
+
+#ifndef SP_VERSION /* src/Makefile defines it, from controller/quicknat/__init__.py */
+#error "SP_VERSION is not defined"
+#endif
 
 static const char *
 tcp_state(const struct sp_session *s)
@@ -131,12 +136,16 @@ sp_format_stats_json(struct sp_buf *b)
 	for (unsigned w = 0; w < sp.n_workers; w++)
 		mappings += __atomic_load_n(&sp.workers[w]->nat.n_mappings,
 					    __ATOMIC_RELAXED);
+	/* version and pid: `quicknat exporter`'s quicknat_build_info and its
+	 * process metrics of this process (/proc/PID) */
 	sp_buf_printf(b,
-		      "{\"sessions\": %u, \"installed\": %u, \"mappings\": %u, "
+		      "{\"version\": \"%s\", \"pid\": %ld, "
+		      "\"sessions\": %u, \"installed\": %u, \"mappings\": %u, "
 		      "\"rules\": %zu, \"workers\": %u, \"dispatch\": \"%s\", "
 		      "\"counters\": ",
-		      sessions, sessions, mappings, qns_count(sp.qns),
-		      sp.n_workers, sp.hw_rss ? "rss" : "software");
+		      SP_VERSION, (long)getpid(), sessions, sessions, mappings,
+		      qns_count(sp.qns), sp.n_workers,
+		      sp.hw_rss ? "rss" : "software");
 	counters_json(b, NULL);
 	pools_json(b);
 	sp_buf_printf(b, ", \"lcores\": [");
