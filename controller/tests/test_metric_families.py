@@ -18,6 +18,7 @@ from quicknat.counter_families import (
     FAMILY_BY_NAME,
     METRIC_TABLES,
     P4_PREFIXES,
+    families_markdown,
     metric_of,
 )
 from quicknat.counters import LEARN, OFFLOAD, VOCABULARY, Kind
@@ -85,3 +86,8 @@ def test_the_naming_check_refuses_bad_names() -> None:
     reserved = ["label path is reserved or repeats the name"]
     assert naming_problems("quicknat_drops_total", "path") == reserved
     assert naming_problems("quicknat_drops_total", "bad-label") == ["not a valid label name"]
+
+
+def test_docs_counters_md_has_the_families_table() -> None:
+    doc = (ROOT / "docs" / "counters.md").read_text()
+    assert families_markdown() in doc, "docs/counters.md: regenerate its Metrics table"
