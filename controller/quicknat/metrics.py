@@ -22,10 +22,11 @@ stream queue was full), and the families of counter_families.FAMILIES, e.g.
 `quicknat_flows_refused_total{reason}`, `quicknat_packets_dropped_total{reason}`,
 `quicknat_sessions_closed_total{reason}`, `quicknat_switch_writes_total`.
 
-Histograms (the controller's): `quicknat_first_packet_duration_seconds`
+Histograms: the controller's `quicknat_first_packet_duration_seconds`
 (packet-in received to its packet-out sent, per new flow) and
 `quicknat_install_duration_seconds` (a session queued for install to its
-INSERT acknowledged).
+INSERT acknowledged); swpath's `quicknat_session_open_duration_seconds` (a
+packet's miss to its session opened, timed by the TSC per worker).
 
 Process: `process_*` of the serving process (prometheus_client's
 ProcessCollector); the exporter adds swpath's as `quicknat_swpath_process_*`
@@ -63,6 +64,10 @@ HISTOGRAMS: dict[str, tuple[str, str]] = {
     "install": (
         "quicknat_install_duration_seconds",
         "a session queued for install to its INSERT acknowledged by the switch",
+    ),
+    "session_open": (
+        "quicknat_session_open_duration_seconds",
+        "swpath's slow path: a packet's miss to its new session opened (TSC)",
     ),
 }
 

@@ -157,3 +157,19 @@ def test_first_packet_and_install_latency_are_timed_around_a_held_write() -> Non
         assert value(got, name + "_bucket", path="p4", le="0.025") == 0
         assert value(got, name + "_bucket", path="p4", le="0.05") == 1
         assert 0.03 <= value(got, name + "_sum", path="p4") < 0.05
+
+
+def test_swpath_s_session_open_histogram_is_cumulative() -> None:
+    # the form swpath's stats give (control/format.c histograms_json)
+    stats = {
+        "histograms": {
+            "session_open": {"bounds": [2.5e-07, 5e-07], "counts": [3, 4, 5], "sum": 1.5e-05}
+        }
+    }
+    got = parsed(exposition(lambda: stats, "swpath"))
+    name = "quicknat_session_open_duration_seconds"
+    assert value(got, name + "_bucket", path="swpath", le="2.5e-07") == 3
+    assert value(got, name + "_bucket", path="swpath", le="5e-07") == 7
+    assert value(got, name + "_bucket", path="swpath", le="+Inf") == 12
+    assert value(got, name + "_count", path="swpath") == 12
+    assert value(got, name + "_sum", path="swpath") == 1.5e-05

@@ -525,6 +525,13 @@ def case_metrics_exporter(nat: Nat) -> None:
         eq(after['quicknat_sessions{path="swpath"}'], sessions + 1, "a session more")
         key = 'quicknat_new_flows_total{path="swpath"}'  # its sessions_created
         eq(after[key], before[key] + 1, "new flows moved")
+        # the session's opening, timed by the TSC: one more, under a millisecond
+        opens = 'quicknat_session_open_duration_seconds_count{path="swpath"}'
+        eq(after[opens], before[opens] + 1, "session opens timed")
+        fast = 'quicknat_session_open_duration_seconds_bucket{le="0.001",path="swpath"}'
+        eq(after[fast], before[fast] + 1, "opened in under 1 ms")
+        took = 'quicknat_session_open_duration_seconds_sum{path="swpath"}'
+        assert after[took] > before[took], (before[took], after[took])
         assert 'quicknat_flows_refused_total{path="swpath",reason="session_limit"}' in after
         eq(after['quicknat_unmapped_counters{path="swpath"}'], 0.0, "every counter in a family")
         version = subprocess.run(

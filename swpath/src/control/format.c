@@ -127,6 +127,33 @@ pools_json(struct sp_buf *b)
 	sp_buf_printf(b, "]");
 }
 
+/* , "histograms": {"session_open": {"bounds": [s...], "counts": [n...,
+ * one over every bound], "sum": s}}: the workers' (open_hist.h) summed,
+ * read relaxed as the counters are; quicknat/latency.py's form. */
+static void
+histograms_json(struct sp_buf *b)
+{
+	uint64_t count[SP_OPEN_HIST_N + 1] = { 0 }, sum_tsc = 0;
+
+	for (unsigned w = 0; w < sp.n_workers; w++) {
+		const struct sp_open_hist *h = &sp.workers[w]->open_hist;
+
+		for (unsigned i = 0; i <= SP_OPEN_HIST_N; i++)
+			count[i] += __atomic_load_n(&h->count[i], __ATOMIC_RELAXED);
+		sum_tsc += __atomic_load_n(&h->sum_tsc, __ATOMIC_RELAXED);
+	}
+	sp_buf_printf(b, ", \"histograms\": {\"session_open\": {\"bounds\": [");
+	for (unsigned i = 0; i < SP_OPEN_HIST_N; i++)
+		sp_buf_printf(b, "%s%g", i ? ", " : "",
+			      sp_open_hist_bound_ns[i] / 1e9);
+	sp_buf_printf(b, "], \"counts\": [");
+	for (unsigned i = 0; i <= SP_OPEN_HIST_N; i++)
+		sp_buf_printf(b, "%s%llu", i ? ", " : "",
+			      (unsigned long long)count[i]);
+	sp_buf_printf(b, "], \"sum\": %.9f}}",
+		      sp.tsc_hz ? (double)sum_tsc / (double)sp.tsc_hz : 0.0);
+}
+
 void
 sp_format_stats_json(struct sp_buf *b)
 {
@@ -148,6 +175,7 @@ sp_format_stats_json(struct sp_buf *b)
 		      sp.hw_rss ? "rss" : "software");
 	counters_json(b, NULL);
 	pools_json(b);
+	histograms_json(b);
 	sp_buf_printf(b, ", \"lcores\": [");
 	for (unsigned w = 0; w < sp.n_workers; w++) {
 		const struct sp_worker *wk = sp.workers[w];
