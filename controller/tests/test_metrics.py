@@ -173,3 +173,24 @@ def test_swpath_s_session_open_histogram_is_cumulative() -> None:
     assert value(got, name + "_bucket", path="swpath", le="+Inf") == 12
     assert value(got, name + "_count", path="swpath") == 12
     assert value(got, name + "_sum", path="swpath") == 1.5e-05
+
+
+def test_sessions_that_never_install_leave_no_timing_behind() -> None:
+    """The writer keeps a session's queue time only until its INSERT answers:
+    one refused by the switch, forgotten or adopted leaves nothing."""
+
+    async def scenario() -> None:
+        run = Run()
+        writer = run.controller.mode.writer
+        await run.first_flow()
+        (session,) = run.controller.mode.nat.sessions()
+        assert writer.latency._queued_at == {}  # answered: popped
+        writer.latency.queued(session.id, 1.0)
+        writer.adopt(session)
+        assert writer.latency._queued_at == {}
+        writer.latency.queued(session.id, 1.0)
+        writer.forget(session)
+        assert writer.latency._queued_at == {}
+        await run.close()
+
+    asyncio.run(scenario())

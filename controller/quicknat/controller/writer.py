@@ -181,6 +181,7 @@ class SwitchWriter(Generic[S]):
 
     def adopt(self, session: S) -> None:
         """Its entries are in the switch already (read back at recovery)."""
+        self.latency.abandoned(session.id)  # whatever was queued is void
         self.installs.adopt(session)
 
     def forget(self, session: S) -> list[Held]:
