@@ -128,7 +128,7 @@ def _exporter(args: argparse.Namespace) -> int:
     import signal
 
     from quicknat.controller.status import query
-    from quicknat.metrics import serve_metrics
+    from quicknat.metrics import registry, serve_metrics
 
     def read() -> dict[str, Any]:
         try:
@@ -145,7 +145,7 @@ def _exporter(args: argparse.Namespace) -> int:
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
         host, port = split_address(args.listen)
-        server = await serve_metrics(host, port, read, args.path)
+        server = await serve_metrics(host, port, registry(read, args.path, data_path_process=True))
         await stop.wait()
         server.close()
         await server.wait_closed()

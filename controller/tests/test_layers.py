@@ -15,6 +15,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "quicknat"
 ALLOWED = {
     "addr": set(),
     "counters": set(),
+    "counter_families": {"counters"},  # the Prometheus family of each counter
+    "latency": set(),  # latency histograms
     "log_format": set(),
     "rules": {"addr"},
     "config": {"addr", "rules", "p4"},
@@ -25,7 +27,7 @@ ALLOWED = {
     "events": {"addr", "rules", "config", "nat", "event_export", "ipfix"},
     "event_export": {"addr", "ipfix"},
     "ipfix": set(),
-    "metrics": {"counters"},
+    "metrics": {"counters", "counter_families"},
     "p4rt": set(),
     "p4": set(),  # the compiled P4 program, and its constants (generated)
     "offload": {"addr", "nat"},  # a slow-path instance's session events
@@ -36,6 +38,8 @@ ALLOWED = {
 PURE = {
     "addr",
     "counters",
+    "counter_families",
+    "latency",
     "log_format",
     "rules",
     "config",

@@ -244,6 +244,31 @@ measure_memory(uint32_t sessions, bool hugepages)
 	return 0;
 }
 
+/* "session_open": the slow path's session opens as the workers timed them
+ * (open_hist.h): the mean, and per bucket bound (ns) the opens at or under
+ * it; then the object's end. */
+static void
+print_session_open(void)
+{
+	uint64_t n = 0, sum_tsc = 0, cumulative = 0;
+
+	for (unsigned w = 0; w < sp.n_workers; w++) {
+		for (unsigned i = 0; i <= SP_OPEN_HIST_N; i++)
+			n += sp.workers[w]->open_hist.count[i];
+		sum_tsc += sp.workers[w]->open_hist.sum_tsc;
+	}
+	printf("\"session_open\": {\"count\": %llu, \"mean_ns\": %.0f, \"le_ns\": {",
+	       (unsigned long long)n,
+	       n ? (double)sum_tsc * 1e9 / (double)sp.tsc_hz / (double)n : 0.0);
+	for (unsigned i = 0; i < SP_OPEN_HIST_N; i++) {
+		for (unsigned w = 0; w < sp.n_workers; w++)
+			cumulative += sp.workers[w]->open_hist.count[i];
+		printf("%s\"%u\": %llu", i ? ", " : "", sp_open_hist_bound_ns[i],
+		       (unsigned long long)cumulative);
+	}
+	printf("}}}\n");
+}
+
 int
 main(int argc, char **argv)
 {
@@ -289,13 +314,14 @@ main(int argc, char **argv)
 	for (unsigned i = 0; i < workers; i++)
 		created += sp.workers[i]->cnt[SP_CNT_sessions_created];
 	pps = strcmp(mode, "established") == 0 ? run(seconds) : 0;
-	printf("{\"mode\": \"%s\", \"hugepages\": %s, \"sessions\": %u, \"workers\": %u, \"created\": %llu, \"new_per_s\": %.0f, \"new_pass_s\": [%.6f, %.6f], \"established_pps\": %.0f, \"in2out\": %llu, \"tx\": %llu}\n",
+	printf("{\"mode\": \"%s\", \"hugepages\": %s, \"sessions\": %u, \"workers\": %u, \"created\": %llu, \"new_per_s\": %.0f, \"new_pass_s\": [%.6f, %.6f], \"established_pps\": %.0f, \"in2out\": %llu, \"tx\": %llu, ",
 	       mode, hugepages ? "true" : "false", sessions, workers,
 	       (unsigned long long)created, new_pps,
 	       pass_start.tv_sec + pass_start.tv_nsec / 1e9,
 	       pass_end.tv_sec + pass_end.tv_nsec / 1e9,
 	       pps, (unsigned long long)sp_counter_sum(SP_CNT_in2out),
 	       (unsigned long long)sp_counter_sum(SP_CNT_tx));
+	print_session_open();
 	for (unsigned i = 0; i < workers; i++)
 		free(gens[i].flows);
 	if (state[0] != '\0') {

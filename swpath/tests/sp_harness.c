@@ -88,6 +88,7 @@ sp_harness_init(const char *prog, const char *commands, unsigned n_workers,
 	atexit(remove_runtime_dir);
 	sp.tsc_hz = rte_get_tsc_hz();
 	sp.tsc0 = rte_rdtsc();
+	sp_open_hist_init(sp.open_hist_bound_tsc, sp.tsc_hz);
 	rte_srand(1);
 	if (apply_text(commands, true) < 0)
 		return -1;

@@ -99,6 +99,7 @@ class Nat:
     ) -> None:
         """`extra`: swpath options after the usual ones; `name` keeps the
         files of processes that share tmp apart (sp_restart.py)."""
+        self.app = app
         self.tmp = tmp
         self.sock = tmp / f"{name}.sock"
         self.events = tmp / "events.log"
@@ -522,9 +523,26 @@ def case_metrics_exporter(nat: Nat) -> None:
         send_flow(HOSTS[0], 47001)
         after = scrape()
         eq(after['quicknat_sessions{path="swpath"}'], sessions + 1, "a session more")
-        key = 'quicknat_events_total{event="sessions_created",path="swpath"}'
-        eq(after[key], before[key] + 1, "sessions_created moved")
-        assert 'quicknat_refused_total{path="swpath",reason="session_limit"}' in after
+        key = 'quicknat_new_flows_total{path="swpath"}'  # its sessions_created
+        eq(after[key], before[key] + 1, "new flows moved")
+        # the session's opening, timed by the TSC: one more, under a millisecond
+        opens = 'quicknat_session_open_duration_seconds_count{path="swpath"}'
+        eq(after[opens], before[opens] + 1, "session opens timed")
+        fast = 'quicknat_session_open_duration_seconds_bucket{le="0.001",path="swpath"}'
+        eq(after[fast], before[fast] + 1, "opened in under 1 ms")
+        took = 'quicknat_session_open_duration_seconds_sum{path="swpath"}'
+        assert after[took] > before[took], (before[took], after[took])
+        assert 'quicknat_flows_refused_total{path="swpath",reason="session_limit"}' in after
+        eq(after['quicknat_unmapped_counters{path="swpath"}'], 0.0, "every counter in a family")
+        version = subprocess.run(
+            [nat.app, "--version"], capture_output=True, text=True, check=True
+        ).stdout.split()[-1]
+        eq(after[f'quicknat_build_info{{path="swpath",version="{version}"}}'], 1.0, "build")
+        # the daemon's own process (the pid its stats gives), not the exporter's
+        assert after["quicknat_swpath_process_start_time_seconds"] != after.get(
+            "process_start_time_seconds"
+        ), after
+        assert after["quicknat_swpath_process_resident_memory_bytes"] > 1e6, after
     finally:
         exporter.terminate()
         exporter.wait(timeout=10)

@@ -13,6 +13,7 @@
 
 #include "dataplane/icmp_error.h"
 #include "dataplane/icmp_gen.h"
+#include "dataplane/open_hist.h"
 #include "dataplane/packet.h"
 
 #define BUF_SIZE 2048
@@ -753,11 +754,33 @@ test_icmp_gen_exclusions(void **state)
 #undef FRESH
 }
 
+/* open_hist.h: a bound is inclusive (Prometheus' le), the bounds are the
+ * TSC's cycles of their nanoseconds, and the sum is kept in cycles. */
+static void
+test_open_hist_buckets(void **state)
+{
+	uint64_t bound[SP_OPEN_HIST_N];
+	struct sp_open_hist h = { 0 };
+
+	(void)state;
+	sp_open_hist_init(bound, 2000000000ull); /* 2 GHz: 2 cycles a ns */
+	assert_int_equal(bound[0], 500);                     /* 250 ns */
+	assert_int_equal(bound[SP_OPEN_HIST_N - 1], 2000000); /* 1 ms */
+	sp_open_hist_observe(&h, bound, 500);           /* on the first bound */
+	sp_open_hist_observe(&h, bound, 501);           /* just over it */
+	sp_open_hist_observe(&h, bound, 2000001);       /* over every bound */
+	assert_int_equal(h.count[0], 1);
+	assert_int_equal(h.count[1], 1);
+	assert_int_equal(h.count[SP_OPEN_HIST_N], 1);
+	assert_int_equal(h.sum_tsc, 500 + 501 + 2000001);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_rfc1624_example),
+		cmocka_unit_test(test_open_hist_buckets),
 		cmocka_unit_test(test_incremental_vs_full),
 		cmocka_unit_test(test_udp_checksum_never_becomes_zero),
 		cmocka_unit_test(test_parse_drops),

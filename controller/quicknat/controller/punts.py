@@ -87,6 +87,7 @@ class Punts:
         self.stats = context.stats
         self._send = context.packet_out
         self.now = context.now
+        self.received_at = 0.0  # the packet-in being handled arrived (self.now())
         self.icmp = Originator(config, context.stats)
         self.zone_of_port = {i.port: i.zone for i in config.interfaces}
         # Per-packet metadata, resolved once: packet-in field ids -> names, and
@@ -102,6 +103,7 @@ class Punts:
 
     def packet_in(self, packet: p4r.PacketIn) -> None:
         self.stats["packet_in"] += 1
+        self.received_at = self.now()  # a new flow's latency starts here
         names = self._packet_in_fields
         meta = {
             names[m.metadata_id]: decode(m.value) for m in packet.metadata if m.metadata_id in names
@@ -199,7 +201,7 @@ class NatPunts(Punts):
             self.stats["packet_in.install_in_flight"] += 1
             self.writer.hold(session, held)
         else:  # new, or revived while its DELETE is out (sent after it)
-            self.writer.queue(session, held)
+            self.writer.queue(session, held, since=self.received_at)
 
     def _on_tcp_rst(self, punt: Punt) -> None:
         """TCP_RST: an inside RST, routed without a lookup (_route_rst), or,

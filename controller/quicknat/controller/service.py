@@ -28,6 +28,7 @@ from pathlib import Path
 
 from finsy.proto import p4r
 
+from quicknat import __version__
 from quicknat.config.model import Config
 from quicknat.controller import systemd
 from quicknat.controller.context import ModeContext, WriterOptions
@@ -45,7 +46,7 @@ from quicknat.controller.stats import Stats
 from quicknat.controller.status import SessionQuery, serve_status
 from quicknat.controller.switch_config import SwitchConfig, write_diff
 from quicknat.controller.target import for_program
-from quicknat.metrics import serve_metrics
+from quicknat.metrics import registry, serve_metrics
 from quicknat.p4rt.client import P4RuntimeClient, P4RuntimeError, Tls
 
 log = logging.getLogger(__name__)
@@ -147,7 +148,7 @@ class Controller:
         metrics = None
         if self.options.metrics is not None:
             host, port = self.options.metrics
-            metrics = await serve_metrics(host, port, self.stats_dict, "p4")
+            metrics = await serve_metrics(host, port, registry(self.stats_dict, "p4"))
         backoff = 0.25
         self.mode.start()
         try:
@@ -362,6 +363,8 @@ class Controller:
             "stream_queue_dropped": self.client.dropped,
             "pools": self.mode.pools(),
             "counters": self.stats.as_dict(),
+            "histograms": self.mode.writer.latency.as_dict(),
+            "version": __version__,
         }
 
     async def _start_socket(self) -> asyncio.AbstractServer | None:

@@ -47,6 +47,7 @@ from quicknat.controller.install_state import Held, Installs, InstallState
 from quicknat.controller.program import NatEntries
 from quicknat.controller.stats import Stats
 from quicknat.controller.target import NOT_FOUND, TargetCapabilities
+from quicknat.latency import InstallLatency
 from quicknat.nat.session import FlowKey, Session
 from quicknat.p4rt.client import UpdateError
 from quicknat.p4rt.wire import EncodedUpdate
@@ -110,6 +111,7 @@ class SwitchWriter(Generic[S]):
         self.outcomes = outcomes
         self.now = now
         self.installs: Installs[S] = Installs()
+        self.latency = InstallLatency()
         self.capacity = target.session_capacity
         updates = target.max_updates_per_write
         self.batch_max = min(options.batch_max, updates // 2) if updates else options.batch_max
@@ -158,10 +160,12 @@ class SwitchWriter(Generic[S]):
             )
         self._full_until = self.now() + self.backoff_s
 
-    def queue(self, session: S, packet: Held | None = None) -> None:
+    def queue(self, session: S, packet: Held | None = None, since: float | None = None) -> None:
         """Install a session with the next write; its packet waits until then.
-        One whose DELETE is out is revived after it."""
+        One whose DELETE is out is revived after it. `since`: when the
+        decision began (its packet-in's arrival), for the latency histograms."""
         self.installs.queue(session, packet)
+        self.latency.queued(session.id, self.now() if since is None else since)
 
     def hold(self, session: S, packet: Held) -> None:
         self.installs.hold(session, packet)
@@ -177,15 +181,20 @@ class SwitchWriter(Generic[S]):
 
     def adopt(self, session: S) -> None:
         """Its entries are in the switch already (read back at recovery)."""
+        self.latency.abandoned(session.id)  # whatever was queued is void
         self.installs.adopt(session)
 
     def forget(self, session: S) -> list[Held]:
         """No install state for it any more: its held packets."""
+        self.latency.abandoned(session.id)
         return self.installs.forget(session)
 
     def lose_all(self, sessions: Iterable[S]) -> None:
         """These sessions' install states are void (recovery: the switch is
         read back, or has a new pipeline and holds nothing)."""
+        sessions = list(sessions)
+        for session in sessions:
+            self.latency.abandoned(session.id)
         self.installs.lose_all(sessions)
 
     def sweep(self, table: str, key: FlowKey) -> None:
@@ -254,6 +263,7 @@ class SwitchWriter(Generic[S]):
         except BaseException:
             for session in sessions:
                 if self.installs.state(session) is during:
+                    self.latency.abandoned(session.id)
                     self.installs.forget(session)
             raise
 
@@ -291,6 +301,8 @@ class SwitchWriter(Generic[S]):
         failed = {e.index // 2: e for e in errors}  # two updates per session
         cleanup: list[EncodedUpdate] = []
         done = []
+        acked = self.now()
+        first_packets = []  # when each new flow whose packet waited began
         for index, session in enumerate(sessions):
             if self.installs.state(session) is not InstallState.INSTALLING:
                 continue  # forgotten during the write
@@ -302,13 +314,21 @@ class SwitchWriter(Generic[S]):
             self._full_until = 0.0
             self.stats["sessions_installed"] += 1
             stale = session.hairpin and session.in2out_rewrite != written[session.id]
-            done.append((session, self.installs.installed(session, stale)))
+            began = self.latency.installed(session.id, acked)
+            packets = self.installs.installed(session, stale)
+            if packets and began is not None:
+                first_packets.append(began)
+            done.append((session, packets))
         if done:
-            self.outcomes.installed(done)
+            self.outcomes.installed(done)  # controller mode: the packet-outs
+            sent = self.now()
+            for began in first_packets:
+                self.latency.first_packet.observe(sent - began)
         if cleanup:
             await self._write_split(cleanup)
 
     def _refused(self, session: S, error: UpdateError) -> None:
+        self.latency.abandoned(session.id)
         packets = self.installs.failed(session)
         full = self.target.table_full(error.code)
         if full:

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "control/cmd.h"
 #include "control/format.h"
@@ -11,6 +12,10 @@
 #include "persist/session_json.h"
 #include "qns.h"
 #include "util/text.h"
+
+#ifndef SP_VERSION /* src/Makefile defines it, from controller/quicknat/__init__.py */
+#error "SP_VERSION is not defined"
+#endif
 
 static const char *
 tcp_state(const struct sp_session *s)
@@ -122,6 +127,33 @@ pools_json(struct sp_buf *b)
 	sp_buf_printf(b, "]");
 }
 
+/* , "histograms": {"session_open": {"bounds": [s...], "counts": [n...,
+ * one over every bound], "sum": s}}: the workers' (open_hist.h) summed,
+ * read relaxed as the counters are; quicknat/latency.py's form. */
+static void
+histograms_json(struct sp_buf *b)
+{
+	uint64_t count[SP_OPEN_HIST_N + 1] = { 0 }, sum_tsc = 0;
+
+	for (unsigned w = 0; w < sp.n_workers; w++) {
+		const struct sp_open_hist *h = &sp.workers[w]->open_hist;
+
+		for (unsigned i = 0; i <= SP_OPEN_HIST_N; i++)
+			count[i] += __atomic_load_n(&h->count[i], __ATOMIC_RELAXED);
+		sum_tsc += __atomic_load_n(&h->sum_tsc, __ATOMIC_RELAXED);
+	}
+	sp_buf_printf(b, ", \"histograms\": {\"session_open\": {\"bounds\": [");
+	for (unsigned i = 0; i < SP_OPEN_HIST_N; i++)
+		sp_buf_printf(b, "%s%g", i ? ", " : "",
+			      sp_open_hist_bound_ns[i] / 1e9);
+	sp_buf_printf(b, "], \"counts\": [");
+	for (unsigned i = 0; i <= SP_OPEN_HIST_N; i++)
+		sp_buf_printf(b, "%s%llu", i ? ", " : "",
+			      (unsigned long long)count[i]);
+	sp_buf_printf(b, "], \"sum\": %.9f}}",
+		      sp.tsc_hz ? (double)sum_tsc / (double)sp.tsc_hz : 0.0);
+}
+
 void
 sp_format_stats_json(struct sp_buf *b)
 {
@@ -131,14 +163,19 @@ sp_format_stats_json(struct sp_buf *b)
 	for (unsigned w = 0; w < sp.n_workers; w++)
 		mappings += __atomic_load_n(&sp.workers[w]->nat.n_mappings,
 					    __ATOMIC_RELAXED);
+	/* version and pid: `quicknat exporter`'s quicknat_build_info and its
+	 * process metrics of this process (/proc/PID) */
 	sp_buf_printf(b,
-		      "{\"sessions\": %u, \"installed\": %u, \"mappings\": %u, "
+		      "{\"version\": \"%s\", \"pid\": %ld, "
+		      "\"sessions\": %u, \"installed\": %u, \"mappings\": %u, "
 		      "\"rules\": %zu, \"workers\": %u, \"dispatch\": \"%s\", "
 		      "\"counters\": ",
-		      sessions, sessions, mappings, qns_count(sp.qns),
-		      sp.n_workers, sp.hw_rss ? "rss" : "software");
+		      SP_VERSION, (long)getpid(), sessions, sessions, mappings,
+		      qns_count(sp.qns), sp.n_workers,
+		      sp.hw_rss ? "rss" : "software");
 	counters_json(b, NULL);
 	pools_json(b);
+	histograms_json(b);
 	sp_buf_printf(b, ", \"lcores\": [");
 	for (unsigned w = 0; w < sp.n_workers; w++) {
 		const struct sp_worker *wk = sp.workers[w];

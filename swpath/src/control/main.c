@@ -415,6 +415,7 @@ start(int argc, char **argv, int sep, const struct options *o)
 		die("%s", err);
 	sp.tsc_hz = rte_get_tsc_hz();
 	sp.tsc0 = rte_rdtsc();
+	sp_open_hist_init(sp.open_hist_bound_tsc, sp.tsc_hz);
 	if (sp.seed != 0)
 		rte_srand(sp.seed);
 	apply_commands(o->commands, cmds, n_cmds, true);

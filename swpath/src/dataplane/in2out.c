@@ -25,13 +25,20 @@ sp_in2out_miss(struct sp_worker *w, struct rte_mbuf *m, struct sp_pkt *p,
 {
 	int check_owner = !(*sp_meta(m) & SP_META_HANDED);
 	unsigned owner = 0;
+	uint64_t opened = w->cnt[SP_CNT_sessions_created];
 	uint32_t sidx;
+	uint64_t t0;
 	int rc;
 
+	t0 = rte_rdtsc();
 	rc = sp_nat_outbound(&w->nat, rt, key, p->tcp_flags, w->now, check_owner,
 			     &sidx, &owner);
-	if (rc == SP_NAT_OK)
+	if (rc == SP_NAT_OK) {
+		if (w->cnt[SP_CNT_sessions_created] != opened)
+			sp_open_hist_observe(&w->open_hist, sp.open_hist_bound_tsc,
+					     rte_rdtsc() - t0);
 		return sidx;
+	}
 	if (rc == SP_NAT_HANDOFF) {
 		sp_handoff(w, m, owner, 0);
 	} else if (out_of_resources(rc) && rt->icmp_on_exhaustion) {

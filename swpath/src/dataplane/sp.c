@@ -20,6 +20,18 @@ dpdk_zalloc(const char *name, size_t size, int socket)
 _Static_assert(SP_SOCKET_ANY == SOCKET_ID_ANY, "SP_SOCKET_ANY");
 _Static_assert(SP_CACHE_LINE == RTE_CACHE_LINE_SIZE, "SP_CACHE_LINE");
 
+const uint32_t sp_open_hist_bound_ns[SP_OPEN_HIST_N] = {
+	250, 500, 1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000,
+	500000, 1000000,
+};
+
+void
+sp_open_hist_init(uint64_t *bound_tsc, uint64_t tsc_hz)
+{
+	for (unsigned i = 0; i < SP_OPEN_HIST_N; i++)
+		bound_tsc[i] = sp_open_hist_bound_ns[i] * tsc_hz / 1000000000u;
+}
+
 const struct sp_env sp_dpdk_env = {
 	.zalloc = dpdk_zalloc,
 	.free = rte_free,

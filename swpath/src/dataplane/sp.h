@@ -23,6 +23,7 @@
 #include "core/allocator.h"
 #include "core/counters.h"
 #include "core/env.h"
+#include "dataplane/open_hist.h"
 #include "core/rss.h"
 #include "core/runtime.h"
 #include "core/table.h"
@@ -171,6 +172,8 @@ struct sp_worker {
 	 * apart from its polling (stats' busy_us; readers tolerate tearing
 	 * of a value read while it grows, as the counters do) */
 	uint64_t busy_tsc;
+	/* the slow path's session opens, timed (open_hist.h) */
+	struct sp_open_hist open_hist;
 	uint32_t resolve_addr;                  /* last SP_MSG_RESOLVE sent */
 	uint32_t resolve_time;
 	uint64_t icmp_tokens;                   /* ICMP error bucket, 1/1000 */
@@ -259,6 +262,7 @@ struct sp_app {
 	int meta_offset;                /* mbuf dynfield: SP_META_* */
 	uint64_t tsc_hz;
 	uint64_t tsc0;
+	uint64_t open_hist_bound_tsc[SP_OPEN_HIST_N];   /* open_hist.h */
 	int quit;
 };
 
