@@ -356,7 +356,14 @@ def running_lab(
 ) -> Iterator[OffloadLab]:
     """The lab built and its NAT running (two instances unless told
     otherwise); torn down on the way out, whatever happened."""
-    spec = LabSpec(slow_path, program, instances, idle_sleep_us, switch, switch_idle_sleep_us)
+    spec = LabSpec(
+        slow_path=slow_path,
+        program=program,
+        instances=instances,
+        idle_sleep_us=idle_sleep_us,
+        switch=switch,
+        switch_idle_sleep_us=switch_idle_sleep_us,
+    )
     lab = OffloadLab(workdir, spec, **settings)
     try:
         lab.build()
