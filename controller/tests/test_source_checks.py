@@ -56,7 +56,8 @@ def _limits(tmp_path: Path, files: dict[str, str], capsys: pytest.CaptureFixture
     _write(tmp_path, {"bench/ok.py": _python_function("fine", 80, 8), **files})
     code = limits.main(["--root", str(tmp_path)])
     out = capsys.readouterr().out
-    assert out.splitlines()[-1].startswith("source limits:")
+    # make test's python-lint suite reads the last line as its counts
+    assert out.splitlines()[-1] == ("2 passed, 1 failed" if code else "3 passed, 0 failed")
     return out if code else ""
 
 
