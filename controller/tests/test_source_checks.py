@@ -164,3 +164,16 @@ def test_layers_fail_what_breaks_them(
 
 def test_layers_of_this_repository_hold() -> None:
     assert layers.main([]) == 0
+
+
+def test_limits_exempt_only_the_function_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An exemption (a table-driven parser) covers its function in its file,
+    not a namesake elsewhere."""
+    parser = _c_function("parse_table", 120)
+    exempt = {("swpath/src/control/parse.c", "parse_table"): "one case per table row"}
+    monkeypatch.setattr(limits, "EXEMPT_FUNCTIONS", exempt)
+    assert _limits(tmp_path, {"swpath/src/control/parse.c": parser}, capsys) == ""
+    out = _limits(tmp_path, {"swpath/src/control/other.c": parser}, capsys)
+    assert "other.c:2: parse_table() has 120 lines" in out
