@@ -64,6 +64,8 @@ lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check controller tests bench ptf-tests topo swpath/tests swpath/swx/tests swpath/spec p4src
 	$(VENV)/bin/ruff format --check controller tests bench ptf-tests topo swpath/tests swpath/swx/tests swpath/spec p4src
 	$(VENV)/bin/mypy --config-file controller/pyproject.toml controller/quicknat
+	$(VPY) tests/check_source_limits.py
+	$(VPY) swpath/tests/check_layers.py
 
 # Every benchmark; each prints its figures and writes bench/results/NAME.json.
 bench: bench-qns bench-bmv2 bench-p4rt-clients bench-offload bench-swpath bench-swx bench-peers

@@ -363,12 +363,14 @@ def memory_per_session(count: int) -> float:
 
 
 def inside(args: argparse.Namespace) -> dict[str, Any]:
+    """Every figure measured in the namespace: raw writes, the client's own
+    costs, new-flow setup and latency through the controller, takeover."""
     workdir = Path(args.workdir)
     topo = Topology(ports=2, namespace=NAMESPACE)
     pipeline = Pipeline.load()
     ports = {1: topo.target_end(0), 2: topo.target_end(1)}
     switch = start(switch_command(ports, GRPC, workdir), workdir / "switch.log")
-    controller = None
+    controller = standby = None
     try:
         wait_for_tcp("127.0.0.1", int(GRPC.rsplit(":", 1)[1]), 30, switch)
         raw = raw_write_rate(pipeline, args.raw_entries, 500)
@@ -382,57 +384,9 @@ def inside(args: argparse.Namespace) -> dict[str, Any]:
         config_path = workdir / "bench.toml"
         config_path.write_text(CONFIG)
         sock = workdir / "controller.sock"
-        with open(workdir / "controller.log", "w") as log:
-            controller = subprocess.Popen(
-                [
-                    *controller_command(config_path, sock),
-                    "--reset",  # the raw-write test's entries go: its own switch
-                    "--force",
-                    "--election-id",
-                    "2",  # a standby (takeover) has 1
-                    "--punt-rate",
-                    "1000000",
-                    *(
-                        ["--writes-in-flight", str(args.writes_in_flight)]
-                        if args.writes_in_flight
-                        else []
-                    ),
-                ],
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                if controller_stats(sock)["connected"]:
-                    break
-            except OSError:
-                pass
-            time.sleep(0.1)
-        tx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
-        tx.bind((topo.ptf_end(0), 0))
-        tx.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 64 * 1024 * 1024)
-        rx = Receiver(topo.ptf_end(1))
-        rx.start()
+        controller = start_primary(args, config_path, sock, workdir / "controller.log")
         pids = {"switch": switch.pid, "controller": controller.pid, "bench": os.getpid()}
-        burst = setup_rate(sock, flows(args.flows, 10000), tx, rx, args.rate, pids)
-        print(
-            f"new-flow setup: {burst['flows_per_s']:,.0f} flows/s "
-            f"({burst['installed']}/{burst['flows']} installed, "
-            f"{burst['first_packets_out']} first packets out)",
-            flush=True,
-        )
-        cpu = ", ".join(f"{n} {us:,.0f} us" for n, us in burst["cpu_us_per_flow"].items())
-        print(
-            f"CPU per installed flow: {cpu}; machine idle "
-            f"{burst['machine_idle_fraction']:.0%} of the time",
-            flush=True,
-        )
-        rx.count = 0
-        lat = latency(flows(args.latency_flows, 30000), tx, rx)
-        print(f"first-packet latency: p50 {lat['p50_ms']:.2f} ms, p99 {lat['p99_ms']:.2f} ms")
-        rx.running = False
+        burst, lat = new_flow_figures(args, topo, sock, pids)
         standby = start(
             [
                 *controller_command(config_path, workdir / "standby.sock"),
@@ -457,9 +411,74 @@ def inside(args: argparse.Namespace) -> dict[str, Any]:
         }
     finally:
         stop(controller)
-        if "standby" in locals():
-            stop(standby)
+        stop(standby)
         stop(switch)
+
+
+def start_primary(
+    args: argparse.Namespace, config: Path, sock: Path, log_path: Path
+) -> subprocess.Popen[bytes]:
+    """The controller as primary (it resets the switch: the raw-write test's
+    entries go), once it says it is connected (or after 30 s)."""
+    with open(log_path, "w") as log:
+        controller = subprocess.Popen(
+            [
+                *controller_command(config, sock),
+                "--reset",  # the raw-write test's entries go: its own switch
+                "--force",
+                "--election-id",
+                "2",  # a standby (takeover) has 1
+                "--punt-rate",
+                "1000000",
+                *(
+                    ["--writes-in-flight", str(args.writes_in_flight)]
+                    if args.writes_in_flight
+                    else []
+                ),
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            if controller_stats(sock)["connected"]:
+                break
+        except OSError:
+            pass
+        time.sleep(0.1)
+    return controller
+
+
+def new_flow_figures(
+    args: argparse.Namespace, topo: Topology, sock: Path, pids: dict[str, int]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """New flows through the switch and the controller: the setup rate of a
+    burst (and the CPU per flow of `pids`), then first-packet latency."""
+    tx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+    tx.bind((topo.ptf_end(0), 0))
+    tx.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 64 * 1024 * 1024)
+    rx = Receiver(topo.ptf_end(1))
+    rx.start()
+    burst = setup_rate(sock, flows(args.flows, 10000), tx, rx, args.rate, pids)
+    print(
+        f"new-flow setup: {burst['flows_per_s']:,.0f} flows/s "
+        f"({burst['installed']}/{burst['flows']} installed, "
+        f"{burst['first_packets_out']} first packets out)",
+        flush=True,
+    )
+    cpu = ", ".join(f"{n} {us:,.0f} us" for n, us in burst["cpu_us_per_flow"].items())
+    print(
+        f"CPU per installed flow: {cpu}; machine idle "
+        f"{burst['machine_idle_fraction']:.0%} of the time",
+        flush=True,
+    )
+    rx.count = 0
+    lat = latency(flows(args.latency_flows, 30000), tx, rx)
+    print(f"first-packet latency: p50 {lat['p50_ms']:.2f} ms, p99 {lat['p99_ms']:.2f} ms")
+    rx.running = False
+    return burst, lat
 
 
 def controller_command(config: Path, sock: Path) -> list[str]:
@@ -487,7 +506,7 @@ def takeover(
     return {"takeover_s": took, "sessions": sessions}
 
 
-def main() -> int:
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--flows", type=int, default=5000)
     parser.add_argument("--rate", type=float, default=4000, help="offered new flows per second")
@@ -499,18 +518,12 @@ def main() -> int:
     parser.add_argument("--workdir")
     parser.add_argument("--inside", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.inside:
-        Path(args.out).write_text(json.dumps(inside(args)))
-        return 0
-    if os.geteuid() != 0:
-        print("bench-bmv2 needs root (network namespaces)", file=sys.stderr)
-        return 2
-    if shutil.which(switch_binary()) is None:
-        print("bench-bmv2 needs simple_switch_grpc on PATH (README: the P4 path)", file=sys.stderr)
-        return 2
-    workdir = Path(args.workdir or tempfile.mkdtemp(prefix="quicknat-bench-bmv2-"))
-    workdir.mkdir(parents=True, exist_ok=True)
+    return parser.parse_args()
+
+
+def run_in_namespace(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
+    """This script again with --inside, in the bench's namespace (created
+    and deleted here): what it measured."""
     topo = Topology(ports=2, namespace=NAMESPACE)
     topo.create()
     out = workdir / "inside.json"
@@ -541,7 +554,12 @@ def main() -> int:
         )
     finally:
         topo.delete()
-    result = json.loads(out.read_text())
+    result: dict[str, Any] = json.loads(out.read_text())
+    return result
+
+
+def judge(result: dict[str, Any]) -> None:
+    """The figures derived from the measured ones, and the targets met."""
     result["memory_bytes_per_session"] = memory_per_session(100_000)
     raw, rate = result["raw_entries_per_s"], result["setup"]["flows_per_s"]
     result["ratio_flows_to_raw_half"] = rate / (raw / 2)
@@ -559,15 +577,12 @@ def main() -> int:
         "no_first_packet_loss": result["setup"]["first_packets_out"] >= result["setup"]["flows"],
         "standby_takeover_within_2s": result["takeover"]["takeover_s"] <= 2.0,
     }
-    result.update(
-        {
-            "schema": "quicknat-bench-bmv2/1",
-            "command": "make bench-bmv2",
-            "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        }
-    )
-    (HERE / "results").mkdir(exist_ok=True)
-    (HERE / "results" / "bmv2.json").write_text(json.dumps(result, indent=2) + "\n")
+
+
+def report(result: dict[str, Any]) -> None:
+    raw, rate = result["raw_entries_per_s"], result["setup"]["flows_per_s"]
+    cpu = result["setup"]["cpu_us_per_flow"]
+    cores = os.cpu_count() or 1
     print(
         f"\nraw writes {raw:,.0f} entries/s -> target {0.7 * raw / 2:,.0f} flows/s; "
         f"measured {rate:,.0f} flows/s ({result['ratio_flows_to_raw_half']:.0%} of raw/2)"
@@ -581,6 +596,33 @@ def main() -> int:
     print(f"controller memory: {result['memory_bytes_per_session']:.0f} bytes per session")
     for name, ok in result["met"].items():
         print(f"  {'met    ' if ok else 'NOT MET'}  {name}")
+
+
+def main() -> int:
+    args = parse_args()
+    if args.inside:
+        Path(args.out).write_text(json.dumps(inside(args)))
+        return 0
+    if os.geteuid() != 0:
+        print("bench-bmv2 needs root (network namespaces)", file=sys.stderr)
+        return 2
+    if shutil.which(switch_binary()) is None:
+        print("bench-bmv2 needs simple_switch_grpc on PATH (README: the P4 path)", file=sys.stderr)
+        return 2
+    workdir = Path(args.workdir or tempfile.mkdtemp(prefix="quicknat-bench-bmv2-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    result = run_in_namespace(args, workdir)
+    judge(result)
+    result.update(
+        {
+            "schema": "quicknat-bench-bmv2/1",
+            "command": "make bench-bmv2",
+            "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        }
+    )
+    (HERE / "results").mkdir(exist_ok=True)
+    (HERE / "results" / "bmv2.json").write_text(json.dumps(result, indent=2) + "\n")
+    report(result)
     print(f"wrote {HERE / 'results' / 'bmv2.json'} (logs: {workdir})")
     return 0
 

@@ -57,6 +57,7 @@ from lab.processes import raise_on_signals
 from offload_runs import (
     OVERFLOW_RATE,
     SETUP_MODES,
+    Offered,
     run_capacity,
     run_in_memory,
     run_mode,
@@ -181,9 +182,8 @@ def rate_runs(args: argparse.Namespace) -> dict[str, Any]:
                 # fresh source ports each run: no session of an earlier one is reused
                 base = 20000 + (3 * r + i) * (flows + 10) % 40000
                 sleep = args.idle_sleep_us if name == "offload, adaptive" else 0
-                result = run_mode(
-                    name != "controller", flows, rate, base, args.batch_window_ms, sleep
-                )
+                offered = Offered(flows, rate, base)
+                result = run_mode(name != "controller", offered, args.batch_window_ms, sleep)
                 result.update(mode=name, round=r)
                 runs.append(result)
                 print(json.dumps({k: v for k, v in result.items() if k != "controller_counters"}))
@@ -217,7 +217,7 @@ def setup_runs(args: argparse.Namespace) -> dict[str, Any]:
         for mode in names:
             for rate in offered:
                 flows = int(rate * args.setup_seconds)
-                result = run_setup(mode, flows, rate, 10000, args.idle_sleep_us)
+                result = run_setup(mode, Offered(flows, rate, 10000), args.idle_sleep_us)
                 result["round"] = r
                 setup.append(result)
                 print(json.dumps(result))

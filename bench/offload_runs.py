@@ -14,6 +14,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,19 @@ from quicknat.counters import OFFLOAD
 
 REPO = Path(__file__).resolve().parents[1]
 OFFLOAD_COUNTERS = frozenset(c.p4 for c in OFFLOAD)  # the offload manager's
+
+
+@dataclass(frozen=True)
+class Offered:
+    """The new flows a run sends from h1, each from a source port of its own."""
+
+    flows: int
+    """how many"""
+    rate: float
+    """new flows per second"""
+    base: int
+    """the first flow's source port; flow i uses base + i, so runs that
+    choose distinct bases reuse no session of an earlier run"""
 
 
 @contextlib.contextmanager
@@ -69,15 +83,14 @@ def traffic(
 
 def run_mode(
     offload: bool,
-    flows: int,
-    rate: float,
-    base: int,
+    offered: Offered,
     batch_window_ms: int,
     idle_sleep_us: int,
     switch: str = "bmv2",
     switch_idle_sleep_us: int | None = None,
     learn: bool = False,
 ) -> dict[str, Any]:
+    flows, rate = offered.flows, offered.rate
     with fresh_lab(
         "offload",
         switch=switch,
@@ -88,7 +101,7 @@ def run_mode(
         batch_window_ms=batch_window_ms,
         **({"learn_timeouts": LEARN_TIMEOUTS} if learn else {}),
     ) as (lab, log):
-        sink, send = traffic(lab, log, flows, rate, base)
+        sink, send = traffic(lab, log, flows, rate, offered.base)
 
         before = installed(lab, offload)
         cpu0 = {p: process_cpu(proc.pid) for p, proc in processes(lab).items()}
@@ -154,9 +167,7 @@ LEARN_TIMEOUTS = (10, 30, 60, 120, 300, 43200, 120, 120)
 
 def run_setup(
     mode: str,
-    flows: int,
-    rate: float,
-    base: int,
+    offered: Offered,
     idle_sleep_us: int,
     switch: str = "bmv2",
     switch_idle_sleep_us: int | None = None,
@@ -167,6 +178,7 @@ def run_setup(
     how many sessions it writes to the switch meanwhile, and the CPU per flow
     of each of the NAT's processes."""
     slow_path, after_packets = SETUP_MODES[mode]
+    flows, rate = offered.flows, offered.rate
     with fresh_lab(
         "setup",
         switch=switch,
@@ -183,7 +195,7 @@ def run_setup(
         parts = {**processes(lab), **({"instance": lab.swpath} if slow_path else {})}
         cpu0 = {p: process_cpu(proc.pid) for p, proc in parts.items()}
         start = time.monotonic()
-        sending = frame_sender(lab, H1, flows, rate, base)(1)
+        sending = frame_sender(lab, H1, flows, rate, offered.base)(1)
         # the sessions in the switch, each 10 ms until they stop growing
         # (written or learned): when the last of them got there
         growth = [(0.0, 0)]

@@ -117,22 +117,13 @@ def machine() -> dict[str, Any]:
     }
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seconds", type=float, default=5.0, help="each throughput run")
-    ap.add_argument("--rounds", type=int, default=5, help="figures are the rounds' medians")
-    ap.add_argument("--out", type=Path, default=RESULTS / "swpath.json")
-    args = ap.parse_args()
-    if not BENCH.exists():
-        print(f"{BENCH} missing: make -C swpath/bench -f Makefile.swpath", file=sys.stderr)
-        return 2
-
-    s = args.seconds
-    # The machine is shared: each round runs everything side by side, and the
-    # figures are the rounds' medians (a ratio within its own round), so one
-    # round disturbed by a neighbour moves nothing.
+def measure_rounds(count: int, s: float) -> list[dict[str, Any]]:
+    """Every throughput run, `count` times, each run `s` seconds long.
+    The machine is shared: each round runs everything side by side, and the
+    figures are the rounds' medians (a ratio within its own round), so one
+    round disturbed by a neighbour moves nothing."""
     rounds = []
-    for _ in range(args.rounds):
+    for _ in range(count):
         est_64k = bench("established", 65536, s)
         pmd = testpmd(s)
         est_1m = bench("established", 1_000_000, s)
@@ -143,8 +134,11 @@ def main() -> int:
         rounds.append({"established_64k": est_64k, "testpmd_pps": round(pmd),
                        "established_1m": est_1m, "two_workers": two,
                        "new_1m": new, "new_1m_state": new_state})  # fmt: skip
-    mem = bench("memory", 1_000_000, 0)
-    linux = linux_compare.compare(s)
+    return rounds
+
+
+def figures_of(rounds: list[dict[str, Any]], mem: dict[str, Any]) -> dict[str, Any]:
+    """The rounds' medians, and the memory run's bytes per session."""
 
     def median(f: Callable[[dict[str, Any]], float]) -> float:
         return statistics.median(f(r) for r in rounds)
@@ -172,7 +166,11 @@ def main() -> int:
             2,
         ),
     }
-    met = {
+    return figures
+
+
+def met_of(figures: dict[str, Any]) -> dict[str, bool]:
+    return {
         "mpps_64k": figures["mpps_64k"] >= TARGETS["mpps_64k_min"],
         "mpps_1m": figures["mpps_1m"] >= TARGETS["mpps_1m_min"],
         "ratio_to_testpmd": figures["ratio_to_testpmd"] >= TARGETS["ratio_to_testpmd_min"],
@@ -181,6 +179,44 @@ def main() -> int:
         <= TARGETS["bytes_per_session_per_direction_max"],
         "two_workers_speedup": figures["two_workers_speedup"] >= TARGETS["two_workers_speedup_min"],
     }
+
+
+def print_table(figures: dict[str, Any], met: dict[str, bool], rounds: int) -> None:
+    rows = [
+        ("established, 64k sessions (Mpps)", figures["mpps_64k"], ">= 15", met["mpps_64k"]),
+        ("established, 1M sessions (Mpps)", figures["mpps_1m"], ">= 8", met["mpps_1m"]),
+        ("testpmd macswap, 2 x net_null (Mpps)", figures["testpmd_macswap_mpps"], "", None),
+        ("swpath 64k / testpmd", figures["ratio_to_testpmd"], ">= 0.40", met["ratio_to_testpmd"]),
+        ("new sessions per s, 1 core", figures["new_sessions_per_s"], ">= 1M",
+         met["new_sessions_per_s"]),
+        ("new sessions, --state / without", figures["new_sessions_state_ratio"], "", None),
+        ("bytes/session/direction, 1M", figures["bytes_per_session_per_direction"], "<= 128",
+         met["bytes_per_session_per_direction"]),
+        ("2 workers / 1 (2 vCPUs!)", figures["two_workers_speedup"], ">= 1.8",
+         met["two_workers_speedup"]),
+    ]  # fmt: skip
+    print(f"median of {rounds} rounds")
+    print(f"{'measure':40} {'value':>12}  {'target':8} met")
+    for name, value, target, ok in rows:
+        flag = "" if ok is None else ("yes" if ok else "NO")
+        print(f"{name:40} {value:>12}  {target:8} {flag}")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seconds", type=float, default=5.0, help="each throughput run")
+    ap.add_argument("--rounds", type=int, default=5, help="figures are the rounds' medians")
+    ap.add_argument("--out", type=Path, default=RESULTS / "swpath.json")
+    args = ap.parse_args()
+    if not BENCH.exists():
+        print(f"{BENCH} missing: make -C swpath/bench -f Makefile.swpath", file=sys.stderr)
+        return 2
+    s = args.seconds
+    rounds = measure_rounds(args.rounds, s)
+    mem = bench("memory", 1_000_000, 0)
+    linux = linux_compare.compare(s)
+    figures = figures_of(rounds, mem)
+    met = met_of(figures)
     result = {
         "benchmark": "swpath",
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -198,25 +234,7 @@ def main() -> int:
     }  # fmt: skip
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n")
-
-    rows = [
-        ("established, 64k sessions (Mpps)", figures["mpps_64k"], ">= 15", met["mpps_64k"]),
-        ("established, 1M sessions (Mpps)", figures["mpps_1m"], ">= 8", met["mpps_1m"]),
-        ("testpmd macswap, 2 x net_null (Mpps)", figures["testpmd_macswap_mpps"], "", None),
-        ("swpath 64k / testpmd", figures["ratio_to_testpmd"], ">= 0.40", met["ratio_to_testpmd"]),
-        ("new sessions per s, 1 core", figures["new_sessions_per_s"], ">= 1M",
-         met["new_sessions_per_s"]),
-        ("new sessions, --state / without", figures["new_sessions_state_ratio"], "", None),
-        ("bytes/session/direction, 1M", figures["bytes_per_session_per_direction"], "<= 128",
-         met["bytes_per_session_per_direction"]),
-        ("2 workers / 1 (2 vCPUs!)", figures["two_workers_speedup"], ">= 1.8",
-         met["two_workers_speedup"]),
-    ]  # fmt: skip
-    print(f"median of {len(rounds)} rounds")
-    print(f"{'measure':40} {'value':>12}  {'target':8} met")
-    for name, value, target, ok in rows:
-        flag = "" if ok is None else ("yes" if ok else "NO")
-        print(f"{name:40} {value:>12}  {target:8} {flag}")
+    print_table(figures, met, len(rounds))
     print()
     linux_compare.print_table(linux)
     print(f"wrote {args.out}")

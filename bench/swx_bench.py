@@ -44,7 +44,7 @@ from typing import Any
 from finsy.proto import p4r
 from lab import bmv2, swx
 from lab.processes import raise_on_signals, start, stop, wait_for_tcp
-from offload_runs import run_mode, run_setup
+from offload_runs import Offered, run_mode, run_setup
 from quicknat.controller.program import NatEntries, Pipeline
 from quicknat.p4rt.client import P4RuntimeClient
 
@@ -215,9 +215,7 @@ def new_flows(switches: list[str], args: argparse.Namespace) -> dict[str, Any]:
             samples = [
                 run_mode(
                     offload,
-                    args.flows,
-                    args.rate,
-                    30000 + 1000 * r,
+                    Offered(args.flows, args.rate, 30000 + 1000 * r),
                     2,
                     50,
                     switch=name,
@@ -227,7 +225,7 @@ def new_flows(switches: list[str], args: argparse.Namespace) -> dict[str, Any]:
                 for r in range(args.rounds)
             ]
             setup = [
-                run_setup(mode, args.setup_flows, rate, 40000, 50, name, sleep_us)
+                run_setup(mode, Offered(args.setup_flows, rate, 40000), 50, name, sleep_us)
                 for rate in args.setup_rates
             ]
             best = max(setup, key=lambda x: x["setup_flows_per_s"])

@@ -61,7 +61,11 @@ SUITES = [
         ],
         "the shared NAT behaviour vectors against the Python core (Nat)",
     ),
-    Suite("python-lint", ["make", "-s", "lint"], "ruff and mypy --strict over the Python code"),
+    Suite(
+        "python-lint",
+        ["make", "-s", "lint"],
+        "ruff and mypy --strict over the Python code; size limits and include layers",
+    ),
     Suite(
         "swpath-c",
         ["make", "-s", "-C", "swpath", "test"],

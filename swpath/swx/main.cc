@@ -65,6 +65,95 @@ void Usage(FILE* f) {
           "  --dpdk-internal DIR rte_swx_pipeline_internal.h (" SWX_DPDK_INTERNAL ")\n");
 }
 
+// What the command line says, beyond the ports (swx_ports_parse's).
+struct Args {
+  std::string address = "127.0.0.1:9559";
+  std::string cache = SWX_DEFAULT_CACHE;
+  std::string internal = SWX_DPDK_INTERNAL;
+  uint64_t device_id = 1;
+  unsigned pool = 16384;
+  swx::Device::Options device;  // its lcores, build and ports: main's
+};
+
+// The options after the EAL's into *args and *ports: -1 to go on, else
+// the exit status (2 for a bad option, 0 for --help).
+int ParseArgs(int argc, char** argv, swx_ports* ports, Args* args) {
+  static const struct option options[] = {
+      {"port", required_argument, nullptr, 'p'},
+      {"grpc-addr", required_argument, nullptr, 'g'},
+      {"device-id", required_argument, nullptr, 'd'},
+      {"idle-sleep-us", required_argument, nullptr, 's'},
+      {"cache", required_argument, nullptr, 'c'},
+      {"dpdk-internal", required_argument, nullptr, 'i'},
+      {"pool", required_argument, nullptr, 'n'},
+      {"learn-timeouts", required_argument, nullptr, 'l'},
+      {"help", no_argument, nullptr, 'h'},
+      {nullptr, 0, nullptr, 0},
+  };
+  swx::Device::Options& o = args->device;
+  char err[512];
+  int c;
+  optind = 1;
+  while ((c = getopt_long(argc, argv, "", options, nullptr)) != -1) {
+    switch (c) {
+      case 'p':
+        if (swx_ports_parse(ports, optarg, err, sizeof(err)) != 0) {
+          fprintf(stderr, "quicknat-swx: %s\n", err);
+          return 2;
+        }
+        break;
+      case 'g': args->address = optarg; break;
+      case 'd': args->device_id = strtoull(optarg, nullptr, 10); break;
+      case 's': o.idle_sleep_us = static_cast<uint32_t>(strtoul(optarg, nullptr, 10)); break;
+      case 'c': args->cache = optarg; break;
+      case 'i': args->internal = optarg; break;
+      case 'n': args->pool = static_cast<unsigned>(strtoul(optarg, nullptr, 10)); break;
+      case 'l':
+        if (!swx::ParseLearnTimeouts(optarg, &o.learn_timeouts)) {
+          fprintf(stderr,
+                  "quicknat-swx: --learn-timeouts takes 1 to 8 seconds, comma-separated, each "
+                  "at least 1: %s\n",
+                  optarg);
+          return 2;
+        }
+        break;
+      case 'h': Usage(stdout); return 0;
+      default: Usage(stderr); return 2;
+    }
+  }
+  return -1;
+}
+
+// The device and its P4Runtime server until SIGINT or SIGTERM: 0, or 1
+// when the server does not start.
+int Serve(const Args& args) {
+  swx::Device device(args.device);
+  swx::Server service(&device, args.device_id);
+  swx::RegisterTelemetry(&device);
+  grpc::ServerBuilder builder;
+  int bound = 0;
+  builder.AddListeningPort(args.address, grpc::InsecureServerCredentials(), &bound);
+  builder.RegisterService(&service);
+  builder.SetMaxReceiveMessageSize(64 << 20);
+  builder.SetMaxSendMessageSize(64 << 20);
+  g_server = builder.BuildAndStart();
+  if (!g_server || bound == 0) {
+    fprintf(stderr, "quicknat-swx: cannot serve P4Runtime on %s\n", args.address.c_str());
+    return 1;
+  }
+  signal(SIGINT, OnSignal);
+  signal(SIGTERM, OnSignal);
+  service.Start();
+  fprintf(stderr, "quicknat-swx: device %llu, %zu pipeline thread(s), P4Runtime on %s\n",
+          static_cast<unsigned long long>(args.device_id), args.device.lcores.size(),
+          args.address.c_str());
+  g_server->Wait();
+  swx::DetachTelemetry();
+  service.Stop();
+  g_server.reset();
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -81,53 +170,10 @@ int main(int argc, char** argv) {
   argc -= eal;
   argv += eal;
 
-  static const struct option options[] = {
-      {"port", required_argument, nullptr, 'p'},
-      {"grpc-addr", required_argument, nullptr, 'g'},
-      {"device-id", required_argument, nullptr, 'd'},
-      {"idle-sleep-us", required_argument, nullptr, 's'},
-      {"cache", required_argument, nullptr, 'c'},
-      {"dpdk-internal", required_argument, nullptr, 'i'},
-      {"pool", required_argument, nullptr, 'n'},
-      {"learn-timeouts", required_argument, nullptr, 'l'},
-      {"help", no_argument, nullptr, 'h'},
-      {nullptr, 0, nullptr, 0},
-  };
   static swx_ports ports;
-  std::string address = "127.0.0.1:9559", cache = SWX_DEFAULT_CACHE, internal = SWX_DPDK_INTERNAL;
-  uint64_t device_id = 1;
-  unsigned pool = 16384;
-  swx::Device::Options o;
-  char err[512];
-  int c;
-  optind = 1;
-  while ((c = getopt_long(argc, argv, "", options, nullptr)) != -1) {
-    switch (c) {
-      case 'p':
-        if (swx_ports_parse(&ports, optarg, err, sizeof(err)) != 0) {
-          fprintf(stderr, "quicknat-swx: %s\n", err);
-          return 2;
-        }
-        break;
-      case 'g': address = optarg; break;
-      case 'd': device_id = strtoull(optarg, nullptr, 10); break;
-      case 's': o.idle_sleep_us = static_cast<uint32_t>(strtoul(optarg, nullptr, 10)); break;
-      case 'c': cache = optarg; break;
-      case 'i': internal = optarg; break;
-      case 'n': pool = static_cast<unsigned>(strtoul(optarg, nullptr, 10)); break;
-      case 'l':
-        if (!swx::ParseLearnTimeouts(optarg, &o.learn_timeouts)) {
-          fprintf(stderr,
-                  "quicknat-swx: --learn-timeouts takes 1 to 8 seconds, comma-separated, each "
-                  "at least 1: %s\n",
-                  optarg);
-          return 2;
-        }
-        break;
-      case 'h': Usage(stdout); return 0;
-      default: Usage(stderr); return 2;
-    }
-  }
+  Args args;
+  if (int done = ParseArgs(argc, argv, &ports, &args); done >= 0) return done;
+  swx::Device::Options& o = args.device;
   unsigned lcore;
   RTE_LCORE_FOREACH_WORKER(lcore) o.lcores.push_back(lcore);
   if (o.lcores.empty()) {
@@ -135,41 +181,19 @@ int main(int argc, char** argv) {
             "quicknat-swx: no worker lcore for a pipeline: give the EAL two or more (-l 0,1)\n");
     return 2;
   }
-  if (swx_ports_start(&ports, static_cast<unsigned>(o.lcores.size()), pool, err, sizeof(err))) {
+  char err[512];
+  if (swx_ports_start(&ports, static_cast<unsigned>(o.lcores.size()), args.pool, err,
+                      sizeof(err))) {
     fprintf(stderr, "quicknat-swx: %s\n", err);
     return 1;
   }
-  o.build.cache_dir = cache.c_str();
-  o.build.include_dir = internal.c_str();
+  o.build.cache_dir = args.cache.c_str();
+  o.build.include_dir = args.internal.c_str();
   o.ports = &ports;
-  int status;
-  {
-    swx::Device device(o);
-    swx::Server service(&device, device_id);
-    swx::RegisterTelemetry(&device);
-    grpc::ServerBuilder builder;
-    int bound = 0;
-    builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &bound);
-    builder.RegisterService(&service);
-    builder.SetMaxReceiveMessageSize(64 << 20);
-    builder.SetMaxSendMessageSize(64 << 20);
-    g_server = builder.BuildAndStart();
-    if (!g_server || bound == 0) {
-      fprintf(stderr, "quicknat-swx: cannot serve P4Runtime on %s\n", address.c_str());
-      return 1;
-    }
-    signal(SIGINT, OnSignal);
-    signal(SIGTERM, OnSignal);
-    service.Start();
-    fprintf(stderr, "quicknat-swx: device %llu, %zu pipeline thread(s), P4Runtime on %s\n",
-            static_cast<unsigned long long>(device_id), o.lcores.size(), address.c_str());
-    g_server->Wait();
-    swx::DetachTelemetry();
-    service.Stop();
-    g_server.reset();
-    status = 0;
-  }
+  // as before the split: a server that does not start leaves the ports
+  // and the EAL to the exit
+  if (int status = Serve(args); status != 0) return status;
   swx_ports_stop(&ports);
   rte_eal_cleanup();
-  return status;
+  return 0;
 }

@@ -27,6 +27,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -133,35 +134,40 @@ def lab_config(
     return path
 
 
-class OffloadLab(NetnsLab):
-    """With `slow_path` False, the same namespaces with the switch in
-    controller mode (topo/lab.toml as it is): bench/offload_bench.py
-    compares the two."""
+@dataclass(frozen=True)
+class LabSpec:
+    """Which NAT an offload lab runs: its switch, and the slow-path
+    instances behind it (lab_config's settings say how it is configured)."""
 
-    def __init__(
-        self,
-        workdir: Path,
-        slow_path: bool = True,
-        program: Path | None = None,
-        instances: int = 1,
-        idle_sleep_us: int | None = None,
-        switch: str = "swx",
-        switch_idle_sleep_us: int | None = None,
-        **settings: Any,
-    ) -> None:
-        """`program`: a directory with another build of the P4 program for
-        `switch` (e.g. lab_program(switch), 1,024-entry connection tables)
-        for the controller; `instances`: how many slow-path instances (1 or
-        2); `idle_sleep_us`: their --idle-sleep-us (default: IDLE_SLEEP_US;
-        0 polls without a pause); `switch`: "swx" (quicknat-swx) or "bmv2";
-        `switch_idle_sleep_us`: quicknat-swx's pipeline thread's (default
-        lab/swx.py's); `settings`: lab_config's (the offload policy,
-        timeouts, limits)."""
+    slow_path: bool = True
+    """False: the same namespaces with the switch in controller mode
+    (topo/lab.toml as it is): bench/offload_bench.py compares the two"""
+    program: Path | None = None
+    """a directory with another build of the P4 program for `switch` (e.g.
+    lab_program(switch), 1,024-entry connection tables) for the controller"""
+    instances: int = 2
+    """how many slow-path instances (1 or 2)"""
+    idle_sleep_us: int | None = None
+    """the instances' --idle-sleep-us (None: IDLE_SLEEP_US; 0 polls without
+    a pause)"""
+    switch: str = "swx"
+    """the switch: swx (quicknat-swx) or bmv2"""
+    switch_idle_sleep_us: int | None = None
+    """quicknat-swx's pipeline thread's (None: lab/swx.py's)"""
+
+
+class OffloadLab(NetnsLab):
+    """The namespaces with the NAT a LabSpec says."""
+
+    def __init__(self, workdir: Path, spec: LabSpec, **settings: Any) -> None:
+        """`settings`: lab_config's (the offload policy, timeouts, limits)."""
         super().__init__(workdir)
+        slow_path, switch, instances = spec.slow_path, spec.switch, spec.instances
+        idle_sleep_us = spec.idle_sleep_us
         self.slow_path = slow_path
         self.switch_name = switch
-        self.switch_idle_sleep_us = switch_idle_sleep_us
-        self.program = program
+        self.switch_idle_sleep_us = spec.switch_idle_sleep_us
+        self.program = spec.program
         self.instances = instances if slow_path else 0
         # the default instance: h1's (its sessions: quicknat sessions/stats,
         # the tests; restart_swpath restarts it)
@@ -350,16 +356,15 @@ def running_lab(
 ) -> Iterator[OffloadLab]:
     """The lab built and its NAT running (two instances unless told
     otherwise); torn down on the way out, whatever happened."""
-    lab = OffloadLab(
-        workdir,
-        slow_path,
-        program,
-        instances,
-        idle_sleep_us,
-        switch,
-        switch_idle_sleep_us,
-        **settings,
+    spec = LabSpec(
+        slow_path=slow_path,
+        program=program,
+        instances=instances,
+        idle_sleep_us=idle_sleep_us,
+        switch=switch,
+        switch_idle_sleep_us=switch_idle_sleep_us,
     )
+    lab = OffloadLab(workdir, spec, **settings)
     try:
         lab.build()
         lab.start_offload()

@@ -263,47 +263,28 @@ read_file(const char *path, size_t *len)
 	return text;
 }
 
-int
-main(int argc, char **argv)
+/* The pipeline of SPEC (p4c-dpdk's), compiled into `cache`, its port 1 a
+ * source of `frames` (FLOWS of them), port 0 the CPU port's ring; NULL and
+ * why on stderr when it does not build. */
+static struct rte_swx_pipeline *
+build(const char *spec_path, uint32_t flows, bool learn, const char *frames, const char *cache)
 {
-	char *eal[] = { argv[0], "--no-huge", "--no-pci", "-m", "1024", "--no-shconf",
-			"--log-level", "*:error", "--file-prefix", "bench-swx", "-l", "0" };
-	struct swx_build_options o = { .include_dir = SWX_DPDK_INTERNAL };
-	char so[4096], err[512], frames[64], cache[64], iospec[512], line[256];
-	struct rte_swx_ctl_pipeline *ctl;
-	struct rte_swx_port_out_stats out = { 0 }, dropped = { 0 };
+	struct swx_build_options o = { .include_dir = SWX_DPDK_INTERNAL, .cache_dir = cache };
+	char so[4096], err[512], iospec[512];
 	struct rte_swx_pipeline *p;
-	uint32_t sessions;
-	uint64_t t0, t1, hz;
-	double seconds;
 	size_t len;
 	char *spec;
 
-	bool learn = argc == 5 && strcmp(argv[4], "learn") == 0;
-
-	if (argc != 4 && !learn) {
-		fprintf(stderr, "usage: bench_swx SPEC SESSIONS SECONDS | SPEC FLOWS 0 learn\n");
-		return 2;
-	}
-	sessions = (uint32_t)strtoul(argv[2], NULL, 10);
-	seconds = strtod(argv[3], NULL);
-	if (rte_eal_init(sizeof(eal) / sizeof(eal[0]), eal) < 0)
-		return 1;
-	snprintf(frames, sizeof(frames), "/tmp/bench-swx-%d.pcap", (int)getpid());
-	snprintf(cache, sizeof(cache), "%s", getenv("BENCH_SWX_CACHE") ? getenv("BENCH_SWX_CACHE") : "");
-	if (cache[0] == '\0')
-		snprintf(cache, sizeof(cache), "/tmp/bench-swx-%d", (int)getpid());
-	o.cache_dir = cache;
-	if ((learn ? write_learn_frames(frames, sessions) : write_frames(frames, sessions)) != 0 ||
+	if ((learn ? write_learn_frames(frames, flows) : write_frames(frames, flows)) != 0 ||
 	    /* the source port keeps a copy of every frame; the rest is in flight */
-	    rte_pktmbuf_pool_create("MP", sessions + 16384, 256, 0, 256 + RTE_PKTMBUF_HEADROOM, 0) == NULL ||
-	    rte_ring_create("CPU", 64, 0, 0) == NULL || (spec = read_file(argv[1], &len)) == NULL) {
+	    rte_pktmbuf_pool_create("MP", flows + 16384, 256, 0, 256 + RTE_PKTMBUF_HEADROOM, 0) == NULL ||
+	    rte_ring_create("CPU", 64, 0, 0) == NULL || (spec = read_file(spec_path, &len)) == NULL) {
 		fprintf(stderr, "bench_swx: setting up: %s\n", rte_strerror(rte_errno));
-		return 1;
+		return NULL;
 	}
 	if (swx_build_lib(&o, spec, len, so, sizeof(so), err, sizeof(err)) != 0) {
 		fprintf(stderr, "bench_swx: %s\n", err);
-		return 1;
+		return NULL;
 	}
 	/* port 0 is the program's CPU port; the drop port is DPDK's, last */
 	snprintf(iospec, sizeof(iospec),
@@ -313,16 +294,22 @@ main(int argc, char **argv)
 		 "port out 1 sink file none\n"
 		 "port out 2 sink file none\n"
 		 "port out 3 sink file none\n",
-		 frames, sessions);
+		 frames, flows);
 	if (swx_build_pipeline(&p, "bench", so, iospec, 0, err, sizeof(err)) != 0) {
 		fprintf(stderr, "bench_swx: %s\n", err);
-		return 1;
+		return NULL;
 	}
-	ctl = rte_swx_ctl_pipeline_create(p);
-	if (ctl == NULL)
-		return 1;
-	/* the controller's entries for this topology (program.static_entries):
-	 * zones, the default route out of port 2, and one session a flow */
+	return p;
+}
+
+/* The controller's entries for this topology (program.static_entries):
+ * zones, the default route out of port 2, and (without `learn`) one session
+ * a flow; committed. 0, or -1 when the commit fails. */
+static int
+write_entries(struct rte_swx_ctl_pipeline *ctl, uint32_t sessions, bool learn)
+{
+	char line[256];
+
 	/* (learn: port 1 is the slow-path port its instance sends back on) */
 	add(ctl, "core_zone_port_zone",
 	    learn ? "match 0x1 action core_zone_set_zone_0 zone 0x3"
@@ -340,17 +327,18 @@ main(int argc, char **argv)
 	}
 	if (rte_swx_ctl_pipeline_commit(ctl, 1) != 0) {
 		fprintf(stderr, "bench_swx: the table commit failed\n");
-		return 1;
+		return -1;
 	}
-	if (learn) {
-		int status = run_learn(p, sessions);
+	return 0;
+}
 
-		rte_swx_ctl_pipeline_free(ctl);
-		rte_swx_pipeline_free(p);
-		unlink(frames);
-		return status;
-	}
-	hz = rte_get_tsc_hz();
+/* Established flows for `seconds` after a warm-up: prints the JSON line. */
+static void
+run_established(struct rte_swx_pipeline *p, uint32_t sessions, double seconds)
+{
+	struct rte_swx_port_out_stats out = { 0 }, dropped = { 0 };
+	uint64_t hz = rte_get_tsc_hz(), t0, t1;
+
 	/* warm up: every flow once */
 	for (uint32_t n = 0; n < sessions / 8 + 1000; n++)
 		rte_swx_pipeline_run(p, 16);
@@ -371,6 +359,48 @@ main(int argc, char **argv)
 	       "\"mpps\": %.3f, \"dropped\": %" PRIu64 "}\n",
 	       sessions, out.n_pkts_drop - before, seconds,
 	       (double)(out.n_pkts_drop - before) / seconds / 1e6, dropped.n_pkts + dropped.n_pkts_drop);
+}
+
+int
+main(int argc, char **argv)
+{
+	char *eal[] = { argv[0], "--no-huge", "--no-pci", "-m", "1024", "--no-shconf",
+			"--log-level", "*:error", "--file-prefix", "bench-swx", "-l", "0" };
+	char frames[64], cache[64], line[256];
+	struct rte_swx_ctl_pipeline *ctl;
+	struct rte_swx_pipeline *p;
+	uint32_t sessions;
+	double seconds;
+
+	bool learn = argc == 5 && strcmp(argv[4], "learn") == 0;
+
+	if (argc != 4 && !learn) {
+		fprintf(stderr, "usage: bench_swx SPEC SESSIONS SECONDS | SPEC FLOWS 0 learn\n");
+		return 2;
+	}
+	sessions = (uint32_t)strtoul(argv[2], NULL, 10);
+	seconds = strtod(argv[3], NULL);
+	if (rte_eal_init(sizeof(eal) / sizeof(eal[0]), eal) < 0)
+		return 1;
+	snprintf(frames, sizeof(frames), "/tmp/bench-swx-%d.pcap", (int)getpid());
+	snprintf(cache, sizeof(cache), "%s", getenv("BENCH_SWX_CACHE") ? getenv("BENCH_SWX_CACHE") : "");
+	if (cache[0] == '\0')
+		snprintf(cache, sizeof(cache), "/tmp/bench-swx-%d", (int)getpid());
+	p = build(argv[1], sessions, learn, frames, cache);
+	if (p == NULL)
+		return 1;
+	ctl = rte_swx_ctl_pipeline_create(p);
+	if (ctl == NULL || write_entries(ctl, sessions, learn) != 0)
+		return 1;
+	if (learn) {
+		int status = run_learn(p, sessions);
+
+		rte_swx_ctl_pipeline_free(ctl);
+		rte_swx_pipeline_free(p);
+		unlink(frames);
+		return status;
+	}
+	run_established(p, sessions, seconds);
 	rte_swx_ctl_pipeline_free(ctl);
 	rte_swx_pipeline_free(p);
 	unlink(frames);

@@ -97,9 +97,24 @@ const ProfileBinding* Binding::Profile(uint32_t id) const {
 }
 
 std::string Binding::Bind(const P4Info& p4info, const swx_info* info) {
-  std::map<uint32_t, const p4::config::v1::Action*> p4_actions;
-  for (const auto& a : p4info.actions()) p4_actions[a.preamble().id()] = &a;
+  // In this order: actions bind per table (and a profile's in its member
+  // table), profiles to the member tables the actions found, direct
+  // counters to the tables, and an aging table needs its direct counter.
+  using Step = std::string (Binding::*)(const P4Info&, const swx_info*);
+  static constexpr Step kSteps[] = {
+      &Binding::BindTables,         &Binding::BindActions, &Binding::BindProfiles,
+      &Binding::BindCounters,       &Binding::BindDirectCounters,
+      &Binding::BindMeters,         &Binding::CheckIdleTimeouts,
+      &Binding::BindPacketMetadata,
+  };
+  for (Step step : kSteps)
+    if (std::string why = (this->*step)(p4info, info); !why.empty()) return why;
+  return "";
+}
 
+// Tables, their match fields checked against the pipeline's key; a P4Info
+// table that is a learner in the pipeline is the data plane's.
+std::string Binding::BindTables(const P4Info& p4info, const swx_info* info) {
   for (const auto& t : p4info.tables()) {
     const std::string& name = t.preamble().name();
     int swx_id = swx_info_table(info, SpecName(name).c_str());
@@ -140,9 +155,14 @@ std::string Binding::Bind(const P4Info& p4info, const swx_info* info) {
       b.fields.push_back(f);
     }
   }
+  return "";
+}
 
-  // Actions, bound per table: the same P4 action may be two pipeline
-  // actions in two tables (p4c-dpdk copies what two controls share).
+// Actions, bound per table: the same P4 action may be two pipeline
+// actions in two tables (p4c-dpdk copies what two controls share).
+std::string Binding::BindActions(const P4Info& p4info, const swx_info* info) {
+  std::map<uint32_t, const p4::config::v1::Action*> p4_actions;
+  for (const auto& a : p4info.actions()) p4_actions[a.preamble().id()] = &a;
   for (const auto& t : p4info.tables()) {
     if (learners_.count(t.preamble().id())) continue;  // the data plane's
     TableBinding& b = tables_[t.preamble().id()];
@@ -174,27 +194,8 @@ std::string Binding::Bind(const P4Info& p4info, const swx_info* info) {
         if (ab->id == a->preamble().id() && ab->swx_id == static_cast<uint32_t>(swx_action))
           binding = ab.get();
       if (binding == nullptr) {
-        auto made = std::make_unique<ActionBinding>();
-        made->id = a->preamble().id();
-        made->name = a->preamble().name();
-        made->swx_id = static_cast<uint32_t>(swx_action);
-        made->layout = &info->actions[swx_action];
-        if (static_cast<uint32_t>(a->params_size()) != made->layout->n_args)
-          return "action " + made->name + ": " + std::to_string(a->params_size()) +
-                 " parameters in the P4Info, " + std::to_string(made->layout->n_args) +
-                 " in the pipeline";
-        for (int p = 0; p < a->params_size(); p++) {
-          ParamBinding pb;
-          pb.id = a->params(p).id();
-          pb.name = a->params(p).name();
-          pb.bitwidth = static_cast<uint32_t>(a->params(p).bitwidth());
-          pb.arg = &made->layout->args[p];
-          if (pb.arg->n_bits < pb.bitwidth || pb.arg->n_bits % 8)
-            return "action " + made->name + ": parameter " + pb.name + " does not fit the pipeline's";
-          made->params.push_back(pb);
-        }
-        binding = made.get();
-        action_storage_.push_back(std::move(made));
+        std::string why = BindAction(*a, swx_action, info, &binding);
+        if (!why.empty()) return why;
       }
       ActionRef r;
       r.action = binding;
@@ -204,8 +205,40 @@ std::string Binding::Bind(const P4Info& p4info, const swx_info* info) {
     }
     if (holder != &b) b.actions = holder->actions;  // what the profile's members may be
   }
+  return "";
+}
 
-  // Action profiles and selectors.
+// The pipeline action `swx_action` bound to P4 action `a`, its parameters
+// checked against the pipeline's arguments, in *out (owned here).
+std::string Binding::BindAction(const p4::config::v1::Action& a, int swx_action,
+                                const swx_info* info, const ActionBinding** out) {
+  auto made = std::make_unique<ActionBinding>();
+  made->id = a.preamble().id();
+  made->name = a.preamble().name();
+  made->swx_id = static_cast<uint32_t>(swx_action);
+  made->layout = &info->actions[swx_action];
+  if (static_cast<uint32_t>(a.params_size()) != made->layout->n_args)
+    return "action " + made->name + ": " + std::to_string(a.params_size()) +
+           " parameters in the P4Info, " + std::to_string(made->layout->n_args) +
+           " in the pipeline";
+  for (int p = 0; p < a.params_size(); p++) {
+    ParamBinding pb;
+    pb.id = a.params(p).id();
+    pb.name = a.params(p).name();
+    pb.bitwidth = static_cast<uint32_t>(a.params(p).bitwidth());
+    pb.arg = &made->layout->args[p];
+    if (pb.arg->n_bits < pb.bitwidth || pb.arg->n_bits % 8)
+      return "action " + made->name + ": parameter " + pb.name + " does not fit the pipeline's";
+    made->params.push_back(pb);
+  }
+  *out = made.get();
+  action_storage_.push_back(std::move(made));
+  return "";
+}
+
+// Action profiles and selectors: their member tables, and the
+// set_member_id / set_group_id actions of the table that uses them.
+std::string Binding::BindProfiles(const P4Info& p4info, const swx_info* info) {
   for (const auto& ap : p4info.action_profiles()) {
     ProfileBinding& p = profiles_[ap.preamble().id()];
     p.id = ap.preamble().id();
@@ -235,8 +268,11 @@ std::string Binding::Bind(const P4Info& p4info, const swx_info* info) {
       return "table " + owner.name + " has no set_member_id action in the pipeline";
     owner.profile = &p;
   }
+  return "";
+}
 
-  // Counters, direct counters, meters.
+// Indirect counters: their register arrays.
+std::string Binding::BindCounters(const P4Info& p4info, const swx_info* info) {
   for (const auto& c : p4info.counters()) {
     CounterBinding& b = counters_[c.preamble().id()];
     b.id = c.preamble().id();
@@ -246,6 +282,11 @@ std::string Binding::Bind(const P4Info& p4info, const swx_info* info) {
     if (b.packets < 0 && b.bytes < 0) return "counter " + b.name + " is not in the pipeline";
     if (b.size > static_cast<uint32_t>(c.size())) b.size = static_cast<uint32_t>(c.size());
   }
+  return "";
+}
+
+// Direct counters: their register arrays, and their tables'.
+std::string Binding::BindDirectCounters(const P4Info& p4info, const swx_info* info) {
   for (const auto& c : p4info.direct_counters()) {
     CounterBinding& b = direct_counters_[c.preamble().id()];
     b.id = c.preamble().id();
@@ -261,6 +302,11 @@ std::string Binding::Bind(const P4Info& p4info, const swx_info* info) {
       t->second.idle_timeout = true;
     }
   }
+  return "";
+}
+
+// Meters: their meter arrays.
+std::string Binding::BindMeters(const P4Info& p4info, const swx_info* info) {
   for (const auto& m : p4info.meters()) {
     MeterBinding& b = meters_[m.preamble().id()];
     b.id = m.preamble().id();
@@ -272,11 +318,22 @@ std::string Binding::Bind(const P4Info& p4info, const swx_info* info) {
     b.size = info->metarrays[id].size;
     if (b.size > static_cast<uint32_t>(m.size())) b.size = static_cast<uint32_t>(m.size());
   }
+  return "";
+}
+
+// This target sees a hit by the entry's direct counter: a table that ages
+// its entries needs one.
+std::string Binding::CheckIdleTimeouts(const P4Info& p4info, const swx_info* info) {
   for (const auto& t : tables_)
     if (t.second.idle_timeout && t.second.direct_counter == nullptr)
       return "table " + t.second.name +
              " has an idle timeout but no direct counter: this target sees a hit by its counter";
+  return "";
+}
 
+// controller_packet_metadata: packet_in's and packet_out's fields, in
+// header order.
+std::string Binding::BindPacketMetadata(const P4Info& p4info, const swx_info* info) {
   for (const auto& cpm : p4info.controller_packet_metadata()) {
     std::vector<PacketMetadataBinding>* out = nullptr;
     if (cpm.preamble().name() == "packet_in") out = &packet_in_;

@@ -141,6 +141,18 @@ class Binding {
   const std::vector<PacketMetadataBinding>& PacketOut() const { return packet_out_; }
 
  private:
+  // Bind's steps, one per kind of P4Info object (binding.cc says the order)
+  std::string BindTables(const p4::config::v1::P4Info& p4info, const swx_info* info);
+  std::string BindActions(const p4::config::v1::P4Info& p4info, const swx_info* info);
+  std::string BindAction(const p4::config::v1::Action& a, int swx_action, const swx_info* info,
+                         const ActionBinding** out);
+  std::string BindProfiles(const p4::config::v1::P4Info& p4info, const swx_info* info);
+  std::string BindCounters(const p4::config::v1::P4Info& p4info, const swx_info* info);
+  std::string BindDirectCounters(const p4::config::v1::P4Info& p4info, const swx_info* info);
+  std::string BindMeters(const p4::config::v1::P4Info& p4info, const swx_info* info);
+  std::string CheckIdleTimeouts(const p4::config::v1::P4Info& p4info, const swx_info* info);
+  std::string BindPacketMetadata(const p4::config::v1::P4Info& p4info, const swx_info* info);
+
   std::map<uint32_t, TableBinding> tables_;
   std::map<uint32_t, std::string> learners_;
   // one per (P4 action, pipeline action): tables point into it

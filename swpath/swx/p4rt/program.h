@@ -8,6 +8,10 @@
 // update against this state, staged into every pipeline's tables, and
 // committed once: the data plane sees it whole, the flows of a batch share
 // one table swap.
+//
+// Its code is in program_*.cc, a file per concern: build (and start/stop),
+// commit (a WriteRequest as one commit), table_writes (entries, action
+// profiles), counters_meters, reads, packet_io, stats.
 #ifndef SWX_P4RT_PROGRAM_H
 #define SWX_P4RT_PROGRAM_H
 
@@ -100,6 +104,10 @@ class Program {
   };
 
   Program() = default;
+  // Build's steps (program_build.cc)
+  grpc::Status BuildPipelines(const Device::Options& options, uint64_t generation);
+  grpc::Status SetLearnTimeouts(const std::vector<uint32_t>& given);
+  grpc::Status BindP4Info();
 
   grpc::Status WriteOne(const p4::v1::Update& update, Undo* undo);
   grpc::Status UnknownTable(uint32_t id) const;

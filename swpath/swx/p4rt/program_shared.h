@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// What the files of swx::Program (program_*.cc, one concern each: build,
+// commit, table writes, counters and meters, reads, packet I/O, stats)
+// share: status shorthands and the conversions between P4Runtime's entries
+// and the pipeline's.
+#ifndef SWX_P4RT_PROGRAM_SHARED_H
+#define SWX_P4RT_PROGRAM_SHARED_H
+
+#include <grpcpp/grpcpp.h>
+
+#include <string>
+
+#include "binding.h"
+#include "bytestring.h"
+#include "entry_codec.h"
+
+extern "C" {
+#include "tables.h"
+}
+
+namespace swx {
+
+inline grpc::Status NotFound(const std::string& what) {
+  return grpc::Status(grpc::StatusCode::NOT_FOUND, what);
+}
+inline grpc::Status Invalid(const std::string& what) {
+  return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, what);
+}
+
+inline swx_entry ToSwx(uint32_t table, const EncodedEntry& e) {
+  swx_entry s{};
+  s.table = table;
+  s.key = reinterpret_cast<const uint8_t*>(e.key.data());
+  s.mask = e.mask.empty() ? nullptr : reinterpret_cast<const uint8_t*>(e.mask.data());
+  s.priority = e.priority;
+  s.action = e.action;
+  s.data = reinterpret_cast<const uint8_t*>(e.data.data());
+  return s;
+}
+
+// The member table's key: the member id, as the pipeline lays it out.
+inline EncodedEntry MemberKey(const ProfileBinding& p, uint32_t member_id) {
+  EncodedEntry e;
+  const swx_field& f = p.member_table->layout->fields[0];
+  e.key.assign(p.member_table->layout->key_size, '\0');
+  ToField(FromUint64(member_id, 32), reinterpret_cast<uint8_t*>(&e.key[f.offset]), f.n_bits / 8,
+          f.network_order);
+  return e;
+}
+
+inline std::string Serialized(const google::protobuf::Message& m) {
+  std::string out;
+  m.SerializeToString(&out);
+  return out;
+}
+
+}  // namespace swx
+
+#endif  // SWX_P4RT_PROGRAM_SHARED_H
