@@ -1,17 +1,26 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "telemetry.h"
 
+#include <cstdio>
 #include <mutex>
 
 #include "device.h"
 
 extern "C" {
+#include <rte_errno.h>
 #include <rte_telemetry.h>
 }
 
 namespace swx {
 
 namespace {
+
+constexpr char kPortsHelp[] =
+    "Each pipeline port: rx_packets, tx_packets, truncated (input guard drops), summed over "
+    "pipelines";
+constexpr char kTablesHelp[] =
+    "Each table: hits, misses; each learner table also learned, learn_failed, rearmed. "
+    "Summed over pipelines";
 
 std::mutex g_mutex;  // g_device, against DetachTelemetry
 Device* g_device = nullptr;
@@ -67,18 +76,32 @@ void DetachTelemetry() {
   g_device = nullptr;
 }
 
-void RegisterTelemetry(Device* device) {
+bool RegisterTelemetry(Device* device) {
   {
     std::lock_guard<std::mutex> lock(g_mutex);
     g_device = device;
   }
-  rte_telemetry_register_cmd("/quicknat_swx/ports", Ports,
-                             "Each pipeline port: rx_packets, tx_packets, truncated (the input "
-                             "guard's drops), summed over the pipelines. No parameters");
-  rte_telemetry_register_cmd("/quicknat_swx/tables", Tables,
-                             "Each table's hits and misses, and each learner table's learned, "
-                             "learn_failed (a full bucket) and rearmed, summed over the "
-                             "pipelines. No parameters");
+  // DPDK refuses (-EINVAL) a help text of RTE_TEL_MAX_STRING_LEN (128)
+  // bytes or more, and the 64 commands of a process fill up: a command
+  // that did not register answers null, so say so at start.
+  static_assert(sizeof(kPortsHelp) < RTE_TEL_MAX_STRING_LEN, "DPDK refuses a longer help");
+  static_assert(sizeof(kTablesHelp) < RTE_TEL_MAX_STRING_LEN, "DPDK refuses a longer help");
+  bool ok = true;
+  const struct {
+    const char* cmd;
+    telemetry_cb fn;
+    const char* help;
+  } commands[] = {{"/quicknat_swx/ports", &Ports, kPortsHelp},
+                  {"/quicknat_swx/tables", &Tables, kTablesHelp}};
+  for (const auto& c : commands) {
+    int rc = rte_telemetry_register_cmd(c.cmd, c.fn, c.help);
+    if (rc != 0) {
+      fprintf(stderr, "quicknat-swx: telemetry command %s not registered: %s\n", c.cmd,
+              rte_strerror(-rc));
+      ok = false;
+    }
+  }
+  return ok;
 }
 
 }  // namespace swx

@@ -6,6 +6,7 @@ The switch runs on net_null ports (no packets), as root."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shutil
 import socket
@@ -127,3 +128,40 @@ def test_finsy_pushes_the_program_writes_and_reads_it_back(switch: str) -> None:
             assert [e async for e in sw.read(finsy.P4TableEntry("nat_in2out"))] == []
 
     asyncio.run(scenario())
+
+
+def telemetry(prefix: str, command: str) -> object:
+    """One command over DPDK's telemetry socket (the protocol of
+    usertools/dpdk-telemetry.py: a hello of the process's details first,
+    then one JSON reply a command)."""
+    path = Path("/var/run/dpdk") / prefix / "dpdk_telemetry.v2"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as s:
+        s.settimeout(5)
+        s.connect(str(path))
+        hello = json.loads(s.recv(1024))
+        s.send(command.encode())
+        return json.loads(s.recv(hello["max_output_len"]))[command]
+
+
+def test_telemetry_lists_every_table_of_the_running_program(switch: str) -> None:
+    """/quicknat_swx/tables: each table of the program pushed (written and
+    learned), by its pipeline name (the spec's: control path and P4 name),
+    with its counts; /quicknat_swx/ports: each P4 port. (A help text of 128
+    bytes or more made DPDK refuse the tables command, which then answered
+    null.)"""
+
+    async def push() -> None:
+        options = finsy.SwitchOptions(p4info=P4INFO, p4blob=SPEC, device_id=1)
+        async with finsy.Switch("swx", switch, options):
+            pass
+
+    asyncio.run(push())
+    prefix = f"swx-clients-{os.getpid()}"
+    tables = telemetry(prefix, "/quicknat_swx/tables")
+    assert isinstance(tables, dict), tables
+    for name in ("core_nat_nat_in2out", "core_nat_nat_out2in", "core_routing_routing_v4"):
+        assert tables[name] == {"hits": 0, "misses": 0}, (name, tables)
+    for name in ("core_nat_nat_in2out_learned", "core_nat_nat_out2in_learned"):
+        assert set(tables[name]) == {"hits", "misses", "learned", "learn_failed", "rearmed"}
+    ports = telemetry(prefix, "/quicknat_swx/ports")
+    assert isinstance(ports, dict) and {"1", "2"} <= set(ports), ports
