@@ -11,6 +11,22 @@
  * checked, and a session that was refreshed meanwhile is reinserted further
  * on. The worker advances the wheel by a bounded number of entries per loop,
  * so the fast path only ever writes last_seen.
+ *
+ * Why not rte_timer, DPDK's own (make bench-timers, docs/benchmarks.md
+ * "Timers"; 1M sessions, medians of 5 rounds): its timers sit in a
+ * skiplist ordered by expiry, so arming is a search (192 ns against the
+ * wheel's 70) and a refresh, rte_timer_reset, is two (take out, put back):
+ * 4.4 us a packet at 1M timers, every level a cache miss through 120-byte
+ * timers, against 12 ns for the last_seen store; a worker that must carry
+ * 8 Mpps has 125 ns a packet in all. And it takes 122 heap bytes per
+ * session (its struct rte_timer and its per-lcore lists), 122 MB for the
+ * table whose sessions take 64 MB, where the wheel takes 8 bytes of the
+ * session's own cache line and 32 KB of slots. rte_timer expires cheaper
+ * (428 ns a session against 2.3 us): the wheel looks at a session again
+ * every SP_WHEEL_RECHECK_MS, so that a timeout shortened at run time
+ * applies within a minute, 59 looks per expiry on this mix of 2-hour TCP
+ * sessions; at 1M sessions that is about 17k looks a second, under a
+ * millisecond of CPU per second.
  */
 #ifndef SP_LIFECYCLE_H
 #define SP_LIFECYCLE_H
