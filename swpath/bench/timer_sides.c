@@ -110,19 +110,31 @@ tm_side_free(struct tm_side *t)
 
 /* -- rte_timer --------------------------------------------------------------- */
 
+static void rte_arm(struct tm_side *t, uint32_t sidx);
+
 static void
 rte_expired(struct rte_timer *tim, void *arg)
 {
 	struct tm_side *t = arg;
+	uint32_t sidx = (uint32_t)(tim - t->timers);
+	const struct sp_session *s = &t->sessions[sidx];
 
 	t->examined++;
+	/* lazy: refreshed since it was armed; re-armed from its own callback,
+	 * which rte_timer allows on the lcore that runs it */
+	if (t->kind == TM_RTE_LAZY &&
+	    (int32_t)(t->now - (s->last_seen +
+				sp_session_timeout_ms(t->rt, s))) < 0) {
+		rte_arm(t, sidx);
+		return;
+	}
 	/* due after now's tick and its margin: rte_timer_manage read the TSC
 	 * late (the machine stalled this thread), so now is not when it was
 	 * due; the arming's lag is far below the margin */
 	if (tim->expire > t->tsc_base + (uint64_t)(t->now + TM_RTE_MARGIN_MS) *
 				  t->ticks_per_ms)
 		t->disturbed = true;
-	record_expiry(t, (uint32_t)(tim - t->timers));
+	record_expiry(t, sidx);
 }
 
 /* rte_timer_reset's ticks (from now) to the tick of simulated time `at`. */
@@ -133,7 +145,10 @@ ticks_to(struct tm_side *t, uint32_t at)
 	uint64_t cur = rte_get_timer_cycles();
 
 	if (target <= cur) {
-		t->late_arms++;
+		/* but a lazy re-arm due within now's margin fires next step,
+		 * after its time, as it should */
+		if ((int32_t)(at - (t->now + TM_RTE_MARGIN_MS)) > 0)
+			t->late_arms++;
 		return 0;
 	}
 	return target - cur;
@@ -157,7 +172,7 @@ tm_wait_until(struct tm_side *t, uint32_t now)
 	uint64_t due = t->tsc_base +
 		       (uint64_t)(now + TM_RTE_MARGIN_MS) * t->ticks_per_ms;
 
-	if (t->kind != TM_RTE_TIMER)
+	if (t->kind == TM_WHEEL)
 		return;
 	while (rte_get_timer_cycles() < due)
 		rte_pause();
@@ -224,9 +239,9 @@ tm_packet(struct tm_side *t, uint32_t sidx, uint32_t now, bool fin)
 	s->last_seen = now;
 	if (fin)
 		s->tcp |= SP_TCP_FIN_I2O | SP_TCP_FIN_O2I;
-	if (t->kind == TM_RTE_TIMER)
+	if (t->kind == TM_RTE_TIMER || (t->kind == TM_RTE_LAZY && fin))
 		rte_arm(t, sidx);
-	else if (fin)
+	else if (t->kind == TM_WHEEL && fin)
 		sp_nat_reschedule(&t->nat, t->rt, sidx);
 }
 
