@@ -3,13 +3,14 @@
 
 The session workload on both (swpath/bench/bench_timers.c says it in full):
 1M sessions opened (timers armed), established traffic refreshing them
-(what a packet costs each: the wheel's last_seen store, rte_timer_reset),
+(what a packet costs each: the wheel's last_seen store, rte_timer_reset;
+and rte_timer refreshed as lazily as the wheel, "rte_lazy"),
 then every session expired on a simulated clock (the spec's timeouts: UDP
 300 s, TCP 2 h 4 min established, 240 s transitory), and the DPDK heap the
-timers take. swpath/build/app/test_sp_timers checks that the two expire the
+timers take. swpath/build/app/test_sp_timers checks that they expire the
 same sessions at the same simulated times, so this compares equal work.
 
-Each round runs both, one process each, in alternating order (--rounds,
+Each round runs the three, one process each, in rotating order (--rounds,
 default 5); a figure is the median over rounds, a ratio is taken within its
 round. A DPDK process: run it under `flock /tmp/quicknat-lab.lock`.
 Writes bench/results/timers.json (schema in docs/benchmarks.md).
@@ -31,7 +32,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "swpath" / "build" / "app" / "bench_timers"
 RESULTS = ROOT / "bench" / "results"
-IMPLS = ("wheel", "rte_timer")
+IMPLS = ("wheel", "rte_timer", "rte_lazy")
 # per implementation, the figures taken from each run
 MEASURES = (
     "open_ns",
@@ -76,16 +77,15 @@ def summarize(rounds: list[dict[str, dict[str, Any]]]) -> dict[str, Any]:
             m: round(statistics.median(r[impl][m] for r in rounds), 2) for m in MEASURES
         }
         figures[impl]["in_session_bytes"] = rounds[0][impl]["in_session_bytes"]
-    figures["rte_timer_over_wheel"] = {
-        m: round(statistics.median(r["rte_timer"][m] / r["wheel"][m] for r in rounds), 2)
-        for m in ("open_ns", "packet_ns", "expire_ns", "heap_bytes_per_session")
-    }
+    for impl in IMPLS[1:]:
+        figures[f"{impl}_over_wheel"] = {
+            m: round(statistics.median(r[impl][m] / r["wheel"][m] for r in rounds), 2)
+            for m in ("open_ns", "packet_ns", "expire_ns", "heap_bytes_per_session")
+        }
     return figures
 
 
 def print_table(figures: dict[str, Any], n_rounds: int) -> None:
-    w, r = figures["wheel"], figures["rte_timer"]
-    ratio = figures["rte_timer_over_wheel"]
     rows = [
         ("arm (session opened), ns", "open_ns"),
         ("refresh (per packet), ns", "packet_ns"),
@@ -93,12 +93,15 @@ def print_table(figures: dict[str, Any], n_rounds: int) -> None:
         ("expiries per second", "expiries_per_s"),
         ("sessions looked at to expire all", "examined"),
         ("heap bytes per session", "heap_bytes_per_session"),
+        ("bytes in the session (links)", "in_session_bytes"),
     ]
-    print(f"median of {n_rounds} rounds")
-    print(f"{'measure':36} {'wheel':>14} {'rte_timer':>14} {'rte/wheel':>10}")
+    print(f"median of {n_rounds} rounds; ratios to the wheel within each round")
+    print(f"{'measure':34}" + "".join(f"{impl:>12}" for impl in IMPLS) + "   ratios")
     for name, key in rows:
-        print(f"{name:36} {w[key]:>14} {r[key]:>14} {ratio.get(key, ''):>10}")
-    print(f"{'bytes in the session (wheel links)':36} {w['in_session_bytes']:>14} {0:>14}")
+        ratios = " ".join(
+            str(figures[f"{impl}_over_wheel"].get(key, "")) for impl in IMPLS[1:]
+        ).strip()
+        print(f"{name:34}" + "".join(f"{figures[i][key]:>12}" for i in IMPLS) + f"   {ratios}")
 
 
 def main() -> int:
@@ -113,15 +116,15 @@ def main() -> int:
         return 2
     rounds: list[dict[str, dict[str, Any]]] = []
     for i in range(args.rounds):
-        # alternate which goes first: a neighbour's burst hits both in turn
-        order = IMPLS if i % 2 == 0 else IMPLS[::-1]
+        # rotate which goes first: a neighbour's burst hits each in turn
+        order = IMPLS[i % len(IMPLS) :] + IMPLS[: i % len(IMPLS)]
         rounds.append({impl: run(impl, args.sessions, args.packets) for impl in order})
     figures = summarize(rounds)
     result = {
         "benchmark": "timers",
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": machine(),
-        "method": "bench_timers, one process per implementation and round, alternating "
+        "method": "bench_timers, one process per implementation and round, rotating "
         "order; simulated clock (rte_timer: simulated ms mapped onto the TSC, "
         "swpath/bench/timer_sides.h); EAL --no-huge -m 512, one lcore",
         "sessions": args.sessions,

@@ -4,7 +4,7 @@
  * workload (timer_sides.h says how each is used and how rte_timer is given
  * a simulated clock). bench/timers_bench.py runs it, alternating the two.
  *
- *   bench_timers wheel|rte_timer SESSIONS PACKETS
+ *   bench_timers wheel|rte_timer|rte_lazy SESSIONS PACKETS
  *
  * The workload, the same for both (a fixed seed):
  * - SESSIONS sessions open over the first 60 simulated seconds: 45 % UDP
@@ -21,7 +21,8 @@
  * after a refresh: "examined" counts them).
  *
  * Measured: ns per session opened (arming), ns per packet (the wheel: the
- * last_seen store, and a reschedule on a FIN; rte_timer: rte_timer_reset),
+ * last_seen store, and a reschedule on a FIN; rte_timer: rte_timer_reset;
+ * rte_lazy: rte_timer refreshed as the wheel is, timer_sides.h),
  * ns per session expired and expiries per second (the wheel: its walk
  * SP_AGE_BUDGET at a time; rte_timer: rte_timer_manage, the wait for its
  * clock not counted), and the DPDK heap the timers take (rte_malloc
@@ -46,6 +47,12 @@
 struct packet {
 	uint32_t sidx;          /* | FIN_BIT */
 	uint32_t at;            /* simulated ms */
+};
+
+static const char *const kind_names[] = {
+	[TM_WHEEL] = "wheel",
+	[TM_RTE_TIMER] = "rte_timer",
+	[TM_RTE_LAZY] = "rte_lazy",
 };
 
 static struct sp_runtime rt = {
@@ -128,6 +135,7 @@ run(enum tm_kind kind, uint32_t n, uint32_t n_packets, uint64_t sub_bytes)
 		free(pk);
 		return 1;
 	}
+	t.follow_tsc = true;    /* its steps fall behind the clock */
 	t0 = rte_get_timer_cycles();
 	for (uint32_t i = 0; i < n; i++) {
 		uint8_t proto, tcp;
@@ -161,7 +169,7 @@ run(enum tm_kind kind, uint32_t n, uint32_t n_packets, uint64_t sub_bytes)
 	       "\"heap_bytes\": %llu, \"subsystem_heap_bytes\": %llu, "
 	       "\"heap_bytes_per_session\": %.2f, "
 	       "\"in_session_bytes\": %zu}\n",
-	       kind == TM_WHEEL ? "wheel" : "rte_timer", n, n_packets,
+	       kind_names[kind], n, n_packets,
 	       ns_of(t_open) / n, ns_of(t_pkts) / n_packets,
 	       ns_of(t_exp) / n, (double)n * 1e9 / ns_of(t_exp),
 	       t.n_expired, (unsigned long long)t.examined,
@@ -196,9 +204,11 @@ main(int argc, char **argv)
 	unsigned long n, packets;
 	int rc;
 
-	if (argc != 4 || (strcmp(argv[1], "wheel") != 0 &&
-			  strcmp(argv[1], "rte_timer") != 0)) {
-		fprintf(stderr, "usage: %s wheel|rte_timer SESSIONS PACKETS\n",
+	for (kind = TM_WHEEL; kind <= TM_RTE_LAZY; kind++)
+		if (argc == 4 && strcmp(argv[1], kind_names[kind]) == 0)
+			break;
+	if (kind > TM_RTE_LAZY) {
+		fprintf(stderr, "usage: %s wheel|rte_timer|rte_lazy SESSIONS PACKETS\n",
 			argv[0]);
 		return 2;
 	}
@@ -209,13 +219,12 @@ main(int argc, char **argv)
 		fprintf(stderr, "bench_timers: SESSIONS 1..16000000, PACKETS 1..100000000\n");
 		return 2;
 	}
-	kind = strcmp(argv[1], "wheel") == 0 ? TM_WHEEL : TM_RTE_TIMER;
 	snprintf(prefix, sizeof(prefix), "bench-timers-%d", (int)getpid());
 	if (rte_eal_init((int)(sizeof(eal) / sizeof(eal[0])) - 1, eal) < 0) {
 		fprintf(stderr, "bench_timers: EAL init failed\n");
 		return 1;
 	}
-	if (kind == TM_RTE_TIMER) {
+	if (kind != TM_WHEEL) {
 		before = tm_heap_in_use();
 		if (rte_timer_subsystem_init() != 0) {
 			fprintf(stderr, "bench_timers: rte_timer_subsystem_init failed\n");
@@ -225,7 +234,7 @@ main(int argc, char **argv)
 		sub_bytes = tm_heap_in_use() - before;
 	}
 	rc = run(kind, (uint32_t)n, (uint32_t)packets, sub_bytes);
-	if (kind == TM_RTE_TIMER)
+	if (kind != TM_WHEEL)
 		rte_timer_subsystem_finalize();
 	rte_eal_cleanup();
 	return rc;

@@ -185,6 +185,13 @@ rte_advance(struct tm_side *t, uint32_t now)
 
 	t->now = now;
 	tm_wait_until(t, now);
+	if (t->follow_tsc) {
+		uint64_t ms = (rte_get_timer_cycles() - t->tsc_base) /
+			      t->ticks_per_ms;
+
+		if ((int64_t)ms - TM_RTE_MARGIN_MS > (int64_t)now)
+			t->now = (uint32_t)ms - TM_RTE_MARGIN_MS;
+	}
 	rte_timer_manage();
 	return t->n_expired - before;
 }

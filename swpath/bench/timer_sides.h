@@ -41,9 +41,10 @@
  * tick, whatever the step: TM_RTE_TIMER still fires each timer once (in
  * fewer, bigger calls), but a TM_RTE_LAZY timer re-armed behind the clock
  * fires again at every step until the steps catch up. bench_timers' 1M
- * sessions at 10,000 simulated seconds a real second run ahead so, which
- * is why it does not offer the lazy kind; test_sp_timers (3,000 sessions,
- * a simulated second a real ms) keeps up.
+ * sessions at 10,000 simulated seconds a real second run ahead so; it sets
+ * follow_tsc, which makes a step's now the clock's when that is later, so
+ * a lazy timer is judged at the time it fired. test_sp_timers (3,000
+ * sessions, a simulated second a real ms) keeps up and steps exactly.
  */
 #ifndef TIMER_SIDES_H
 #define TIMER_SIDES_H
@@ -83,6 +84,9 @@ struct tm_side {
 	uint32_t now;                   /* simulated ms of tm_advance */
 	uint64_t late_arms;             /* armed after their tick had passed */
 	bool disturbed;                 /* a timer fired past now's margin */
+	/* the rte_timer kinds: a step's now is the TSC's simulated time when
+	 * that is later (bench_timers, whose steps fall behind the clock) */
+	bool follow_tsc;
 };
 
 /*
