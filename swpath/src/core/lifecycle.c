@@ -207,33 +207,17 @@ unsigned
 sp_nat_age(struct sp_nat *nat, const struct sp_runtime *rt, uint32_t now,
 	   unsigned budget)
 {
-	const uint32_t slot_ms = 1u << SP_WHEEL_SLOT_SHIFT;
 	unsigned expired = 0, steps = 0;
+	uint32_t sidx;
 
 	/* empty slots are cheap; bound them too after a long stall */
-	while (budget > 0 && steps < SP_WHEEL_SLOTS) {
-		uint32_t sidx = nat->wheel[nat->wheel_cursor];
-		struct sp_session *s;
-		uint32_t expiry;
+	while ((sidx = sp_wheel_pop_due(nat, rt, now, &budget, &steps)) !=
+	       SP_NONE) {
+		struct sp_session *s = &nat->sessions[sidx];
 
-		if ((int32_t)(now - nat->wheel_time) < (int32_t)slot_ms)
-			break;
-		if (sidx == SP_NONE) {
-			nat->wheel_cursor = (nat->wheel_cursor + 1) %
-					    SP_WHEEL_SLOTS;
-			nat->wheel_time += slot_ms;
-			steps++;
-			continue;
-		}
-		s = &nat->sessions[sidx];
-		sp_wheel_unlink(nat, sidx);
-		budget--;
-		expiry = s->last_seen + sp_session_timeout_ms(rt, s);
-		if ((int32_t)(now - expiry) < 0) {
-			sp_wheel_insert(nat, sidx, expiry);
-		} else if (__builtin_expect((s->flags & (SP_SESS_OFFLOADED |
-							 SP_SESS_SWITCH_IDLE)) ==
-					    SP_SESS_OFFLOADED, 0)) {
+		if (__builtin_expect((s->flags & (SP_SESS_OFFLOADED |
+						  SP_SESS_SWITCH_IDLE)) ==
+				     SP_SESS_OFFLOADED, 0)) {
 			/* the switch may be forwarding it: ask again later */
 			sp_wheel_insert(nat, sidx,
 					now + sp_session_timeout_ms(rt, s));

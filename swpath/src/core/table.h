@@ -319,4 +319,45 @@ sp_wheel_unlink(struct sp_nat *nat, uint32_t sidx)
 		nat->sessions[s->next].prev = s->prev;
 }
 
+/*
+ * The next session due at now, taken off the wheel, or SP_NONE when none is
+ * (or the walk's bounds are spent). The wheel is walked slot by slot up to
+ * now; a session found in its slot that was refreshed since it was put there
+ * (lazy refresh: the fast path only writes last_seen) goes to the slot of its
+ * real expiry. Each session looked at costs one of *budget; empty slots cost
+ * one of *steps, bounded after a long stall. sp_nat_age's walk, shared with
+ * swpath/bench/bench_timers.c so that the wheel measured is this one.
+ */
+static inline uint32_t
+sp_wheel_pop_due(struct sp_nat *nat, const struct sp_runtime *rt,
+		 uint32_t now, unsigned *budget, unsigned *steps)
+{
+	const uint32_t slot_ms = 1u << SP_WHEEL_SLOT_SHIFT;
+
+	while (*budget > 0 && *steps < SP_WHEEL_SLOTS) {
+		uint32_t sidx = nat->wheel[nat->wheel_cursor];
+		uint32_t expiry;
+
+		if ((int32_t)(now - nat->wheel_time) < (int32_t)slot_ms)
+			break;
+		if (sidx == SP_NONE) {
+			nat->wheel_cursor = (nat->wheel_cursor + 1) %
+					    SP_WHEEL_SLOTS;
+			nat->wheel_time += slot_ms;
+			(*steps)++;
+			continue;
+		}
+		sp_wheel_unlink(nat, sidx);
+		(*budget)--;
+		expiry = nat->sessions[sidx].last_seen +
+			 sp_session_timeout_ms(rt, &nat->sessions[sidx]);
+		if ((int32_t)(now - expiry) < 0) {
+			sp_wheel_insert(nat, sidx, expiry);
+			continue;
+		}
+		return sidx;
+	}
+	return SP_NONE;
+}
+
 #endif /* SP_TABLE_H */
