@@ -25,7 +25,16 @@ import lizard
 
 ROOT = Path(__file__).resolve().parent.parent
 # What we ship and run; p4src holds only its Python generators here.
-SCOPES = ("controller/quicknat", "swpath/src", "swpath/swx", "bench", "topo", "p4src")
+SCOPES = (
+    "controller/quicknat",
+    "swpath/src",
+    "swpath/swx",
+    "swpath/bench",
+    "swpath/spec",
+    "bench",
+    "topo",
+    "p4src",
+)
 SUFFIXES = {".py", ".c", ".h", ".cc", ".hh", ".cpp", ".hpp"}
 MAX_FILE_LINES = 800
 MAX_FUNCTION_LINES = 80
