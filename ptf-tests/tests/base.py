@@ -7,6 +7,8 @@ packets.py, and the thin scenario classes grouped by feature in test_*.py.
 
 from __future__ import annotations
 
+import time
+import unittest
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -22,6 +24,11 @@ HERE = Path(__file__).resolve().parent
 # PTF port numbers (run.py maps them to the veths facing the target's ports 1-3).
 INSIDE, OUTSIDE, INSIDE2 = 0, 1, 2
 RECEIVE_TIMEOUT = 2.0
+# Each test's seconds (setUp, test, tearDown) and the longest a packet it
+# received took from its send (ms), one "name<TAB>seconds<TAB>ms" line a
+# test, in the run's directory: run.py prints the slowest tests and the
+# longest transit, the figure expect_nothing's wait is set from.
+DURATIONS = "durations.tsv"
 
 
 class QuickNatTest(BaseTest):
@@ -35,6 +42,19 @@ class QuickNatTest(BaseTest):
         """The scenario's settings; a scenario whose settings name files in the
         run's directory computes them here."""
         return self.CONFIG
+
+    def run(self, result: unittest.TestResult | None = None) -> unittest.TestResult | None:
+        """The test, timed: where `make test`'s minutes go (issue #33)."""
+        start = time.monotonic()
+        self.sent_at: float | None = None
+        self.transit_max = 0.0
+        try:
+            return super().run(result)
+        finally:
+            seconds = time.monotonic() - start
+            workdir = Path(testutils.test_params_get()["workdir"])
+            with (workdir / DURATIONS).open("a") as log:
+                log.write(f"{self.id()}\t{seconds:.2f}\t{self.transit_max * 1000:.1f}\n")
 
     def setUp(self) -> None:
         BaseTest.setUp(self)
@@ -55,6 +75,7 @@ class QuickNatTest(BaseTest):
         BaseTest.tearDown(self)
 
     def send(self, port: int, pkt: Packet) -> None:
+        self.sent_at = time.time()  # the clock of PTF's receive timestamps
         testutils.send_packet(self, port, bytes(pkt))
 
     def receive(self, port: int, timeout: float = RECEIVE_TIMEOUT) -> Packet:
@@ -64,6 +85,10 @@ class QuickNatTest(BaseTest):
         result = self.dataplane.poll(port_number=port, timeout=timeout)
         if isinstance(result, self.dataplane.PollFailure):
             self.fail(f"no packet on port {port} within {timeout} s")
+        if self.sent_at is not None:
+            # from the last send to this packet's arrival: an upper bound of
+            # its transit (the packet may answer an earlier send)
+            self.transit_max = max(self.transit_max, result.time - self.sent_at)
         pkt = Ether(result.packet)
         self.assertTrue(checksums_ok(pkt), f"bad checksum in {pkt.summary()}")
         return pkt
