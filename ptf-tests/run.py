@@ -83,15 +83,16 @@ def slowest(durations: Path, shown: int = 10) -> str:
     tests/base.py writes (one "name<TAB>seconds" line a test)."""
     if not durations.exists():
         return f"test durations: none recorded ({durations.name} missing)"
-    rows, transit = [], 0.0
+    rows, transit, nothing = [], 0.0, 0.0
     for line in durations.read_text().splitlines():
-        name, seconds, ms = line.split("\t")
+        name, seconds, ms, waited = line.split("\t")
         rows.append((float(seconds), name.removesuffix(".runTest")))
-        transit = max(transit, float(ms))
+        transit, nothing = max(transit, float(ms)), nothing + float(waited)
     rows.sort(reverse=True)
     lines = [f"test durations: {len(rows)} tests, {sum(s for s, _ in rows):.1f} s ({durations})"]
     lines += [f"  {seconds:6.2f} s  {name}" for seconds, name in rows[:shown]]
     lines.append(f"longest transit of a received packet: {transit:.1f} ms")
+    lines.append(f"waited for packets that did not come: {nothing:.1f} s")
     return "\n".join(lines)
 
 

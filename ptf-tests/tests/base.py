@@ -24,10 +24,12 @@ HERE = Path(__file__).resolve().parent
 # PTF port numbers (run.py maps them to the veths facing the target's ports 1-3).
 INSIDE, OUTSIDE, INSIDE2 = 0, 1, 2
 RECEIVE_TIMEOUT = 2.0
-# Each test's seconds (setUp, test, tearDown) and the longest a packet it
-# received took from its send (ms), one "name<TAB>seconds<TAB>ms" line a
-# test, in the run's directory: run.py prints the slowest tests and the
-# longest transit, the figure expect_nothing's wait is set from.
+# Each test's seconds (setUp, test, tearDown), the longest a packet it
+# received took from its send (ms), and the seconds it waited for packets
+# that did not come (expect_nothing, arrived() -> None): one
+# "name<TAB>seconds<TAB>ms<TAB>seconds" line a test, in the run's directory.
+# run.py prints the slowest tests, the longest transit (the figure
+# expect_nothing's wait is set from) and the total waited for nothing.
 DURATIONS = "durations.tsv"
 
 
@@ -48,13 +50,15 @@ class QuickNatTest(BaseTest):
         start = time.monotonic()
         self.sent_at: float | None = None
         self.transit_max = 0.0
+        self.waited_for_nothing = 0.0
         try:
             return super().run(result)
         finally:
             seconds = time.monotonic() - start
             workdir = Path(testutils.test_params_get()["workdir"])
             with (workdir / DURATIONS).open("a") as log:
-                log.write(f"{self.id()}\t{seconds:.2f}\t{self.transit_max * 1000:.1f}\n")
+                transit_ms, nothing_s = self.transit_max * 1000, self.waited_for_nothing
+                log.write(f"{self.id()}\t{seconds:.2f}\t{transit_ms:.1f}\t{nothing_s:.2f}\n")
 
     def setUp(self) -> None:
         BaseTest.setUp(self)
@@ -111,6 +115,7 @@ class QuickNatTest(BaseTest):
 
         result = self.dataplane.poll(port_number=port, timeout=timeout)
         if isinstance(result, self.dataplane.PollFailure):
+            self.waited_for_nothing += timeout
             return None
         return Ether(result.packet)
 
@@ -119,4 +124,5 @@ class QuickNatTest(BaseTest):
         testutils.verify_packet(self, bytes(pkt), port, timeout=RECEIVE_TIMEOUT)
 
     def expect_nothing(self, timeout: float = 0.5) -> None:
+        self.waited_for_nothing += timeout
         testutils.verify_no_other_packets(self, timeout=timeout)
