@@ -50,10 +50,19 @@ $(VENV)/.installed: controller/pyproject.toml topo/pyproject.toml ptf-tests/pypr
 # Every CPU: quicknat-swx's generated P4Runtime protobuf code alone takes a
 # minute to compile on one.
 NPROC := $(shell nproc)
+# ccache where it is installed (Debian's ccache; not required): a clone
+# built before on this machine, or a `make clean`, compiles nothing again
+# (issue #33: make test builds first). CCACHE_BASEDIR makes the clone's
+# own absolute paths (-I of .deps/) relative, so another clone hits too.
+CCACHE := $(shell command -v ccache 2>/dev/null)
+ifneq ($(CCACHE),)
+BUILD_TOOLS := CC="$(CCACHE) $(CC)" CXX="$(CCACHE) $(CXX)"
+build: export CCACHE_BASEDIR := $(CURDIR)
+endif
 build:
-	$(MAKE) -j$(NPROC) -C swpath all
-	$(MAKE) -j$(NPROC) -C swpath/src all
-	$(MAKE) -j$(NPROC) -C swpath/swx all
+	$(MAKE) -j$(NPROC) -C swpath all $(BUILD_TOOLS)
+	$(MAKE) -j$(NPROC) -C swpath/src all $(BUILD_TOOLS)
+	$(MAKE) -j$(NPROC) -C swpath/swx all $(BUILD_TOOLS)
 
 # build first: the swpath suites (C tests, PTF and the lab through swpath) run
 # the binary. PYTHON runs the Mininet lab's suite (it needs Debian's Mininet).
