@@ -52,11 +52,15 @@ $(VENV)/.installed: controller/pyproject.toml topo/pyproject.toml ptf-tests/pypr
 NPROC := $(shell nproc)
 # ccache where it is installed (Debian's ccache; not required): a clone
 # built before on this machine, or a `make clean`, compiles nothing again
-# (issue #33: make test builds first). CCACHE_BASEDIR makes the clone's
-# own absolute paths (-I of .deps/) relative, so another clone hits too.
+# (issue #33: make test builds first). For another clone to hit too, its
+# absolute paths must not reach the hash: CCACHE_BASEDIR makes those of
+# the command line (-I of .deps/) relative, and the debug information
+# names directories relative to the clone (gdb from the clone's top finds
+# the sources), which ccache hashes in place of the working directory.
 CCACHE := $(shell command -v ccache 2>/dev/null)
+DEBUG_MAP := -fdebug-prefix-map=$(CURDIR)=.
+BUILD_TOOLS := CC="$(CCACHE) $(CC) $(DEBUG_MAP)" CXX="$(CCACHE) $(CXX) $(DEBUG_MAP)"
 ifneq ($(CCACHE),)
-BUILD_TOOLS := CC="$(CCACHE) $(CC)" CXX="$(CCACHE) $(CXX)"
 build: export CCACHE_BASEDIR := $(CURDIR)
 endif
 build:
