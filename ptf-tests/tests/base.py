@@ -26,11 +26,11 @@ INSIDE, OUTSIDE, INSIDE2 = 0, 1, 2
 RECEIVE_TIMEOUT = 2.0
 # How long expect_nothing waits for a packet that must not come. A packet the
 # target would forward wrongly comes within its transit, whose longest over a
-# whole run (run.py prints it) was 12 ms on quicknat-swx and 63 ms in offload
-# mode on it with learning (a first packet through the slow-path instance),
-# on this 2-vCPU VM shared with other runs: 0.3 s is more than four times
-# that and still catches it (issue #33: about 50 such waits a run, 0.5 s
-# each before).
+# whole run (run.py prints it) was 6-10 ms on swpath, 12 ms on quicknat-swx
+# (51 ms with make test's lab-free suites beside it) and 63 ms in offload
+# mode with learning, on this 2-vCPU VM shared with other runs: 0.3 s is more
+# than four times that and still catches it (issue #33, docs/test-time.md:
+# about 50 such waits a run, 0.5 s each before).
 NOTHING_TIMEOUT = 0.3
 # Each test's seconds (setUp, test, tearDown), the longest a packet it
 # received took from its send (ms), and the seconds it waited for packets
