@@ -27,8 +27,8 @@ RECEIVE_TIMEOUT = 2.0
 # How long expect_nothing waits for a packet that must not come. A packet the
 # target would forward wrongly comes within its transit, whose longest over a
 # whole run (run.py prints it) was 6-10 ms on swpath, 12 ms on quicknat-swx
-# (51 ms with make test's lab-free suites beside it) and 63 ms in offload
-# mode with learning, on this 2-vCPU VM shared with other runs: 0.3 s is more
+# (51 ms with make test's lab-free suites beside it), 43 ms on BMv2 and 63 ms
+# in offload mode with learning, on this 2-vCPU VM shared with other runs: 0.3 s is more
 # than four times that and still catches it (issue #33, docs/test-time.md:
 # about 50 such waits a run, 0.5 s each before).
 NOTHING_TIMEOUT = 0.3
