@@ -50,10 +50,23 @@ $(VENV)/.installed: controller/pyproject.toml topo/pyproject.toml ptf-tests/pypr
 # Every CPU: quicknat-swx's generated P4Runtime protobuf code alone takes a
 # minute to compile on one.
 NPROC := $(shell nproc)
+# ccache where it is installed (Debian's ccache; not required): a clone
+# built before on this machine, or a `make clean`, compiles nothing again
+# (issue #33: make test builds first). For another clone to hit too, its
+# absolute paths must not reach the hash: CCACHE_BASEDIR makes those of
+# the command line (-I of .deps/) relative, and the debug information
+# names directories relative to the clone (gdb from the clone's top finds
+# the sources), which ccache hashes in place of the working directory.
+CCACHE := $(shell command -v ccache 2>/dev/null)
+DEBUG_MAP := -fdebug-prefix-map=$(CURDIR)=.
+BUILD_TOOLS := CC="$(CCACHE) $(CC) $(DEBUG_MAP)" CXX="$(CCACHE) $(CXX) $(DEBUG_MAP)"
+ifneq ($(CCACHE),)
+build: export CCACHE_BASEDIR := $(CURDIR)
+endif
 build:
-	$(MAKE) -j$(NPROC) -C swpath all
-	$(MAKE) -j$(NPROC) -C swpath/src all
-	$(MAKE) -j$(NPROC) -C swpath/swx all
+	$(MAKE) -j$(NPROC) -C swpath all $(BUILD_TOOLS)
+	$(MAKE) -j$(NPROC) -C swpath/src all $(BUILD_TOOLS)
+	$(MAKE) -j$(NPROC) -C swpath/swx all $(BUILD_TOOLS)
 
 # build first: the swpath suites (C tests, PTF and the lab through swpath) run
 # the binary. PYTHON runs the Mininet lab's suite (it needs Debian's Mininet).

@@ -33,6 +33,7 @@ VENV = REPO / ".venv" / "bin"
 GRPC_PORT = 9559
 SWITCH_PID = "switch.pid"
 EXIT_SKIPPED = 3
+DURATIONS = "durations.tsv"  # tests/base.py's DURATIONS
 # The switch each target runs (none: swpath alone).
 SWITCH = {
     "bmv2": "bmv2",
@@ -77,11 +78,30 @@ def summarize(output: str) -> tuple[int, int, int]:
     return max(0, total - failed - skipped), failed, skipped
 
 
+def slowest(durations: Path, shown: int = 10) -> str:
+    """The tests' total seconds and the slowest of them, from the file
+    tests/base.py writes (one "name<TAB>seconds" line a test)."""
+    if not durations.exists():
+        return f"test durations: none recorded ({durations.name} missing)"
+    rows, transit, nothing = [], 0.0, 0.0
+    for line in durations.read_text().splitlines():
+        name, seconds, ms, waited = line.split("\t")
+        rows.append((float(seconds), name.removesuffix(".runTest")))
+        transit, nothing = max(transit, float(ms)), nothing + float(waited)
+    rows.sort(reverse=True)
+    lines = [f"test durations: {len(rows)} tests, {sum(s for s, _ in rows):.1f} s ({durations})"]
+    lines += [f"  {seconds:6.2f} s  {name}" for seconds, name in rows[:shown]]
+    lines.append(f"longest transit of a received packet: {transit:.1f} ms")
+    lines.append(f"waited for packets that did not come: {nothing:.1f} s")
+    return "\n".join(lines)
+
+
 def inside(args: argparse.Namespace) -> int:
     """The part that runs inside the namespace."""
     workdir = Path(args.workdir)
     topo = topology(args.target)
     switch = None
+    (workdir / DURATIONS).unlink(missing_ok=True)
     try:
         if args.target in SWITCH:
             command = switch_command(args.target, topo, workdir)
@@ -129,6 +149,7 @@ def inside(args: argparse.Namespace) -> int:
             check=False,
         )
         print(proc.stdout)
+        print(slowest(workdir / DURATIONS))
         passed, failed, skipped = summarize(proc.stdout)
         if proc.returncode != 0 and failed == 0:
             failed = 1

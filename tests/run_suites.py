@@ -3,16 +3,25 @@
 
 A suite whose tools are missing (p4c, simple_switch_grpc, ...) is skipped, and
 the summary says why. Exit status is non-zero if any suite failed.
+
+The suites that touch no lab (no namespace, veth, DPDK port or switch:
+`lab_free`) run one after another in a second thread while the lab suites
+run in this one (issue #33: the lab suites mostly wait on packets and
+timeouts, so a second vCPU is free for them); `--serial` runs everything in
+one thread. Each suite's output is buffered and printed in the order of
+SUITES either way, so the log reads the same.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import shutil
 import subprocess
 import sys
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,6 +47,9 @@ class Suite:
     requires: list[str] = field(default_factory=list)  # executables that must be on PATH
     root: bool = False  # needs root (network namespaces); skipped otherwise
     cwd: Path = ROOT
+    # Uses no namespace, veth, DPDK port, BMv2 or quicknat-swx: may run beside
+    # the lab suites (a second thread, main()).
+    lab_free: bool = False
 
 
 SUITES = [
@@ -45,6 +57,7 @@ SUITES = [
         "python-unit",
         [PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", "controller/tests"],
         "controller: config parser (golden files), QNS, shared QNS vectors",
+        lab_free=True,  # its quicknat-swpath runs stop before the EAL starts
     ),
     Suite(
         "nat-vectors-py",
@@ -60,16 +73,19 @@ SUITES = [
             "tests/vectors/nat",
         ],
         "the shared NAT behaviour vectors against the Python core (Nat)",
+        lab_free=True,
     ),
     Suite(
         "python-lint",
         ["make", "-s", "lint"],
         "ruff and mypy --strict over the Python code; size limits and include layers",
+        lab_free=True,
     ),
     Suite(
         "swpath-c",
         ["make", "-s", "-C", "swpath", "test"],
         "C QNS unit tests and the shared QNS vectors",
+        lab_free=True,
     ),
     Suite(
         "swpath-dpdk",
@@ -80,6 +96,7 @@ SUITES = [
         "nat-vectors-c",
         ["make", "-s", "-C", "swpath/src", "nat-vectors"],
         "the shared NAT behaviour vectors against swpath's C core (sp_nat)",
+        lab_free=True,
     ),
     Suite(
         "swx-unit",
@@ -91,6 +108,7 @@ SUITES = [
         ["make", "-s", "-C", "swpath/fuzz", "check"],
         "libFuzzer (ASan+UBSan) over swpath's packet path, 30 s from the corpus",
         requires=["clang-14"],
+        lab_free=True,  # the packet path in memory (sp_harness.c), no EAL
     ),
     Suite(
         "ptf-bmv2",
@@ -190,6 +208,7 @@ class Result:
     skipped: int = 0
     seconds: float = 0.0
     note: str = ""
+    output: str = ""  # what the suite printed, with a header: main() prints it
 
 
 def count(output: str) -> tuple[int, int, int] | None:
@@ -235,7 +254,7 @@ def run(suite: Suite) -> Result:
         return Result(suite, "skipped", note=f"{', '.join(missing)} {where}")
     if suite.root and os.geteuid() != 0:
         return Result(suite, "skipped", note="needs root")
-    print(f"\n===== {suite.name}: {suite.what}", flush=True)
+    header = f"\n===== {suite.name}: {suite.what}\n"
     env = dict(os.environ, PATH=f"{VENV_BIN}:{os.environ.get('PATH', '')}")
     start = time.monotonic()
     try:
@@ -255,19 +274,59 @@ def run(suite: Suite) -> Result:
         code = -1
         output += f"\n(timed out after {SUITE_TIMEOUT_S} s)"
     seconds = time.monotonic() - start
-    sys.stdout.write(output)
     counts = count(output)
     passed, failed, skipped = counts if counts else ((1, 0, 0) if code == 0 else (0, 1, 0))
     if code != 0 and failed == 0:
         failed = 1  # a crash or a build error is a failure even if nothing was counted
     status = "ok" if code == 0 else "FAILED"
-    return Result(
-        suite, status, passed, failed, skipped, seconds, "" if code == 0 else f"exit {code}"
-    )
+    note = "" if code == 0 else f"exit {code}"
+    return Result(suite, status, passed, failed, skipped, seconds, note, header + output)
+
+
+def run_all(serial: bool) -> list[Result]:
+    """Every suite: the lab suites in this thread in SUITES order, the
+    lab-free ones in order in a second thread (unless serial). Each suite's
+    output is printed once it and every suite before it in SUITES are done."""
+    results: list[Result | None] = [None] * len(SUITES)
+    printed = 0
+
+    def flush() -> None:
+        nonlocal printed
+        while printed < len(SUITES):
+            done = results[printed]
+            if done is None:
+                return
+            sys.stdout.write(done.output)
+            sys.stdout.flush()
+            printed += 1
+
+    with ThreadPoolExecutor(max_workers=1) as beside:
+        futures: dict[int, Future[Result]] = {}
+        if not serial:
+            futures = {i: beside.submit(run, s) for i, s in enumerate(SUITES) if s.lab_free}
+        for i, suite in enumerate(SUITES):
+            for j, future in futures.items():
+                if future.done():
+                    results[j] = future.result()
+            flush()
+            if i not in futures:
+                results[i] = run(suite)
+        for j, future in futures.items():
+            results[j] = future.result()
+            flush()
+        flush()
+    return [r for r in results if r is not None]
 
 
 def main() -> int:
-    results = [run(suite) for suite in SUITES]
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--serial", action="store_true", help="no suite beside another (lab_free: Suite)"
+    )
+    args = parser.parse_args()
+    start = time.monotonic()
+    results = run_all(args.serial)
+    wall = time.monotonic() - start
     print("\n===== summary")
     print(
         f"{'suite':<16} {'result':<8} {'passed':>6} {'failed':>6} {'skipped':>7} {'time':>7}  note"
@@ -287,6 +346,8 @@ def main() -> int:
     failed = sum(r.failed for r in results)
     skipped = sum(r.skipped for r in results) + len(skipped_suites)
     print(f"tests: {passed} passed, {failed} failed, {skipped} skipped")
+    mode = "serial" if args.serial else "lab-free suites beside the lab suites"
+    print(f"wall time: {wall:.1f} s ({mode})")
     return 1 if bad else 0
 
 

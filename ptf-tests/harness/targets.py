@@ -54,6 +54,11 @@ class Target:
     # Whether fragments are reassembled before the NAT sees them (then the NAT's
     # own virtual reassembly is not what a scenario exercises).
     reassembles_fragments = False
+    # Whether the switch keeps its clone sessions across pipeline pushes, so
+    # that each controller start (--reset pushes the pipeline) adds a replica
+    # of the CPU clone: BMv2 does; scenarios that count copies then need a
+    # switch of their own (test_rfc.NatOriginatedError).
+    clones_outlive_pushes = False
 
     def restart_switch(self) -> None:
         raise NotImplementedError(f"{self.name} has no separate switch")
@@ -180,6 +185,7 @@ class Bmv2Target(Target):
     # The sessions live in the switch's tables; a restarted controller reads them back.
     keeps_sessions_across_restart = True
     has_separate_switch = True
+    clones_outlive_pushes = True
     # The switch (`quicknat controller --target`), and where its builds are
     # (make -C p4src): the program with the default connection tables, and
     # with SMALL_TABLE-entry ones in small/.
@@ -368,6 +374,8 @@ class SwxTarget(Bmv2Target):
     switch = "swx"
     build = REPO / "p4src" / "build" / "pna"
     device_config = "quicknat.spec"
+    # No packet replication engine at all (swx/p4rt/program.cc): no clones.
+    clones_outlive_pushes = False
     # Its ports are DPDK's af_packet too (lab/swx.py), whose fanout has the
     # kernel reassemble fragments first (SwpathTarget).
     reassembles_fragments = True
@@ -575,6 +583,7 @@ class OffloadSwxTarget(OffloadTarget):
     switch = "swx"
     build = SwxTarget.build
     device_config = SwxTarget.device_config
+    clones_outlive_pushes = SwxTarget.clones_outlive_pushes
 
     def switch_command(self, ports: dict[int, str]) -> list[str]:
         return swx.switch_command(ports, self.grpc_addr, self.workdir)

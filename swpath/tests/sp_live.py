@@ -25,6 +25,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
 from collections.abc import Callable
@@ -192,23 +193,49 @@ class Nat:
         return self.proc.stderr.read() if self.proc.stderr else ""
 
 
+def captured(
+    send: Callable[[], None],
+    iface: str,
+    lfilter: Callable[[Packet], bool],
+    want: int,
+    timeout: float,
+) -> list[Packet]:
+    """The frames (lfilter's) that arrive on iface once send() ran: the
+    sniffer's socket is open before it runs (scapy's started_callback), then
+    until `want` frames came (at most `timeout`), then 0.2 s more, so a frame
+    beyond those (a duplicate, a stray) is in the list for the caller's
+    count. Frames are counted as they arrive (prn): AsyncSniffer.results is
+    only set once it stops, so waiting on it took the whole timeout every
+    time (issue #33)."""
+    started = threading.Event()
+    got: list[Packet] = []
+    sniffer = AsyncSniffer(
+        iface=iface, store=False, lfilter=lfilter, prn=got.append, started_callback=started.set
+    )
+    sniffer.start()
+    if not started.wait(5):
+        sniffer.stop()
+        raise RuntimeError(f"the sniffer on {iface} did not start in 5 s")
+    send()
+    deadline = time.time() + timeout
+    while time.time() < deadline and len(got) < want:
+        time.sleep(0.01)
+    time.sleep(0.2)
+    sniffer.stop()
+    return list(got)
+
+
 def exchange(
     send_iface: str, pkts: list[Packet], sniff_iface: str, want: int, timeout: float = 3.0
 ) -> list[Packet]:
     """Sends pkts on one peer and returns the IPv4/ARP frames seen on another."""
-    sniffer = AsyncSniffer(
-        iface=sniff_iface,
-        store=True,
-        lfilter=lambda p: (IP in p or ARP in p) and p[Ether].src in (MAC_IN, MAC_OUT),
+    return captured(
+        lambda: sendp(pkts, iface=send_iface),
+        sniff_iface,
+        lambda p: (IP in p or ARP in p) and p[Ether].src in (MAC_IN, MAC_OUT),
+        want,
+        timeout,
     )
-    sniffer.start()
-    time.sleep(0.3)
-    sendp(pkts, iface=send_iface)
-    deadline = time.time() + timeout
-    while time.time() < deadline and len(sniffer.results or []) < want:
-        time.sleep(0.05)
-    time.sleep(0.2)
-    return list(sniffer.stop() or [])
 
 
 def wait_for_lines(path: Path, texts: list[str], timeout: float = 10.0) -> list[str]:
@@ -564,19 +591,21 @@ CASES: list[Callable[[Nat], None]] = [
 
 def run_cases(nat: Nat, cases: list[Callable[[Nat], None]]) -> tuple[int, int]:
     """Each case in order against one running NAT: (passed, failed); a failure
-    is printed and the next case runs."""
+    is printed and the next case runs. Each line gives the case's seconds
+    (issue #33: where the suite's time goes)."""
     passed = failed = 0
     for fn in cases:
+        start = time.monotonic()
         try:
             fn(nat)
         except Exception as exc:
             failed += 1
-            print(f"FAIL {fn.__name__}: {exc}")
+            print(f"FAIL {fn.__name__} ({time.monotonic() - start:.2f} s): {exc}")
             if not isinstance(exc, AssertionError):
                 traceback.print_exc()
             continue
         passed += 1
-        print(f"ok   {fn.__name__}")
+        print(f"ok   {fn.__name__} ({time.monotonic() - start:.2f} s)")
     return passed, failed
 
 

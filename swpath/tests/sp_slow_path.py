@@ -39,8 +39,8 @@ from quicknat.p4.constants import (
 from scapy.layers.inet import ICMP, IP, TCP, UDP, UDPerror
 from scapy.layers.l2 import Dot1Q, Ether
 from scapy.packet import Packet, Raw
-from scapy.sendrecv import AsyncSniffer, sendp
-from sp_live import Nat, eq, run_cases, sh
+from scapy.sendrecv import sendp
+from sp_live import Nat, captured, eq, run_cases, sh
 
 TAG = f"s{os.getpid() % 100000}"
 SLOW, SWITCH = f"{TAG}p", f"{TAG}sw"  # swpath's port, the switch's port
@@ -111,19 +111,13 @@ def from_switch(vid: int, dst_mac: str, src_mac: str, pkt: Packet) -> Packet:
 
 def exchange(pkts: list[Packet], want: int, timeout: float = 3.0) -> list[Packet]:
     """Sends pkts as the switch; returns the frames swpath sends back."""
-    sniffer = AsyncSniffer(
-        iface=SWITCH,
-        store=True,
-        lfilter=lambda p: p[Ether].src in (SP_IN_MAC, SP_OUT_MAC),
+    return captured(
+        lambda: sendp(pkts, iface=SWITCH),
+        SWITCH,
+        lambda p: p[Ether].src in (SP_IN_MAC, SP_OUT_MAC),
+        want,
+        timeout,
     )
-    sniffer.start()
-    time.sleep(0.3)
-    sendp(pkts, iface=SWITCH)
-    deadline = time.time() + timeout
-    while time.time() < deadline and len(sniffer.results or []) < want:
-        time.sleep(0.05)
-    time.sleep(0.2)
-    return list(sniffer.stop() or [])
 
 
 def checksums_hold(p: Packet) -> bool:
