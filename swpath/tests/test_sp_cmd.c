@@ -363,7 +363,7 @@ test_logging(void **state)
 	parse_err("logging file /tmp/x", "logging: missing events");
 	parse_err("logging events", "logging: events: missing value");
 	parse_err("logging events none level info", "unknown word 'level' (events, file, syslog_server, ipfix_collector, "
-		  "ipfix_domain, nat_instance, ipfix_sessions)");
+		  "syslog_enterprise, ipfix_domain, nat_instance, ipfix_sessions)");
 	snprintf(line, sizeof(line), "logging events file file /%0300d", 0);
 	parse_err(line, "logging: file: longer than 255 bytes");
 }
