@@ -20,14 +20,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import statistics
 import subprocess
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from swpath_bench import machine  # the same machine record as bench-swpath's
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "swpath" / "build" / "app" / "bench_timers"
@@ -58,15 +58,6 @@ def run(impl: str, sessions: int, packets: int) -> dict[str, Any]:
         # a timer armed after its tick: rte_timer's order was not the workload's
         print(f"warning: {impl}: {result['late_arms']} late arms", file=sys.stderr)
     return result
-
-
-def machine() -> dict[str, Any]:
-    model = ""
-    for line in Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name"):
-            model = line.split(":", 1)[1].strip()
-            break
-    return {"cpu": model, "cpus": os.cpu_count(), "kernel": platform.release(), "hugepages": False}
 
 
 def summarize(rounds: list[dict[str, dict[str, Any]]]) -> dict[str, Any]:
