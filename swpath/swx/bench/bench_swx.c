@@ -71,6 +71,17 @@ put32(FILE *f, uint32_t v)
 	fwrite(&v, 4, 1, f);
 }
 
+/* One captured frame (time 0: the source port replays, it does not pace). */
+static void
+put_pcap_record(FILE *f, const uint8_t *frame, uint32_t len)
+{
+	put32(f, 0);
+	put32(f, 0);
+	put32(f, len);
+	put32(f, len);
+	fwrite(frame, len, 1, f);
+}
+
 static void
 put_pcap_header(FILE *f)
 {
@@ -110,11 +121,7 @@ write_frames(const char *path, uint32_t sessions)
 		ip->hdr_checksum = 0;
 		ip->hdr_checksum = rte_ipv4_cksum(ip);
 		udp->src_port = rte_cpu_to_be_16(flow_sport(i));
-		put32(f, 0);
-		put32(f, 0);
-		put32(f, FRAME_LEN);
-		put32(f, FRAME_LEN);
-		fwrite(frame, FRAME_LEN, 1, f);
+		put_pcap_record(f, frame, FRAME_LEN);
 	}
 	return fclose(f);
 }
@@ -164,11 +171,7 @@ write_learn_frames(const char *path, uint32_t flows)
 		ip->hdr_checksum = 0;
 		ip->hdr_checksum = rte_ipv4_cksum(ip);
 		udp->src_port = rte_cpu_to_be_16((uint16_t)(1024 + i % 60000));
-		put32(f, 0);
-		put32(f, 0);
-		put32(f, LEARN_FRAME_LEN);
-		put32(f, LEARN_FRAME_LEN);
-		fwrite(frame, LEARN_FRAME_LEN, 1, f);
+		put_pcap_record(f, frame, LEARN_FRAME_LEN);
 	}
 	return fclose(f);
 }
