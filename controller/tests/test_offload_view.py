@@ -190,6 +190,9 @@ class Source:
     async def stats_answer(self) -> dict[str, object]:
         return {}
 
+    def counters_answer(self) -> dict[str, object]:
+        return {}
+
     async def line_command(self, line: str) -> list[str]:
         return []
 

@@ -13,7 +13,7 @@ from quicknat.config.commands import rule_command, runtime_commands
 from quicknat.controller import reconfigure as rc
 from quicknat.controller.program import Pipeline, static_entries
 from quicknat.controller.service import Controller, ControllerOptions
-from quicknat.controller.status import SessionQuery
+from quicknat.controller.status import SessionQuery, _answer
 from stub_controller import CONFIG, DELETE, INSERT, Run, StubSwitch, frame, kinds
 from test_offload_manager import OFFLOAD_CONFIG
 
@@ -246,5 +246,32 @@ def test_offload_mode_changes_every_instance_then_the_switch(tmp_path: Path) -> 
         with pytest.raises(rc.ReconfigureError, match="slow path sp0: "):
             await controller.line_command("rule del 50")
         assert [r.id for r in controller.config.rules] == [1, 2, 50]
+
+    asyncio.run(scenario())
+
+
+def test_counters_asks_no_instance_where_stats_asks_each(tmp_path: Path) -> None:
+    """In offload mode `stats` asks every instance for its counters; the
+    socket's `counters` answers the controller's own without a word to any
+    instance, so a poller does not load the instances (or the controller)
+    with what it measures (status.py)."""
+    control = tmp_path / "sp0.sock"
+    text = OFFLOAD_CONFIG.replace("/run/sp0.sock", str(control))
+
+    async def scenario() -> None:
+        instance = StubInstance(control)
+        server = await instance.start()
+        controller = Controller(parse_config(text), ControllerOptions(), Pipeline.load())
+        controller.stats["sessions_installed"] += 3
+        answer = await _answer(controller, "counters")
+        assert isinstance(answer, dict)
+        assert answer["counters"]["sessions_installed"] == 3
+        assert set(answer) == {"counters"}
+        assert instance.lines == []
+        full = await _answer(controller, "stats")
+        assert isinstance(full, dict) and "instances" in full
+        assert instance.lines == ["stats"]
+        server.close()
+        await server.wait_closed()
 
     asyncio.run(scenario())

@@ -31,6 +31,9 @@ class Source:
     async def stats_answer(self) -> dict[str, object]:
         return {"who": self.name}
 
+    def counters_answer(self) -> dict[str, object]:
+        return {"who": self.name}
+
     async def line_command(self, line: str) -> list[str]:
         return []
 

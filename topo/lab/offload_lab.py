@@ -334,13 +334,20 @@ class OffloadLab(NetnsLab):
             return False
 
     def controller_stats(self) -> dict[str, object]:
-        """`quicknat stats` of the controller (the offload manager's counters),
-        asked on its socket from this process: the benchmarks poll it every
-        50 ms, and a `quicknat` process costs 0.2 s of CPU to start, which
-        the VM's two vCPUs would take from the NAT being measured."""
+        """`quicknat stats` of the controller (the offload manager's counters,
+        and every instance's: it asks them), asked on its socket from this
+        process: a `quicknat` process costs 0.2 s of CPU to start, which the
+        VM's two vCPUs would take from the NAT being measured."""
         answer = query(self.controller_socket, "stats", timeout=30)
         assert isinstance(answer, dict)
         return answer
+
+    def controller_counters(self) -> dict[str, int]:
+        """The controller's own counters (the socket's `counters`: no
+        instance asked), what a benchmark polls while it measures."""
+        answer = query(self.controller_socket, "counters", timeout=30)
+        assert isinstance(answer, dict) and isinstance(answer["counters"], dict)
+        return answer["counters"]
 
 
 @contextlib.contextmanager

@@ -355,6 +355,11 @@ class Controller:
         """`quicknat stats`: the controller's own, and what its mode adds."""
         return {**self.stats_dict(), **await self.mode.stats_view()}
 
+    def counters_answer(self) -> dict[str, object]:
+        """`counters` on the socket: the controller's own, asking nobody
+        (status.py says why it exists beside `stats`)."""
+        return {"counters": self.stats.as_dict()}
+
     def stats_dict(self) -> dict[str, object]:
         return {
             "sessions": self.mode.session_count(),

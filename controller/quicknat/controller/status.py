@@ -6,6 +6,13 @@ answers the same commands on its control socket, so one CLI serves both:
     sessions [list|delete|flush] [limit N] [proto P] [src A] [dst A] [port N]
              [rule N]
     stats
+    counters
+
+`counters` is the controller's alone: its own counters and nothing else,
+asked of no instance, for whatever polls (the benchmarks, every 20 ms). In
+offload mode `stats` asks every instance for theirs: polled every 10 ms it
+cost the controller 64 us per new flow and halved the setup rate it was
+measuring (docs/benchmarks.md, "Seams: before and after").
 
 As conntrack's filters: `src` is the inside host, `dst` the remote peer,
 `port` any of a session's three ports, `rule` the rule that opened it.
@@ -115,6 +122,7 @@ class StatusSource(Protocol):
     async def session_rows(self, query: SessionQuery) -> list[dict[str, object]]: ...
     async def delete_sessions(self, query: SessionQuery) -> int: ...
     async def stats_answer(self) -> dict[str, object]: ...
+    def counters_answer(self) -> dict[str, object]: ...
     async def line_command(self, line: str) -> list[str]: ...
 
 
@@ -127,6 +135,8 @@ async def _answer(source: StatusSource, line: str) -> object:
     words = line.split()
     if words == ["stats"]:
         return await source.stats_answer()
+    if words == ["counters"]:
+        return source.counters_answer()
     if words and words[0] == "sessions":
         try:
             query = SessionQuery.parse(words[1:])
@@ -136,7 +146,7 @@ async def _answer(source: StatusSource, line: str) -> object:
             return {"deleted": await source.delete_sessions(query)}
         except ValueError as exc:
             return {"error": f"sessions: {exc}"}
-    return {"error": f"unknown command {line!r} (sessions, stats)"}
+    return {"error": f"unknown command {line!r} (sessions, stats, counters)"}
 
 
 async def serve_status(path: Path, source: StatusSource) -> asyncio.AbstractServer:
