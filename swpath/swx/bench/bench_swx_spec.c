@@ -5,7 +5,7 @@
  * exactly as the P4 program is, so the figures say what the pipeline itself
  * can forward on this machine (issue #33).
  *
- *   bench_swx_spec [-t TABLE FILE]... [-o DIR] [-n PACKETS] [-c CC] [-C CACHE]
+ *   bench_swx_spec [-t TABLE FILE]... [-o DIR] [-n PACKETS] [-c CC] [-C CACHE] [-R]
  *                  SPEC FRAMES SECONDS
  *
  * Port in 0 is a `source` replaying FRAMES (a pcap file) in a loop, each
@@ -15,11 +15,14 @@
  * action ..."), committed before any packet. With SECONDS > 0, a warm-up
  * (every frame once) then a timed run; with -n, exactly PACKETS frames go
  * through and the run stops (the output check, and the instruction count
- * with a tracing compiler, -c). Prints one JSON object: frames, entries,
+ * with a tracing compiler, -c). -R adds port in 1, an empty ring, as
+ * bench_swx has the P4 program's CPU port: the pipeline's rx then polls it
+ * every other packet, as a switch with a controller does. Prints one JSON object: frames, entries,
  * packets out of ports 0-3 in the timed run, seconds, Mpps, and per port
  * what left since the start (`out`, `dropped`).
  */
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +32,7 @@
 #include <rte_eal.h>
 #include <rte_errno.h>
 #include <rte_mbuf.h>
+#include <rte_ring.h>
 #include <rte_swx_ctl.h>
 #include <rte_swx_pipeline.h>
 
@@ -43,6 +47,7 @@ struct args {
 	const char *spec, *frames, *out_dir, *cc, *cache;
 	const char *table[TABLES_MAX], *table_file[TABLES_MAX];
 	unsigned n_tables;
+	bool cpu_ring;		/* -R */
 	double seconds;
 	uint64_t packets;	/* -n */
 };
@@ -51,7 +56,7 @@ static int
 usage(void)
 {
 	fprintf(stderr, "usage: bench_swx_spec [-t TABLE FILE]... [-o DIR] [-n PACKETS] [-c CC] "
-			"[-C CACHE] SPEC FRAMES SECONDS\n");
+			"[-C CACHE] [-R] SPEC FRAMES SECONDS\n");
 	return 2;
 }
 
@@ -66,6 +71,8 @@ parse_args(int argc, char **argv, struct args *a)
 		if (strcmp(opt, "-t") == 0 && i + 2 < argc && a->n_tables < TABLES_MAX) {
 			a->table[a->n_tables] = argv[++i];
 			a->table_file[a->n_tables++] = argv[++i];
+		} else if (strcmp(opt, "-R") == 0) {
+			a->cpu_ring = true;
 		} else if (i + 1 >= argc) {
 			return -1;
 		} else if (strcmp(opt, "-o") == 0) {
@@ -105,6 +112,13 @@ build(const struct args *a, long frames, const char *cache)
 	}
 	at = snprintf(iospec, sizeof(iospec), "port in 0 source mempool MP file %s loop 0 packets %ld\n",
 		      a->frames, frames);
+	if (a->cpu_ring) {
+		if (rte_ring_create("CPU", 64, 0, 0) == NULL) {
+			fprintf(stderr, "bench_swx_spec: ring: %s\n", rte_strerror(rte_errno));
+			return NULL;
+		}
+		at += snprintf(iospec + at, sizeof(iospec) - (size_t)at, "port in 1 ring CPU bsz 32\n");
+	}
 	for (int port = 0; port < PORTS_OUT; port++) {
 		if (a->out_dir)
 			at += snprintf(iospec + at, sizeof(iospec) - (size_t)at,
