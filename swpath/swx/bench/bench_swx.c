@@ -219,7 +219,8 @@ build(const char *spec_path, uint32_t flows, bool learn, const char *frames, con
 		 "port out 2 sink file none\n"
 		 "port out 3 sink file none\n",
 		 frames, flows);
-	return bench_build(spec_path, cache, NULL, iospec);
+	/* BENCH_SWX_CC: another compiler, e.g. cc-trace.sh to count instructions */
+	return bench_build(spec_path, cache, getenv("BENCH_SWX_CC"), iospec);
 }
 
 /* The controller's entries for this topology (program.static_entries):
@@ -263,9 +264,12 @@ run_established(struct rte_swx_pipeline *p, uint32_t sessions, double seconds)
 	struct bench_rate r = bench_run_timed(p, 1u << PORT_OUTSIDE, sessions / 8 + 1000, seconds);
 	uint64_t dropped = bench_out_packets(p, 1u << 4);	/* DPDK's drop port */
 
+	/* packets_total: every packet since the start, warm-up included, by
+	 * any port (what a trace build's lines are divided by) */
 	printf("{\"sessions\": %u, \"packets\": %" PRIu64 ", \"seconds\": %.3f, "
-	       "\"mpps\": %.3f, \"dropped\": %" PRIu64 "}\n",
-	       sessions, r.packets, r.seconds, (double)r.packets / r.seconds / 1e6, dropped);
+	       "\"mpps\": %.3f, \"dropped\": %" PRIu64 ", \"packets_total\": %" PRIu64 "}\n",
+	       sessions, r.packets, r.seconds, (double)r.packets / r.seconds / 1e6, dropped,
+	       bench_out_packets(p, 0x1f));
 }
 
 int
