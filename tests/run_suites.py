@@ -101,7 +101,8 @@ SUITES = [
     Suite(
         "swx-unit",
         ["make", "-s", "-C", "swpath/swx", "test"],
-        "quicknat-swx: the SWX pipeline layer (tables, guard) against DPDK's pipeline",
+        "quicknat-swx: the SWX pipeline layer (tables, guard) against DPDK's pipeline; "
+        "the hand-written NAT fast path's output (bench-swx-ceiling)",
     ),
     Suite(
         "swpath-fuzz",

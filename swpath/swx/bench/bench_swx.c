@@ -41,7 +41,7 @@
 #include <rte_swx_pipeline.h>
 #include <rte_udp.h>
 
-#include "build.h"
+#include "harness.h"
 #include "contract/p4_constants.h"
 
 #define FRAME_LEN 60
@@ -65,34 +65,6 @@ flow_sport(uint32_t i)
 	return (uint16_t)(1024 + i / HOSTS);
 }
 
-static void
-put32(FILE *f, uint32_t v)
-{
-	fwrite(&v, 4, 1, f);
-}
-
-/* One captured frame (time 0: the source port replays, it does not pace). */
-static void
-put_pcap_record(FILE *f, const uint8_t *frame, uint32_t len)
-{
-	put32(f, 0);
-	put32(f, 0);
-	put32(f, len);
-	put32(f, len);
-	fwrite(frame, len, 1, f);
-}
-
-static void
-put_pcap_header(FILE *f)
-{
-	put32(f, 0xa1b2c3d4);
-	put32(f, 0x00040002);	/* version 2.4 */
-	put32(f, 0);
-	put32(f, 0);
-	put32(f, 65535);
-	put32(f, 1);		/* Ethernet */
-}
-
 /* SESSIONS frames, one per flow, as a pcap file (host byte order, as
  * libpcap reads either). */
 static int
@@ -105,7 +77,7 @@ write_frames(const char *path, uint32_t sessions)
 
 	if (f == NULL)
 		return -1;
-	put_pcap_header(f);
+	bench_pcap_header(f);
 	memset(frame, 0, sizeof(frame));
 	memcpy(frame, "\x02\x00\x00\x00\x00\x01\x02\x00\x00\x00\x10\x02\x08\x00", 14);
 	ip->version_ihl = RTE_IPV4_VHL_DEF;
@@ -121,7 +93,7 @@ write_frames(const char *path, uint32_t sessions)
 		ip->hdr_checksum = 0;
 		ip->hdr_checksum = rte_ipv4_cksum(ip);
 		udp->src_port = rte_cpu_to_be_16(flow_sport(i));
-		put_pcap_record(f, frame, FRAME_LEN);
+		bench_pcap_record(f, frame, FRAME_LEN);
 	}
 	return fclose(f);
 }
@@ -141,7 +113,7 @@ write_learn_frames(const char *path, uint32_t flows)
 
 	if (f == NULL)
 		return -1;
-	put_pcap_header(f);
+	bench_pcap_header(f);
 	memset(frame, 0, sizeof(frame));
 	memcpy(frame, "\x02\x00\x00\x00\x00\x03\x02\x00\x00\x00\x10\x03\x81\x00", 14);
 	frame[14] = 0;
@@ -171,7 +143,7 @@ write_learn_frames(const char *path, uint32_t flows)
 		ip->hdr_checksum = 0;
 		ip->hdr_checksum = rte_ipv4_cksum(ip);
 		udp->src_port = rte_cpu_to_be_16((uint16_t)(1024 + i % 60000));
-		put_pcap_record(f, frame, LEARN_FRAME_LEN);
+		bench_pcap_record(f, frame, LEARN_FRAME_LEN);
 	}
 	return fclose(f);
 }
@@ -223,70 +195,19 @@ run_learn(struct rte_swx_pipeline *p, uint32_t flows)
 	return out.n_pkts_drop >= flows ? 0 : 1;
 }
 
-/* rte_swx_ctl has no free for what table_entry_read made */
-static void
-table_entry_free(struct rte_swx_table_entry *e)
-{
-	free(e->key);
-	free(e->key_mask);
-	free(e->action_data);
-	free(e);
-}
-
-static void
-add(struct rte_swx_ctl_pipeline *ctl, const char *table, const char *line)
-{
-	struct rte_swx_table_entry *e = rte_swx_ctl_pipeline_table_entry_read(ctl, table, line, NULL);
-
-	if (e == NULL || rte_swx_ctl_pipeline_table_entry_add(ctl, table, e) != 0) {
-		fprintf(stderr, "bench_swx: %s: cannot add %s\n", table, line);
-		exit(1);
-	}
-	table_entry_free(e);
-}
-
-static char *
-read_file(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "r");
-	char *text;
-
-	if (f == NULL)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	*len = (size_t)ftell(f);
-	rewind(f);
-	text = malloc(*len + 1);
-	if (text == NULL || fread(text, 1, *len, f) != *len) {
-		fclose(f);
-		free(text);
-		return NULL;
-	}
-	fclose(f);
-	return text;
-}
-
 /* The pipeline of SPEC (p4c-dpdk's), compiled into `cache`, its port 1 a
  * source of `frames` (FLOWS of them), port 0 the CPU port's ring; NULL and
  * why on stderr when it does not build. */
 static struct rte_swx_pipeline *
 build(const char *spec_path, uint32_t flows, bool learn, const char *frames, const char *cache)
 {
-	struct swx_build_options o = { .include_dir = SWX_DPDK_INTERNAL, .cache_dir = cache };
-	char so[4096], err[512], iospec[512];
-	struct rte_swx_pipeline *p;
-	size_t len;
-	char *spec;
+	char iospec[512];
 
 	if ((learn ? write_learn_frames(frames, flows) : write_frames(frames, flows)) != 0 ||
 	    /* the source port keeps a copy of every frame; the rest is in flight */
 	    rte_pktmbuf_pool_create("MP", flows + 16384, 256, 0, 256 + RTE_PKTMBUF_HEADROOM, 0) == NULL ||
-	    rte_ring_create("CPU", 64, 0, 0) == NULL || (spec = read_file(spec_path, &len)) == NULL) {
+	    rte_ring_create("CPU", 64, 0, 0) == NULL) {
 		fprintf(stderr, "bench_swx: setting up: %s\n", rte_strerror(rte_errno));
-		return NULL;
-	}
-	if (swx_build_lib(&o, spec, len, so, sizeof(so), err, sizeof(err)) != 0) {
-		fprintf(stderr, "bench_swx: %s\n", err);
 		return NULL;
 	}
 	/* port 0 is the program's CPU port; the drop port is DPDK's, last */
@@ -298,11 +219,8 @@ build(const char *spec_path, uint32_t flows, bool learn, const char *frames, con
 		 "port out 2 sink file none\n"
 		 "port out 3 sink file none\n",
 		 frames, flows);
-	if (swx_build_pipeline(&p, "bench", so, iospec, 0, err, sizeof(err)) != 0) {
-		fprintf(stderr, "bench_swx: %s\n", err);
-		return NULL;
-	}
-	return p;
+	/* BENCH_SWX_CC: another compiler, e.g. cc-trace.sh to count instructions */
+	return bench_build(spec_path, cache, getenv("BENCH_SWX_CC"), iospec);
 }
 
 /* The controller's entries for this topology (program.static_entries):
@@ -314,19 +232,22 @@ write_entries(struct rte_swx_ctl_pipeline *ctl, uint32_t sessions, bool learn)
 	char line[256];
 
 	/* (learn: port 1 is the slow-path port its instance sends back on) */
-	add(ctl, "core_zone_port_zone",
-	    learn ? "match 0x1 action core_zone_set_zone_0 zone 0x3"
-		  : "match 0x1 action core_zone_set_zone_0 zone 0x1");
-	add(ctl, "core_zone_port_zone", "match 0x2 action core_zone_set_zone_0 zone 0x2");
-	add(ctl, "core_routing_routing_v4",
-	    "match 0x0/0x0 action core_routing_set_next_hop_0 port 0x2 smac 0x020000000002 "
-	    "dmac 0x0200000000fe");
+	if (bench_table_add(ctl, "core_zone_port_zone",
+			    learn ? "match 0x1 action core_zone_set_zone_0 zone 0x3"
+				  : "match 0x1 action core_zone_set_zone_0 zone 0x1") != 0 ||
+	    bench_table_add(ctl, "core_zone_port_zone",
+			    "match 0x2 action core_zone_set_zone_0 zone 0x2") != 0 ||
+	    bench_table_add(ctl, "core_routing_routing_v4",
+			    "match 0x0/0x0 action core_routing_set_next_hop_0 port 0x2 "
+			    "smac 0x020000000002 dmac 0x0200000000fe") != 0)
+		return -1;
 	for (uint32_t i = 0; i < sessions && !learn; i++) {
 		snprintf(line, sizeof(line),
 			 "match 0x%08x 0xc0000201 0x11 0x%04x 0x35 action core_nat_rewrite_src_0 "
 			 "addr 0x%08x port 0x%04x",
 			 flow_src(i), flow_sport(i), 0xcb007100u + i % 256, 1024 + i % 60000);
-		add(ctl, "core_nat_nat_in2out", line);
+		if (bench_table_add(ctl, "core_nat_nat_in2out", line) != 0)
+			return -1;
 	}
 	if (rte_swx_ctl_pipeline_commit(ctl, 1) != 0) {
 		fprintf(stderr, "bench_swx: the table commit failed\n");
@@ -335,33 +256,20 @@ write_entries(struct rte_swx_ctl_pipeline *ctl, uint32_t sessions, bool learn)
 	return 0;
 }
 
-/* Established flows for `seconds` after a warm-up: prints the JSON line. */
+/* Established flows for `seconds` after a warm-up (every flow once):
+ * prints the JSON line. */
 static void
 run_established(struct rte_swx_pipeline *p, uint32_t sessions, double seconds)
 {
-	struct rte_swx_port_out_stats out = { 0 }, dropped = { 0 };
-	uint64_t hz = rte_get_tsc_hz(), t0, t1;
+	struct bench_rate r = bench_run_timed(p, 1u << PORT_OUTSIDE, sessions / 8 + 1000, seconds);
+	uint64_t dropped = bench_out_packets(p, 1u << 4);	/* DPDK's drop port */
 
-	/* warm up: every flow once */
-	for (uint32_t n = 0; n < sessions / 8 + 1000; n++)
-		rte_swx_pipeline_run(p, 16);
-	rte_swx_ctl_pipeline_port_out_stats_read(p, PORT_OUTSIDE, &out);
-	/* a sink counts what it frees as dropped: that is its way out */
-	uint64_t before = out.n_pkts_drop;
-	t0 = rte_rdtsc();
-	do {
-		for (int n = 0; n < 1000; n++)
-			rte_swx_pipeline_run(p, 64);
-		t1 = rte_rdtsc();
-	} while (t1 - t0 < (uint64_t)(seconds * (double)hz));
-	rte_swx_pipeline_flush(p);
-	rte_swx_ctl_pipeline_port_out_stats_read(p, PORT_OUTSIDE, &out);
-	rte_swx_ctl_pipeline_port_out_stats_read(p, 4, &dropped);	/* DPDK's drop port */
-	seconds = (double)(t1 - t0) / (double)hz;
+	/* packets_total: every packet since the start, warm-up included, by
+	 * any port (what a trace build's lines are divided by) */
 	printf("{\"sessions\": %u, \"packets\": %" PRIu64 ", \"seconds\": %.3f, "
-	       "\"mpps\": %.3f, \"dropped\": %" PRIu64 "}\n",
-	       sessions, out.n_pkts_drop - before, seconds,
-	       (double)(out.n_pkts_drop - before) / seconds / 1e6, dropped.n_pkts + dropped.n_pkts_drop);
+	       "\"mpps\": %.3f, \"dropped\": %" PRIu64 ", \"packets_total\": %" PRIu64 "}\n",
+	       sessions, r.packets, r.seconds, (double)r.packets / r.seconds / 1e6, dropped,
+	       bench_out_packets(p, 0x1f));
 }
 
 int
