@@ -507,8 +507,10 @@ async def _read(address: str, entity: p4r.Entity) -> list[p4r.Entity]:
 
 
 class SwpathTarget(Target):
-    """quicknat-swpath on net_af_packet over the qnsN veth ends: one process per
-    test, so every test starts with empty tables and counters at zero."""
+    """quicknat-swpath on net_af_packet over the qnsN veth ends: one process
+    for a run of tests of the same configuration, flushed between them
+    (harness/shared_nat.py), so every test starts with empty tables and
+    counters at zero."""
 
     name = "swpath"
     counters: ClassVar[dict[str, str]] = {c.name: c.swpath for c in VOCABULARY}
