@@ -5,7 +5,6 @@ The suites themselves (make ptf-*) show that the scenarios pass on it."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -21,14 +20,13 @@ class FakeTarget(Target):
     counters: ClassVar[dict[str, str]] = {name: name for name in COUNTERS}
     rate_limited = "rate_limited"
 
-    def __init__(self, workdir: Path, config: str = "base", idle_needed: float = 0.0) -> None:
+    def __init__(self, workdir: Path, config: str = "base") -> None:
         path = workdir / f"{config}.toml"
         path.write_text("")
         super().__init__({"workdir": str(workdir), "config": str(path)})
         self.running = False
         self.cleared = 0
         self.clear_fails = False
-        self.idle_needed = idle_needed
         self.raw: dict[str, int] = {}
 
     def start_processes(self, reset: bool) -> None:
@@ -46,9 +44,6 @@ class FakeTarget(Target):
     def stats(self) -> dict[str, Any]:
         return {"counters": self.since_start(str(self.socket), dict(self.raw))}
 
-    def unfit_to_share(self, idle_s: float) -> str | None:
-        return "leases" if idle_s < self.idle_needed else None
-
 
 def decisions(workdir: Path) -> list[str]:
     return [line.split("\t")[1] for line in (workdir / NAT_LOG).read_text().splitlines()]
@@ -58,7 +53,7 @@ def test_the_same_configuration_shares_the_cleared_nat(tmp_path: Path) -> None:
     nat = SharedNat()
     first = FakeTarget(tmp_path)
     assert nat.acquire("t1", first, None) is first and first.running
-    nat.release(failed=False, last_send=None)
+    nat.release(failed=False)
     second = FakeTarget(tmp_path)
     assert nat.acquire("t2", second, None) is first
     assert first.cleared == 1 and not second.running
@@ -68,12 +63,12 @@ def test_the_same_configuration_shares_the_cleared_nat(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("spoil", "why"),
     [
-        (lambda nat, t: nat.release(failed=True, last_send=None), "the scenario before failed"),
-        (lambda nat, t: (t.stop_nat(), nat.release(False, None)), "stopped"),
+        (lambda nat, t: nat.release(failed=True), "the scenario before failed"),
+        (lambda nat, t: (t.stop_nat(), nat.release(False)), "stopped"),
         (
             lambda nat, t: (
                 setattr(t, "dirty", "quicknat rule at run time"),
-                nat.release(False, None),
+                nat.release(False),
             ),
             "quicknat rule at run time",
         ),
@@ -95,10 +90,10 @@ def test_another_configuration_or_a_fresh_scenario_stops_the_running_nat(tmp_pat
     nat = SharedNat()
     first = FakeTarget(tmp_path)
     nat.acquire("t1", first, None)
-    nat.release(False, None)
+    nat.release(False)
     other = FakeTarget(tmp_path, config="variant")
     assert nat.acquire("t2", other, None) is other and not first.running
-    nat.release(False, None)
+    nat.release(False)
     fresh = FakeTarget(tmp_path, config="variant")
     assert nat.acquire("t3", fresh, "it restarts") is fresh and not other.running
     assert decisions(tmp_path)[1:] == ["fresh: another configuration", "fresh: it restarts"]
@@ -109,12 +104,12 @@ def test_what_a_flush_does_not_undo_leaves_the_nat(tmp_path: Path) -> None:
     first = FakeTarget(tmp_path)
     nat.acquire("t1", first, None)
     first.raw = {"fragment_held": 1}
-    nat.release(False, None)
+    nat.release(False)
     assert nat.acquire("t2", FakeTarget(tmp_path), None) is not first
     running = nat.running
     assert isinstance(running, FakeTarget)
     running.raw = {"icmp_time_exceeded_sent": 6, "icmp_prohibited_sent": 4}
-    nat.release(False, None)
+    nat.release(False)
     assert nat.acquire("t3", FakeTarget(tmp_path), None) is not running
     assert decisions(tmp_path)[1:] == [
         "fresh: fragments held for reassembly",
@@ -122,22 +117,16 @@ def test_what_a_flush_does_not_undo_leaves_the_nat(tmp_path: Path) -> None:
     ]
 
 
-def test_a_nat_that_will_not_clear_or_is_too_recent_is_not_shared(tmp_path: Path) -> None:
+def test_a_nat_that_will_not_clear_is_not_shared(tmp_path: Path) -> None:
     nat = SharedNat()
-    first = FakeTarget(tmp_path, idle_needed=3600)
+    first = FakeTarget(tmp_path)
     nat.acquire("t1", first, None)
-    nat.release(False, last_send=None)  # nothing sent: idle for ever
-    assert nat.acquire("t2", FakeTarget(tmp_path), None) is first
-    nat.release(False, last_send=time.time())
-    assert nat.acquire("t3", FakeTarget(tmp_path), None) is not first
-    running = nat.running
-    assert isinstance(running, FakeTarget)
-    nat.release(False, None)
-    running.clear_fails = True
-    assert nat.acquire("t4", FakeTarget(tmp_path), None) is not running
-    assert decisions(tmp_path)[2:] == [
-        "fresh: leases",
-        "fresh: clear failed: fake: the sessions flushed did not happen",
+    nat.release(False)
+    first.clear_fails = True
+    second = FakeTarget(tmp_path)
+    assert nat.acquire("t2", second, None) is second and not first.running
+    assert decisions(tmp_path)[1:] == [
+        "fresh: clear failed: fake: the sessions flushed did not happen"
     ]
 
 

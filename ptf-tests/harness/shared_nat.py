@@ -11,7 +11,7 @@ starts afresh, when the scenario says it needs a fresh one (FRESH_NAT in
 base.py: it restarts processes, or asserts what a fresh allocator gives), or
 the one before failed, changed the NAT beyond a flush (Target.leftover: a
 process stopped, rules changed, fragments held, the ICMP errors' bucket drawn
-on) or is too recent for a learning switch's leases (Target.unfit_to_share).
+on).
 
 PTF runs every scenario in one process: this module's NAT is that
 process's, stopped when it exits. Each decision is a line of the run's
@@ -21,7 +21,6 @@ NAT_LOG ("test<TAB>shared" or "test<TAB>fresh: why"), which run.py sums up.
 from __future__ import annotations
 
 import atexit
-import time
 from pathlib import Path
 
 from harness.targets import Target
@@ -34,7 +33,6 @@ class SharedNat:
         self.running: Target | None = None
         # why the running NAT cannot serve another scenario (None: it can)
         self.unfit: str | None = "none started yet"
-        self.last_send: float | None = None  # time.time() of its last packet
         atexit.register(self.stop)
 
     def acquire(self, test_id: str, wanted: Target, fresh: str | None) -> Target:
@@ -60,18 +58,14 @@ class SharedNat:
         except BaseException:
             wanted.stop_nat()  # what did start
             raise
-        self.running, self.unfit, self.last_send = wanted, None, None
+        self.running, self.unfit = wanted, None
         return wanted
 
-    def release(self, failed: bool, last_send: float | None) -> None:
+    def release(self, failed: bool) -> None:
         """The scenario on the running NAT is over (failed: its result says
         so); whether the next may share the NAT is decided now, while its
         counters are the scenario's."""
-        if self.running is None:
-            return
-        if last_send is not None:
-            self.last_send = last_send
-        if self.unfit is not None:
+        if self.running is None or self.unfit is not None:
             return
         if failed:
             self.unfit = "the scenario before failed"
@@ -92,8 +86,7 @@ class SharedNat:
             return self.unfit
         if running.share_key() != wanted.share_key():
             return "another configuration"
-        idle = time.time() - self.last_send if self.last_send is not None else float("inf")
-        return running.unfit_to_share(idle)
+        return None
 
     @staticmethod
     def _log(workdir: Path, test_id: str, decision: str) -> None:

@@ -146,11 +146,6 @@ class Target:
         base = self.baseline.get(source, {})
         return {k: v - base.get(k, 0) if isinstance(v, int) else v for k, v in counters.items()}
 
-    def unfit_to_share(self, idle_s: float) -> str | None:
-        """Why the NAT cannot serve another scenario `idle_s` after the last
-        packet sent to it (beyond `leftover`), or None."""
-        return None
-
     def leftover(self) -> str | None:
         """What the scenario that just ran left that clear() does not undo
         (read before clear): why the next scenario needs a NAT of its own, or
@@ -363,8 +358,8 @@ class Bmv2Target(Target):
     def clear(self) -> None:
         """Flushed as everywhere, and until the switch's tables hold none:
         a flushed session's delete may still be in flight (wait_in_switch).
-        A learning switch's leases cannot be read: unfit_to_share waits
-        them out instead."""
+        A learning switch's leases cannot be read: OffloadSwxLearnTarget
+        empties them its own way."""
         super().clear()
         if not self.learns:
             self.wait_in_switch(0)
@@ -743,16 +738,17 @@ class OffloadSwxLearnTarget(OffloadSwxTarget):
     def let_go(self) -> None:
         time.sleep(self.LEASE_S + 0.5)
 
-    def unfit_to_share(self, idle_s: float) -> str | None:
-        """A flush leaves what the switch learned until its lease ends, and
-        no P4Runtime read or delete reaches a learned entry (DPDK 22.11):
-        another scenario may share the NAT only when every lease has run out
-        since the last packet sent, which could have made the last learn
-        (waiting that out would cost more than a fresh start's pushed
-        pipeline, which empties the learner tables)."""
-        if idle_s < self.LEASE_S + 0.5:
-            return f"learned leases may be live ({idle_s:.1f} s since the last packet)"
-        return None
+    def clear(self) -> None:
+        """Flushed as in offload mode, and the switch's learner tables
+        emptied: a flush leaves what the switch learned until its lease
+        ends, and no P4Runtime read or delete reaches a learned entry (DPDK
+        22.11), but a pipeline push empties them. So the controller starts
+        again with --reset (it pushes the pipeline); the instance, whose EAL
+        is most of a fresh start's time, is kept."""
+        super().clear()
+        stop(self.proc)
+        self.proc = None
+        Bmv2Target.start_processes(self, reset=True)
 
     def session_timeout(self, seconds: int) -> int:
         """The instance holds a session it tagged for its timeout plus the

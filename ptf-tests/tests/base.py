@@ -69,7 +69,7 @@ class QuickNatTest(BaseTest):
             return super().run(result)
         finally:
             failed = result is None or _problems(result) > problems
-            NAT.release(failed, self.sent_at)
+            NAT.release(failed)
             seconds = time.monotonic() - start
             workdir = Path(testutils.test_params_get()["workdir"])
             with (workdir / DURATIONS).open("a") as log:
@@ -87,9 +87,7 @@ class QuickNatTest(BaseTest):
         self.target = NAT.acquire(self.id(), wanted, self.FRESH_NAT)
         self.dataplane.flush()  # what came late for the test before
 
-    def send(self, port: int, pkt: Packet | bytes) -> None:
-        """Every packet a test sends goes through here: its time is the
-        last packet's (transit, and a learning switch's leases: shared_nat)."""
+    def send(self, port: int, pkt: Packet) -> None:
         self.sent_at = time.time()  # the clock of PTF's receive timestamps
         testutils.send_packet(self, port, bytes(pkt))
 

@@ -213,7 +213,7 @@ class FuzzedInputKeepsTheInvariants(InputContract):
         received = sum(self.dataplane.rx_counters.values())
         for i in range(count):
             port, frame = rng.choice(valid if rng.random() < 0.6 else invalid)
-            self.send(port, mutate(rng, frame))
+            testutils.send_packet(self, port, mutate(rng, frame))
             if i % 500 == 499:
                 seen += self.check_out(bad)
         seen += self.check_out(bad)

@@ -27,6 +27,7 @@ from base import INSIDE, OUTSIDE, QuickNatTest
 from harness.fragment_attacks import Attack, attacks
 from harness.targets import COUNTERS
 from packets import HOST_MAC, PAYLOAD, REMOTE_MAC, ROUTER_IN_MAC, ROUTER_OUT_MAC
+from ptf import testutils
 from ptf.testutils import group
 from scapy.layers.inet import ICMP, IP, TCP, UDP, IPerror, UDPerror
 from scapy.layers.l2 import Dot1Q, Ether
@@ -336,7 +337,7 @@ class InputContract(QuickNatTest):
         sessions = _identities(target.sessions())
         expected = Counter(groups[target.counters[v.counter]] for v in cases)
         for i, variant in enumerate(cases):
-            self.send(port, variant.frame)
+            testutils.send_packet(self, port, variant.frame)
             if i % 32 == 31:  # paced: a software switch's input buffer is small
                 time.sleep(0.02)
         self.send(port, sentinel)
@@ -384,7 +385,7 @@ class InputContract(QuickNatTest):
         sessions = _identities(target.sessions())
         sees = not target.reassembles_fragments
         for i, frame in enumerate(f for c in cases for f in c.frames):
-            self.send(port, frame)
+            testutils.send_packet(self, port, frame)
             if i % 16 == 15:  # paced: every fragment is a punt on a switch
                 time.sleep(0.05)
         self.send(port, sentinel)
