@@ -29,6 +29,9 @@ NAT_LOG = "nat-starts.tsv"
 
 
 class SharedNat:
+    """The running NAT of a PTF process, and whether it may serve the next
+    scenario."""
+
     def __init__(self) -> None:
         self.running: Target | None = None
         # why the running NAT cannot serve another scenario (None: it can)
@@ -72,7 +75,7 @@ class SharedNat:
             return
         try:
             self.unfit = self.running.leftover()
-        except (AssertionError, OSError) as exc:  # a NAT that does not answer
+        except Exception as exc:  # a NAT that does not answer: the next starts its own
             self.unfit = f"unreadable after the scenario: {exc}"
 
     def stop(self) -> None:
