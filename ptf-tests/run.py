@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections import Counter
 from pathlib import Path
 
 from lab import bmv2, swx
@@ -34,6 +35,7 @@ GRPC_PORT = 9559
 SWITCH_PID = "switch.pid"
 EXIT_SKIPPED = 3
 DURATIONS = "durations.tsv"  # tests/base.py's DURATIONS
+NAT_LOG = "nat-starts.tsv"  # harness/shared_nat.py's NAT_LOG
 # The switch each target runs (none: swpath alone).
 SWITCH = {
     "bmv2": "bmv2",
@@ -96,12 +98,26 @@ def slowest(durations: Path, shown: int = 10) -> str:
     return "\n".join(lines)
 
 
+def nat_starts(log: Path) -> str:
+    """How many tests ran on a NAT shared with the test before, and why the
+    others started their own (harness/shared_nat.py writes the log)."""
+    if not log.exists():
+        return f"NAT starts: none recorded ({log.name} missing)"
+    decisions = [line.split("\t", 1)[1] for line in log.read_text().splitlines()]
+    shared = decisions.count("shared")
+    why = Counter(d.removeprefix("fresh: ") for d in decisions if d != "shared")
+    lines = [f"NAT: {len(decisions) - shared} started, {shared} shared with the test before"]
+    lines += [f"  {n:3d} fresh: {reason}" for reason, n in why.most_common()]
+    return "\n".join(lines)
+
+
 def inside(args: argparse.Namespace) -> int:
     """The part that runs inside the namespace."""
     workdir = Path(args.workdir)
     topo = topology(args.target)
     switch = None
     (workdir / DURATIONS).unlink(missing_ok=True)
+    (workdir / NAT_LOG).unlink(missing_ok=True)
     try:
         if args.target in SWITCH:
             command = switch_command(args.target, topo, workdir)
@@ -139,6 +155,11 @@ def inside(args: argparse.Namespace) -> int:
                 params,
                 "--log-file",
                 str(workdir / "ptf.log"),
+                *(
+                    ["--test-order", "rand", "--test-order-seed", str(args.shuffle)]
+                    if args.shuffle
+                    else []
+                ),
                 *args.tests,
             ],
             stdout=subprocess.PIPE,
@@ -150,6 +171,7 @@ def inside(args: argparse.Namespace) -> int:
         )
         print(proc.stdout)
         print(slowest(workdir / DURATIONS))
+        print(nat_starts(workdir / NAT_LOG))
         passed, failed, skipped = summarize(proc.stdout)
         if proc.returncode != 0 and failed == 0:
             failed = 1
@@ -170,6 +192,12 @@ def main() -> int:
         "--fuzz-packets", type=int, default=2000, help="packets the fuzz scenario sends"
     )
     parser.add_argument("--fuzz-seed", type=int, default=1, help="the fuzz scenario's seed")
+    parser.add_argument(
+        "--shuffle",
+        type=int,
+        metavar="SEED",
+        help="run the tests in a random order from SEED (a test's isolation is no matter of order)",
+    )
     parser.add_argument("tests", nargs="*", help="PTF test names or groups")
     args = parser.parse_args()
     if args.inside:
@@ -195,6 +223,7 @@ def main() -> int:
             str(args.fuzz_packets),
             "--fuzz-seed",
             str(args.fuzz_seed),
+            *(["--shuffle", str(args.shuffle)] if args.shuffle else []),
             *args.tests,
         ]
         code = subprocess.run(

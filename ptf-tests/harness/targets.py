@@ -39,6 +39,15 @@ SMALL_TABLE = 64
 # The counters scenarios read are the canonical ones of quicknat/counters.py;
 # each target reads them under its own names from there.
 COUNTERS = {c.name: c.help for c in VOCABULARY}
+# `quicknat` commands that change nothing a next scenario would see (any
+# other, e.g. `rule` or `reload`, leaves the NAT to its scenario alone).
+READ_ONLY_COMMANDS = ("rules", "stats", "sessions")
+# The ICMP errors a NAT sends come out of a token bucket (RFC 1812 sec.
+# 4.3.2.8; [icmp] rate 100/s, burst 50 by default) that a flush does not
+# refill: a scenario that sent this many, or was refused one, leaves the next
+# too few for a burst of its own, so the next gets a NAT of its own.
+ICMP_SENT = ("icmp_time_exceeded_sent", "icmp_frag_needed_sent", "icmp_prohibited_sent")
+ICMP_SENT_SHARED_MAX = 10
 
 
 class Target:
@@ -47,6 +56,8 @@ class Target:
     counters: ClassVar[dict[str, str]] = {}
     # Whether stop_nat() then start_nat(reset=False) finds the sessions again.
     keeps_sessions_across_restart = False
+    # The native counter of ICMP errors not sent for the rate (ICMP_SENT).
+    rate_limited = "icmp_error_rate_limited"
     # Whether the data plane runs apart from the NAT's control part, so that it
     # can be restarted alone (restart_switch), and forwards established flows
     # while the NAT's process is stopped.
@@ -82,13 +93,72 @@ class Target:
         if table_size not in (None, SMALL_TABLE):
             raise AssertionError(f"table size {table_size}: only {SMALL_TABLE} is built")
         self.table_size = table_size
+        # The counters as they stood when the scenario began, by where they
+        # are read (a status socket, the switch's drops): a NAT the scenario
+        # shares with the one before it (harness/shared_nat.py) reads as if
+        # it had started afresh. Empty: the processes started for it.
+        self.baseline: dict[str, dict[str, int]] = {}
+        # What a scenario did to the NAT that clear() does not undo (a
+        # process stopped, rules changed): why the next one needs its own.
+        self.dirty: str | None = None
+
+    def share_key(self) -> tuple[str, str, int | None]:
+        """What makes two scenarios' NATs the same one: the target, the
+        configuration file (named by its content, harness/configs.py) and the
+        table size. The run's other parameters are the same for all."""
+        return (self.name, str(self.config), self.table_size)
 
     def start_nat(self, reset: bool = True) -> None:
+        """The NAT's processes (reset: from empty tables)."""
+        self.baseline = {}  # a process started counts from zero
+        if not reset:
+            self.dirty = "restarted by the scenario"
+        self.start_processes(reset)
+
+    def start_processes(self, reset: bool) -> None:
         raise NotImplementedError
 
     def stop_nat(self) -> None:
+        self.dirty = "stopped"
         stop(self.proc)
         self.proc = None
+
+    def clear(self) -> None:
+        """What a scenario leaves that the next on this NAT must not see,
+        undone: every session flushed (the operator's `sessions flush`),
+        until the data path holds none. Their ports rest (RFC 6888 REQ-8):
+        a scenario that needs a fresh allocator says so (FRESH_NAT, base.py)."""
+        self.delete_sessions("flush")
+        self.wait_equal("the sessions flushed", self.sessions, [], 10)
+
+    def start_counting(self) -> None:
+        """From here on, counters read as deltas (baseline)."""
+        self.baseline = {}
+        self.baseline = self.counter_sources()
+
+    def counter_sources(self) -> dict[str, dict[str, int]]:
+        """Every place counters are read, as it stands: source -> counters."""
+        return {str(self.socket): self.stats()["counters"]}
+
+    def since_start(self, source: str, counters: dict[str, Any]) -> dict[str, Any]:
+        """`counters` of `source` less the scenario's baseline: the one place
+        a shared NAT's counters are made to start at zero."""
+        base = self.baseline.get(source, {})
+        return {k: v - base.get(k, 0) if isinstance(v, int) else v for k, v in counters.items()}
+
+    def leftover(self) -> str | None:
+        """What the scenario that just ran left that clear() does not undo
+        (read before clear): why the next scenario needs a NAT of its own, or
+        None."""
+        if self.dirty:
+            return self.dirty
+        if self.counter("fragment_held"):
+            # held for their first fragment: a flush drops sessions, not them
+            return "fragments held for reassembly"
+        sent = sum(self.counter(name) for name in ICMP_SENT)
+        if sent >= ICMP_SENT_SHARED_MAX or self.read_counter(self.rate_limited):
+            return f"ICMP errors' token bucket drawn on ({sent} sent)"
+        return None
 
     def sessions(self, filters: str = "") -> list[dict[str, Any]]:
         """The sessions the data path holds (`filters`: as `quicknat sessions`
@@ -108,6 +178,8 @@ class Target:
             timeout=30,
         )
         assert proc.returncode == 0, f"quicknat {' '.join(args)}: {proc.stderr.strip()}"
+        if command not in READ_ONLY_COMMANDS:
+            self.dirty = f"quicknat {command} at run time"
         return proc.stdout
 
     def cli_socket(self, command: str) -> Path:
@@ -123,6 +195,7 @@ class Target:
     def stats(self) -> dict[str, Any]:
         answer = query(self.socket, "stats")
         assert isinstance(answer, dict)
+        answer["counters"] = self.since_start(str(self.socket), answer["counters"])
         return answer
 
     def counter(self, name: str) -> int:
@@ -182,6 +255,7 @@ class Bmv2Target(Target):
 
     name = "bmv2"
     counters: ClassVar[dict[str, str]] = {c.name: c.p4 for c in VOCABULARY}
+    rate_limited = "icmp_gen.rate_limited"
     # The sessions live in the switch's tables; a restarted controller reads them back.
     keeps_sessions_across_restart = True
     has_separate_switch = True
@@ -201,6 +275,7 @@ class Bmv2Target(Target):
     def restart_switch(self) -> None:
         """Kill the switch (as a crash would) and start a fresh one with no
         program and empty tables, on the same ports and gRPC address."""
+        self.dirty = "switch restarted"
         pid_file = self.workdir / "switch.pid"
         pid = int(pid_file.read_text())
         os.killpg(pid, signal.SIGKILL)
@@ -254,7 +329,7 @@ class Bmv2Target(Target):
             str(self.program),
         ]
 
-    def start_nat(self, reset: bool = True) -> None:
+    def start_processes(self, reset: bool) -> None:
         # election id 2: a standby (start_standby) has 1
         args = [*self.controller_command(self.controller_socket), "-v", "--election-id", "2"]
         if reset:
@@ -269,7 +344,25 @@ class Bmv2Target(Target):
         (sessions the switch holds), `connected`."""
         answer = query(self.controller_socket, "stats")
         assert isinstance(answer, dict)
+        answer["counters"] = self.since_start(str(self.controller_socket), answer["counters"])
         return answer
+
+    def counter_sources(self) -> dict[str, dict[str, int]]:
+        controller = self.controller_stats()["counters"]
+        return {
+            **super().counter_sources(),
+            str(self.controller_socket): controller,
+            "drops": self.drops(),
+        }
+
+    def clear(self) -> None:
+        """Flushed as everywhere, and until the switch's tables hold none:
+        a flushed session's delete may still be in flight (wait_in_switch).
+        A learning switch's leases cannot be read: OffloadSwxLearnTarget
+        empties them its own way."""
+        super().clear()
+        if not self.learns:
+            self.wait_in_switch(0)
 
     def wait_in_switch(self, sessions: int) -> None:
         """Until the switch holds this many sessions: at once on BMv2 (the
@@ -293,6 +386,7 @@ class Bmv2Target(Target):
     def start_standby(self) -> tuple[subprocess.Popen[bytes], Path]:
         """A second controller, `--standby` with a lower election id: it waits
         connected as the primary's backup. Its process and status socket."""
+        self.dirty = "a standby controller started"
         socket = self.workdir / "standby.sock"
         args = [*self.controller_command(socket), "-v", "--election-id", "1", "--standby"]
         proc = start(args, self.workdir / "standby.log")
@@ -301,12 +395,14 @@ class Bmv2Target(Target):
 
     def kill_nat(self) -> None:
         """The primary controller dies (SIGKILL: no goodbye to the switch)."""
+        self.dirty = "controller killed"
         assert self.proc is not None
         self.proc.kill()
         self.proc.wait(timeout=10)
 
     def adopt(self, proc: subprocess.Popen[bytes], socket: Path) -> None:
         """The standby is this target's controller from now on."""
+        self.dirty = "the standby took over"
         if self.socket == self.controller_socket:
             self.socket = socket
         self.proc, self.controller_socket = proc, socket
@@ -314,6 +410,7 @@ class Bmv2Target(Target):
     def reset_refused(self) -> str:
         """Runs `quicknat controller --reset` (no --force) against the switch
         and returns what it said on its way out; fails if it did not refuse."""
+        self.dirty = "a second controller tried a reset"
         args = [*self.controller_command(self.workdir / "refused.sock"), "--reset"]
         proc = subprocess.run(args, capture_output=True, text=True, timeout=30, check=False)
         assert proc.returncode == 2, f"--reset did not refuse: {proc.returncode} {proc.stderr}"
@@ -361,7 +458,7 @@ class Bmv2Target(Target):
             except ValueError:
                 continue
             result[name] = entry.data.packet_count
-        return result
+        return self.since_start("drops", result)
 
 
 class SwxTarget(Bmv2Target):
@@ -405,8 +502,10 @@ async def _read(address: str, entity: p4r.Entity) -> list[p4r.Entity]:
 
 
 class SwpathTarget(Target):
-    """quicknat-swpath on net_af_packet over the qnsN veth ends: one process per
-    test, so every test starts with empty tables and counters at zero."""
+    """quicknat-swpath on net_af_packet over the qnsN veth ends: one process
+    for a run of tests of the same configuration, flushed between them
+    (harness/shared_nat.py), so every test starts with empty tables and
+    counters at zero."""
 
     name = "swpath"
     counters: ClassVar[dict[str, str]] = {c.name: c.swpath for c in VOCABULARY}
@@ -430,7 +529,7 @@ class SwpathTarget(Target):
         if not self.commands.exists():  # compiled once per run and config
             compile_commands(self.config, self.commands)
 
-    def start_nat(self, reset: bool = True) -> None:
+    def start_processes(self, reset: bool) -> None:
         """reset: without the sessions of a process before it."""
         # in the run's work directory, with the logs (not tmpfs: a test's few
         # sessions need no speed, and nothing is left behind elsewhere)
@@ -504,6 +603,8 @@ class OffloadTarget(Bmv2Target):
 
     name = "offload"
     counters: ClassVar[dict[str, str]] = {c.name: _offload_counter(c) for c in VOCABULARY}
+    # the controller answers the switch's TTL and MTU copies, the instance the rest
+    rate_limited = f"icmp_gen.rate_limited+{INSTANCE}.icmp_error_rate_limited"
     controller_mode = False
     # The instance is on af_packet too, and the kernel takes the 802.1Q tag
     # off before its defragmenting fanout looks at the packet (SwpathTarget).
@@ -527,12 +628,12 @@ class OffloadTarget(Bmv2Target):
         if not self.commands.exists():  # compiled once per run and config
             compile_commands(self.config, self.commands, slow_path=INSTANCE)
 
-    def start_nat(self, reset: bool = True) -> None:
+    def start_processes(self, reset: bool) -> None:
         """The instance (reset: without its sessions of before), then the
         controller."""
         ports = {0: Topology.slow_path_instance_end}
         self.instance = start_swpath(self, ports, self.commands, INSTANCE, reset)
-        super().start_nat(reset)
+        super().start_processes(reset)
 
     def stop_nat(self) -> None:
         super().stop_nat()
@@ -552,6 +653,15 @@ class OffloadTarget(Bmv2Target):
         assert isinstance(answer, list), answer
         assert {row["instance"] for row in answer} <= {INSTANCE}, answer
         return answer
+
+    def clear(self) -> None:
+        """As on the switch, and until the instance itself holds none."""
+        super().clear()
+
+        def held() -> Any:
+            return query(self.socket, "sessions list")
+
+        self.wait_equal("the instance's sessions flushed", held, [], 10)
 
     def delete_sessions(self, words: str) -> int:
         """Deleted through the controller, which sends it to the instance."""
@@ -627,6 +737,18 @@ class OffloadSwxLearnTarget(OffloadSwxTarget):
 
     def let_go(self) -> None:
         time.sleep(self.LEASE_S + 0.5)
+
+    def clear(self) -> None:
+        """Flushed as in offload mode, and the switch's learner tables
+        emptied: a flush leaves what the switch learned until its lease
+        ends, and no P4Runtime read or delete reaches a learned entry (DPDK
+        22.11), but a pipeline push empties them. So the controller starts
+        again with --reset (it pushes the pipeline); the instance, whose EAL
+        is most of a fresh start's time, is kept."""
+        super().clear()
+        stop(self.proc)
+        self.proc = None
+        Bmv2Target.start_processes(self, reset=True)
 
     def session_timeout(self, seconds: int) -> int:
         """The instance holds a session it tagged for its timeout plus the

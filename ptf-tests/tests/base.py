@@ -1,5 +1,6 @@
-"""The PTF base test: the target's NAT started fresh for each test, packet I/O,
-and checks that read translated packets back.
+"""The PTF base test: the target's NAT for each test (the one the test before
+ran on, cleared, where their configurations are the same: harness/shared_nat.py),
+packet I/O, and checks that read translated packets back.
 
 Layer one of three (as in fabric-tna's ptf/): this base, the packet helpers in
 packets.py, and the thin scenario classes grouped by feature in test_*.py.
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import ptf
+from harness.shared_nat import NAT
 from harness.targets import TARGETS, Target
 from packets import checksums_ok, from_inside
 from ptf import testutils
@@ -47,6 +49,9 @@ class QuickNatTest(BaseTest):
     CONFIG: ClassVar[dict[str, Any]] = {}
     # A data path holding this many sessions (harness SMALL_TABLE), or its own size.
     TABLE_SIZE: ClassVar[int | None] = None
+    # Why this scenario needs a NAT started for it alone, or None: it may run
+    # on the one the scenario before ran on, cleared (harness/shared_nat.py).
+    FRESH_NAT: ClassVar[str | None] = None
 
     def config_overlay(self, workdir: Path) -> dict[str, Any]:
         """The scenario's settings; a scenario whose settings name files in the
@@ -59,9 +64,12 @@ class QuickNatTest(BaseTest):
         self.sent_at: float | None = None
         self.transit_max = 0.0
         self.waited_for_nothing = 0.0
+        problems = _problems(result)
         try:
             return super().run(result)
         finally:
+            failed = result is None or _problems(result) > problems
+            NAT.release(failed)
             seconds = time.monotonic() - start
             workdir = Path(testutils.test_params_get()["workdir"])
             with (workdir / DURATIONS).open("a") as log:
@@ -71,20 +79,13 @@ class QuickNatTest(BaseTest):
     def setUp(self) -> None:
         BaseTest.setUp(self)
         self.dataplane = ptf.dataplane_instance
-        self.dataplane.flush()
         params: dict[str, Any] = testutils.test_params_get()
         overlay = self.config_overlay(Path(params["workdir"]))
-        self.target = TARGETS[params["target"]](params, overlay, self.TABLE_SIZE)
-        try:
-            self.target.start_nat(reset=True)
-        except BaseException:
-            # unittest skips tearDown when setUp fails: stop what did start.
-            self.target.stop_nat()
-            raise
-
-    def tearDown(self) -> None:
-        self.target.stop_nat()
-        BaseTest.tearDown(self)
+        wanted = TARGETS[params["target"]](params, overlay, self.TABLE_SIZE)
+        # run() tells NAT how the test went: the NAT is stopped when the
+        # next test cannot share it, or at the run's end.
+        self.target = NAT.acquire(self.id(), wanted, self.FRESH_NAT)
+        self.dataplane.flush()  # what came late for the test before
 
     def send(self, port: int, pkt: Packet) -> None:
         self.sent_at = time.time()  # the clock of PTF's receive timestamps
@@ -134,3 +135,8 @@ class QuickNatTest(BaseTest):
     def expect_nothing(self, timeout: float = NOTHING_TIMEOUT) -> None:
         self.waited_for_nothing += timeout
         testutils.verify_no_other_packets(self, timeout=timeout)
+
+
+def _problems(result: unittest.TestResult | None) -> int:
+    """Failures and errors a result holds so far."""
+    return 0 if result is None else len(result.failures) + len(result.errors)

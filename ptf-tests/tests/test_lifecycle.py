@@ -13,6 +13,8 @@ from quicknat.controller.status import query
 from scapy.layers.inet import IP, UDP
 
 UDP_TIMEOUT = 4  # configs/ptf.toml
+# The restart scenarios stop and start the NAT's processes themselves.
+RESTARTS = "it restarts the NAT's processes"
 
 
 @group("aging")
@@ -87,6 +89,8 @@ class ControllerRestartKeepsFlows(QuickNatTest):
     sessions, their ages and their ports: on BMv2 the controller reads them
     back from the switch; swpath takes them over from its --state file."""
 
+    FRESH_NAT = RESTARTS
+
     def runTest(self) -> None:
         if not self.target.keeps_sessions_across_restart:
             self.skipTest(f"{self.target.name} keeps sessions in the process that is restarted")
@@ -123,6 +127,8 @@ class StandbyControllerTakesOver(QuickNatTest):
     election id). The primary is killed (-9): the switch makes the backup
     primary, which adopts the switch's sessions within 2 s; established flows
     never stop (the switch translates them meanwhile) and new flows resume."""
+
+    FRESH_NAT = RESTARTS
 
     TAKEOVER_S = 2.0
 
@@ -163,6 +169,8 @@ class StandbyControllerTakesOver(QuickNatTest):
 
 @group("restart")
 class SwitchRestartReinstallsSessions(QuickNatTest):
+    FRESH_NAT = RESTARTS
+
     def runTest(self) -> None:
         if not isinstance(self.target, Bmv2Target):
             self.skipTest(f"{self.target.name}: the data plane and its control are one process")
@@ -201,6 +209,8 @@ class ResetRefusesWhileTheSwitchHoldsSessions(QuickNatTest):
     against a switch that runs the program and holds sessions exits (code 2,
     one message saying how many and what to do) and changes nothing; without
     --reset the controller adopts them. Clearing them needs --force."""
+
+    FRESH_NAT = RESTARTS
 
     CONFIG: ClassVar[dict[str, Any]] = {"timeouts": {"udp": 120}}
 
