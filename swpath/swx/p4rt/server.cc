@@ -42,21 +42,20 @@ void SetUint128(unsigned __int128 value, p4::v1::Uint128* id) {
 
 // A Write's outcome as P4Runtime sec. 12.3 asks: OK, or UNKNOWN with one
 // p4.v1.Error per update (OK for those that took) in the status details.
+// The details are packed only when something failed: on the write path a
+// batch that took whole is the common case.
 Status WriteStatus(const std::vector<p4::v1::Error>& errors) {
-  bool failed = false;
-  google::rpc::Status details;
-  details.set_code(google::rpc::UNKNOWN);
-  for (const auto& e : errors) {
-    failed |= e.canonical_code() != google::rpc::OK;
-    details.add_details()->PackFrom(e);
-  }
-  if (!failed) return Status::OK;
-  std::string message;
+  const p4::v1::Error* first = nullptr;
   for (const auto& e : errors)
     if (e.canonical_code() != google::rpc::OK) {
-      message = e.message();
+      first = &e;
       break;
     }
+  if (first == nullptr) return Status::OK;
+  std::string message = first->message();
+  google::rpc::Status details;
+  details.set_code(google::rpc::UNKNOWN);
+  for (const auto& e : errors) details.add_details()->PackFrom(e);
   details.set_message(message);
   return Status(StatusCode::UNKNOWN, message, details.SerializeAsString());
 }
