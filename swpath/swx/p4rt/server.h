@@ -29,7 +29,8 @@ namespace swx {
 // Write is served by gRPC's callback API, the rest by its synchronous one
 // (WithCallbackMethod_Write): only the callback API lets a request be
 // parsed into a protobuf arena (write_arena.h), which the write path needs.
-class Server final : public p4::v1::P4Runtime::WithCallbackMethod_Write<p4::v1::P4Runtime::Service> {
+class Server final
+    : public p4::v1::P4Runtime::WithCallbackMethod_Write<p4::v1::P4Runtime::Service> {
  public:
   Server(Device* device, uint64_t device_id);
   ~Server() override;
