@@ -70,11 +70,15 @@ def test_a_write_request_parses_as_the_one_protobuf_builds() -> None:
             {"addr": 9, "port": 10},
         ),
     )
+    # past the lengths table (16 KiB): a varint of its own
+    big = p4r.Update()
+    big.CopyFrom(message)
+    big.entity.table_entry.metadata = b"m" * 20000
     header = p4r.WriteRequest(device_id=1, election_id=p4r.Uint128(high=0, low=1))
     request = p4r.WriteRequest.FromString(
-        write_request(header.SerializeToString(), [encoded, message])
+        write_request(header.SerializeToString(), [encoded, message, big])
     )
-    assert list(request.updates) == [p4r.Update.FromString(encoded), message]
+    assert list(request.updates) == [p4r.Update.FromString(encoded), message, big]
     assert request.device_id == 1 and request.election_id.low == 1
 
 

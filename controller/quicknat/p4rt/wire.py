@@ -156,9 +156,12 @@ def write_request(header: bytes, updates: Sequence[p4r.Update | EncodedUpdate]) 
     """A WriteRequest: `header` (its other fields, serialized: device, election,
     atomicity) and the updates, each a message or already encoded. Protobuf
     parsers take fields in any order, and a repeated field's elements may
-    come anywhere, so the updates simply follow."""
+    come anywhere, so the updates simply follow. (Lengths from the table:
+    varint() for each of a batch's 256 updates was half of this call.)"""
     parts = [header]
+    lengths, limit = _LENGTHS, len(_LENGTHS)
     for u in updates:
         data = u if isinstance(u, bytes) else u.SerializeToString()
-        parts += (_REQUEST_UPDATES, varint(len(data)), data)
+        n = len(data)
+        parts += (_REQUEST_UPDATES, lengths[n] if n < limit else varint(n), data)
     return b"".join(parts)

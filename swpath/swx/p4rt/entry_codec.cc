@@ -15,6 +15,33 @@ namespace {
 
 Status Invalid(const std::string& what) { return Status(StatusCode::INVALID_ARGUMENT, what); }
 
+// The match fields (or action parameters) an entry gave, by their position
+// in the binding: a bit each for the first 64, a set beyond (no table or
+// action has that many), so the write path allocates nothing for it.
+class Given {
+ public:
+  // false when this position was given already
+  bool Insert(size_t position) {
+    count_++;
+    if (position < 64) {
+      uint64_t bit = uint64_t{1} << position;
+      bool fresh = !(bits_ & bit);
+      bits_ |= bit;
+      return fresh;
+    }
+    return more_.insert(position).second;
+  }
+  bool Has(size_t position) const {
+    return position < 64 ? (bits_ >> position) & 1 : more_.count(position) > 0;
+  }
+  size_t size() const { return count_; }
+
+ private:
+  uint64_t bits_ = 0;
+  std::set<size_t> more_;
+  size_t count_ = 0;
+};
+
 uint32_t Bytes(const swx_field* f) { return f->n_bits / 8; }
 
 void PutField(const FieldBinding& f, const std::string& value, std::string* buf) {
@@ -89,12 +116,12 @@ Status EncodeField(const FieldBinding& f, const p4::v1::FieldMatch& m, EncodedEn
 Status EncodeParams(const ActionBinding& a, const p4::v1::Action& given, EncodedEntry* out) {
   out->action = a.swx_id;
   out->data.assign(a.layout->data_size, '\0');
-  std::set<uint32_t> seen;
+  Given seen;
   for (const auto& p : given.params()) {
     const ParamBinding* b = a.Param(p.param_id());
     if (b == nullptr)
       return Invalid("action " + a.name + " has no parameter id " + std::to_string(p.param_id()));
-    if (!seen.insert(p.param_id()).second)
+    if (!seen.Insert(static_cast<size_t>(b - a.params.data())))
       return Invalid("action " + a.name + ": parameter " + b->name + " given twice");
     if (p.value().empty() || !FitsBitwidth(p.value(), b->bitwidth))
       return Invalid("action " + a.name + ": parameter " + b->name + " does not fit its " +
@@ -126,19 +153,19 @@ Status EncodeMatch(const TableBinding& t, const p4::v1::TableEntry& entry, Encod
   out->key.assign(size, '\0');
   bool wildcard = t.layout->match != RTE_SWX_TABLE_MATCH_EXACT;
   out->mask.assign(wildcard ? size : 0, '\0');
-  std::set<uint32_t> seen;
+  Given seen;
   int lpm = -1;
   for (const auto& m : entry.match()) {
     const FieldBinding* f = t.Field(m.field_id());
     if (f == nullptr)
       return Invalid("table " + t.name + " has no match field id " + std::to_string(m.field_id()));
-    if (!seen.insert(m.field_id()).second)
+    if (!seen.Insert(static_cast<size_t>(f - t.fields.data())))
       return Invalid("table " + t.name + ": match field " + f->name + " given twice");
     if (Status s = EncodeField(*f, m, out, &lpm); !s.ok()) return s;
   }
-  for (const auto& f : t.fields)
-    if (f.match == MatchField::EXACT && !seen.count(f.id))
-      return Invalid("table " + t.name + ": exact match field " + f.name + " missing");
+  for (size_t i = 0; i < t.fields.size(); i++)
+    if (t.fields[i].match == MatchField::EXACT && !seen.Has(i))
+      return Invalid("table " + t.name + ": exact match field " + t.fields[i].name + " missing");
   if (t.ternary) {
     if (entry.priority() <= 0)
       return Invalid("table " + t.name + " needs a priority above 0 (ternary or optional match)");
@@ -182,6 +209,27 @@ Status EncodeAction(const TableBinding& t, const p4::v1::Action& given, bool for
 Status EncodeMemberAction(const ActionBinding& action, const p4::v1::Action& given,
                           EncodedEntry* out) {
   return EncodeParams(action, given, out);
+}
+
+namespace {
+
+bool IsCanonical(const std::string& value) { return value.size() == 1 || value[0] != '\0'; }
+
+}  // namespace
+
+bool IsCanonical(const p4::v1::TableEntry& entry) {
+  for (const auto& m : entry.match()) {
+    if (m.has_exact() && !IsCanonical(m.exact().value())) return false;
+    if (m.has_lpm() && !IsCanonical(m.lpm().value())) return false;
+    if (m.has_ternary() &&
+        (!IsCanonical(m.ternary().value()) || !IsCanonical(m.ternary().mask())))
+      return false;
+    if (m.has_optional() && !IsCanonical(m.optional().value())) return false;
+  }
+  if (entry.action().has_action())
+    for (const auto& p : entry.action().action().params())
+      if (!IsCanonical(p.value())) return false;
+  return true;
 }
 
 void Canonicalize(const TableBinding&, p4::v1::TableEntry* entry) {

@@ -45,6 +45,10 @@ grpc::Status EncodeMemberAction(const ActionBinding& action, const p4::v1::Actio
 
 // `entry` with its values in canonical form (what Read returns).
 void Canonicalize(const TableBinding& table, p4::v1::TableEntry* entry);
+// Whether it is already (what a client that follows P4Runtime 1.3 sends:
+// then the write path stores it without a copy). Its values were checked
+// (none empty).
+bool IsCanonical(const p4::v1::TableEntry& entry);
 
 }  // namespace swx
 

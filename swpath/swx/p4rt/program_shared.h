@@ -55,6 +55,16 @@ inline std::string Serialized(const google::protobuf::Message& m) {
   return out;
 }
 
+// An entry as Read returns it: its values canonical (a copy only when
+// they are not: the write path's usual entry is).
+inline std::string SerializedCanonical(const TableBinding& table,
+                                       const p4::v1::TableEntry& entry) {
+  if (IsCanonical(entry)) return Serialized(entry);
+  p4::v1::TableEntry canonical = entry;
+  Canonicalize(table, &canonical);
+  return Serialized(canonical);
+}
+
 }  // namespace swx
 
 #endif  // SWX_P4RT_PROGRAM_SHARED_H

@@ -73,10 +73,11 @@ Status Program::WriteTableEntry(Update::Type type, const p4::v1::TableEntry& giv
   auto found = table.entries.find(identity);
   if (type == Update::DELETE) {
     if (found == table.entries.end()) return NotFound("table " + b.name + ": no such entry");
-    Stored old = std::move(found->second);
+    StageDelete(b.swx_id, found->second.encoded);
+    undo->revert = [&table, identity, old = std::move(found->second)]() {
+      table.entries[identity] = old;
+    };
     table.entries.erase(found);
-    StageDelete(b.swx_id, old.encoded);
-    undo->revert = [&table, identity, old]() { table.entries[identity] = old; };
     return Status::OK;
   }
   if (type == Update::INSERT && found != table.entries.end())
@@ -93,8 +94,6 @@ Status Program::WriteTableEntry(Update::Type type, const p4::v1::TableEntry& giv
     return Status(StatusCode::UNIMPLEMENTED,
                   "direct meter configs and counter data on write are not implemented");
   if (Status s = EncodeTableAction(table, given, false, &enc); !s.ok()) return s;
-  p4::v1::TableEntry canonical = given;
-  Canonicalize(b, &canonical);
   Stored next;
   if (found != table.entries.end()) {
     Stored old = found->second;
@@ -116,13 +115,16 @@ Status Program::WriteTableEntry(Update::Type type, const p4::v1::TableEntry& giv
       s.seen_at = std::chrono::steady_clock::now();
     };
   }
-  next.entry = Serialized(canonical);
-  next.encoded = enc;
+  StageAdd(b.swx_id, enc);
+  next.entry = SerializedCanonical(b, given);
+  next.encoded = std::move(enc);
   next.idle_timeout_ns = static_cast<uint64_t>(given.idle_timeout_ns());
   next.reported = false;
   next.seen_at = std::chrono::steady_clock::now();
-  table.entries[identity] = std::move(next);
-  StageAdd(b.swx_id, enc);
+  if (found != table.entries.end())
+    found->second = std::move(next);
+  else
+    table.entries.emplace(std::move(identity), std::move(next));
   return Status::OK;
 }
 
@@ -138,9 +140,7 @@ Status Program::WriteDefault(Update::Type type, const p4::v1::TableEntry& given,
   if (!given.has_action()) return Invalid("a default entry needs an action");
   if (Status s = EncodeTableAction(table, given, true, &enc); !s.ok()) return s;
   std::string old = table.default_entry;
-  p4::v1::TableEntry canonical = given;
-  Canonicalize(b, &canonical);
-  table.default_entry = Serialized(canonical);
+  table.default_entry = SerializedCanonical(b, given);
   undo->revert = [&table, old]() { table.default_entry = old; };
   StageDefault(b.swx_id, enc);
   return Status::OK;

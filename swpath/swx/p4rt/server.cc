@@ -42,28 +42,29 @@ void SetUint128(unsigned __int128 value, p4::v1::Uint128* id) {
 
 // A Write's outcome as P4Runtime sec. 12.3 asks: OK, or UNKNOWN with one
 // p4.v1.Error per update (OK for those that took) in the status details.
+// The details are packed only when something failed: on the write path a
+// batch that took whole is the common case.
 Status WriteStatus(const std::vector<p4::v1::Error>& errors) {
-  bool failed = false;
-  google::rpc::Status details;
-  details.set_code(google::rpc::UNKNOWN);
-  for (const auto& e : errors) {
-    failed |= e.canonical_code() != google::rpc::OK;
-    details.add_details()->PackFrom(e);
-  }
-  if (!failed) return Status::OK;
-  std::string message;
+  const p4::v1::Error* first = nullptr;
   for (const auto& e : errors)
     if (e.canonical_code() != google::rpc::OK) {
-      message = e.message();
+      first = &e;
       break;
     }
+  if (first == nullptr) return Status::OK;
+  std::string message = first->message();
+  google::rpc::Status details;
+  details.set_code(google::rpc::UNKNOWN);
+  for (const auto& e : errors) details.add_details()->PackFrom(e);
   details.set_message(message);
   return Status(StatusCode::UNKNOWN, message, details.SerializeAsString());
 }
 
 }  // namespace
 
-Server::Server(Device* device, uint64_t device_id) : device_(device), device_id_(device_id) {}
+Server::Server(Device* device, uint64_t device_id) : device_(device), device_id_(device_id) {
+  SetMessageAllocatorFor_Write(&write_arenas_);
+}
 
 Server::~Server() { Stop(); }
 
@@ -205,17 +206,26 @@ Status Server::StreamChannel(
   return status;
 }
 
-Status Server::Write(grpc::ServerContext*, const p4::v1::WriteRequest* request,
-                     p4::v1::WriteResponse*) {
-  if (request->device_id() != device_id_)
-    return Status(StatusCode::NOT_FOUND, "no device " + std::to_string(request->device_id()));
-  if (!IsPrimary(request->election_id()))
+grpc::ServerUnaryReactor* Server::Write(grpc::CallbackServerContext* context,
+                                        const p4::v1::WriteRequest* request,
+                                        p4::v1::WriteResponse*) {
+  // answered at once, on the thread gRPC called it on: the device's mutex
+  // is all a Write waits for
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(DoWrite(*request));
+  return reactor;
+}
+
+Status Server::DoWrite(const p4::v1::WriteRequest& request) {
+  if (request.device_id() != device_id_)
+    return Status(StatusCode::NOT_FOUND, "no device " + std::to_string(request.device_id()));
+  if (!IsPrimary(request.election_id()))
     return Status(StatusCode::PERMISSION_DENIED,
                   "the election id is not the primary's (P4Runtime sec. 5.2)");
-  if (request->atomicity() != p4::v1::WriteRequest::CONTINUE_ON_ERROR)
+  if (request.atomicity() != p4::v1::WriteRequest::CONTINUE_ON_ERROR)
     return Status(StatusCode::UNIMPLEMENTED, "only CONTINUE_ON_ERROR atomicity is implemented");
   std::vector<p4::v1::Error> errors;
-  Status status = device_->Write(*request, &errors);
+  Status status = device_->Write(request, &errors);
   if (!status.ok()) return status;
   return WriteStatus(errors);
 }

@@ -22,10 +22,15 @@
 
 #include "device.h"
 #include "p4/v1/p4runtime.grpc.pb.h"
+#include "write_arena.h"
 
 namespace swx {
 
-class Server final : public p4::v1::P4Runtime::Service {
+// Write is served by gRPC's callback API, the rest by its synchronous one
+// (WithCallbackMethod_Write): only the callback API lets a request be
+// parsed into a protobuf arena (write_arena.h), which the write path needs.
+class Server final
+    : public p4::v1::P4Runtime::WithCallbackMethod_Write<p4::v1::P4Runtime::Service> {
  public:
   Server(Device* device, uint64_t device_id);
   ~Server() override;
@@ -35,8 +40,9 @@ class Server final : public p4::v1::P4Runtime::Service {
   void Start();
   void Stop();
 
-  grpc::Status Write(grpc::ServerContext* context, const p4::v1::WriteRequest* request,
-                     p4::v1::WriteResponse* response) override;
+  grpc::ServerUnaryReactor* Write(grpc::CallbackServerContext* context,
+                                  const p4::v1::WriteRequest* request,
+                                  p4::v1::WriteResponse* response) override;
   grpc::Status Read(grpc::ServerContext* context, const p4::v1::ReadRequest* request,
                     grpc::ServerWriter<p4::v1::ReadResponse>* writer) override;
   grpc::Status SetForwardingPipelineConfig(
@@ -57,6 +63,7 @@ class Server final : public p4::v1::P4Runtime::Service {
   struct Client;
   using Uint128 = unsigned __int128;
 
+  grpc::Status DoWrite(const p4::v1::WriteRequest& request);
   grpc::Status Arbitrate(Client* client, const p4::v1::MasterArbitrationUpdate& update);
   // Under mutex_: the primary, or nullptr.
   Client* PrimaryLocked() const;
@@ -74,6 +81,7 @@ class Server final : public p4::v1::P4Runtime::Service {
   std::set<Client*> clients_;
   std::atomic<bool> stop_{false};
   std::thread packets_, idle_;
+  WriteArenas write_arenas_;
 };
 
 }  // namespace swx

@@ -50,8 +50,13 @@ struct swx_tables {
 	unsigned active;		/* ts[active] is published */
 	struct swx_table_ctl *tables;
 	struct rte_swx_table_selector_params *selectors;
-	struct swx_op *ops;
+	struct swx_op *ops;		/* staged for the next commit */
 	size_t n_ops, cap_ops;
+	/* The last commit's changes: published, and not yet in the retired
+	 * array, which packets in flight may still read (settle() waits for
+	 * them, then applies these). */
+	struct swx_op *retired_ops;
+	size_t n_retired_ops, cap_retired_ops;
 	const volatile bool *running;
 };
 
@@ -246,8 +251,18 @@ fail:
 	return NULL;
 }
 
+static void
+ops_free(struct swx_op *ops, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		entry_free(ops[i].entry);
+		free(ops[i].members);
+	}
+}
+
 /* Frees the array that is not published, but what it shares with the one
- * that is (the pipeline frees that one: rte_swx_pipeline_free). */
+ * that is (the pipeline frees that one: rte_swx_pipeline_free). Changes
+ * the retired array still lacked go with it. */
 void
 swx_tables_free(struct swx_tables *t)
 {
@@ -276,11 +291,10 @@ swx_tables_free(struct swx_tables *t)
 		free(t->tables[i].probe);
 		free(t->tables[i].mailbox);
 	}
-	for (size_t i = 0; i < t->n_ops; i++) {
-		entry_free(t->ops[i].entry);
-		free(t->ops[i].members);
-	}
+	ops_free(t->ops, t->n_ops);
+	ops_free(t->retired_ops, t->n_retired_ops);
 	free(t->ops);
+	free(t->retired_ops);
 	free(t->tables);
 	free(t->selectors);
 	swx_info_free(&t->info);
@@ -528,23 +542,20 @@ drained(const struct rte_swx_pipeline *p, const struct rte_swx_table_state *ts)
 static void
 publish(struct swx_tables *t)
 {
-	struct rte_swx_table_state *next = t->ts[!t->active];
-
 	rte_smp_wmb(); /* the changes before the pointer */
-	rte_swx_pipeline_table_state_set(t->p, next);
+	rte_swx_pipeline_table_state_set(t->p, t->ts[!t->active]);
 	t->active = !t->active;
-	while (t->running != NULL && *t->running && !drained(t->p, next))
-		sched_yield();
 }
 
-/* Phase 2: the array just retired gets the changes that took. */
+/* Phase 2: the array retired by the last commit gets that commit's
+ * changes that took. */
 static void
 apply_retired(struct swx_tables *t, struct rte_swx_table_state *ts)
 {
 	uint32_t base = t->info.pipeline.n_tables;
 
-	for (size_t i = 0; i < t->n_ops; i++) {
-		struct swx_op *o = &t->ops[i];
+	for (size_t i = 0; i < t->n_retired_ops; i++) {
+		struct swx_op *o = &t->retired_ops[i];
 		struct swx_table_ctl *tb = o->kind == OP_GROUP ? NULL : &t->tables[o->id];
 
 		if (o->result != 0)
@@ -575,23 +586,48 @@ apply_retired(struct swx_tables *t, struct rte_swx_table_state *ts)
 	}
 }
 
+/* The retired array brought level with the published one: once no packet
+ * in flight reads it (every packet thread took the published array at its
+ * rx; nothing in flight when no thread runs the pipeline), the last
+ * commit's changes go in. Done at the start of the next commit rather than
+ * at the end of the last, so a Write does not wait for the pipeline
+ * threads: by the time the next one comes they have long moved on
+ * (issue #33: the wait was a third of the write path's CPU, more on a
+ * loaded machine where the pipeline thread waits for a CPU). */
+static void
+settle(struct swx_tables *t)
+{
+	while (t->running != NULL && *t->running && !drained(t->p, t->ts[t->active]))
+		sched_yield();
+	apply_retired(t, t->ts[!t->active]);
+	ops_free(t->retired_ops, t->n_retired_ops);
+	t->n_retired_ops = 0;
+}
+
 int
 swx_tables_commit(struct swx_tables *t, int *result, size_t n_result)
 {
+	struct swx_op *spare = t->retired_ops;
+	size_t spare_cap = t->cap_retired_ops;
 	int failed = 0;
 
 	if (t->n_ops == 0)
 		return 0;
+	settle(t);
 	apply_standby(t, t->ts[!t->active]);
 	publish(t);
-	apply_retired(t, t->ts[!t->active]);
 	for (size_t i = 0; i < t->n_ops; i++) {
 		failed += t->ops[i].result != 0;
 		if (result != NULL && i < n_result)
 			result[i] = t->ops[i].result;
-		entry_free(t->ops[i].entry);
-		free(t->ops[i].members);
 	}
+	/* this commit's changes wait for the next settle(); the emptied array
+	 * takes the next commit's */
+	t->retired_ops = t->ops;
+	t->cap_retired_ops = t->cap_ops;
+	t->n_retired_ops = t->n_ops;
+	t->ops = spare;
+	t->cap_ops = spare_cap;
 	t->n_ops = 0;
 	return failed;
 }
@@ -610,9 +646,9 @@ swx_tables_entry_id(struct swx_tables *t, uint32_t table, const uint8_t *key)
 	tb = &t->tables[table];
 	memcpy(tb->probe + tb->params.key_offset, key, tb->params.key_size);
 	probe = tb->probe;
-	/* the retired array's object: the same entries, and no data-plane
-	 * thread reads it */
-	while (tb->ops.lkp(t->ts[!t->active][table].obj, tb->mailbox, &probe, &action, &data,
+	/* the published array's object: the retired one may still lack the
+	 * last commit (settle); a lookup only reads, beside the data plane */
+	while (tb->ops.lkp(t->ts[t->active][table].obj, tb->mailbox, &probe, &action, &data,
 			   &id, &hit) == 0)
 		;
 	return hit ? (int64_t)id : -1;

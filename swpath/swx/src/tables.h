@@ -22,7 +22,10 @@
  * "No packet in flight reads it": each of the pipeline's internal packet
  * threads takes the table-state array at its rx (rte_swx_pipeline_internal.h),
  * so after publishing, the old array is free once every thread has taken
- * the new one. rte_swx_ctl sleeps 100 us instead; this waits for the fact.
+ * the new one. rte_swx_ctl sleeps 100 us instead, at the end of each commit;
+ * this waits for the fact, and only at the start of the next commit, which
+ * first brings the retired array level: a commit returns once its changes
+ * are published, without waiting for a pipeline thread to get a CPU.
  *
  * Not thread-safe: one control thread calls all of these.
  */
@@ -67,7 +70,9 @@ int swx_tables_set_group(struct swx_tables *t, uint32_t selector, uint32_t group
  * Applies the staged changes: result[i] is 0 or a negative errno for the
  * i-th change (-ENOSPC: the table is full); a failed change is left out,
  * the others take effect together. Returns how many failed. result may be
- * NULL. The data plane forwards throughout.
+ * NULL. The data plane forwards throughout: a packet that arrives after
+ * the call returned sees every change; one already in the pipeline may
+ * finish with the tables as they were.
  */
 int swx_tables_commit(struct swx_tables *t, int *result, size_t n_result);
 /* Changes staged and not committed. */

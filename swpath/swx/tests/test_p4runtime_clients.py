@@ -108,6 +108,15 @@ def test_finsy_pushes_the_program_writes_and_reads_it_back(switch: str) -> None:
             with pytest.raises(finsy.P4ClientError) as refused:
                 await sw.write([+entry(0)])
             assert "ALREADY_EXISTS" in str(refused.value)
+            # in a batch, only the update that failed is said to, by its
+            # index (P4Runtime sec. 12.3); the others took
+            with pytest.raises(finsy.P4ClientError) as mixed:
+                await sw.write([+entry(3), +entry(1), +entry(4)])
+            assert list(mixed.value.details) == [1]
+            assert mixed.value.details[1].canonical_code == finsy.GRPCStatusCode.ALREADY_EXISTS
+            got = [e async for e in sw.read(finsy.P4TableEntry("nat_in2out"))]
+            assert sorted(e.match["ipv4_src"] - 0x0A000000 for e in got) == [0, 1, 2, 3, 4]
+            await sw.write([-entry(3), -entry(4)])
             # what this target has not: a packet replication engine
             with pytest.raises(finsy.P4ClientError) as unimplemented:
                 await sw.write([+finsy.P4CloneSessionEntry(session_id=5, replicas=[(0, 1)])])

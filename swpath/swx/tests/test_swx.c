@@ -5,6 +5,7 @@
  * and the input guard. Packets go through rings and the pipeline is run by
  * the test itself (no pipeline thread).
  */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdbool.h>
 #include <stdarg.h>
@@ -13,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -281,6 +283,72 @@ test_default_action(void **state)
 	assert_int_equal(through(0x0a000001, 0xc00000aa), 0);
 }
 
+/* A pipeline thread that gets its CPU late: it runs the pipeline (no
+ * packets: each packet thread just takes the published tables at its rx)
+ * after `late_ms`, and says when it started. */
+struct late_runner {
+	unsigned late_ms;
+	volatile bool started;
+};
+
+static void *
+run_late(void *arg)
+{
+	struct late_runner *r = arg;
+	struct timespec ts = { 0, (long)r->late_ms * 1000000L };
+
+	nanosleep(&ts, NULL);
+	r->started = true;
+	for (int i = 0; i < 64; i++)
+		rte_swx_pipeline_run(p, 16);
+	return NULL;
+}
+
+static double
+ms_since(const struct timespec *t0)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)(t.tv_sec - t0->tv_sec) * 1e3 + (double)(t.tv_nsec - t0->tv_nsec) / 1e6;
+}
+
+/* A commit returns once its changes are published, however late the
+ * pipeline's threads move on to them (issue #33: waiting for them cost a
+ * Write its pipeline thread's scheduling delay); the next commit waits for
+ * them before it writes the array they may still read, and brings that
+ * array level: both commits' entries hold after the second swap. */
+static void
+test_commit_waits_for_no_pipeline_thread(void **state)
+{
+	volatile bool running = true;
+	struct late_runner late = { .late_ms = 300 };
+	struct timespec t0;
+	pthread_t thread;
+
+	(void)state;
+	swx_tables_watch(tables, &running);
+	assert_int_equal(pthread_create(&thread, NULL, run_late, &late), 0);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	stage_fwd(0xc0000006, 0xc6336406, 1);
+	assert_int_equal(swx_tables_commit(tables, NULL, 0), 0);
+	assert_true(ms_since(&t0) < 150);	/* published, not waited for */
+	assert_false(late.started);
+	stage_fwd(0xc0000007, 0xc6336407, 1);
+	assert_int_equal(swx_tables_commit(tables, NULL, 0), 0);
+	assert_true(late.started);	/* this one waited for the thread */
+	assert_int_equal(pthread_join(thread, NULL), 0);
+	swx_tables_watch(tables, NULL);
+	assert_int_equal(through(0x0a000001, 0xc0000006), 0xc6336406);
+	assert_int_equal(through(0x0a000001, 0xc0000007), 0xc6336407);
+	/* a third swap: the array retired by the second commit got both */
+	stage_fwd(0xc0000008, 0xc6336408, 1);
+	assert_int_equal(swx_tables_commit(tables, NULL, 0), 0);
+	assert_int_equal(through(0x0a000001, 0xc0000006), 0xc6336406);
+	assert_int_equal(through(0x0a000001, 0xc0000007), 0xc6336407);
+	assert_int_equal(through(0x0a000001, 0xc0000008), 0xc6336408);
+}
+
 /* A frame into the guarded port: whether it came out (a table entry
  * forwards every destination it uses, test_guard_drops_truncated_frames). */
 static int
@@ -424,6 +492,7 @@ main(int argc, char **argv)
 		cmocka_unit_test(test_full_table_fails_alone),
 		cmocka_unit_test(test_lpm_longest_prefix_and_rebuild),
 		cmocka_unit_test(test_default_action),
+		cmocka_unit_test(test_commit_waits_for_no_pipeline_thread),
 		cmocka_unit_test(test_guard_drops_truncated_frames),
 		cmocka_unit_test(test_bad_spec_says_where),
 		cmocka_unit_test(test_checksum_needs_no_strict_aliasing),
