@@ -197,11 +197,56 @@ class NatPunts(Punts):
             # Punted before its entries were in place: they are now.
             self.stats["packet_in.reinjected"] += 1
             self.inject(punt.payload, punt.port)
-        elif state in (InstallState.QUEUED, InstallState.INSTALLING):
+        elif session.hairpin:
+            # Its translation needs both halves' entries (the switch
+            # rewrites the destination to the partner's inside host).
+            self._wait_for_install(session, held, state)
+        elif not self._routable_now(punt.payload):
+            self._wait_for_install(session, held, state)
+        else:
+            self._route_before_install(session, key, punt, state)
+
+    def _routable_now(self, frame: bytes) -> bool:
+        """Whether the switch can route this packet translated without an
+        error of its own: an error (time exceeded, fragmentation needed)
+        must quote the packet as it arrived (RFC 5508 sec. 3, RFC 1191), so
+        one with TTL 1, or bigger than the smallest MTU of the links, goes
+        the way a packet of an installed session goes."""
+        ip = ETH_HEADER
+        length = int.from_bytes(frame[ip + 2 : ip + 4], "big")
+        smallest_mtu = min(i.mtu for i in self.config.interfaces)
+        return frame[ip + 8] > 1 and length <= smallest_mtu
+
+    def _wait_for_install(self, session: Session, held: Held, state: InstallState | None) -> None:
+        """The packet goes back through the pipeline once the session's
+        entries are in (writer.Outcomes.installed: INJECT)."""
+        if state in (InstallState.QUEUED, InstallState.INSTALLING):
             self.stats["packet_in.install_in_flight"] += 1
             self.writer.hold(session, held)
         else:  # new, or revived while its DELETE is out (sent after it)
             self.writer.queue(session, held, since=self.received_at)
+
+    def _route_before_install(
+        self, session: Session, key: FlowKey, punt: Punt, state: InstallState | None
+    ) -> None:
+        """A packet of a session whose entries are not in the switch yet
+        (new, queued, being written, or revived while its DELETE is out):
+        translated here and routed by the switch now, not after the write.
+        The write's round trip was most of a first packet's delay (0.5 ms
+        of Python gRPC a Write, docs/benchmarks.md); the entries still go in
+        for the flow's next packets, and those punted before they are in
+        come here in their order and leave in it. A switch that refuses the
+        write (its table full) has then let one packet through for a flow
+        it takes no more of, as a flow ageing out lets its last through."""
+        if state in (InstallState.QUEUED, InstallState.INSTALLING):
+            self.stats["packet_in.install_in_flight"] += 1
+        else:
+            self.writer.queue(session, since=self.received_at)
+        rewrite = session.in2out_rewrite if key == session.in2out else session.out2in_rewrite
+        assert rewrite is not None
+        self._packet_out(rewrite_flow(punt.payload, rewrite), punt.port, PacketOutMode.ROUTE)
+        if state is None:
+            self.writer.latency.first_packet.observe(self.now() - self.received_at)
 
     def _on_tcp_rst(self, punt: Punt) -> None:
         """TCP_RST: an inside RST, routed without a lookup (_route_rst), or,

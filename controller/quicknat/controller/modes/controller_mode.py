@@ -38,6 +38,9 @@ log = logging.getLogger("quicknat.controller")
 
 # The oldest age a recovered entry's metadata is believed for (a wrong clock).
 _MAX_AGE_S = 10 * 365 * 86400
+# An operator's delete of sessions whose writes are out waits this long for
+# them at most, looking again every DELETE_RETRY_S (a Write takes ~0.5 ms).
+DELETE_WAIT_S, DELETE_RETRY_S = 2.0, 0.002
 
 
 class ControllerMode:
@@ -241,10 +244,24 @@ class ControllerMode:
 
     async def delete_sessions(self, query: SessionQuery) -> int:
         """The selected sessions' entries are deleted and the sessions
-        forgotten, their ports resting as after an expiry."""
-        deleted = sum(self._delete(s) for s in list(self._selected(query)))
-        self.writer.flush()
-        return deleted
+        forgotten, their ports resting as after an expiry. A session whose
+        INSERT is out (its first packet left before it: punts.py) is deleted
+        once that write has answered; the wait is bounded (DELETE_WAIT_S),
+        and what a switch that does not answer leaves is not counted."""
+        done: set[int] = set()
+        for _ in range(int(DELETE_WAIT_S / DELETE_RETRY_S) + 1):
+            waiting = 0
+            for session in list(self._selected(query)):
+                if session.id not in done:
+                    if self._delete(session):
+                        done.add(session.id)
+                    else:
+                        waiting += 1
+            self.writer.flush()
+            if not waiting:
+                break
+            await asyncio.sleep(DELETE_RETRY_S)
+        return len(done)
 
     def session_count(self) -> int:
         return self.nat.session_count
