@@ -10,10 +10,12 @@ from __future__ import annotations
 import asyncio
 
 from quicknat.controller.status import SessionQuery
-from quicknat.p4.constants import PacketOutMode
-from scapy.layers.inet import IP, UDP
+from quicknat.p4.constants import PacketOutMode, PuntReason
+from scapy.layers.inet import IP, TCP, UDP
 from scapy.layers.l2 import Ether
-from stub_controller import DELETE, INSERT, Run, kinds
+from stub_controller import DELETE, INSERT, Run, frame, kinds
+
+MODIFY = 2  # p4r.Update.MODIFY
 
 POOL = "203.0.113.1"  # snat_pool_one_port's address
 
@@ -111,6 +113,37 @@ def test_an_operator_flush_deletes_a_session_whose_insert_is_out() -> None:
         await run.settle()
         assert [kinds(w) for w in run.switch.writes] == [[INSERT, INSERT], [DELETE, DELETE]]
         assert run.counters()["sessions_deleted"] == 1
+        await run.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_phase_change_during_the_insert_is_written_after_it() -> None:
+    """The SYN leaves before its write, so the SYN/ACK can come back while
+    the INSERT (with the transitory timeout) is still out. The session is
+    established then (RFC 7857 sec. 2.2); once the INSERT is answered its
+    entry is MODIFYed to the established timeout, not left transitory."""
+
+    async def scenario() -> None:
+        run = Run("swx")
+        await started(run)
+        run.packet_in(payload=frame("10.0.0.10", TCP(sport=40000, dport=443, flags="S")))
+        await run.settle()
+        (install,) = run.switch.writes
+        transitory = install[0].entity.table_entry.idle_timeout_ns
+        (session,) = run.controller.mode.nat.sessions()
+        synack = bytes(
+            Ether(src="02:00:00:00:02:fe", dst="02:00:00:00:00:02")
+            / IP(src="198.51.100.9", dst=POOL)
+            / TCP(sport=443, dport=session.external.port, flags="SA")
+        )
+        run.packet_in(PuntReason.TCP_SEGMENT, synack, port=2)
+        await run.settle()
+        assert len(run.switch.writes) == 1  # the INSERT still out
+        await release(run)
+        modify = run.switch.writes[-1]
+        assert kinds(modify) == [MODIFY]
+        assert modify[0].entity.table_entry.idle_timeout_ns > transitory
         await run.close()
 
     asyncio.run(scenario())

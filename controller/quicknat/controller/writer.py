@@ -289,10 +289,10 @@ class SwitchWriter(Generic[S]):
 
     async def _install(self, sessions: list[S]) -> None:
         updates = []
+        timeouts = {}  # as written: a TCP phase may change during the write
         for session in sessions:
-            updates += self.entries.inserts(
-                session, self._timeout(session), self.created_ms(session)
-            )
+            timeouts[session.id] = timeout = self._timeout(session)
+            updates += self.entries.inserts(session, timeout, self.created_ms(session))
         # a hairpin session's rewrite as written: its partner may come or go
         # during the write (no other session's rewrite ever changes)
         written = {s.id: s.in2out_rewrite for s in sessions if s.hairpin}
@@ -313,7 +313,13 @@ class SwitchWriter(Generic[S]):
                 continue
             self._full_until = 0.0
             self.stats["sessions_installed"] += 1
-            stale = session.hairpin and session.in2out_rewrite != written[session.id]
+            # Out of date already: a hairpin partner came or went, or the
+            # session's TCP phase (so its timeout) changed while the INSERT
+            # was out, e.g. the answer to a first packet that left before
+            # its write (punts.py) made it established: MODIFY it next.
+            stale = (
+                session.hairpin and session.in2out_rewrite != written[session.id]
+            ) or self._timeout(session) != timeouts[session.id]
             began = self.latency.installed(session.id, acked)
             packets = self.installs.installed(session, stale)
             if packets and began is not None:
