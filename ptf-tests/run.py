@@ -24,7 +24,7 @@ from pathlib import Path
 
 from lab import bmv2, swx
 from lab.netns import Topology, in_namespace
-from lab.processes import start, start_dpdk, stop, stop_pid_file, wait_for_tcp
+from lab.processes import start, start_dpdk, stop, stop_naming, stop_pid_file, wait_for_tcp
 from lab.swpath import SWPATH
 
 HERE = Path(__file__).resolve().parent
@@ -180,6 +180,9 @@ def inside(args: argparse.Namespace) -> int:
     finally:
         stop(switch)
         stop_pid_file(workdir / SWITCH_PID)
+        left = stop_naming(workdir)  # a failed run's shared NAT (PTF's os._exit)
+        if left:
+            print(f"stopped what the run left running: {', '.join(left)}")
         swx.remove_runtime_dir(workdir)
 
 

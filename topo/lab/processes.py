@@ -120,6 +120,45 @@ def stop_pid_file(path: Path, timeout: float = 10.0) -> None:
         os.killpg(pid, signal.SIGKILL)
 
 
+def stop_naming(path: Path, timeout: float = 10.0) -> list[str]:
+    """Stop every process whose command line names `path` (a run's own
+    directory), but this one and its ancestors: what a run started and a
+    crash left running. PTF ends a run with a failed test by os._exit(1),
+    so no atexit handler stops the NAT the last scenarios shared
+    (ptf-tests/harness/shared_nat.py). The names of those it stopped."""
+    keep, pid = set(), os.getpid()
+    while pid > 1:  # this process and its ancestors (flock, make, the runner)
+        keep.add(pid)
+        try:
+            pid = int((Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            break
+    needle, found = str(path).encode(), {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) in keep:
+            continue
+        with contextlib.suppress(OSError):
+            args = (entry / "cmdline").read_bytes().split(b"\0")
+            if any(needle in arg for arg in args):
+                found[int(entry.name)] = Path(args[0].decode(errors="replace")).name
+    for signo in (signal.SIGTERM, signal.SIGKILL):
+        for pid in found:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signo)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and any(_alive(p) for p in found):
+            time.sleep(0.05)
+    return sorted(found.values())
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"  # a zombie is gone but for its parent's wait
+
+
 @contextlib.contextmanager
 def signals_ignored() -> Iterator[None]:
     """SIGINT and SIGTERM ignored for the duration (a clean-up that a second
