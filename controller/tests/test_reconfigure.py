@@ -210,18 +210,26 @@ class StubInstance:
         return await asyncio.start_unix_server(serve, str(self.path))
 
 
+async def offload_controller(
+    tmp_path: Path,
+) -> tuple[Controller, StubInstance, asyncio.AbstractServer]:
+    """An offload-mode controller whose one instance is a StubInstance
+    serving its control socket in tmp_path."""
+    control = tmp_path / "sp0.sock"
+    text = OFFLOAD_CONFIG.replace("/run/sp0.sock", str(control))
+    instance = StubInstance(control)
+    server = await instance.start()
+    return Controller(parse_config(text), ControllerOptions(), Pipeline.load()), instance, server
+
+
 def test_offload_mode_changes_every_instance_then_the_switch(tmp_path: Path) -> None:
     """A rule added at run time in offload mode: the instance gets its
     commands first, then the switch steers the new DNAT address to it
     (slow_path_out2in); a change the instance refuses leaves the switch and
     the configuration as they were, and says which instance refused."""
-    control = tmp_path / "sp0.sock"
-    text = OFFLOAD_CONFIG.replace("/run/sp0.sock", str(control))
 
     async def scenario() -> None:
-        instance = StubInstance(control)
-        server = await instance.start()
-        controller = Controller(parse_config(text), ControllerOptions(), Pipeline.load())
+        controller, instance, server = await offload_controller(tmp_path)
         switch = StubSwitch()
         controller.client = switch  # type: ignore[assignment]
         controller.connected.set()
@@ -255,13 +263,9 @@ def test_counters_asks_no_instance_where_stats_asks_each(tmp_path: Path) -> None
     socket's `counters` answers the controller's own without a word to any
     instance, so a poller does not load the instances (or the controller)
     with what it measures (status.py)."""
-    control = tmp_path / "sp0.sock"
-    text = OFFLOAD_CONFIG.replace("/run/sp0.sock", str(control))
 
     async def scenario() -> None:
-        instance = StubInstance(control)
-        server = await instance.start()
-        controller = Controller(parse_config(text), ControllerOptions(), Pipeline.load())
+        controller, instance, server = await offload_controller(tmp_path)
         controller.stats["sessions_installed"] += 3
         answer = await _answer(controller, "counters")
         assert isinstance(answer, dict)
