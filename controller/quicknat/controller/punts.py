@@ -242,9 +242,7 @@ class NatPunts(Punts):
             self.stats["packet_in.install_in_flight"] += 1
         else:
             self.writer.queue(session, since=self.received_at)
-        rewrite = session.in2out_rewrite if key == session.in2out else session.out2in_rewrite
-        assert rewrite is not None
-        self._packet_out(rewrite_flow(punt.payload, rewrite), punt.port, PacketOutMode.ROUTE)
+        self._route_translated(session, key, punt.payload, punt.port)
         if state is None:
             self.writer.latency.first_packet.observe(self.now() - self.received_at)
 
@@ -376,11 +374,16 @@ class NatPunts(Punts):
         if key.protocol == TCP:
             self._track_tcp(session, key, flags)
         self._install_if_out(session)  # for the flow's other packets
+        self.stats[f"{what}.translated"] += 1
+        self._route_translated(session, key, payload, port)
+        return True
+
+    def _route_translated(self, session: Session, key: FlowKey, payload: bytes, port: int) -> None:
+        """The packet of `key`'s direction, translated here by its session,
+        for the switch to route (packet-out ROUTE: no NAT lookup there)."""
         rewrite = session.in2out_rewrite if key == session.in2out else session.out2in_rewrite
         assert rewrite is not None
-        self.stats[f"{what}.translated"] += 1
         self._packet_out(rewrite_flow(payload, rewrite), port, PacketOutMode.ROUTE)
-        return True
 
     def _on_ipv4_options(self, punt: Punt) -> None:
         """IPV4_OPTIONS: a datagram with options that needs NAT, from a target
