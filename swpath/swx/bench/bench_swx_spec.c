@@ -5,8 +5,8 @@
  * exactly as the P4 program is, so the figures say what the pipeline itself
  * can forward on this machine (issue #33).
  *
- *   bench_swx_spec [-t TABLE FILE]... [-o DIR] [-n PACKETS] [-c CC] [-C CACHE] [-R]
- *                  SPEC FRAMES SECONDS
+ *   bench_swx_spec [-t TABLE FILE]... [-r REGARRAY]... [-o DIR] [-n PACKETS] [-c CC]
+ *                  [-C CACHE] [-R] SPEC FRAMES SECONDS
  *
  * Port in 0 is a `source` replaying FRAMES (a pcap file) in a loop, each
  * frame copied into a fresh mbuf as it enters; ports out 0 to 3 are
@@ -17,9 +17,12 @@
  * through and the run stops (the output check, and the instruction count
  * with a tracing compiler, -c). -R adds port in 1, an empty ring, as
  * bench_swx has the P4 program's CPU port: the pipeline's rx then polls it
- * every other packet, as a switch with a controller does. Prints one JSON object: frames, entries,
- * packets out of ports 0-3 in the timed run, seconds, Mpps, and per port
- * what left since the start (`out`, `dropped`).
+ * every other packet, as a switch with a controller does. -r adds the
+ * register array's non-zero slots to the output (`regarrays`: the
+ * program's counters, which swpath/swx/tests/test_program_fastpath.py
+ * compares). Prints one JSON object: frames, entries, packets out of ports
+ * 0-3 in the timed run, seconds, Mpps, and per port what left since the
+ * start (`out`, `dropped`).
  */
 #include <inttypes.h>
 #include <stdbool.h>
@@ -41,12 +44,15 @@
 #define PORTS_OUT 4
 #define DROP_PORT PORTS_OUT	/* DPDK adds it after the I/O spec's ports */
 #define TABLES_MAX 8
+#define REGARRAYS_MAX 8
 #define COUNT_MAX (1u << 26)	/* -n: bounded, so a stuck pipeline ends */
 
 struct args {
 	const char *spec, *frames, *out_dir, *cc, *cache;
 	const char *table[TABLES_MAX], *table_file[TABLES_MAX];
 	unsigned n_tables;
+	const char *regarray[REGARRAYS_MAX];
+	unsigned n_regarrays;
 	bool cpu_ring;		/* -R */
 	double seconds;
 	uint64_t packets;	/* -n */
@@ -55,8 +61,8 @@ struct args {
 static int
 usage(void)
 {
-	fprintf(stderr, "usage: bench_swx_spec [-t TABLE FILE]... [-o DIR] [-n PACKETS] [-c CC] "
-			"[-C CACHE] [-R] SPEC FRAMES SECONDS\n");
+	fprintf(stderr, "usage: bench_swx_spec [-t TABLE FILE]... [-r REGARRAY]... [-o DIR] "
+			"[-n PACKETS] [-c CC] [-C CACHE] [-R] SPEC FRAMES SECONDS\n");
 	return 2;
 }
 
@@ -75,6 +81,8 @@ parse_args(int argc, char **argv, struct args *a)
 			a->cpu_ring = true;
 		} else if (i + 1 >= argc) {
 			return -1;
+		} else if (strcmp(opt, "-r") == 0 && a->n_regarrays < REGARRAYS_MAX) {
+			a->regarray[a->n_regarrays++] = argv[++i];
 		} else if (strcmp(opt, "-o") == 0) {
 			a->out_dir = argv[++i];
 		} else if (strcmp(opt, "-n") == 0) {
@@ -110,8 +118,15 @@ build(const struct args *a, long frames, const char *cache)
 		fprintf(stderr, "bench_swx_spec: mempool: %s\n", rte_strerror(rte_errno));
 		return NULL;
 	}
-	at = snprintf(iospec, sizeof(iospec), "port in 0 source mempool MP file %s loop 0 packets %ld\n",
-		      a->frames, frames);
+	/* timed: the frames in a loop until the time is up; -n: as many
+	 * passes as PACKETS needs and no more, so that each frame goes through
+	 * as often as the others (in a loop, the packets whose path is short
+	 * would leave first and be counted in place of the others) */
+	uint64_t loops = a->packets ? (a->packets + (uint64_t)frames - 1) / (uint64_t)frames : 0;
+
+	at = snprintf(iospec, sizeof(iospec),
+		      "port in 0 source mempool MP file %s loop %" PRIu64 " packets %ld\n", a->frames,
+		      loops, frames);
 	if (a->cpu_ring) {
 		if (rte_ring_create("CPU", 64, 0, 0) == NULL) {
 			fprintf(stderr, "bench_swx_spec: ring: %s\n", rte_strerror(rte_errno));
@@ -139,26 +154,28 @@ build(const struct args *a, long frames, const char *cache)
 	return bench_build(a->spec, cache, a->cc, iospec);
 }
 
+/* The tables' entries, committed; the control stays until the pipeline
+ * goes (freed first, it takes a wildcard table's ACL with it, and the next
+ * lookup in that table faults). */
 static long
-fill_tables(struct rte_swx_pipeline *p, const struct args *a)
+fill_tables(struct rte_swx_pipeline *p, const struct args *a, struct rte_swx_ctl_pipeline **ctl)
 {
-	struct rte_swx_ctl_pipeline *ctl = rte_swx_ctl_pipeline_create(p);
 	long entries = 0;
 
-	if (ctl == NULL) {
+	*ctl = rte_swx_ctl_pipeline_create(p);
+	if (*ctl == NULL) {
 		fprintf(stderr, "bench_swx_spec: no control of the pipeline\n");
 		return -1;
 	}
 	for (unsigned i = 0; i < a->n_tables && entries >= 0; i++) {
-		long n = bench_table_add_file(ctl, a->table[i], a->table_file[i]);
+		long n = bench_table_add_file(*ctl, a->table[i], a->table_file[i]);
 
 		entries = n < 0 ? -1 : entries + n;
 	}
-	if (entries >= 0 && rte_swx_ctl_pipeline_commit(ctl, 1) != 0) {
+	if (entries >= 0 && rte_swx_ctl_pipeline_commit(*ctl, 1) != 0) {
 		fprintf(stderr, "bench_swx_spec: the table commit failed\n");
 		entries = -1;
 	}
-	rte_swx_ctl_pipeline_free(ctl);
 	return entries;
 }
 
@@ -177,16 +194,61 @@ run_counted(struct rte_swx_pipeline *p, uint64_t packets)
 				    .seconds = (double)(rte_rdtsc() - t0) / (double)hz };
 }
 
-static void
-print_result(struct rte_swx_pipeline *p, long frames, long entries, struct bench_rate r)
+/* -r: "name": {"slot": value, ...} for each, its non-zero slots only. */
+static int
+print_regarrays(struct rte_swx_pipeline *p, const struct args *a)
+{
+	struct rte_swx_ctl_pipeline_info info;
+	struct rte_swx_ctl_regarray_info ra;
+
+	if (rte_swx_ctl_pipeline_info_get(p, &info) != 0)
+		return -1;
+	printf(", \"regarrays\": {");
+	for (unsigned i = 0; i < a->n_regarrays; i++) {
+		uint32_t id = 0, size = 0;
+		const char *sep = "";
+
+		for (; id < info.n_regarrays; id++)
+			if (rte_swx_ctl_regarray_info_get(p, id, &ra) == 0 &&
+			    strcmp(ra.name, a->regarray[i]) == 0)
+				break;
+		if (id == info.n_regarrays) {
+			fprintf(stderr, "bench_swx_spec: no register array %s\n", a->regarray[i]);
+			return -1;
+		}
+		size = ra.size;
+		printf("%s\"%s\": {", i ? ", " : "", a->regarray[i]);
+		for (uint32_t slot = 0; slot < size; slot++) {
+			uint64_t v = 0;
+
+			if (rte_swx_ctl_pipeline_regarray_read(p, a->regarray[i], slot, &v) != 0)
+				return -1;
+			if (v) {
+				printf("%s\"%u\": %" PRIu64, sep, slot, v);
+				sep = ", ";
+			}
+		}
+		printf("}");
+	}
+	printf("}");
+	return 0;
+}
+
+static int
+print_result(struct rte_swx_pipeline *p, const struct args *a, long frames, long entries,
+	     struct bench_rate r)
 {
 	printf("{\"frames\": %ld, \"entries\": %ld, \"packets\": %" PRIu64 ", \"seconds\": %.3f, "
 	       "\"mpps\": %.3f, \"out\": [",
 	       frames, entries, r.packets, r.seconds, (double)r.packets / r.seconds / 1e6);
 	for (int port = 0; port < PORTS_OUT; port++)
 		printf("%s%" PRIu64, port ? ", " : "", bench_out_packets(p, 1u << port));
-	printf("], \"dropped\": %" PRIu64 "}\n", bench_out_packets(p, 1u << DROP_PORT));
+	printf("], \"dropped\": %" PRIu64, bench_out_packets(p, 1u << DROP_PORT));
+	if (a->n_regarrays && print_regarrays(p, a) != 0)
+		return -1;
+	printf("}\n");
 	fflush(stdout);
+	return 0;
 }
 
 int
@@ -196,6 +258,7 @@ main(int argc, char **argv)
 			"--log-level", "*:error", "--file-prefix", "bench-swx-spec", "-l", "0" };
 	struct args a = { 0 };
 	char cache[256], rm[300];
+	struct rte_swx_ctl_pipeline *ctl = NULL;
 	struct rte_swx_pipeline *p;
 	struct bench_rate r;
 	long frames, entries;
@@ -213,13 +276,15 @@ main(int argc, char **argv)
 	if (cache[0] == '\0')
 		snprintf(cache, sizeof(cache), "/tmp/bench-swx-spec-%d", (int)getpid());
 	p = build(&a, frames, cache);
-	if (p == NULL || (entries = fill_tables(p, &a)) < 0)
+	if (p == NULL || (entries = fill_tables(p, &a, &ctl)) < 0)
 		return 1;
 	if (a.packets)
 		r = run_counted(p, a.packets);
 	else
 		r = bench_run_timed(p, (1u << PORTS_OUT) - 1, (uint32_t)frames / 8 + 1000, a.seconds);
-	print_result(p, frames, entries, r);
+	if (print_result(p, &a, frames, entries, r) != 0)
+		return 1;
+	rte_swx_ctl_pipeline_free(ctl);
 	rte_swx_pipeline_free(p);
 	if (a.cache)
 		return 0;
