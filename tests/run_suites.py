@@ -102,7 +102,8 @@ SUITES = [
         "swx-unit",
         ["make", "-s", "-C", "swpath/swx", "test"],
         "quicknat-swx: the SWX pipeline layer (tables, guard) against DPDK's pipeline; "
-        "the hand-written NAT fast path's output (bench-swx-ceiling)",
+        "the hand-written NAT fast path's output (bench-swx-ceiling); the PNA program's "
+        "fast path against the program without it",
     ),
     Suite(
         "swpath-fuzz",

@@ -1,0 +1,466 @@
+"""The PNA program's fast path (p4src/include/pna/fastpath.spec) decides
+nothing the full program would not: every kind of packet, through the
+committed spec and through the same spec without the fast path
+(swx_splice.py --strip), with the same table entries, leaves by the same
+ports with the same bytes, and the program's counters end the same. And the
+fast path does take the packets it is for (its own counter), so the
+comparison is not two runs of the full program. As root (DPDK), through
+bench_swx_spec, the harness that measures the pipeline."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from scapy.layers.inet import ICMP, IP, TCP, UDP, IPOption_NOP
+from scapy.layers.l2 import ARP, Dot1Q, Ether
+from scapy.packet import Packet, Raw
+from scapy.utils import rdpcap, wrpcap
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[2]
+BENCH_SPEC = REPO / "swpath" / "build" / "swx" / "bench_swx_spec"
+SPEC = REPO / "p4src" / "build" / "pna" / "quicknat.spec"
+sys.path.insert(0, str(REPO / "p4src"))
+
+import swx_splice  # noqa: E402
+
+pytestmark = pytest.mark.skipif(
+    os.geteuid() != 0 or not BENCH_SPEC.exists(), reason="needs root and make -C swpath/swx"
+)
+
+COUNTERS = [
+    "core_nat_nat_in2out_counter",
+    "core_drop_counter",
+    "core_punt_punt_counter",
+    "core_punt_slow_path_counter",
+    "core_nat_learn_counter",
+]
+ZONE_INSIDE, ZONE_OUTSIDE = 1, 2
+MAC_IN, MAC_ROUTER = "02:00:00:00:10:02", "02:00:00:00:00:01"
+PAYLOAD = b"quicknat-fastpath"
+
+
+def ip(text: str) -> int:
+    return int.from_bytes(bytes(int(b) for b in text.split(".")), "big")
+
+
+@dataclass(frozen=True)
+class Session:
+    """A nat_in2out or nat_out2in entry: the 5-tuple it matches, the action
+    and its arguments in DPDK's entry text."""
+
+    src: str
+    dst: str
+    proto: int
+    sport: int
+    dport: int
+    action: str
+    args: str
+    fast: bool  # its plain packets take the fast path
+
+    def entry(self) -> str:
+        return (
+            f"match 0x{ip(self.src):08x} 0x{ip(self.dst):08x} 0x{self.proto:02x} "
+            f"0x{self.sport:04x} 0x{self.dport:04x} action {self.action} {self.args}"
+        )
+
+
+def addr_port(prefix: str, addr: str, port: int) -> str:
+    return f"{prefix}addr 0x{ip(addr):08x} {prefix}port 0x{port:04x}"
+
+
+UDP_, TCP_ = 17, 6
+PUB = "203.0.113.1"
+INSIDE_SESSIONS = [
+    Session(
+        "10.0.0.1",
+        "192.0.2.1",
+        UDP_,
+        1000,
+        53,
+        "core_nat_rewrite_src_0",
+        addr_port("", PUB, 40000),
+        True,
+    ),
+    Session(
+        "10.0.0.2",
+        "192.0.2.1",
+        TCP_,
+        2000,
+        443,
+        "core_nat_rewrite_src_0",
+        addr_port("", PUB, 40001),
+        True,
+    ),
+    # a DNAT session's reply: the destination rewritten, routed on it
+    Session(
+        "10.0.0.3",
+        "192.0.2.9",
+        UDP_,
+        1000,
+        53,
+        "core_nat_rewrite_dst_0",
+        addr_port("", "10.0.0.4", 5353),
+        True,
+    ),
+    # a hairpin, both halves
+    Session(
+        "10.0.0.5",
+        PUB,
+        TCP_,
+        3000,
+        40002,
+        "core_nat_rewrite_src_dst_0",
+        addr_port("src_", PUB, 40003) + " " + addr_port("dst_", "10.0.0.6", 80),
+        True,
+    ),
+    Session(
+        "10.0.0.7",
+        PUB,
+        UDP_,
+        1000,
+        40004,
+        "core_nat_hairpin_pending_0",
+        addr_port("src_", PUB, 40005),
+        False,
+    ),
+    # routed to the CPU port, past port 63, nowhere
+    Session(
+        "10.0.0.8",
+        "192.0.2.50",
+        UDP_,
+        1000,
+        53,
+        "core_nat_rewrite_src_0",
+        addr_port("", PUB, 40006),
+        False,
+    ),
+    Session(
+        "10.0.0.9",
+        "192.0.2.70",
+        UDP_,
+        1000,
+        53,
+        "core_nat_rewrite_src_0",
+        addr_port("", PUB, 40007),
+        False,
+    ),
+    Session(
+        "10.0.0.10",
+        "198.18.0.1",
+        UDP_,
+        1000,
+        53,
+        "core_nat_rewrite_src_0",
+        addr_port("", PUB, 40008),
+        False,
+    ),
+    # keys the controller never writes, which the checks must still see:
+    # a NAT-owned source, martians
+    Session(
+        "203.0.113.99",
+        "192.0.2.1",
+        UDP_,
+        1000,
+        53,
+        "core_nat_rewrite_src_0",
+        addr_port("", PUB, 40009),
+        False,
+    ),
+    Session(
+        "127.0.0.1",
+        "192.0.2.1",
+        UDP_,
+        1000,
+        53,
+        "core_nat_rewrite_src_0",
+        addr_port("", PUB, 40010),
+        False,
+    ),
+    Session(
+        "10.0.0.11",
+        "224.0.0.9",
+        UDP_,
+        1000,
+        53,
+        "core_nat_rewrite_src_0",
+        addr_port("", PUB, 40011),
+        False,
+    ),
+    Session(
+        "10.0.0.12",
+        "192.0.2.1",
+        UDP_,
+        0,
+        53,
+        "core_nat_rewrite_src_0",
+        addr_port("", PUB, 40012),
+        False,
+    ),
+]
+OUTSIDE_SESSIONS = [
+    Session(
+        "192.0.2.1",
+        PUB,
+        UDP_,
+        53,
+        40000,
+        "core_nat_out2in_rewrite_dst_0",
+        addr_port("", "10.0.0.1", 1000),
+        True,
+    ),
+    Session(
+        "192.0.2.1",
+        PUB,
+        TCP_,
+        443,
+        40001,
+        "core_nat_out2in_rewrite_dst_0",
+        addr_port("", "10.0.0.2", 2000),
+        True,
+    ),
+    Session(
+        "192.0.2.2",
+        PUB,
+        UDP_,
+        53,
+        40020,
+        "core_nat_out2in_rewrite_src_dst_0",
+        addr_port("src_", "198.51.100.2", 5300) + " " + addr_port("dst_", "10.0.0.20", 1000),
+        True,
+    ),
+    Session(
+        "192.0.2.3",
+        "10.0.0.21",
+        TCP_,
+        80,
+        8080,
+        "core_nat_out2in_rewrite_src_0",
+        addr_port("", "198.51.100.3", 8000),
+        True,
+    ),
+    Session(
+        "198.18.0.1",
+        PUB,
+        UDP_,
+        53,
+        40021,
+        "core_nat_out2in_rewrite_dst_0",
+        addr_port("", "10.0.0.99", 1000),
+        True,
+    ),
+]
+
+
+def entries(zone: int, sessions: list[Session]) -> dict[str, list[str]]:
+    """The program's tables for one input port (bench_swx_spec's port 0)
+    of `zone`: routes to ports 1 and 2 (bench_swx_spec's sinks), to the CPU
+    port, past port 63; an MTU on port 2; owned prefixes."""
+
+    def hop(port: int, last: int) -> str:
+        return (
+            f"action core_routing_set_next_hop_0 port 0x{port:x} "
+            f"smac 0x02000000000{port % 10} dmac 0x0200000000{last:02x}"
+        )
+
+    table = "core_nat_nat_in2out" if zone == ZONE_INSIDE else "core_nat_nat_out2in"
+    return {
+        "core_zone_port_zone": [f"match 0x0 action core_zone_set_zone_0 zone 0x{zone:x}"],
+        "core_input_check_owned_source": [
+            "match 0xcb007100/0xffffff00 action core_input_check_mark_owned_0",
+            "match 0xc6336407/0xffffffff action core_input_check_mark_owned_0",
+        ],
+        "core_routing_routing_v4": [
+            f"match 0xc0000200/0xffffff00 {hop(2, 0xFE)}",
+            f"match 0xc0000230/0xfffffff0 {hop(0, 0xFD)}",
+            f"match 0xc0000240/0xfffffff0 {hop(70, 0xFC)}",
+            f"match 0x0a000000/0xffffff00 {hop(1, 0x10)}",
+            f"match 0x0a000006/0xffffffff {hop(3, 0x06)}",
+            f"match 0xc6336400/0xffffff00 {hop(2, 0xFB)}",
+            f"match 0xcb007100/0xffffff00 {hop(1, 0xFA)}",
+        ],
+        "core_routing_egress_mtu": ["match 0x2 action core_routing_set_mtu_0 mtu 0x578"],
+        table: [s.entry() for s in sessions],
+    }
+
+
+def l4(s: Session, flags: str = "A", **fields: object) -> Packet:
+    if s.proto == TCP_:
+        return TCP(sport=s.sport, dport=s.dport, flags=flags, seq=1000, ack=2000, **fields)
+    return UDP(sport=s.sport, dport=s.dport, **fields)
+
+
+def base(s: Session, ttl: int = 64, **ip_fields: object) -> Packet:
+    fields: dict[str, object] = {"src": s.src, "dst": s.dst, "ttl": ttl, **ip_fields}
+    return Ether(src=MAC_IN, dst=MAC_ROUTER) / IP(**fields)
+
+
+def rebuilt(p: Packet) -> Packet:
+    return Ether(bytes(p))
+
+
+def variants(s: Session) -> list[Packet]:
+    """One session's packets: the plain one, and each thing a rule looks at."""
+    out = [base(s) / l4(s) / PAYLOAD, base(s, ttl=2) / l4(s) / PAYLOAD]
+    out += [base(s, ttl=t) / l4(s) / PAYLOAD for t in (0, 1)]
+    out += [base(s, flags="DF") / l4(s) / Raw(b"x" * n) for n in (1300, 1400, 1460)]
+    out += [base(s) / l4(s) / Raw(b"x" * 1400)]
+    out += [base(s, id=7, flags="MF") / l4(s) / PAYLOAD, base(s, frag=3) / Raw(b"y" * 24)]
+    out += [base(s, flags="evil") / l4(s) / PAYLOAD]
+    out += [base(s, options=[IPOption_NOP()] * 4) / l4(s) / PAYLOAD]
+    bad = rebuilt(base(s) / l4(s) / PAYLOAD)
+    bad[IP].chksum ^= 0x0101
+    out.append(bad)
+    if s.proto == TCP_:
+        for flags in ("S", "SA", "F", "FA", "R", "RA", "PA", "AU", "", "SF", "AE", "AC"):
+            out.append(base(s) / l4(s, flags) / PAYLOAD)
+        out += [base(s) / l4(s, dataofs=4) / PAYLOAD, base(s) / l4(s, dataofs=15) / b"z"]
+        out.append(base(s) / l4(s, chksum=0) / PAYLOAD)
+    else:
+        out += [base(s) / l4(s, chksum=0) / PAYLOAD, base(s) / l4(s, len=7) / PAYLOAD]
+        out += [base(s) / l4(s, len=200) / PAYLOAD, base(s) / l4(s, len=12) / PAYLOAD]
+        # checksums that come out 0 and 0xffff after the rewrite
+        out += [base(s) / l4(s, chksum=c) / PAYLOAD for c in (1, 0xFFFF, 0xFFFE)]
+    out += [base(s, len=30) / l4(s) / PAYLOAD, base(s, len=1000) / l4(s) / PAYLOAD]
+    tagged = Ether(src=MAC_IN, dst=MAC_ROUTER) / Dot1Q(vlan=1) / IP(src=s.src, dst=s.dst)
+    out.append(tagged / l4(s) / PAYLOAD)
+    return out
+
+
+def mutated(packets: list[Packet], count: int, seed: int) -> list[bytes]:
+    """Random bytes of the first 54 changed, half with the IPv4 header
+    checksum made right again, so they reach the checks behind it."""
+    rng = random.Random(seed)
+    frames = []
+    for n in range(count):
+        frame = bytearray(bytes(rng.choice(packets)))
+        for _ in range(rng.randint(1, 3)):
+            frame[rng.randrange(12, min(54, len(frame)))] = rng.randrange(256)
+        if n % 2 and len(frame) >= 34:
+            header = IP(bytes(frame[14:]))
+            header.chksum = None
+            frame[14:34] = bytes(header)[:20]
+        frames.append(bytes(frame))
+    return frames
+
+
+def workload(sessions: list[Session]) -> tuple[list[bytes], int]:
+    """Every session's packets, misses, other protocols and mutations; and
+    how many should take the fast path."""
+    packets: list[Packet] = []
+    fast = 0
+    for s in sessions:
+        mine = variants(s)
+        packets += mine
+        fast += s.fast
+    miss = Session("10.0.0.200", "192.0.2.1", UDP_, 999, 53, "", "", False)
+    packets += variants(miss)
+    packets += [base(miss) / ICMP(id=1000) / PAYLOAD, Ether() / ARP(pdst="10.0.0.254")]
+    packets += [Ether(type=0x86DD) / Raw(b"\x60" + b"\x00" * 50)]
+    packets += [base(miss, dst="255.255.255.255") / l4(miss) / PAYLOAD]
+    frames = [bytes(p) for p in packets] + mutated(packets, 1500, seed=len(sessions))
+    return frames, fast
+
+
+@pytest.fixture
+def work() -> Iterator[Path]:
+    """A short path: DPDK's I/O spec takes paths of at most 63 characters."""
+    with tempfile.TemporaryDirectory(prefix="qn-pf-", dir="/tmp") as tmp:
+        yield Path(tmp)
+
+
+@dataclass
+class Run:
+    ports: list[Counter[bytes]]
+    counters: dict[str, dict[str, int]]
+    fastpath: dict[str, int]
+
+
+def run(spec: Path, frames: list[bytes], tables: dict[str, list[str]], work: Path) -> Run:
+    name = spec.stem
+    pcap, out = work / f"{name}.pcap", work / f"{name}-out"
+    out.mkdir()
+    wrpcap(str(pcap), [Ether(f) for f in frames])
+    args = [str(BENCH_SPEC), "-C", str(work / f"{name}-cache"), "-o", str(out)]
+    args += ["-n", str(len(frames))]
+    for table, lines in tables.items():
+        path = work / f"{table}.entries"
+        path.write_text("\n".join(lines) + "\n")
+        args += ["-t", table, str(path)]
+    for regarray in COUNTERS + (["fastpath_counter"] if "fastpath" in name else []):
+        args += ["-r", regarray]
+    done = subprocess.run(
+        [*args, str(spec), str(pcap), "0"], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout.splitlines()[-1])
+    ports = []
+    for port in range(4):
+        path = out / f"port{port}.pcap"
+        ports.append(Counter(bytes(p) for p in rdpcap(str(path))) if path.exists() else Counter())
+    regarrays = result["regarrays"]
+    return Run(ports, {c: regarrays[c] for c in COUNTERS}, regarrays.get("fastpath_counter", {}))
+
+
+def specs(work: Path, spec_text: str) -> tuple[Path, Path]:
+    with_fastpath, full = work / "fastpath.spec", work / "full.spec"
+    with_fastpath.write_text(spec_text)
+    full.write_text(swx_splice.strip(spec_text))
+    return with_fastpath, full
+
+
+def compare(work: Path, spec_text: str, zone: int, sessions: list[Session]) -> tuple[Run, Run, int]:
+    frames, fast = workload(sessions)
+    tables = entries(zone, sessions)
+    with_fastpath, full = specs(work, spec_text)
+    return run(with_fastpath, frames, tables, work), run(full, frames, tables, work), fast
+
+
+def assert_same(a: Run, b: Run) -> None:
+    for port in range(4):
+        extra, missing = a.ports[port] - b.ports[port], b.ports[port] - a.ports[port]
+        assert not extra and not missing, (
+            f"port {port}: with the fast path {len(extra)} frames the full program does not "
+            f"send, {len(missing)} it sends that the fast path does not; first: "
+            f"{(list(extra) or list(missing))[0].hex()}"
+        )
+    assert a.counters == b.counters
+
+
+@pytest.mark.parametrize(
+    ("zone", "sessions"), [(ZONE_INSIDE, INSIDE_SESSIONS), (ZONE_OUTSIDE, OUTSIDE_SESSIONS)]
+)
+def test_fastpath_decides_as_the_full_program(
+    work: Path, zone: int, sessions: list[Session]
+) -> None:
+    assert swx_splice.strip(SPEC.read_text()) != SPEC.read_text(), "no fast path spliced"
+    fast_run, full_run, fast = compare(work, SPEC.read_text(), zone, sessions)
+    assert_same(fast_run, full_run)
+    # the plain packet and TTL 2 of each fast session, through; and some
+    # of the mutated ones (a changed payload byte or identification)
+    sent = fast_run.fastpath.get("0", 0)
+    assert sent >= 2 * fast, fast_run.fastpath
+    assert fast_run.fastpath.get("1", 0) > 0
+    assert sum(len(p) for p in full_run.ports) > 0
+
+
+def test_the_comparison_sees_a_missing_check(work: Path) -> None:
+    """The same comparison with the fast path's TTL check taken out: a TTL 1
+    packet it translates to TTL 0 where the program drops it and tells the
+    controller. It must fail, or it proves nothing."""
+    text = SPEC.read_text()
+    check = "\tjmplt FASTPATH_FULL h.fastpath.ttl_protocol 0x200\n"
+    assert check in text
+    fast_run, full_run, _ = compare(work, text.replace(check, ""), ZONE_INSIDE, INSIDE_SESSIONS)
+    with pytest.raises(AssertionError):
+        assert_same(fast_run, full_run)
