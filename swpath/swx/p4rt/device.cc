@@ -146,6 +146,11 @@ void Device::LearnerStats(
   if (program) program->LearnerStats(each);
 }
 
+bool Device::FastpathStats(FastpathCounts* counts) {
+  std::shared_ptr<Program> program = Running();
+  return program && program->FastpathStats(counts);
+}
+
 }  // namespace swx
 
 namespace swx {

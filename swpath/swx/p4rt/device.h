@@ -44,6 +44,13 @@ struct LearnerCounts {
   uint64_t hits = 0, misses = 0, learned = 0, learn_failed = 0, rearmed = 0;
 };
 
+// The PNA program's established-flow fast path (p4src/include/pna/
+// fastpath.spec): packets it sent, and packets it handed on to the full
+// program.
+struct FastpathCounts {
+  uint64_t sent = 0, handed_on = 0;
+};
+
 class Device {
  public:
   struct Options {
@@ -92,6 +99,8 @@ class Device {
   void TableStats(
       const std::function<void(const std::string&, uint64_t hits, uint64_t misses)>& each);
   void LearnerStats(const std::function<void(const std::string&, const LearnerCounts&)>& each);
+  // false when the running program has no fast path
+  bool FastpathStats(FastpathCounts* counts);
 
  private:
   std::unique_ptr<Program> Build(const p4::v1::ForwardingPipelineConfig& config,

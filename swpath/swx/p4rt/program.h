@@ -63,6 +63,7 @@ class Program {
       const std::function<void(const std::string&, uint64_t, uint64_t)>& each) const;
   void LearnerStats(
       const std::function<void(const std::string&, const LearnerCounts&)>& each) const;
+  bool FastpathStats(FastpathCounts* counts) const;
 
  private:
   struct Instance {

@@ -99,4 +99,18 @@ void Program::LearnerStats(
   }
 }
 
+// The fast path's counter: slot 0 sent, slot 1 handed on (fastpath.spec).
+bool Program::FastpathStats(FastpathCounts* counts) const {
+  if (swx_info_regarray(&info_, "fastpath_counter") < 0) return false;
+  for (const auto& in : instances_) {
+    uint64_t sent = 0, handed_on = 0;
+    if (rte_swx_ctl_pipeline_regarray_read(in.pipeline, "fastpath_counter", 0, &sent) == 0 &&
+        rte_swx_ctl_pipeline_regarray_read(in.pipeline, "fastpath_counter", 1, &handed_on) == 0) {
+      counts->sent += sent;
+      counts->handed_on += handed_on;
+    }
+  }
+  return true;
+}
+
 }  // namespace swx

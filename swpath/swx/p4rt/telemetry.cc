@@ -19,8 +19,8 @@ constexpr char kPortsHelp[] =
     "Each pipeline port: rx_packets, tx_packets, truncated (input guard drops), summed over "
     "pipelines";
 constexpr char kTablesHelp[] =
-    "Each table: hits, misses; each learner table also learned, learn_failed, rearmed. "
-    "Summed over pipelines";
+    "Each table: hits, misses; learners also learned, learn_failed, rearmed; fastpath: sent, "
+    "handed_on. Summed";
 
 std::mutex g_mutex;  // g_device, against DetachTelemetry
 Device* g_device = nullptr;
@@ -66,6 +66,16 @@ int Tables(const char*, const char*, struct rte_tel_data* d) {
     rte_tel_data_add_dict_u64(t, "rearmed", c.rearmed);
     rte_tel_data_add_dict_container(d, name.c_str(), t, 0);
   });
+  // and the fast path in front of the tables (a packet it hands on is
+  // looked up again, and counted again, in the tables it had reached)
+  FastpathCounts f;
+  struct rte_tel_data* t = nullptr;
+  if (g_device->FastpathStats(&f) && (t = rte_tel_data_alloc()) != nullptr) {
+    rte_tel_data_start_dict(t);
+    rte_tel_data_add_dict_u64(t, "sent", f.sent);
+    rte_tel_data_add_dict_u64(t, "handed_on", f.handed_on);
+    rte_tel_data_add_dict_container(d, "fastpath", t, 0);
+  }
   return 0;
 }
 

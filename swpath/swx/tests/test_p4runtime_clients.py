@@ -155,7 +155,7 @@ def telemetry(prefix: str, command: str) -> object:
 def test_telemetry_lists_every_table_of_the_running_program(switch: str) -> None:
     """/quicknat_swx/tables: each table of the program pushed (written and
     learned), by its pipeline name (the spec's: control path and P4 name),
-    with its counts; /quicknat_swx/ports: each P4 port. (A help text of 128
+    with its counts, and the fast path's; /quicknat_swx/ports: each P4 port. (A help text of 128
     bytes or more made DPDK refuse the tables command, which then answered
     null.)"""
 
@@ -172,5 +172,6 @@ def test_telemetry_lists_every_table_of_the_running_program(switch: str) -> None
         assert tables[name] == {"hits": 0, "misses": 0}, (name, tables)
     for name in ("core_nat_nat_in2out_learned", "core_nat_nat_out2in_learned"):
         assert set(tables[name]) == {"hits", "misses", "learned", "learn_failed", "rearmed"}
+    assert tables["fastpath"] == {"sent": 0, "handed_on": 0}, tables
     ports = telemetry(prefix, "/quicknat_swx/ports")
     assert isinstance(ports, dict) and {"1", "2"} <= set(ports), ports
