@@ -4,9 +4,10 @@ against swpath's fast path and BMv2, side by side in one run (issue #33).
 
 - Forwarding: established flows, 64k sessions, 64-byte UDP frames made in
   memory, one pipeline thread (swpath/build/swx/bench_swx: DPDK's source
-  and sink ports, the PNA build's pipeline), against swpath's fast path on
-  one worker (bench_swpath established: the same frames, the same flows);
-  rounds alternate them, each ratio taken within its round.
+  and sink ports, the PNA build's pipeline with its fast path), against
+  swpath's fast path on one worker (bench_swpath established: the same
+  frames, the same flows) and the same program without its fast path;
+  rounds rotate them, each ratio taken within its round.
 - P4Runtime writes: nat_in2out entries from the controller's own client
   (quicknat.p4rt, the entries encoded as the controller encodes them) in
   batches of the controller's size, into quicknat-swx, and into BMv2 where
@@ -110,27 +111,45 @@ def learning(rounds: int, writes_entries_per_s: float) -> dict[str, Any]:
     }
 
 
+def without_fastpath() -> Path:
+    """The committed program without its fast path (p4src/swx_splice.py
+    --strip), beside it in each round: what the fast path gains."""
+    sys.path.insert(0, str(ROOT / "p4src"))
+    try:
+        import swx_splice
+    finally:
+        sys.path.pop(0)
+    path = Path(tempfile.mkdtemp(prefix="qn-bench-swx-")) / "program.spec"
+    path.write_text(swx_splice.strip(SPEC.read_text()))
+    return path
+
+
 def forwarding(rounds: int, seconds: float) -> dict[str, Any]:
+    program = without_fastpath()
+    names = ["swx", "swpath", "program"]
     runs = []
     for r in range(rounds):
-        order = ["swx", "swpath"] if r % 2 == 0 else ["swpath", "swx"]
+        order = names[r % 3 :] + names[: r % 3]
         got = {}
         for name in order:
-            if name == "swx":
-                got[name] = run_json([str(BENCH_SWX), str(SPEC), str(SESSIONS), str(seconds)])
-            else:
+            if name == "swpath":
                 args = [str(BENCH_SWPATH), "established", str(SESSIONS), str(seconds), "1"]
-                swpath = run_json(args)
-                got[name] = {"mpps": swpath["established_pps"] / 1e6}
+                got[name] = {"mpps": run_json(args)["established_pps"] / 1e6}
+            else:
+                spec = SPEC if name == "swx" else program
+                got[name] = run_json([str(BENCH_SWX), str(spec), str(SESSIONS), str(seconds)])
         runs.append(
             {
                 "swx_mpps": got["swx"]["mpps"],
                 "swpath_mpps": got["swpath"]["mpps"],
                 "ratio": got["swx"]["mpps"] / got["swpath"]["mpps"],
                 "swx_dropped": got["swx"]["dropped"],
+                "without_fastpath_mpps": got["program"]["mpps"],
+                "fastpath_gain": got["swx"]["mpps"] / got["program"]["mpps"],
             }
         )
         print(f"forwarding round {r + 1}: {runs[-1]}", flush=True)
+    shutil.rmtree(program.parent, ignore_errors=True)
     return {
         "sessions": SESSIONS,
         "seconds": seconds,
@@ -138,6 +157,10 @@ def forwarding(rounds: int, seconds: float) -> dict[str, Any]:
         "swx_mpps": round(statistics.median(x["swx_mpps"] for x in runs), 3),
         "swpath_mpps": round(statistics.median(x["swpath_mpps"] for x in runs), 3),
         "ratio_to_swpath": round(statistics.median(x["ratio"] for x in runs), 3),
+        "without_fastpath_mpps": round(
+            statistics.median(x["without_fastpath_mpps"] for x in runs), 3
+        ),
+        "fastpath_gain": round(statistics.median(x["fastpath_gain"] for x in runs), 2),
     }
 
 

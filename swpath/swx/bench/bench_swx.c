@@ -224,8 +224,11 @@ build(const char *spec_path, uint32_t flows, bool learn, const char *frames, con
 }
 
 /* The controller's entries for this topology (program.static_entries):
- * zones, the default route out of port 2, and (without `learn`) one session
- * a flow; committed. 0, or -1 when the commit fails. */
+ * zones, the pool as a NAT-owned prefix, the default route out of port 2
+ * and its MTU, and (without `learn`) one session a flow; committed. 0, or
+ * -1 when the commit fails. (Every table an established packet meets has
+ * what a deployment gives it: an empty wildcard table is not the cost of
+ * a used one.) */
 static int
 write_entries(struct rte_swx_ctl_pipeline *ctl, uint32_t sessions, bool learn)
 {
@@ -237,9 +240,13 @@ write_entries(struct rte_swx_ctl_pipeline *ctl, uint32_t sessions, bool learn)
 				  : "match 0x1 action core_zone_set_zone_0 zone 0x1") != 0 ||
 	    bench_table_add(ctl, "core_zone_port_zone",
 			    "match 0x2 action core_zone_set_zone_0 zone 0x2") != 0 ||
+	    bench_table_add(ctl, "core_input_check_owned_source",
+			    "match 0xcb007100/0xffffff00 action core_input_check_mark_owned_0") != 0 ||
 	    bench_table_add(ctl, "core_routing_routing_v4",
 			    "match 0x0/0x0 action core_routing_set_next_hop_0 port 0x2 "
-			    "smac 0x020000000002 dmac 0x0200000000fe") != 0)
+			    "smac 0x020000000002 dmac 0x0200000000fe") != 0 ||
+	    bench_table_add(ctl, "core_routing_egress_mtu",
+			    "match 0x2 action core_routing_set_mtu_0 mtu 0x5dc") != 0)
 		return -1;
 	for (uint32_t i = 0; i < sessions && !learn; i++) {
 		snprintf(line, sizeof(line),
