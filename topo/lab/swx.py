@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import shutil
+import socket
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -130,3 +132,17 @@ def remove_runtime_dir(workdir: Path) -> None:
     """DPDK's runtime directory of a stopped switch (its telemetry socket):
     the EAL leaves it behind."""
     shutil.rmtree(Path("/var/run/dpdk") / file_prefix(workdir), ignore_errors=True)
+
+
+def telemetry(prefix: str, command: str) -> object:
+    """One command over the telemetry socket of the DPDK process of EAL file
+    prefix `prefix` (file_prefix for a lab's switch) (the protocol of
+    usertools/dpdk-telemetry.py: a hello of the process's details first,
+    then one JSON reply a command)."""
+    path = Path("/var/run/dpdk") / prefix / "dpdk_telemetry.v2"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as s:
+        s.settimeout(5)
+        s.connect(str(path))
+        hello = json.loads(s.recv(1024))
+        s.send(command.encode())
+        return json.loads(s.recv(hello["max_output_len"]))[command]

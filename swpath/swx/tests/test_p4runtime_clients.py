@@ -6,7 +6,6 @@ The switch runs on net_null ports (no packets), as root."""
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import shutil
 import socket
@@ -17,6 +16,7 @@ from pathlib import Path
 
 import finsy
 import pytest
+from lab.swx import telemetry
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[2]
@@ -137,19 +137,6 @@ def test_finsy_pushes_the_program_writes_and_reads_it_back(switch: str) -> None:
             assert [e async for e in sw.read(finsy.P4TableEntry("nat_in2out"))] == []
 
     asyncio.run(scenario())
-
-
-def telemetry(prefix: str, command: str) -> object:
-    """One command over DPDK's telemetry socket (the protocol of
-    usertools/dpdk-telemetry.py: a hello of the process's details first,
-    then one JSON reply a command)."""
-    path = Path("/var/run/dpdk") / prefix / "dpdk_telemetry.v2"
-    with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as s:
-        s.settimeout(5)
-        s.connect(str(path))
-        hello = json.loads(s.recv(1024))
-        s.send(command.encode())
-        return json.loads(s.recv(hello["max_output_len"]))[command]
 
 
 def test_telemetry_lists_every_table_of_the_running_program(switch: str) -> None:
