@@ -89,8 +89,14 @@ SUITES = [
     ),
     Suite(
         "swpath-dpdk",
-        ["make", "-s", "-C", "swpath/src", "test"],
-        "DPDK data path: unit tests, pcap end-to-end, live veth (root)",
+        ["make", "-s", "-C", "swpath/src", "test-memory"],
+        "DPDK data path: unit tests, pcap end-to-end",
+        lab_free=True,  # net_pcap files and loopback collectors, no namespace
+    ),
+    Suite(
+        "swpath-live",
+        ["make", "-s", "-C", "swpath/src", "test-live"],
+        "DPDK data path: live veth, slow-path instances, restarts, the systemd unit (root)",
     ),
     Suite(
         "nat-vectors-c",
@@ -104,6 +110,9 @@ SUITES = [
         "quicknat-swx: the SWX pipeline layer (tables, guard) against DPDK's pipeline; "
         "the hand-written NAT fast path's output (bench-swx-ceiling); the PNA program's "
         "fast path against the program without it",
+        # DPDK in memory only: rings, sources and sinks, net_null ports,
+        # quicknat-swx's gRPC on a free port
+        lab_free=True,
     ),
     Suite(
         "swpath-fuzz",
