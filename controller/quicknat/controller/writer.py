@@ -21,6 +21,13 @@ what a failure means, is decided here once:
   (offload mode: a new session of the instance's, the same key) is
   inserted when the old entries are gone. Entries found in the switch that
   no session owns are swept by the same DELETE writes.
+- **The entry follows its session.** A write carries the session's idle
+  timeout (its TCP phase's, RFC 7857 sec. 2.2) and rewrite as they are when
+  it is sent. A change while the entry is in the switch is a MODIFY; one
+  while its INSERT is out (the answer to a first packet that left before
+  its write, punts.py) is found at the INSERT's answer and MODIFYed then.
+  Every change reaches the switch, in any order of writes, answers and
+  changes (test_writer_timeouts.py).
 - **One error policy.** An INSERT that fails with one of the target's
   full-table codes (target.py) is a full table: the session is refused by
   its mode, and for `table_full_backoff_s` no session is offered a place
@@ -317,9 +324,18 @@ class SwitchWriter(Generic[S]):
             # session's TCP phase (so its timeout) changed while the INSERT
             # was out, e.g. the answer to a first packet that left before
             # its write (punts.py) made it established: MODIFY it next.
+            timeout = self._timeout(session)
             stale = (
                 session.hairpin and session.in2out_rewrite != written[session.id]
-            ) or self._timeout(session) != timeouts[session.id]
+            ) or timeout != timeouts[session.id]
+            if stale:
+                log.debug(
+                    "session %d changed while its INSERT was out (timeout %d s, written %d s): "
+                    "MODIFY next",
+                    session.id,
+                    timeout,
+                    timeouts[session.id],
+                )
             began = self.latency.installed(session.id, acked)
             packets = self.installs.installed(session, stale)
             if packets and began is not None:
