@@ -221,3 +221,12 @@ def test_two_and_three_changes_at_any_steps_reach_the_switch() -> None:
         for ks in itertools.combinations(STEPS, n):
             check(dict.fromkeys(ks, "change"))
 
+
+def test_a_change_an_expiry_and_a_revival_in_any_order() -> None:
+    """The switch reports the entry idle while a MODIFY is out, or a change
+    lands while the DELETE is out and a packet revives the session: its
+    DELETE waits for the MODIFY (else the two could land in either order,
+    and a revived session's INSERT could be overwritten by the old MODIFY),
+    and the revived session's INSERT carries its timeout then."""
+    for ks in itertools.permutations(range(16), 3):
+        check(dict(zip(ks, ("change", "idle", "packet"), strict=True)))

@@ -19,8 +19,10 @@ what a failure means, is decided here once:
   within one (spec sec. 12.2), so an INSERT never starts while a DELETE of
   one of its keys is out: a flow whose session closed and opened again
   (offload mode: a new session of the instance's, the same key) is
-  inserted when the old entries are gone. Entries found in the switch that
-  no session owns are swept by the same DELETE writes.
+  inserted when the old entries are gone. Nor does a DELETE start while a
+  MODIFY of its entry is out, nor a MODIFY while another is
+  (install_state.py): one write out per entry. Entries found in the switch
+  that no session owns are swept by the same DELETE writes.
 - **The entry follows its session.** A write carries the session's idle
   timeout (its TCP phase's, RFC 7857 sec. 2.2) and rewrite as they are when
   it is sent. A change while the entry is in the switch is a MODIFY; one
