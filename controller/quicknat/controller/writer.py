@@ -286,7 +286,9 @@ class SwitchWriter(Generic[S]):
                 errors.append(UpdateError(start + e.index, e.code, e.message))
         return errors
 
-    def _timeout(self, session: S) -> int:
+    def entry_timeout(self, session: S) -> int:
+        """The idle timeout (s) its ageing entry is written with: its mode's,
+        or 0 where the target notifies no idle entries."""
         return self.outcomes.timeout(session) if self.target.idle_timeout_notifications else 0
 
     async def _install_then_flush(self, sessions: list[S]) -> None:
@@ -300,7 +302,7 @@ class SwitchWriter(Generic[S]):
         updates = []
         timeouts = {}  # as written: a TCP phase may change during the write
         for session in sessions:
-            timeouts[session.id] = timeout = self._timeout(session)
+            timeouts[session.id] = timeout = self.entry_timeout(session)
             updates += self.entries.inserts(session, timeout, self.created_ms(session))
         # a hairpin session's rewrite as written: its partner may come or go
         # during the write (no other session's rewrite ever changes)
@@ -326,7 +328,7 @@ class SwitchWriter(Generic[S]):
             # session's TCP phase (so its timeout) changed while the INSERT
             # was out, e.g. the answer to a first packet that left before
             # its write (punts.py) made it established: MODIFY it next.
-            timeout = self._timeout(session)
+            timeout = self.entry_timeout(session)
             stale = (
                 session.hairpin and session.in2out_rewrite != written[session.id]
             ) or timeout != timeouts[session.id]
@@ -371,7 +373,8 @@ class SwitchWriter(Generic[S]):
         try:
             live = [s for s in sessions if self.installs.in_switch(s)]
             updates = [
-                self.entries.in2out_modify(s, self._timeout(s), self.created_ms(s)) for s in live
+                self.entries.in2out_modify(s, self.entry_timeout(s), self.created_ms(s))
+                for s in live
             ]
             errors = await self._write_split(updates)
             self.stats["entries_rewritten"] += len(updates) - len(errors)
