@@ -141,14 +141,20 @@ def test_a_packet_during_the_delete_revives_the_session_after_it() -> None:
 
 
 def test_an_idle_entry_being_rewritten_expires_and_its_packets_go() -> None:
-    s = S(1)
+    """Its DELETE waits for the MODIFY out: the switch may apply two writes
+    out at once in either order (P4Runtime spec sec. 12.2)."""
+    s, other = S(1), S(2)
     i = installed(Installs(), s)
+    installed(i, other)
     i.want_rewrite(s)
     i.take_rewrites()
     i.hold(s, P1)
     i.idle(s)
+    i.idle(other)
+    assert i.take_expiring() == [other], "a DELETE while its MODIFY is out"
     assert i.rewritten(s) == [P1], "the entry is still there until the DELETE"
     assert s.install is InstallState.EXPIRING
+    assert i.take_expiring() == [s] and s.install is InstallState.DELETING
 
 
 def test_illegal_transitions_raise() -> None:

@@ -12,6 +12,7 @@ here; writer.py does the writes and reports their outcome):
                                                         \\-failed----> (none)
     INSTALLED --want_rewrite--> REWRITING --take_rewrites, rewritten--> INSTALLED
     INSTALLED, REWRITING --idle--> EXPIRING --take_expiring--> DELETING
+        (take_expiring waits for a MODIFY of its entry still out)
     DELETING --deleted--> (none), or QUEUED when a packet revived it meanwhile
 
 A session in INSTALLED, REWRITING or EXPIRING has entries in the switch; a
@@ -234,8 +235,17 @@ class Installs(Generic[S]):
         return True
 
     def take_expiring(self) -> list[S]:
-        """EXPIRING -> DELETING: the sessions of the next DELETE write."""
-        taken, self._expiring = self._expiring, []
+        """EXPIRING -> DELETING: the sessions of the next DELETE write. One
+        whose MODIFY is still out stays EXPIRING until it is answered (taken
+        by the flush after it): the switch may apply two writes out at once
+        in either order (P4Runtime spec sec. 12.2), and a MODIFY that landed
+        after the DELETE, and after the INSERT of a session a packet revived,
+        would put its old timeout back."""
+        if not self._rewriting:
+            taken, self._expiring = self._expiring, []
+        else:
+            taken = [s for s in self._expiring if s.id not in self._rewriting]
+            self._expiring = [s for s in self._expiring if s.id in self._rewriting]
         for session in taken:
             self._set(session, InstallState.DELETING)
         return taken

@@ -34,6 +34,8 @@ class HeldSession:
     opened_ms: int
     """When it opened, by the wall clock in ms, as its entry's controller
     metadata says (writer.py); 0: not said."""
+    idle_timeout_s: int = 0
+    """Its ageing entry's idle timeout as the switch holds it (s; 0: none)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +75,8 @@ def held_entries(p4info: P4Info, in2out: list[p4r.Entity], out2in: list[p4r.Enti
             continue
         out_keys.discard(back)
         opened = int.from_bytes(entry.metadata, "big") if len(entry.metadata) == 8 else 0
-        sessions.append(HeldSession(key, external, back, opened))
+        timeout = entry.idle_timeout_ns // 1_000_000_000
+        sessions.append(HeldSession(key, external, back, opened, timeout))
     halves += [("nat_out2in", k) for k in sorted(out_keys, key=_order)]
     return HeldEntries(tuple(sessions), tuple(halves))
 

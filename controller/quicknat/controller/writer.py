@@ -19,8 +19,17 @@ what a failure means, is decided here once:
   within one (spec sec. 12.2), so an INSERT never starts while a DELETE of
   one of its keys is out: a flow whose session closed and opened again
   (offload mode: a new session of the instance's, the same key) is
-  inserted when the old entries are gone. Entries found in the switch that
-  no session owns are swept by the same DELETE writes.
+  inserted when the old entries are gone. Nor does a DELETE start while a
+  MODIFY of its entry is out, nor a MODIFY while another is
+  (install_state.py): one write out per entry. Entries found in the switch
+  that no session owns are swept by the same DELETE writes.
+- **The entry follows its session.** A write carries the session's idle
+  timeout (its TCP phase's, RFC 7857 sec. 2.2) and rewrite as they are when
+  it is sent. A change while the entry is in the switch is a MODIFY; one
+  while its INSERT is out (the answer to a first packet that left before
+  its write, punts.py) is found at the INSERT's answer and MODIFYed then.
+  Every change reaches the switch, in any order of writes, answers and
+  changes (test_writer_timeouts.py).
 - **One error policy.** An INSERT that fails with one of the target's
   full-table codes (target.py) is a full table: the session is refused by
   its mode, and for `table_full_backoff_s` no session is offered a place
@@ -277,7 +286,9 @@ class SwitchWriter(Generic[S]):
                 errors.append(UpdateError(start + e.index, e.code, e.message))
         return errors
 
-    def _timeout(self, session: S) -> int:
+    def entry_timeout(self, session: S) -> int:
+        """The idle timeout (s) its ageing entry is written with: its mode's,
+        or 0 where the target notifies no idle entries."""
         return self.outcomes.timeout(session) if self.target.idle_timeout_notifications else 0
 
     async def _install_then_flush(self, sessions: list[S]) -> None:
@@ -291,7 +302,7 @@ class SwitchWriter(Generic[S]):
         updates = []
         timeouts = {}  # as written: a TCP phase may change during the write
         for session in sessions:
-            timeouts[session.id] = timeout = self._timeout(session)
+            timeouts[session.id] = timeout = self.entry_timeout(session)
             updates += self.entries.inserts(session, timeout, self.created_ms(session))
         # a hairpin session's rewrite as written: its partner may come or go
         # during the write (no other session's rewrite ever changes)
@@ -317,9 +328,18 @@ class SwitchWriter(Generic[S]):
             # session's TCP phase (so its timeout) changed while the INSERT
             # was out, e.g. the answer to a first packet that left before
             # its write (punts.py) made it established: MODIFY it next.
+            timeout = self.entry_timeout(session)
             stale = (
                 session.hairpin and session.in2out_rewrite != written[session.id]
-            ) or self._timeout(session) != timeouts[session.id]
+            ) or timeout != timeouts[session.id]
+            if stale:
+                log.debug(
+                    "session %d changed while its INSERT was out (timeout %d s, written %d s): "
+                    "MODIFY next",
+                    session.id,
+                    timeout,
+                    timeouts[session.id],
+                )
             began = self.latency.installed(session.id, acked)
             packets = self.installs.installed(session, stale)
             if packets and began is not None:
@@ -353,7 +373,8 @@ class SwitchWriter(Generic[S]):
         try:
             live = [s for s in sessions if self.installs.in_switch(s)]
             updates = [
-                self.entries.in2out_modify(s, self._timeout(s), self.created_ms(s)) for s in live
+                self.entries.in2out_modify(s, self.entry_timeout(s), self.created_ms(s))
+                for s in live
             ]
             errors = await self._write_split(updates)
             self.stats["entries_rewritten"] += len(updates) - len(errors)

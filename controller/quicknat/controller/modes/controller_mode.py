@@ -167,11 +167,15 @@ class ControllerMode:
         """Adopt every session the switch holds that the configuration still
         allows (established flows keep their mappings across a controller
         restart), sweep the entries of the others, and install again what
-        the switch lost (all of it after a new pipeline)."""
+        the switch lost (all of it after a new pipeline). A session known
+        before (a reconnection, not a restart) whose entry holds another
+        timeout than its TCP phase's is rewritten: the MODIFY of its last
+        phase change went with the connection (RFC 7857 sec. 2.2)."""
         now = self.now()
         self.writer.lose_all(self.nat.sessions())
         adopted = 0
         for h in held.sessions:
+            known = self.nat.session_for(h.in2out) is not None
             session = self.nat.restore(h.in2out, h.external, now)
             if session is None or session.out2in != h.out2in:
                 self.writer.sweep("nat_in2out", h.in2out)
@@ -181,6 +185,8 @@ class ControllerMode:
                 age = min(max(time.time() - h.opened_ms / 1000, 0.0), _MAX_AGE_S)
                 session.created = now - age
             self.writer.adopt(session)
+            if known and h.idle_timeout_s != self.writer.entry_timeout(session):
+                self.writer.want_rewrite(session)
             adopted += 1
         for table, key in held.halves:
             self.writer.sweep(table, key)
