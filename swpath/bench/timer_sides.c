@@ -147,8 +147,14 @@ ticks_to(struct tm_side *t, uint32_t at)
 	if (target <= cur) {
 		/* but a lazy re-arm due within now's margin fires next step,
 		 * after its time, as it should */
-		if ((int32_t)(at - (t->now + TM_RTE_MARGIN_MS)) > 0)
+		if ((int32_t)(at - (t->now + TM_RTE_MARGIN_MS)) > 0) {
+			/* only possible when the step's work overran now's
+			 * margin of real time: the thread was stalled (a busy
+			 * machine), so the timer's place in the skiplist no
+			 * longer says its simulated order */
 			t->late_arms++;
+			t->disturbed = true;
+		}
 		return 0;
 	}
 	return target - cur;

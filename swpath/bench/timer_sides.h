@@ -83,7 +83,8 @@ struct tm_side {
 	uint64_t ticks_per_ms;
 	uint32_t now;                   /* simulated ms of tm_advance */
 	uint64_t late_arms;             /* armed after their tick had passed */
-	bool disturbed;                 /* a timer fired past now's margin */
+	bool disturbed;                 /* a timer fired past now's margin,
+					 * or was armed late: the thread stalled */
 	/* the rte_timer kinds: a step's now is the TSC's simulated time when
 	 * that is later (bench_timers, whose steps fall behind the clock) */
 	bool follow_tsc;
