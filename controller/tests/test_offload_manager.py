@@ -276,9 +276,12 @@ def test_a_restarted_instance_reusing_an_id_for_another_flow() -> None:
     assert s.internal.address == parse_ipv4("10.0.0.9")
 
 
-def held(pairs: list[tuple[FlowKey, FlowKey]]) -> HeldEntries:
-    """The switch holding these sessions' entries (in2out and out2in keys)."""
-    return HeldEntries(tuple(HeldSession(a, Endpoint(b.dst, b.dport), b, 0) for a, b in pairs))
+def held(pairs: list[tuple[FlowKey, FlowKey]], timeout: int = TIMEOUTS.udp) -> HeldEntries:
+    """The switch holding these sessions' entries (in2out and out2in keys),
+    each with this idle timeout (s)."""
+    return HeldEntries(
+        tuple(HeldSession(a, Endpoint(b.dst, b.dport), b, 0, timeout) for a, b in pairs)
+    )
 
 
 def restarted_without_its_sessions(rig: Rig, run: int = 7) -> int:
@@ -393,6 +396,34 @@ def test_entries_in_the_switch_are_adopted_or_swept() -> None:
     assert rig.stats["sessions_recovered"] == 1
     assert rig.switch.last() == [(DELETE, "nat_in2out", 0), (DELETE, "nat_out2in", 0)]
     assert rig.stats["stale_entries_deleted"] == 2  # the orphan's two entries
+    assert rig.m.writer.in_switch(s)
+
+
+@pytest.mark.parametrize("held_timeout", [TIMEOUTS.tcp_transitory, TIMEOUTS.tcp_established])
+def test_an_adopted_entry_takes_the_timeout_of_the_phase_its_instance_says(
+    held_timeout: int,
+) -> None:
+    """The controller restarted while an established flow's MODIFY (from
+    the transitory timeout) was out: whether the switch took it is unknown.
+    Its instance announces the flow established; an entry read back with
+    the transitory timeout is MODIFYed to the established one (RFC 7857 sec.
+    2.2), one that holds it already is left as it is."""
+    rig = Rig()
+    rig.m.on_event(0, event("opened", 1, protocol=6, tcp_state="established"))
+    rig.flush()
+    (s,) = rig.m.sessions.values()
+    rig.m.stream_restarted(0)
+    writes = len(rig.switch.writes)
+    rig.m.recover(held([(s.in2out, s.out2in)], timeout=held_timeout))
+    rig.m.on_event(0, event("opened", 1, protocol=6, tcp_state="established", snapshot=True))
+    rig.m.on_event(0, SessionEvent("synced", count=1))
+    rig.flush()
+    assert rig.stats["sessions_recovered"] == 1
+    if held_timeout == TIMEOUTS.tcp_established:
+        assert len(rig.switch.writes) == writes, "nothing to write"
+    else:
+        assert rig.switch.writes[writes:] == rig.switch.writes[-1:]
+        assert rig.switch.last() == [(MODIFY, "nat_in2out", TIMEOUTS.tcp_established)]
     assert rig.m.writer.in_switch(s)
 
 

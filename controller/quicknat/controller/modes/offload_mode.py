@@ -36,7 +36,9 @@ sends them). No I/O here, so every rule below is unit-tested.
   HANDBACK_WAIT_S), is deleted from the switch. Within one run a session
   missing from the snapshot really closed, and is closed. Sessions the
   switch holds at start (read back) are adopted when an instance claims
-  them; after every instance has synced, entries nobody claimed are deleted.
+  them, and written again when they hold another idle timeout than the
+  phase the instance announces; after every instance has synced, entries
+  nobody claimed are deleted.
 - **The operator's view.** `quicknat sessions` (list, delete, flush) and
   `quicknat stats` on the controller span every instance (offload_view.py):
   each row says its instance and whether the switch holds it.
@@ -64,7 +66,7 @@ from quicknat.controller.modes.offload_view import (
 )
 from quicknat.controller.punts import Punts
 from quicknat.controller.reconfigure import ReconfigureError
-from quicknat.controller.recovery import HeldEntries
+from quicknat.controller.recovery import HeldEntries, HeldSession
 from quicknat.controller.status import SessionQuery
 from quicknat.controller.writer import SwitchWriter, new_writer
 from quicknat.counters import OFFLOAD
@@ -185,7 +187,7 @@ class OffloadMode:
         # sessions handed back to a restarted instance, until it announces them
         self._handing_back: dict[FlowKey, OffloadSession] = {}
         # entries found in the switch at start, not yet claimed (in2out key -> out2in key)
-        self._unclaimed: dict[FlowKey, FlowKey] = {}
+        self._unclaimed: dict[FlowKey, HeldSession] = {}  # by in2out key
 
     @staticmethod
     def counter_names() -> tuple[str, ...]:
@@ -314,11 +316,16 @@ class OffloadMode:
         a place: the last `reserve` places only to long-lived flows (an
         established TCP session), not to the next DNS query; past them it
         waits in software, and with none left it stays there."""
-        unclaimed = self._unclaimed.get(s.in2out) if self._unclaimed else None
-        if unclaimed is not None and unclaimed == s.out2in:
+        held = self._unclaimed.get(s.in2out) if self._unclaimed else None
+        if held is not None and held.out2in == s.out2in:
             del self._unclaimed[s.in2out]
             self.writer.adopt(s)
             self.stats["sessions_recovered"] += 1
+            # The instance says the flow's TCP phase; the entry may hold an
+            # older phase's timeout (its MODIFY went with the connection or
+            # the controller): written again (RFC 7857 sec. 2.2).
+            if held.idle_timeout_s != self.writer.entry_timeout(s):
+                self.writer.want_rewrite(s)
             self.io.command(s.instance, [command_line("offload", s)])
             return
         free = self.writer.free_slots()
@@ -399,9 +406,9 @@ class OffloadMode:
         """Once every instance has synced, entries found in the switch that
         none claimed are deleted."""
         if all(self._synced) and self._unclaimed:
-            for in2out, out2in in self._unclaimed.items():
+            for in2out, held in self._unclaimed.items():
                 self.writer.sweep("nat_in2out", in2out)
-                self.writer.sweep("nat_out2in", out2in)
+                self.writer.sweep("nat_out2in", held.out2in)
             self._unclaimed = {}
 
     # -- the writer's outcomes (writer.Outcomes) -----------------------------------------
@@ -451,7 +458,7 @@ class OffloadMode:
         self.writer.lose_all([*self.sessions.values(), *self._handing_back.values()])
         for table, key in held.halves:
             self.writer.sweep(table, key)
-        self._unclaimed = {h.in2out: h.out2in for h in held.sessions}
+        self._unclaimed = {h.in2out: h for h in held.sessions}
         for s in list(self.sessions.values()):
             self._place(s)
         self._maybe_sweep()
