@@ -112,6 +112,24 @@ def _check_names(apply: str, spec: str) -> None:
                 raise SpliceError(f"the fast path names {name}, which the program does not have")
 
 
+def _check_exits(declarations: str, spec: str) -> None:
+    """The exit lines (`; fastpath exit N: TABLE hit|miss ...`, read by
+    quicknat-swx to count each packet's lookups once) name the program's
+    tables, each slot once and within fastpath_counter."""
+    size = re.search(r"^regarray fastpath_counter size (0x[0-9a-f]+|\d+)", declarations, re.M)
+    slots: set[int] = set()
+    for slot, lookups in re.findall(r"^; fastpath exit (\d+): (.*)$", declarations, re.M):
+        words = lookups.split()
+        if slot in slots or size is None or int(slot) >= int(size.group(1), 0) or int(slot) < 2:
+            raise SpliceError(f"fast path exit {slot}: not a free slot of fastpath_counter")
+        slots.add(slot)
+        if len(words) % 2 or any(w not in ("hit", "miss") for w in words[1::2]):
+            raise SpliceError(f"fast path exit {slot}: wants TABLE hit|miss pairs")
+        for table in words[0::2]:
+            if not re.search(rf"^table {re.escape(table)}\b", spec, re.M):
+                raise SpliceError(f"fast path exit {slot} names {table}, not the program's")
+
+
 def strip(spec: str) -> str:
     """The spec without any fast path spliced into it."""
     return re.sub(rf"^{re.escape(BEGIN)}\n.*?^{re.escape(END)}\n", "", spec, flags=re.M | re.S)
@@ -123,6 +141,7 @@ def splice(spec: str, template: str) -> str:
     apply = _resolve(apply, spec)
     declarations = _resolve(declarations, spec)
     _check_names(apply, declarations + spec)
+    _check_exits(declarations, spec)
     anchor = "\n".join(ANCHOR) + "\n"
     if spec.count(anchor) != 1:
         raise SpliceError("the program does not start with rx and its direction's regrd")

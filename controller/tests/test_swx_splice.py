@@ -59,7 +59,7 @@ def test_the_fast_path_starts_after_rx_and_hands_on_to_the_program() -> None:
     [
         ("@md.flow_src@", "@md.no_such_field@"),
         ("table core_routing_egress_mtu", "table core_routing_no_such_table"),
-        ("jmpa FASTPATH_UNDO core_nat_hairpin_pending_0", "jmpa FASTPATH_UNDO no_such_action"),
+        ("jmpa FASTPATH_EXIT_7 core_nat_hairpin_pending_0", "jmpa FASTPATH_EXIT_7 no_such_action"),
         ("@const.ZONE_INSIDE@", "@const.NO_SUCH_CONSTANT@"),
     ],
 )
@@ -69,6 +69,24 @@ def test_a_name_the_program_does_not_have_is_refused(change: str, named: str) ->
     with pytest.raises(swx_splice.SpliceError) as refused:
         swx_splice.splice(program, TEMPLATE.replace(change, named, 1))
     assert named.split()[-1].strip("@").split(".")[-1] in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("change", "to", "said"),
+    [
+        ("exit 6: core_zone_port_zone hit", "exit 6: core_zone_no_such_table hit", "no_such_table"),
+        ("exit 6: core_zone_port_zone hit", "exit 6: core_zone_port_zone hits", "hit|miss"),
+        ("; fastpath exit 13:", "; fastpath exit 14:", "free slot"),
+        ("; fastpath exit 13:", "; fastpath exit 12:", "free slot"),
+    ],
+)
+def test_an_exit_line_quicknat_swx_cannot_use_is_refused(change: str, to: str, said: str) -> None:
+    """The exit lines tell quicknat-swx which lookups a packet handed on
+    made twice (swpath/swx/src/fastpath_stats.h)."""
+    program = swx_splice.strip(SPECS[0].read_text())
+    assert change in TEMPLATE
+    with pytest.raises(swx_splice.SpliceError, match=said.replace("|", r"\|")):
+        swx_splice.splice(program, TEMPLATE.replace(change, to, 1))
 
 
 def test_a_program_that_does_not_start_with_rx_is_refused() -> None:

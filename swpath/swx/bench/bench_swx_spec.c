@@ -5,8 +5,8 @@
  * exactly as the P4 program is, so the figures say what the pipeline itself
  * can forward on this machine (issue #33).
  *
- *   bench_swx_spec [-t TABLE FILE]... [-r REGARRAY]... [-o DIR] [-n PACKETS] [-c CC]
- *                  [-C CACHE] [-R] SPEC FRAMES SECONDS
+ *   bench_swx_spec [-t TABLE FILE]... [-r REGARRAY]... [-s TABLE]... [-o DIR]
+ *                  [-n PACKETS] [-c CC] [-C CACHE] [-R] SPEC FRAMES SECONDS
  *
  * Port in 0 is a `source` replaying FRAMES (a pcap file) in a loop, each
  * frame copied into a fresh mbuf as it enters; ports out 0 to 3 are
@@ -20,7 +20,9 @@
  * every other packet, as a switch with a controller does. -r adds the
  * register array's non-zero slots to the output (`regarrays`: the
  * program's counters, which swpath/swx/tests/test_program_fastpath.py
- * compares). Prints one JSON object: frames, entries, packets out of ports
+ * compares). -s adds the table's hits and misses (`tables`), the lookups
+ * the program's fast path repeats taken out as quicknat-swx takes them out
+ * (src/fastpath_stats.h). Prints one JSON object: frames, entries, packets out of ports
  * 0-3 in the timed run, seconds, Mpps, and per port what left since the
  * start (`out`, `dropped`).
  */
@@ -39,12 +41,14 @@
 #include <rte_swx_ctl.h>
 #include <rte_swx_pipeline.h>
 
+#include "fastpath_stats.h"
 #include "harness.h"
 
 #define PORTS_OUT 4
 #define DROP_PORT PORTS_OUT	/* DPDK adds it after the I/O spec's ports */
 #define TABLES_MAX 8
 #define REGARRAYS_MAX 8
+#define STATS_MAX 8
 #define COUNT_MAX (1u << 26)	/* -n: bounded, so a stuck pipeline ends */
 
 struct args {
@@ -53,6 +57,8 @@ struct args {
 	unsigned n_tables;
 	const char *regarray[REGARRAYS_MAX];
 	unsigned n_regarrays;
+	const char *stats[STATS_MAX];
+	unsigned n_stats;
 	bool cpu_ring;		/* -R */
 	double seconds;
 	uint64_t packets;	/* -n */
@@ -61,8 +67,8 @@ struct args {
 static int
 usage(void)
 {
-	fprintf(stderr, "usage: bench_swx_spec [-t TABLE FILE]... [-r REGARRAY]... [-o DIR] "
-			"[-n PACKETS] [-c CC] [-C CACHE] [-R] SPEC FRAMES SECONDS\n");
+	fprintf(stderr, "usage: bench_swx_spec [-t TABLE FILE]... [-r REGARRAY]... [-s TABLE]... "
+			"[-o DIR] [-n PACKETS] [-c CC] [-C CACHE] [-R] SPEC FRAMES SECONDS\n");
 	return 2;
 }
 
@@ -83,6 +89,8 @@ parse_args(int argc, char **argv, struct args *a)
 			return -1;
 		} else if (strcmp(opt, "-r") == 0 && a->n_regarrays < REGARRAYS_MAX) {
 			a->regarray[a->n_regarrays++] = argv[++i];
+		} else if (strcmp(opt, "-s") == 0 && a->n_stats < STATS_MAX) {
+			a->stats[a->n_stats++] = argv[++i];
 		} else if (strcmp(opt, "-o") == 0) {
 			a->out_dir = argv[++i];
 		} else if (strcmp(opt, "-n") == 0) {
@@ -234,6 +242,46 @@ print_regarrays(struct rte_swx_pipeline *p, const struct args *a)
 	return 0;
 }
 
+/* -s: "tables": {"name": {"hits": h, "misses": m}, ...} */
+static int
+print_table_stats(struct rte_swx_pipeline *p, const struct args *a)
+{
+	static struct swx_fastpath_exits exits;
+	char err[256] = "could not read it";
+	long len;
+	char *spec;
+	FILE *f = fopen(a->spec, "r");
+	int n;
+
+	if (f == NULL || fseek(f, 0, SEEK_END) != 0 || (len = ftell(f)) < 0 ||
+	    fseek(f, 0, SEEK_SET) != 0 || (spec = malloc((size_t)len + 1)) == NULL) {
+		if (f)
+			fclose(f);
+		return -1;
+	}
+	n = fread(spec, 1, (size_t)len, f) == (size_t)len
+		    ? swx_fastpath_exits_parse(spec, (size_t)len, &exits, err, sizeof(err)) : -1;
+	fclose(f);
+	free(spec);
+	if (n < 0) {
+		fprintf(stderr, "bench_swx_spec: %s: %s\n", a->spec, err);
+		return -1;
+	}
+	printf(", \"tables\": {");
+	for (unsigned i = 0; i < a->n_stats; i++) {
+		uint64_t hits, misses;
+
+		if (swx_table_stats_once(p, &exits, a->stats[i], &hits, &misses) != 0) {
+			fprintf(stderr, "bench_swx_spec: no table %s\n", a->stats[i]);
+			return -1;
+		}
+		printf("%s\"%s\": {\"hits\": %" PRIu64 ", \"misses\": %" PRIu64 "}",
+		       i ? ", " : "", a->stats[i], hits, misses);
+	}
+	printf("}");
+	return 0;
+}
+
 static int
 print_result(struct rte_swx_pipeline *p, const struct args *a, long frames, long entries,
 	     struct bench_rate r)
@@ -245,6 +293,8 @@ print_result(struct rte_swx_pipeline *p, const struct args *a, long frames, long
 		printf("%s%" PRIu64, port ? ", " : "", bench_out_packets(p, 1u << port));
 	printf("], \"dropped\": %" PRIu64, bench_out_packets(p, 1u << DROP_PORT));
 	if (a->n_regarrays && print_regarrays(p, a) != 0)
+		return -1;
+	if (a->n_stats && print_table_stats(p, a) != 0)
 		return -1;
 	printf("}\n");
 	fflush(stdout);

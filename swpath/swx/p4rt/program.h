@@ -32,6 +32,7 @@
 #include "p4/v1/p4runtime.pb.h"
 
 extern "C" {
+#include "fastpath_stats.h"
 #include "info.h"
 #include "runner.h"
 #include "tables.h"
@@ -150,6 +151,8 @@ class Program {
   p4::v1::ForwardingPipelineConfig config_;
   std::vector<Instance> instances_;
   swx_info info_{};
+  // the lookups the fast path repeats, which TableStats leaves out
+  swx_fastpath_exits fastpath_exits_{};
   Binding binding_;
   std::map<uint32_t, Table> tables_;      // P4Info table id
   std::map<uint32_t, Profile> profiles_;  // P4Info action profile id

@@ -93,6 +93,8 @@ Status Program::BuildPipelines(const Device::Options& options, uint64_t generati
   }
   if (swx_info_read(instances_[0].pipeline, &info_) != 0)
     return Status(StatusCode::INTERNAL, "cannot read the pipeline's objects");
+  if (swx_fastpath_exits_parse(spec.data(), spec.size(), &fastpath_exits_, err, sizeof(err)) < 0)
+    return Invalid(err);
   return Status::OK;
 }
 

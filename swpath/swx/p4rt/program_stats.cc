@@ -62,17 +62,18 @@ void Program::PortStats(const std::function<void(uint32_t, const swx::PortStats&
   }
 }
 
+// Each packet's lookups once: those the fast path made before handing a
+// packet on to the full program, which makes them again, are left out
+// (src/fastpath_stats.h).
 void Program::TableStats(
     const std::function<void(const std::string&, uint64_t, uint64_t)>& each) const {
   for (uint32_t t = 0; t < info_.pipeline.n_tables; t++) {
     uint64_t hits = 0, misses = 0;
-    std::vector<uint64_t> per_action(info_.pipeline.n_actions + 1, 0);
     for (const auto& in : instances_) {
-      rte_swx_table_stats stats{};
-      stats.n_pkts_action = per_action.data();
-      if (rte_swx_ctl_pipeline_table_stats_read(in.pipeline, info_.tables[t].name, &stats) == 0) {
-        hits += stats.n_pkts_hit;
-        misses += stats.n_pkts_miss;
+      uint64_t h, m;
+      if (swx_table_stats_once(in.pipeline, &fastpath_exits_, info_.tables[t].name, &h, &m) == 0) {
+        hits += h;
+        misses += m;
       }
     }
     each(info_.tables[t].name, hits, misses);
