@@ -314,8 +314,8 @@ def send_until_offloaded(lab: Nodes, sport: int) -> dict[str, Any]:
     return session
 
 
-def fastpath_sent(lab: Nodes) -> int | None:
-    """Packets quicknat-swx's fast path has sent (None: another switch)."""
+def swx_tables(lab: Nodes) -> dict[str, Any] | None:
+    """quicknat-swx's `/quicknat_swx/tables` (None: another switch)."""
     from lab import swx
     from lab.offload_lab import OffloadLab
 
@@ -323,7 +323,22 @@ def fastpath_sent(lab: Nodes) -> int | None:
         return None
     tables = swx.telemetry(swx.file_prefix(lab.workdir), "/quicknat_swx/tables")
     assert isinstance(tables, dict) and "fastpath" in tables, tables
-    return int(tables["fastpath"]["sent"])
+    return tables
+
+
+def fastpath_sent(lab: Nodes) -> int | None:
+    """Packets quicknat-swx's fast path has sent (None: another switch)."""
+    tables = swx_tables(lab)
+    return None if tables is None else int(tables["fastpath"]["sent"])
+
+
+def in2out_lookups(lab: Nodes) -> tuple[int, int] | None:
+    """nat_in2out's hits and misses as quicknat-swx reports them."""
+    tables = swx_tables(lab)
+    if tables is None:
+        return None
+    (name,) = [n for n in tables if n.endswith("nat_nat_in2out")]
+    return int(tables[name]["hits"]), int(tables[name]["misses"])
 
 
 def test_offload_takes_established_flows(lab: Nodes) -> None:
@@ -336,6 +351,7 @@ def test_offload_takes_established_flows(lab: Nodes) -> None:
     assert isinstance(lab, OffloadLab)
     sink = start_udp_sink(lab, "udp-sink.log", 30)
     try:
+        looked = in2out_lookups(lab)
         send_until_offloaded(lab, 47000)
         before = json.loads(lab.quicknat("stats", "--json"))["counters"]["in2out"]
         sent = fastpath_sent(lab)
@@ -349,6 +365,13 @@ def test_offload_takes_established_flows(lab: Nodes) -> None:
             # on quicknat-swx, the program's fast path took them (p4src/README.md)
             took = (fastpath_sent(lab) or 0) - sent
             assert took >= 50, f"the switch's fast path sent {took} of the 50 packets"
+            # and its table statistics count each packet once: the first
+            # packet's miss (which the fast path hands on and the program
+            # looks up again) once, the 50 hits (src/fastpath_stats.h)
+            now = in2out_lookups(lab)
+            assert looked is not None and now is not None
+            hits, misses = now[0] - looked[0], now[1] - looked[1]
+            assert (hits, misses) == (50, 1), f"nat_in2out counted {hits} hits, {misses} misses"
 
     finally:
         lab.stop_process(sink)
