@@ -186,8 +186,9 @@ class OffloadMode:
         self._runs: list[int | None] = [None] * instances  # each instance's last `run`
         # sessions handed back to a restarted instance, until it announces them
         self._handing_back: dict[FlowKey, OffloadSession] = {}
-        # entries found in the switch at start, not yet claimed (in2out key -> out2in key)
-        self._unclaimed: dict[FlowKey, HeldSession] = {}  # by in2out key
+        # sessions found in the switch at start, not yet claimed (by in2out key:
+        # their out2in key and the idle timeout their entry holds)
+        self._unclaimed: dict[FlowKey, HeldSession] = {}
 
     @staticmethod
     def counter_names() -> tuple[str, ...]:
