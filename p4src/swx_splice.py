@@ -102,7 +102,7 @@ def _check_names(apply: str, spec: str) -> None:
     program's or its own (the pipeline would refuse the spec, but later and without
     saying which)."""
     kinds = {
-        r"^\ttable (\w+)": r"^table {}\b",
+        r"^\ttable (\w+)": r"^(table|learner) {}\b",
         r"^\tjmpn?a \w+ (\w+)": r"^action {}\b",
         r"^\tregadd (\w+)": r"^regarray {}\b",
     }
@@ -126,7 +126,7 @@ def _check_exits(declarations: str, spec: str) -> None:
         if len(words) % 2 or any(w not in ("hit", "miss") for w in words[1::2]):
             raise SpliceError(f"fast path exit {slot}: wants TABLE hit|miss pairs")
         for table in words[0::2]:
-            if not re.search(rf"^table {re.escape(table)}\b", spec, re.M):
+            if not re.search(rf"^(table|learner) {re.escape(table)}\b", spec, re.M):
                 raise SpliceError(f"fast path exit {slot} names {table}, not the program's")
 
 

@@ -6,7 +6,7 @@
  * can forward on this machine (issue #33).
  *
  *   bench_swx_spec [-t TABLE FILE]... [-r REGARRAY]... [-s TABLE]... [-o DIR]
- *                  [-n PACKETS] [-c CC] [-C CACHE] [-R] SPEC FRAMES SECONDS
+ *                  [-n PACKETS] [-c CC] [-C CACHE] [-R | -l LEARN] SPEC FRAMES SECONDS
  *
  * Port in 0 is a `source` replaying FRAMES (a pcap file) in a loop, each
  * frame copied into a fresh mbuf as it enters; ports out 0 to 3 are
@@ -17,7 +17,13 @@
  * through and the run stops (the output check, and the instruction count
  * with a tracing compiler, -c). -R adds port in 1, an empty ring, as
  * bench_swx has the P4 program's CPU port: the pipeline's rx then polls it
- * every other packet, as a switch with a controller does. -r adds the
+ * every other packet, as a switch with a controller does. -l adds port in
+ * 1, a source that replays the pcap file LEARN once (an instance's learn
+ * tags, for the P4 program): the pipeline's rx takes its input ports in
+ * turn, so frame K of LEARN goes in beside frame K of FRAMES, and a test
+ * whose traffic must find what LEARN taught puts as many frames, and the
+ * 16 packets a pipeline has in flight, in front of it; -n then counts
+ * LEARN's frames too. -r adds the
  * register array's non-zero slots to the output (`regarrays`: the
  * program's counters, which swpath/swx/tests/test_program_fastpath.py
  * compares). -s adds the table's hits and misses (`tables`), the lookups
@@ -52,7 +58,7 @@
 #define COUNT_MAX (1u << 26)	/* -n: bounded, so a stuck pipeline ends */
 
 struct args {
-	const char *spec, *frames, *out_dir, *cc, *cache;
+	const char *spec, *frames, *out_dir, *cc, *cache, *learn;
 	const char *table[TABLES_MAX], *table_file[TABLES_MAX];
 	unsigned n_tables;
 	const char *regarray[REGARRAYS_MAX];
@@ -60,6 +66,7 @@ struct args {
 	const char *stats[STATS_MAX];
 	unsigned n_stats;
 	bool cpu_ring;		/* -R */
+	long learn_frames;	/* -l: LEARN's frames */
 	double seconds;
 	uint64_t packets;	/* -n */
 };
@@ -68,7 +75,7 @@ static int
 usage(void)
 {
 	fprintf(stderr, "usage: bench_swx_spec [-t TABLE FILE]... [-r REGARRAY]... [-s TABLE]... "
-			"[-o DIR] [-n PACKETS] [-c CC] [-C CACHE] [-R] SPEC FRAMES SECONDS\n");
+			"[-o DIR] [-n PACKETS] [-c CC] [-C CACHE] [-R | -l LEARN] SPEC FRAMES SECONDS\n");
 	return 2;
 }
 
@@ -101,11 +108,14 @@ parse_args(int argc, char **argv, struct args *a)
 			a->cc = argv[++i];
 		} else if (strcmp(opt, "-C") == 0) {
 			a->cache = argv[++i];
+		} else if (strcmp(opt, "-l") == 0) {
+			a->learn = argv[++i];
 		} else {
 			return -1;
 		}
 	}
-	if (argc - i != 3)
+	/* DPDK 22.11 takes a power of two of input ports */
+	if (argc - i != 3 || (a->learn && a->cpu_ring))
 		return -1;
 	a->spec = argv[i];
 	a->frames = argv[i + 1];
@@ -121,7 +131,7 @@ build(const struct args *a, long frames, const char *cache)
 	int at;
 
 	/* the source port keeps a copy of every frame; the rest is in flight */
-	if (rte_pktmbuf_pool_create("MP", (unsigned)frames + 16384, 256, 0,
+	if (rte_pktmbuf_pool_create("MP", (unsigned)(frames + a->learn_frames) + 16384, 256, 0,
 				    2048 + RTE_PKTMBUF_HEADROOM, 0) == NULL) {
 		fprintf(stderr, "bench_swx_spec: mempool: %s\n", rte_strerror(rte_errno));
 		return NULL;
@@ -130,7 +140,8 @@ build(const struct args *a, long frames, const char *cache)
 	 * passes as PACKETS needs and no more, so that each frame goes through
 	 * as often as the others (in a loop, the packets whose path is short
 	 * would leave first and be counted in place of the others) */
-	uint64_t loops = a->packets ? (a->packets + (uint64_t)frames - 1) / (uint64_t)frames : 0;
+	uint64_t own = a->packets > (uint64_t)a->learn_frames ? a->packets - (uint64_t)a->learn_frames : 1;
+	uint64_t loops = a->packets ? (own + (uint64_t)frames - 1) / (uint64_t)frames : 0;
 
 	at = snprintf(iospec, sizeof(iospec),
 		      "port in 0 source mempool MP file %s loop %" PRIu64 " packets %ld\n", a->frames,
@@ -142,6 +153,10 @@ build(const struct args *a, long frames, const char *cache)
 		}
 		at += snprintf(iospec + at, sizeof(iospec) - (size_t)at, "port in 1 ring CPU bsz 32\n");
 	}
+	if (a->learn)
+		at += snprintf(iospec + at, sizeof(iospec) - (size_t)at,
+			       "port in 1 source mempool MP file %s loop 1 packets %ld\n", a->learn,
+			       a->learn_frames);
 	for (int port = 0; port < PORTS_OUT; port++) {
 		if (a->out_dir)
 			at += snprintf(iospec + at, sizeof(iospec) - (size_t)at,
@@ -152,11 +167,14 @@ build(const struct args *a, long frames, const char *cache)
 	}
 	/* DPDK's I/O spec parser refuses a token of RTE_SWX_NAME_SIZE (64)
 	 * characters or more with a bare EINVAL: say which path it is */
-	if (strlen(a->frames) >= RTE_SWX_NAME_SIZE ||
-	    (a->out_dir && strlen(a->out_dir) + sizeof("/portN.pcap") > RTE_SWX_NAME_SIZE)) {
+	const char *too_long = strlen(a->frames) >= RTE_SWX_NAME_SIZE ? a->frames
+			       : a->learn && strlen(a->learn) >= RTE_SWX_NAME_SIZE ? a->learn
+			       : a->out_dir && strlen(a->out_dir) + sizeof("/portN.pcap") > RTE_SWX_NAME_SIZE
+				       ? a->out_dir : NULL;
+
+	if (too_long) {
 		fprintf(stderr, "bench_swx_spec: %s: DPDK's I/O spec takes paths of at most %d "
-				"characters\n", strlen(a->frames) >= RTE_SWX_NAME_SIZE ? a->frames : a->out_dir,
-			RTE_SWX_NAME_SIZE - 1);
+				"characters\n", too_long, RTE_SWX_NAME_SIZE - 1);
 		return NULL;
 	}
 	return bench_build(a->spec, cache, a->cc, iospec);
@@ -318,6 +336,10 @@ main(int argc, char **argv)
 	frames = bench_pcap_count(a.frames);
 	if (frames <= 0) {
 		fprintf(stderr, "bench_swx_spec: %s: no frames (not a pcap file?)\n", a.frames);
+		return 1;
+	}
+	if (a.learn && (a.learn_frames = bench_pcap_count(a.learn)) <= 0) {
+		fprintf(stderr, "bench_swx_spec: %s: no frames (not a pcap file?)\n", a.learn);
 		return 1;
 	}
 	if (rte_eal_init(sizeof(eal) / sizeof(eal[0]), eal) < 0)

@@ -90,8 +90,11 @@ void Program::LearnerStats(
       stats.n_pkts_action = per_action.data();
       if (rte_swx_ctl_pipeline_learner_stats_read(in.pipeline, info_.learners[l], &stats) != 0)
         continue;
-      sum.hits += stats.n_pkts_hit;
-      sum.misses += stats.n_pkts_miss;
+      uint64_t hits = stats.n_pkts_hit, misses = stats.n_pkts_miss;
+      // the fast path's lookups of learned sessions, once (as TableStats)
+      swx_table_stats_once(in.pipeline, &fastpath_exits_, info_.learners[l], &hits, &misses);
+      sum.hits += hits;
+      sum.misses += misses;
       sum.learned += stats.n_pkts_learn_ok;
       sum.learn_failed += stats.n_pkts_learn_err;
       sum.rearmed += stats.n_pkts_rearm;

@@ -110,8 +110,15 @@ swx_table_stats_once(struct rte_swx_pipeline *p, const struct swx_fastpath_exits
 		return -1;
 	stats.n_pkts_action = per_action;
 	if (rte_swx_ctl_pipeline_table_stats_read(p, table, &stats) != 0) {
-		free(per_action);
-		return -1;
+		/* a learner: the fast path looks the learned sessions up too */
+		struct rte_swx_learner_stats learner = { .n_pkts_action = per_action };
+
+		if (rte_swx_ctl_pipeline_learner_stats_read(p, table, &learner) != 0) {
+			free(per_action);
+			return -1;
+		}
+		stats.n_pkts_hit = learner.n_pkts_hit;
+		stats.n_pkts_miss = learner.n_pkts_miss;
 	}
 	free(per_action);
 	*hits = stats.n_pkts_hit - (again_hits < stats.n_pkts_hit ? again_hits : stats.n_pkts_hit);
