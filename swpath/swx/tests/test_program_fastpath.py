@@ -17,7 +17,7 @@ import sys
 import tempfile
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
@@ -33,6 +33,12 @@ SPEC = REPO / "p4src" / "build" / "pna" / "quicknat.spec"
 sys.path.insert(0, str(REPO / "p4src"))
 
 import swx_splice  # noqa: E402
+from quicknat.p4.constants import (  # noqa: E402
+    ETHERTYPE_LEARN,
+    LEARN_IN2OUT_HIT,
+    LEARN_OUT2IN_HIT,
+    ZONE_SLOW_PATH,
+)
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or not BENCH_SPEC.exists(), reason="needs root and make -C swpath/swx"
@@ -54,6 +60,8 @@ TABLES = [
     "core_nat_nat_out2in",
     "core_routing_routing_v4",
     "core_routing_egress_mtu",
+    "core_nat_nat_in2out_learned",
+    "core_nat_nat_out2in_learned",
 ]
 ZONE_INSIDE, ZONE_OUTSIDE = 1, 2
 MAC_IN, MAC_ROUTER = "02:00:00:00:10:02", "02:00:00:00:00:01"
@@ -272,10 +280,61 @@ OUTSIDE_SESSIONS = [
 ]
 
 
+# Sessions the switch learns (nat.p4's learner tables) from an instance's
+# learn tags, which come in on port 1 (bench_swx_spec -l), of the slow-path
+# zone: each tag learns the inside-to-outside entry of its 5-tuple and the
+# outside-to-inside one of its reply. Their packets then come in on port 0,
+# as the written sessions' do: from the inside, the tag's tuple; from the
+# outside, the reply to its translation.
+@dataclass(frozen=True)
+class Learned:
+    src: str
+    dst: str
+    proto: int
+    sport: int
+    dport: int
+    port: int  # the translated source port, on PUB
+    fast_out: bool  # the plain packets of its tuple take the fast path
+    fast_back: bool  # and those of its reply
+
+    def tag(self) -> bytes:
+        """The first packet as the instance sends it back: 802.1Q (the
+        zone it leaves to), the learn tag (lease class 4), translated."""
+        orig = ip(self.src).to_bytes(4, "big") + ip(self.dst).to_bytes(4, "big")
+        orig += self.sport.to_bytes(2, "big") + self.dport.to_bytes(2, "big")
+        tag = orig + bytes([4, 0]) + (0x0800).to_bytes(2, "big")
+        vlan = Dot1Q(vlan=ZONE_OUTSIDE, type=ETHERTYPE_LEARN)
+        sent = replace(self.outbound(), sport=self.port)
+        translated = IP(src=PUB, dst=self.dst, ttl=63) / l4(sent)
+        return bytes(Ether(src=MAC_IN, dst=MAC_ROUTER) / vlan / Raw(tag) / translated / PAYLOAD)
+
+    def outbound(self) -> Session:
+        s = self
+        return Session(s.src, s.dst, s.proto, s.sport, s.dport, "", "", s.fast_out)
+
+    def reply(self) -> Session:
+        return Session(self.dst, PUB, self.proto, self.dport, self.port, "", "", self.fast_back)
+
+
+LEARNED = [
+    Learned("10.0.0.101", "192.0.2.1", UDP_, 1000, 53, 41000, True, True),
+    Learned("10.0.0.102", "192.0.2.1", TCP_, 2000, 443, 41001, True, True),
+    # to the CPU port, past port 63, nowhere: handed on after the lookup
+    Learned("10.0.0.103", "192.0.2.50", UDP_, 1000, 53, 41002, False, True),
+    Learned("10.0.0.104", "192.0.2.70", UDP_, 1000, 53, 41003, False, True),
+    Learned("10.0.0.105", "198.18.0.9", UDP_, 1000, 53, 41004, False, True),
+    # and their replies: to a host behind the CPU port, past port 63, nowhere
+    Learned("192.0.2.51", "192.0.2.1", UDP_, 1000, 53, 41005, True, False),
+    Learned("192.0.2.71", "192.0.2.1", UDP_, 1000, 53, 41006, True, False),
+    Learned("198.18.0.5", "192.0.2.1", UDP_, 1000, 53, 41007, True, False),
+]
+
+
 def entries(zone: int, sessions: list[Session]) -> dict[str, list[str]]:
     """The program's tables for one input port (bench_swx_spec's port 0)
-    of `zone`: routes to ports 1 and 2 (bench_swx_spec's sinks), to the CPU
-    port, past port 63; an MTU on port 2; owned prefixes."""
+    of `zone`, and port 1 of the slow-path zone (learn tags): routes to
+    ports 1 and 2 (bench_swx_spec's sinks), to the CPU port, past port 63;
+    an MTU on port 2; owned prefixes."""
 
     def hop(port: int, last: int) -> str:
         return (
@@ -285,7 +344,10 @@ def entries(zone: int, sessions: list[Session]) -> dict[str, list[str]]:
 
     table = "core_nat_nat_in2out" if zone == ZONE_INSIDE else "core_nat_nat_out2in"
     return {
-        "core_zone_port_zone": [f"match 0x0 action core_zone_set_zone_0 zone 0x{zone:x}"],
+        "core_zone_port_zone": [
+            f"match 0x0 action core_zone_set_zone_0 zone 0x{zone:x}",
+            f"match 0x1 action core_zone_set_zone_0 zone 0x{ZONE_SLOW_PATH:x}",
+        ],
         "core_input_check_owned_source": [
             "match 0xcb007100/0xffffff00 action core_input_check_mark_owned_0",
             "match 0xc6336407/0xffffffff action core_input_check_mark_owned_0",
@@ -397,13 +459,27 @@ class Run:
     tables: dict[str, dict[str, int]]
 
 
-def run(spec: Path, frames: list[bytes], tables: dict[str, list[str]], work: Path) -> Run:
+def run(
+    spec: Path,
+    frames: list[bytes],
+    tables: dict[str, list[str]],
+    work: Path,
+    learn: list[bytes] | None = None,
+) -> Run:
     name = spec.stem
     pcap, out = work / f"{name}.pcap", work / f"{name}-out"
     out.mkdir()
-    wrpcap(str(pcap), [Ether(f) for f in frames])
     args = [str(BENCH_SPEC), "-C", str(work / f"{name}-cache"), "-o", str(out)]
-    args += ["-n", str(len(frames))]
+    if learn:
+        # the tags go in beside the first frames: those must not need them
+        # (bench_swx_spec -l; 512 frames of IPv6, dropped, are 32 rounds of
+        # the pipeline's 16 packets in flight after the last tag)
+        ipv6 = bytes(Ether(type=0x86DD) / Raw(b"\x60" + b"\x00" * 50))
+        frames = [ipv6] * (len(learn) + 512) + frames
+        wrpcap(str(work / "learn.pcap"), [Ether(f) for f in learn])
+        args += ["-l", str(work / "learn.pcap")]
+    wrpcap(str(pcap), [Ether(f) for f in frames])
+    args += ["-n", str(len(frames) + len(learn or []))]
     for table, lines in tables.items():
         path = work / f"{table}.entries"
         path.write_text("\n".join(lines) + "\n")
@@ -437,11 +513,27 @@ def specs(work: Path, spec_text: str) -> tuple[Path, Path]:
     return with_fastpath, full
 
 
-def compare(work: Path, spec_text: str, zone: int, sessions: list[Session]) -> tuple[Run, Run, int]:
-    frames, fast = workload(sessions)
+def compare(
+    work: Path,
+    spec_text: str,
+    zone: int,
+    sessions: list[Session],
+    learned: list[Learned] | None = None,
+) -> tuple[Run, Run, int]:
+    """Both runs; with `learned`, the tags first and then their packets
+    from `zone` (`sessions` are then only the written ones)."""
+    traffic = sessions + [
+        (s.outbound() if zone == ZONE_INSIDE else s.reply()) for s in learned or []
+    ]
+    frames, fast = workload(traffic)
     tables = entries(zone, sessions)
+    tags = [s.tag() for s in learned] if learned else None
     with_fastpath, full = specs(work, spec_text)
-    return run(with_fastpath, frames, tables, work), run(full, frames, tables, work), fast
+    return (
+        run(with_fastpath, frames, tables, work, tags),
+        run(full, frames, tables, work, tags),
+        fast,
+    )
 
 
 def assert_same(a: Run, b: Run) -> None:
@@ -499,3 +591,41 @@ def test_the_comparison_sees_a_repeated_lookup_left_in(work: Path) -> None:
     assert fast_run.ports == full_run.ports and fast_run.counters == full_run.counters
     in2out = "core_nat_nat_in2out"
     assert fast_run.tables[in2out]["misses"] > full_run.tables[in2out]["misses"]
+
+
+@pytest.mark.parametrize("zone", [ZONE_INSIDE, ZONE_OUTSIDE])
+def test_fastpath_takes_learned_sessions_as_the_full_program(work: Path, zone: int) -> None:
+    """Sessions the switch learned (offload mode, install = "learn") are
+    looked up by the fast path when the written table misses: the same
+    frames and counters as the full program, learn_counter's hits
+    included, and the learned sessions' plain packets sent by the path."""
+    written = INSIDE_SESSIONS[:2] if zone == ZONE_INSIDE else OUTSIDE_SESSIONS[:2]
+    fast_run, full_run, fast = compare(work, SPEC.read_text(), zone, written, LEARNED)
+    assert_same(fast_run, full_run)
+    slot = str(LEARN_IN2OUT_HIT if zone == ZONE_INSIDE else LEARN_OUT2IN_HIT)
+    learned_hits = full_run.counters["core_nat_learn_counter"].get(slot, 0)
+    fast_learned = sum(s.fast_out if zone == ZONE_INSIDE else s.fast_back for s in LEARNED)
+    assert learned_hits >= 2 * fast_learned, full_run.counters
+    assert fast_run.fastpath.get("0", 0) >= 2 * fast, fast_run.fastpath
+    # the exits after a learned session's lookup: a route to the CPU port
+    # or nowhere (14 to 16 from the inside, 17 to 19 from the outside)
+    first = 14 if zone == ZONE_INSIDE else 17
+    assert sum(fast_run.fastpath.get(str(k), 0) for k in range(first, first + 3)) > 0
+
+
+def test_the_comparison_sees_a_learned_hit_left_uncounted(work: Path) -> None:
+    """Without the fast path's count of a learned session's hit, the
+    learned sessions' packets it sends go uncounted: the comparison must
+    see it, or the learned sessions never took the path."""
+    text = SPEC.read_text()
+    count = "\tFASTPATH_TX_LEARNED : regadd core_nat_learn_counter "
+    line = next(x for x in text.splitlines(True) if x.startswith(count))
+    fast_run, full_run, _ = compare(
+        work,
+        text.replace(line, "\tFASTPATH_TX_LEARNED : mov h.fastpath_check.learned 0\n"),
+        ZONE_INSIDE,
+        INSIDE_SESSIONS[:2],
+        LEARNED,
+    )
+    assert fast_run.ports == full_run.ports
+    assert fast_run.counters != full_run.counters
