@@ -58,6 +58,7 @@ from lab.e2e_udp import (
 )
 from lab.nodes import IPERF_PORT, QUICKNAT, Nodes
 from lab.processes import raise_on_signals
+from lab.swx_telemetry import fastpath_sent, in2out_lookups
 from lab.topology import FAR, H1, H2, RTR, SRV, Node
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -312,33 +313,6 @@ def send_until_offloaded(lab: Nodes, sport: int) -> dict[str, Any]:
         time.sleep(0.2)
     (session,) = udp_sessions_of(lab, sport)
     return session
-
-
-def swx_tables(lab: Nodes) -> dict[str, Any] | None:
-    """quicknat-swx's `/quicknat_swx/tables` (None: another switch)."""
-    from lab import swx
-    from lab.offload_lab import OffloadLab
-
-    if not isinstance(lab, OffloadLab) or lab.switch_name != "swx":
-        return None
-    tables = swx.telemetry(swx.file_prefix(lab.workdir), "/quicknat_swx/tables")
-    assert isinstance(tables, dict) and "fastpath" in tables, tables
-    return tables
-
-
-def fastpath_sent(lab: Nodes) -> int | None:
-    """Packets quicknat-swx's fast path has sent (None: another switch)."""
-    tables = swx_tables(lab)
-    return None if tables is None else int(tables["fastpath"]["sent"])
-
-
-def in2out_lookups(lab: Nodes) -> tuple[int, int] | None:
-    """nat_in2out's hits and misses as quicknat-swx reports them."""
-    tables = swx_tables(lab)
-    if tables is None:
-        return None
-    (name,) = [n for n in tables if n.endswith("nat_nat_in2out")]
-    return int(tables[name]["hits"]), int(tables[name]["misses"])
 
 
 def test_offload_takes_established_flows(lab: Nodes) -> None:

@@ -24,6 +24,7 @@ from lab.e2e_udp import (
     udp_sessions_of,
 )
 from lab.nodes import Nodes
+from lab.swx_telemetry import fastpath_sent, in2out_learned_hits
 from lab.topology import FAR, H1
 
 # quicknat-swx --learn-timeouts and [offload] learn_timeouts of the lab
@@ -62,7 +63,8 @@ def test_learn_takes_flows_without_writes(lab: Nodes) -> None:
     """The first packet goes through the instance, which tags it; the switch
     learns both directions from it: the instance sees none of the next 50
     packets (sent within one lease), all of which arrive, and the controller
-    writes no entry."""
+    writes no entry. The switch's fast path sends them, its in2out learner
+    counting each one hit (p4src/README.md)."""
     before_ctl = offload_counters(lab)
     learned = lab.switch_learned()
     sink = start_udp_sink(lab, "learn-sink.log", 30)
@@ -71,11 +73,13 @@ def test_learn_takes_flows_without_writes(lab: Nodes) -> None:
         open_session(lab, 47100)
         seen = instance_counters(lab)
         assert seen["learn_tagged_in2out"] == tagged + 1, "the first packet was not tagged"
+        fast_before, hits_before = fastpath_sent(lab), in2out_learned_hits(lab)
         start = time.monotonic()
         send(lab, 47100, 50)
         took = time.monotonic() - start
         time.sleep(0.5)
         after = instance_counters(lab)
+        fast_after, hits_after = fastpath_sent(lab), in2out_learned_hits(lab)
     finally:
         lab.stop_process(sink)
     received = (lab.workdir / "learn-sink.log").read_text().split()
@@ -92,6 +96,13 @@ def test_learn_takes_flows_without_writes(lab: Nodes) -> None:
         )
     # and the switch's own count: its in2out learner added the session
     assert lab.switch_learned() >= learned + 1, "the switch learned nothing"
+    assert None not in (fast_before, fast_after, hits_before, hits_after), "not quicknat-swx"
+    assert fast_after - fast_before >= 50, (
+        f"the switch's fast path sent {fast_after - fast_before} of the 50 packets"
+    )
+    assert hits_after - hits_before == 50, (
+        f"the in2out learner counted {hits_after - hits_before} hits for 50 packets"
+    )
 
 
 def test_learn_lease_keeps_an_active_flow(lab: Nodes) -> None:
