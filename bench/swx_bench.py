@@ -7,7 +7,9 @@ against swpath's fast path and BMv2, side by side in one run (issue #33).
   and sink ports, the PNA build's pipeline with its fast path), against
   swpath's fast path on one worker (bench_swpath established: the same
   frames, the same flows) and the same program without its fast path;
-  rounds rotate them, each ratio taken within its round.
+  and established flows of LEARN_FLOWS sessions the switch learned
+  (bench_swx ... learned), with and without the fast path; rounds rotate
+  them, each ratio taken within its round.
 - P4Runtime writes: nat_in2out entries from the controller's own client
   (quicknat.p4rt, the entries encoded as the controller encodes them) in
   batches of the controller's size, into quicknat-swx, and into BMv2 where
@@ -126,17 +128,21 @@ def without_fastpath() -> Path:
 
 def forwarding(rounds: int, seconds: float) -> dict[str, Any]:
     program = without_fastpath()
-    names = ["swx", "swpath", "program"]
+    names = ["swx", "swpath", "program", "learned", "learned_program"]
     runs = []
     for r in range(rounds):
-        order = names[r % 3 :] + names[: r % 3]
+        order = names[r % len(names) :] + names[: r % len(names)]
         got = {}
         for name in order:
+            spec = program if name.endswith("program") else SPEC
             if name == "swpath":
                 args = [str(BENCH_SWPATH), "established", str(SESSIONS), str(seconds), "1"]
                 got[name] = {"mpps": run_json(args)["established_pps"] / 1e6}
+            elif name.startswith("learned"):
+                # learned sessions: as many as the learners hold (LEARN_FLOWS)
+                args = [str(BENCH_SWX), str(spec), str(LEARN_FLOWS), str(seconds), "learned"]
+                got[name] = run_json(args)
             else:
-                spec = SPEC if name == "swx" else program
                 got[name] = run_json([str(BENCH_SWX), str(spec), str(SESSIONS), str(seconds)])
         runs.append(
             {
@@ -146,6 +152,9 @@ def forwarding(rounds: int, seconds: float) -> dict[str, Any]:
                 "swx_dropped": got["swx"]["dropped"],
                 "without_fastpath_mpps": got["program"]["mpps"],
                 "fastpath_gain": got["swx"]["mpps"] / got["program"]["mpps"],
+                "learned_mpps": got["learned"]["mpps"],
+                "learned_without_fastpath_mpps": got["learned_program"]["mpps"],
+                "learned_fastpath_gain": got["learned"]["mpps"] / got["learned_program"]["mpps"],
             }
         )
         print(f"forwarding round {r + 1}: {runs[-1]}", flush=True)
@@ -161,6 +170,14 @@ def forwarding(rounds: int, seconds: float) -> dict[str, Any]:
             statistics.median(x["without_fastpath_mpps"] for x in runs), 3
         ),
         "fastpath_gain": round(statistics.median(x["fastpath_gain"] for x in runs), 2),
+        "learned_sessions": LEARN_FLOWS,
+        "learned_mpps": round(statistics.median(x["learned_mpps"] for x in runs), 3),
+        "learned_without_fastpath_mpps": round(
+            statistics.median(x["learned_without_fastpath_mpps"] for x in runs), 3
+        ),
+        "learned_fastpath_gain": round(
+            statistics.median(x["learned_fastpath_gain"] for x in runs), 2
+        ),
     }
 
 
