@@ -54,9 +54,9 @@ int swx_fastpath_exits_parse(const char *spec, size_t len, struct swx_fastpath_e
 /*
  * Table `table`'s hits and misses in pipeline p, less the lookups the
  * fast path's exits made before the full program made them again. A
- * learner table's too (its learns and rearms are not repeated: the fast
- * path does neither). Returns 0, or -1 when the pipeline has no such table
- * or learner.
+ * learner table's too (its learns and rearms are never repeated: the fast
+ * path learns from a learn tag only once sure to send it). Returns 0, or -1
+ * when the pipeline has no such table or learner.
  */
 int swx_table_stats_once(struct rte_swx_pipeline *p, const struct swx_fastpath_exits *x,
 			 const char *table, uint64_t *hits, uint64_t *misses);
