@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import struct
 import subprocess
 import sys
 import tempfile
@@ -37,6 +38,7 @@ from quicknat.p4.constants import (  # noqa: E402
     ETHERTYPE_LEARN,
     LEARN_IN2OUT_HIT,
     LEARN_OUT2IN_HIT,
+    LEARN_TAG_BYTES,
     ZONE_SLOW_PATH,
 )
 
@@ -309,9 +311,11 @@ class Learned:
         """The first packet as the instance sends it back: 802.1Q (the
         zone it leaves to), the learn tag (lease class 4), translated; or,
         with the arguments, a tag that differs where the program looks."""
-        orig = ip(self.src).to_bytes(4, "big") + ip(self.dst).to_bytes(4, "big")
-        orig += self.sport.to_bytes(2, "big") + self.dport.to_bytes(2, "big")
-        tag = orig + bytes([4, flags]) + next_type.to_bytes(2, "big")
+        # header.p4's learn_t: the tuple before, lease class, flags, next
+        tag = struct.pack(
+            "!IIHHBBH", ip(self.src), ip(self.dst), self.sport, self.dport, 4, flags, next_type
+        )
+        assert len(tag) == LEARN_TAG_BYTES
         vlan = Dot1Q(vlan=vid, type=ETHERTYPE_LEARN)
         sent = replace(self.outbound(), sport=self.port)
         fields: dict[str, object] = {"src": PUB, "dst": self.dst, "ttl": 63, **(ip_fields or {})}
