@@ -342,7 +342,7 @@ class Learned:
             out += [self.tag(l4_fields={"flags": "S"}), self.tag(l4_fields={"flags": "R"})]
         else:
             out += [self.tag(l4_fields={"len": 7}), self.tag(l4_fields={"len": 200})]
-        icmp = Ether(src=MAC_IN, dst=MAC_ROUTER) / Dot1Q(vlan=2, type=ETHERTYPE_LEARN)
+        icmp = Ether(src=MAC_IN, dst=MAC_ROUTER) / Dot1Q(vlan=ZONE_OUTSIDE, type=ETHERTYPE_LEARN)
         out.append(bytes(icmp / Raw(self.tag()[18:34]) / IP(src=PUB, dst=self.dst) / ICMP()))
         return out
 
