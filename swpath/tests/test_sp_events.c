@@ -209,6 +209,30 @@ test_time_is_wall_clock_minus_age(void **state)
 			    "2023-11-14T22:13:23Z mapping deleted udp 10.0.0.7:5000 203.0.113.1:2001\n");
 }
 
+/* An event stamped after the drain read its clock (a worker pushed in
+ * between, or its core's TSC runs ahead) is logged as now, not 49 days
+ * back as the unsigned age would wrap. */
+static void
+test_event_stamped_after_now_is_now(void **state)
+{
+	struct rte_ring *ring = sp.workers[0]->event_ring;
+	struct sp_event ahead = udp_created;
+	uint64_t dropped = 0;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(sp_events_configure(SP_EVENTS_FILE, path, err,
+					     sizeof(err)), 0);
+	ahead.time_ms = 6001;
+	push(ring, ahead, &dropped);
+	assert_int_equal(sp_events_write(ring, 6000,
+					 &(struct timespec){ WHEN + 5, 500000000 }),
+			 1);
+	sp_events_close();
+	assert_string_equal(read_file(path),
+			    "2023-11-14T22:13:25Z mapping created udp 10.0.0.7:5000 203.0.113.1:2001\n");
+}
+
 static void
 test_file_appended_and_reopened(void **state)
 {
@@ -309,6 +333,7 @@ main(void)
 		T(test_line_is_the_controllers),
 		T(test_full_ring_drops_and_counts),
 		T(test_time_is_wall_clock_minus_age),
+		T(test_event_stamped_after_now_is_now),
 		T(test_file_appended_and_reopened),
 		T(test_bad_file),
 		T(test_syslog),
