@@ -28,6 +28,8 @@ log = logging.getLogger(__name__)
 STREAM_QUEUE = 65536
 WRITE_METHOD = "/p4.v1.P4Runtime/Write"
 _CLOSE = object()
+# How long close() waits for the switch to end the stream it half-closed.
+CLOSE_WAIT_S = 2.0
 
 
 class P4RuntimeError(Exception):
@@ -215,6 +217,12 @@ class P4RuntimeClient:
     async def close(self) -> None:
         if self._reader is not None:
             self._requests.put_nowait(_CLOSE)
+            # The switch forgets this client when it ends the half-closed
+            # stream. Until then it refuses a new client with the same
+            # election id (P4Runtime sec. 5.2), so a reconnect right after
+            # close() would race it: wait, bounded, for that end.
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(asyncio.shield(self._reader), CLOSE_WAIT_S)
             self._reader.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._reader
