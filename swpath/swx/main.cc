@@ -13,6 +13,8 @@
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
 
+#include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -59,10 +61,32 @@ void Usage(FILE* f) {
           "  --port N=DEVICE     P4 port N (1..63) is the ethdev DEVICE (from --vdev)\n"
           "  --grpc-addr         the P4Runtime server's address (127.0.0.1:9559)\n"
           "  --idle-sleep-us N   a pipeline thread with little traffic sleeps N us\n"
+          "                      (0: it polls its core; at most 1000000)\n"
           "  --learn-timeouts    the learner tables' timeout classes 0, 1, ... in seconds\n"
           "                      (as compiled: p4c-dpdk's 10,30,60,120,300,43200,120,120)\n"
           "  --cache DIR         compiled pipelines (" SWX_DEFAULT_CACHE ")\n"
           "  --dpdk-internal DIR rte_swx_pipeline_internal.h (" SWX_DPDK_INTERNAL ")\n");
+}
+
+// A pipeline thread asleep holds an arriving packet up to this long.
+constexpr uint64_t kMaxIdleSleepUs = 1000000;
+// The pool's per-lcore cache is 256 buffers (swx_ports_start).
+constexpr uint64_t kMinPool = 1024;
+
+// A decimal number from min to max, or false: strtoul alone reads "abc"
+// as 0 (for --idle-sleep-us, a polling switch) and "-1" as its maximum.
+bool ParseNumber(const char* name, const char* text, uint64_t min, uint64_t max,
+                 uint64_t* out) {
+  char* end = nullptr;
+  errno = 0;
+  unsigned long long v = strtoull(text, &end, 10);
+  if (text[0] < '0' || text[0] > '9' || *end != '\0' || errno != 0 || v < min || v > max) {
+    fprintf(stderr, "quicknat-swx: %s takes a number from %llu to %llu: %s\n", name,
+            static_cast<unsigned long long>(min), static_cast<unsigned long long>(max), text);
+    return false;
+  }
+  *out = v;
+  return true;
 }
 
 // What the command line says, beyond the ports (swx_ports_parse's).
@@ -93,6 +117,7 @@ int ParseArgs(int argc, char** argv, swx_ports* ports, Args* args) {
   swx::Device::Options& o = args->device;
   char err[512];
   int c;
+  uint64_t number;
   optind = 1;
   while ((c = getopt_long(argc, argv, "", options, nullptr)) != -1) {
     switch (c) {
@@ -103,11 +128,19 @@ int ParseArgs(int argc, char** argv, swx_ports* ports, Args* args) {
         }
         break;
       case 'g': args->address = optarg; break;
-      case 'd': args->device_id = strtoull(optarg, nullptr, 10); break;
-      case 's': o.idle_sleep_us = static_cast<uint32_t>(strtoul(optarg, nullptr, 10)); break;
+      case 'd':
+        if (!ParseNumber("--device-id", optarg, 0, UINT64_MAX, &args->device_id)) return 2;
+        break;
+      case 's':
+        if (!ParseNumber("--idle-sleep-us", optarg, 0, kMaxIdleSleepUs, &number)) return 2;
+        o.idle_sleep_us = static_cast<uint32_t>(number);
+        break;
       case 'c': args->cache = optarg; break;
       case 'i': args->internal = optarg; break;
-      case 'n': args->pool = static_cast<unsigned>(strtoul(optarg, nullptr, 10)); break;
+      case 'n':
+        if (!ParseNumber("--pool", optarg, kMinPool, UINT32_MAX, &number)) return 2;
+        args->pool = static_cast<unsigned>(number);
+        break;
       case 'l':
         if (!swx::ParseLearnTimeouts(optarg, &o.learn_timeouts)) {
           fprintf(stderr,

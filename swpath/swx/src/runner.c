@@ -51,7 +51,9 @@ runner_main(void *arg)
 		rte_swx_pipeline_flush(r->p);
 		r->idle_rounds++;
 		if (r->idle_sleep_us) {
-			struct timespec ts = { 0, (long)r->idle_sleep_us * 1000 };
+			/* tv_nsec must stay under a second (EINVAL: no sleep) */
+			struct timespec ts = { r->idle_sleep_us / 1000000,
+					       (long)(r->idle_sleep_us % 1000000) * 1000 };
 
 			nanosleep(&ts, NULL);
 		}
