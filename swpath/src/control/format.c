@@ -59,8 +59,9 @@ sp_format_sessions_json(struct sp_buf *b, const struct sp_session_filter *f,
 			sp_buf_printf(b, ", \"age_s\": %.1f, \"idle_s\": %.1f, "
 				      "\"timeout_s\": %u, \"installed\": true, "
 				      "\"offloaded\": %s, \"worker\": %u",
-				      (double)(uint32_t)(now - s.created) / 1000.0,
-				      (double)(uint32_t)(now - s.last_seen) / 1000.0,
+				      /* the workers stamp while this walks */
+				      (double)sp_age_ms(now, s.created) / 1000.0,
+				      (double)sp_age_ms(now, s.last_seen) / 1000.0,
 				      sp_session_timeout_ms(rt, &s) / 1000u,
 				      (s.flags & SP_SESS_OFFLOADED) ? "true" : "false", w);
 			state = tcp_state(&s);

@@ -310,6 +310,18 @@ sp_now_ms(void)
 	return (uint32_t)((rte_rdtsc() - sp.tsc0) * 1000 / sp.tsc_hz);
 }
 
+/* How long before now a stamp of sp_now_ms() was taken, 0 for one taken
+ * after now was read: a worker stamps while a control thread walks what it
+ * stamped, or on a core whose TSC runs a little ahead, and the unsigned
+ * difference would read 49 days. */
+static inline uint32_t
+sp_age_ms(uint32_t now, uint32_t stamp)
+{
+	int32_t age = (int32_t)(now - stamp);
+
+	return age > 0 ? (uint32_t)age : 0;
+}
+
 static inline const struct sp_runtime *
 sp_runtime_get(void)
 {

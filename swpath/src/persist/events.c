@@ -149,12 +149,9 @@ sp_events_write(struct rte_ring *ring, uint32_t now_ms,
 						   DRAIN_BURST, NULL);
 		for (unsigned i = 0; i < n; i++) {
 			char line[SP_EVENT_LINE_MAX];
-			/* A worker may stamp an event after now_ms was read
-			 * (it pushes between that read and this dequeue), or
-			 * on a core whose TSC runs a little ahead: such an
-			 * event is new, not 49 days old (unsigned wrap). */
-			int32_t ahead = (int32_t)(now_ms - ev[i].time_ms);
-			uint32_t age = ahead > 0 ? (uint32_t)ahead : 0;
+			/* a worker may push between the read of now_ms and
+			 * this dequeue: an event stamped after it is new */
+			uint32_t age = sp_age_ms(now_ms, ev[i].time_ms);
 			time_t when = (time_t)((wall_ms - age) / 1000);
 
 			if (!sp_event_has_line(&ev[i])) {
