@@ -13,7 +13,9 @@ against swpath's fast path and BMv2, side by side in one run (issue #33).
 - P4Runtime writes: nat_in2out entries from the controller's own client
   (quicknat.p4rt, the entries encoded as the controller encodes them) in
   batches of the controller's size, into quicknat-swx, and into BMv2 where
-  simple_switch_grpc is installed.
+  simple_switch_grpc is installed; and packet-outs on the same client's
+  stream, as the controller sends a first packet back in controller mode,
+  with the client's CPU for each.
 - New flows through the lab (topo/lab/offload_lab.py; root): controller mode
   and offload mode on quicknat-swx (its pipeline thread polling its core, as
   deployed, and sleeping when idle, the labs' default), and on BMv2 where
@@ -34,6 +36,7 @@ import asyncio
 import json
 import os
 import platform
+import resource
 import shutil
 import statistics
 import subprocess
@@ -49,7 +52,9 @@ from lab import bmv2, swx
 from lab.processes import raise_on_signals, start, stop, wait_for_tcp
 from offload_runs import Offered, run_mode, run_setup
 from quicknat.controller.program import NatEntries, Pipeline
+from quicknat.p4.constants import PacketOutMode
 from quicknat.p4rt.client import P4RuntimeClient
+from quicknat.p4rt.entities import packet_metadata
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH_SWX = ROOT / "swpath" / "build" / "swx" / "bench_swx"
@@ -59,6 +64,7 @@ RESULTS = ROOT / "bench" / "results"
 SESSIONS = 65536
 GRPC = "127.0.0.1:50095"
 WRITE_BATCH = 256  # the controller's --batch-max default
+PACKET_OUTS = 20000
 TARGETS = {
     "forwarding_mpps_min": 5.0,
     "forwarding_ratio_to_swpath_min": 0.25,
@@ -209,11 +215,41 @@ async def write_rate(pipeline: Pipeline, entries: int) -> float:
     return entries / seconds
 
 
+def process_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+async def packet_out_rate(pipeline: Pipeline, count: int) -> tuple[float, float]:
+    """Packet-outs per second on the controller's stream (a first packet in
+    controller mode is one: docs/controller.md), as the controller sends
+    them (P4RuntimeClient.packet_out, a ROUTE header), and this process's
+    CPU (all threads, gRPC's included) per packet-out, in us."""
+    client = P4RuntimeClient(GRPC, 1, election_id=61)
+    await client.connect()
+    await client.set_pipeline(pipeline.p4info.proto, pipeline.device_config, pipeline.cookie)
+    header = {"egress_port": 0, "ingress_port": 1, "mode": PacketOutMode.ROUTE}
+    metadata = packet_metadata(pipeline.p4info, "packet_out", header)
+    frame = bytes(64)
+    try:
+        cpu0, t0 = process_cpu_s(), time.perf_counter()
+        for i in range(count):
+            client.packet_out(frame, metadata)
+            if i % 64 == 63:  # as the controller's loop: gRPC's task runs between
+                await asyncio.sleep(0)
+        while client.requests_queued():
+            await asyncio.sleep(0.001)
+        seconds, cpu = time.perf_counter() - t0, process_cpu_s() - cpu0
+    finally:
+        await client.close()
+    return count / seconds, cpu / count * 1e6
+
+
 def p4runtime_writes(switches: list[str], entries: int, rounds: int) -> dict[str, Any]:
     result: dict[str, Any] = {"entries": entries, "batch": WRITE_BATCH}
     for name in switches:
         pipeline = Pipeline.of_target(name)
-        rates = []
+        rates, outs = [], []
         with tempfile.TemporaryDirectory(prefix=f"qn-swx-bench-{name}-") as tmp:
             workdir = Path(tmp)
             # the control plane alone: no packets
@@ -226,12 +262,16 @@ def p4runtime_writes(switches: list[str], entries: int, rounds: int) -> dict[str
                 wait_for_tcp("127.0.0.1", int(GRPC.rsplit(":", 1)[1]), 60, switch)
                 for _ in range(rounds):
                     rates.append(asyncio.run(write_rate(pipeline, entries)))
+                    outs.append(asyncio.run(packet_out_rate(pipeline, PACKET_OUTS)))
             finally:
                 stop(switch)
                 swx.remove_runtime_dir(workdir)
         result[name] = {
             "entries_per_s": round(statistics.median(rates)),
             "rounds": [round(r) for r in rates],
+            "packet_outs_per_s": round(statistics.median(r for r, _ in outs)),
+            "packet_out_client_cpu_us": round(statistics.median(c for _, c in outs), 1),
+            "packet_out_rounds": [[round(r), round(c, 1)] for r, c in outs],
         }
         print(f"P4Runtime writes, {name}: {result[name]}", flush=True)
     return result
