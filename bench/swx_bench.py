@@ -36,7 +36,6 @@ import asyncio
 import json
 import os
 import platform
-import resource
 import shutil
 import statistics
 import subprocess
@@ -47,6 +46,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from cpu_times import process_cpu
 from finsy.proto import p4r
 from lab import bmv2, swx
 from lab.processes import raise_on_signals, start, stop, wait_for_tcp
@@ -215,11 +215,6 @@ async def write_rate(pipeline: Pipeline, entries: int) -> float:
     return entries / seconds
 
 
-def process_cpu_s() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
-
-
 async def packet_out_rate(pipeline: Pipeline, count: int) -> tuple[float, float]:
     """Packet-outs per second on the controller's stream (a first packet in
     controller mode is one: docs/controller.md), as the controller sends
@@ -232,14 +227,14 @@ async def packet_out_rate(pipeline: Pipeline, count: int) -> tuple[float, float]
     metadata = packet_metadata(pipeline.p4info, "packet_out", header)
     frame = bytes(64)
     try:
-        cpu0, t0 = process_cpu_s(), time.perf_counter()
+        cpu0, t0 = process_cpu(os.getpid()), time.perf_counter()
         for i in range(count):
             client.packet_out(frame, metadata)
             if i % 64 == 63:  # as the controller's loop: gRPC's task runs between
                 await asyncio.sleep(0)
         while client.requests_queued():
             await asyncio.sleep(0.001)
-        seconds, cpu = time.perf_counter() - t0, process_cpu_s() - cpu0
+        seconds, cpu = time.perf_counter() - t0, process_cpu(os.getpid()) - cpu0
     finally:
         await client.close()
     return count / seconds, cpu / count * 1e6
