@@ -6,64 +6,20 @@ The switch runs on net_null ports (no packets), as root."""
 from __future__ import annotations
 
 import asyncio
-import os
-import shutil
-import socket
-import subprocess
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import finsy
 import pytest
+from conftest import Switch, requires_switch
 from lab.swx import telemetry
 from quicknat.p4rt.client import P4RuntimeClient
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[2]
-SWX = REPO / "swpath" / "build" / "swx" / "quicknat-swx"
 BUILD = REPO / "p4src" / "build" / "pna"
 P4INFO, SPEC = BUILD / "quicknat.p4info.txtpb", BUILD / "quicknat.spec"
 
-pytestmark = pytest.mark.skipif(
-    os.geteuid() != 0 or not SWX.exists(), reason="needs root and make -C swpath/swx"
-)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@pytest.fixture(scope="module")
-def switch() -> Iterator[str]:
-    """quicknat-swx with P4 ports 1 and 2 on net_null devices: its address."""
-    address = f"127.0.0.1:{free_port()}"
-    workdir = Path(tempfile.mkdtemp(prefix="swx-clients-"))
-    prefix = f"swx-clients-{os.getpid()}"
-    args = [str(SWX), "-l", "0,1", "--no-huge", "-m", "256", "--no-pci", "--no-shconf"]
-    args += ["--file-prefix", prefix, "--vdev", "net_null1,no-rx=1", "--vdev", "net_null2,no-rx=1"]
-    args += ["--", "--port", "1=net_null1", "--port", "2=net_null2", "--grpc-addr", address]
-    args += ["--idle-sleep-us", "1000", "--cache", str(workdir / "cache")]
-    log = (workdir / "switch.log").open("wb")
-    proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
-    try:
-        host, port = address.split(":")
-        for _ in range(100):
-            if proc.poll() is not None:
-                pytest.fail(f"quicknat-swx exited: {(workdir / 'switch.log').read_text()}")
-            with socket.socket() as s:
-                if s.connect_ex((host, int(port))) == 0:
-                    break
-            asyncio.run(asyncio.sleep(0.1))
-        yield address
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-        log.close()
-        shutil.rmtree(workdir, ignore_errors=True)
-        shutil.rmtree(Path("/var/run/dpdk") / prefix, ignore_errors=True)
+pytestmark = requires_switch
 
 
 def entry(i: int) -> finsy.P4TableEntry:
@@ -77,10 +33,10 @@ def entry(i: int) -> finsy.P4TableEntry:
     )
 
 
-def test_finsy_pushes_the_program_writes_and_reads_it_back(switch: str) -> None:
+def test_finsy_pushes_the_program_writes_and_reads_it_back(switch: Switch) -> None:
     async def scenario() -> None:
         options = finsy.SwitchOptions(p4info=P4INFO, p4blob=SPEC, device_id=1)
-        async with finsy.Switch("swx", switch, options) as sw:
+        async with finsy.Switch("swx", switch.address, options) as sw:
             # the P4Info the switch holds is the one pushed
             assert sw.p4info.tables["nat_in2out"].size == 65536
             await sw.write([+entry(i) for i in range(3)])
@@ -140,7 +96,7 @@ def test_finsy_pushes_the_program_writes_and_reads_it_back(switch: str) -> None:
     asyncio.run(scenario())
 
 
-def test_telemetry_lists_every_table_of_the_running_program(switch: str) -> None:
+def test_telemetry_lists_every_table_of_the_running_program(switch: Switch) -> None:
     """/quicknat_swx/tables: each table of the program pushed (written and
     learned), by its pipeline name (the spec's: control path and P4 name),
     with its counts, and the fast path's; /quicknat_swx/ports: each P4 port. (A help text of 128
@@ -149,23 +105,22 @@ def test_telemetry_lists_every_table_of_the_running_program(switch: str) -> None
 
     async def push() -> None:
         options = finsy.SwitchOptions(p4info=P4INFO, p4blob=SPEC, device_id=1)
-        async with finsy.Switch("swx", switch, options):
+        async with finsy.Switch("swx", switch.address, options):
             pass
 
     asyncio.run(push())
-    prefix = f"swx-clients-{os.getpid()}"
-    tables = telemetry(prefix, "/quicknat_swx/tables")
+    tables = telemetry(switch.prefix, "/quicknat_swx/tables")
     assert isinstance(tables, dict), tables
     for name in ("core_nat_nat_in2out", "core_nat_nat_out2in", "core_routing_routing_v4"):
         assert tables[name] == {"hits": 0, "misses": 0}, (name, tables)
     for name in ("core_nat_nat_in2out_learned", "core_nat_nat_out2in_learned"):
         assert set(tables[name]) == {"hits", "misses", "learned", "learn_failed", "rearmed"}
     assert tables["fastpath"] == {"sent": 0, "handed_on": 0}, tables
-    ports = telemetry(prefix, "/quicknat_swx/ports")
+    ports = telemetry(switch.prefix, "/quicknat_swx/ports")
     assert isinstance(ports, dict) and {"1", "2"} <= set(ports), ports
 
 
-def test_a_closed_clients_election_id_is_free_at_once(switch: str) -> None:
+def test_a_closed_clients_election_id_is_free_at_once(switch: Switch) -> None:
     """The controller's client closes its stream and waits for the switch to
     end it, so a client with the same election id can be primary right
     after: the switch refuses a duplicate id while the first is connected
@@ -175,7 +130,7 @@ def test_a_closed_clients_election_id_is_free_at_once(switch: str) -> None:
 
     async def reconnects() -> None:
         for _ in range(100):
-            client = P4RuntimeClient(switch, 1, 100)
+            client = P4RuntimeClient(switch.address, 1, 100)
             await client.connect(timeout=5)
             assert client.primary
             await client.close()
