@@ -14,6 +14,7 @@
 #include <signal.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -46,10 +47,15 @@ namespace {
 
 std::unique_ptr<grpc::Server> g_server;
 
+// How long a stop waits for RPCs in progress. A controller's StreamChannel
+// is one until the controller closes it: without a deadline, Shutdown
+// waits for that, and a switch with a controller connected did not stop.
+constexpr auto kShutdownGrace = std::chrono::seconds(1);
+
 void OnSignal(int) {
   // Shutdown from another thread: gRPC's shutdown is not signal-safe
   std::thread([] {
-    if (g_server) g_server->Shutdown();
+    if (g_server) g_server->Shutdown(std::chrono::system_clock::now() + kShutdownGrace);
   }).detach();
 }
 
