@@ -17,14 +17,11 @@ std::string Padded(const std::string& value, size_t n) {
 }  // namespace
 
 bool FitsBitwidth(const std::string& value, uint32_t bitwidth) {
-  std::string v = Canonical(value);
-  uint32_t bits = static_cast<uint32_t>(v.size()) * 8;
-  uint8_t top = static_cast<uint8_t>(v[0]);
+  size_t first = value.find_first_not_of('\0');
+  if (first == std::string::npos) return !value.empty();  // zero fits; "" is no value
+  uint32_t bits = static_cast<uint32_t>(value.size() - first) * 8;
   // the top byte's leading zero bits do not count
-  while (bits > 0 && !(top & 0x80)) {
-    top = static_cast<uint8_t>(top << 1);
-    bits--;
-  }
+  for (uint8_t top = static_cast<uint8_t>(value[first]); !(top & 0x80); top <<= 1) bits--;
   return bits <= bitwidth;
 }
 

@@ -14,7 +14,10 @@
 
 namespace swx {
 
-// Whether `value` fits `bitwidth` bits (leading zero bytes allowed).
+// Whether `value` is a binary string of a `bitwidth`-bit value: not empty,
+// no bit set past the width, leading zero bytes allowed (P4Runtime sec.
+// 8.4; the server answers any other with OUT_OF_RANGE). Allocates
+// nothing: the write path asks it of every field.
 bool FitsBitwidth(const std::string& value, uint32_t bitwidth);
 
 // The value with its leading zero bytes removed (at least one byte).

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "bytestring.h"
+#include "status.h"
 
 namespace swx {
 
@@ -12,8 +13,6 @@ using grpc::StatusCode;
 using p4::config::v1::MatchField;
 
 namespace {
-
-Status Invalid(const std::string& what) { return Status(StatusCode::INVALID_ARGUMENT, what); }
 
 // The match fields (or action parameters) an entry gave, by their position
 // in the binding: a bit each for the first 64, a set beyond (no table or
@@ -55,9 +54,9 @@ void PutFullMask(const FieldBinding& f, std::string* mask) {
 }
 
 Status CheckValue(const FieldBinding& f, const std::string& value) {
-  if (value.empty() || !FitsBitwidth(value, f.bitwidth))
-    return Invalid("match field " + f.name + ": the value does not fit its " +
-                   std::to_string(f.bitwidth) + " bits");
+  if (!FitsBitwidth(value, f.bitwidth))
+    return OutOfRange("match field " + f.name + ": the value is empty or wider than its " +
+                      std::to_string(f.bitwidth) + " bits");
   return Status::OK;
 }
 
@@ -91,8 +90,9 @@ Status EncodeField(const FieldBinding& f, const p4::v1::FieldMatch& m, EncodedEn
       if (!m.has_ternary()) return Invalid("match field " + f.name + " is ternary");
       const auto& v = m.ternary();
       if (Status s = CheckValue(f, v.value()); !s.ok()) return s;
-      if (v.mask().empty() || !FitsBitwidth(v.mask(), f.bitwidth))
-        return Invalid("match field " + f.name + ": the mask does not fit its bits");
+      if (!FitsBitwidth(v.mask(), f.bitwidth))
+        return OutOfRange("match field " + f.name + ": the mask is empty or wider than its " +
+                          std::to_string(f.bitwidth) + " bits");
       if (Canonical(v.mask()) == std::string(1, '\0'))
         return Invalid("match field " + f.name + ": a zero mask (leave the field out instead)");
       if (!WithinMask(v.value(), v.mask()))
@@ -123,9 +123,9 @@ Status EncodeParams(const ActionBinding& a, const p4::v1::Action& given, Encoded
       return Invalid("action " + a.name + " has no parameter id " + std::to_string(p.param_id()));
     if (!seen.Insert(static_cast<size_t>(b - a.params.data())))
       return Invalid("action " + a.name + ": parameter " + b->name + " given twice");
-    if (p.value().empty() || !FitsBitwidth(p.value(), b->bitwidth))
-      return Invalid("action " + a.name + ": parameter " + b->name + " does not fit its " +
-                     std::to_string(b->bitwidth) + " bits");
+    if (!FitsBitwidth(p.value(), b->bitwidth))
+      return OutOfRange("action " + a.name + ": parameter " + b->name +
+                        " is empty or wider than its " + std::to_string(b->bitwidth) + " bits");
     ToField(p.value(), reinterpret_cast<uint8_t*>(&out->data[b->arg->offset]), b->arg->n_bits / 8,
             b->arg->network_order);
   }

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "bytestring.h"
+#include "status.h"
 
 namespace swx {
 
@@ -49,6 +50,13 @@ Status EncodePacketOut(const std::vector<PacketMetadataBinding>& header,
     return Status(StatusCode::INTERNAL, "the packet_out header is not a whole number of bytes");
   std::map<uint32_t, const std::string*> given;
   for (const auto& m : packet.metadata()) {
+    // an id the header has not, first: what the client got wrong, where a
+    // field of the header then missing would be only its consequence
+    bool known = false;
+    for (const auto& f : header) known = known || f.id == m.metadata_id();
+    if (!known)
+      return Status(StatusCode::INVALID_ARGUMENT,
+                    "no packet-out metadata id " + std::to_string(m.metadata_id()));
     if (!given.emplace(m.metadata_id(), &m.value()).second)
       return Status(StatusCode::INVALID_ARGUMENT,
                     "packet-out metadata id " + std::to_string(m.metadata_id()) + " given twice");
@@ -59,19 +67,14 @@ Status EncodePacketOut(const std::vector<PacketMetadataBinding>& header,
     auto it = given.find(f.id);
     if (it != given.end()) {
       if (!FitsBitwidth(*it->second, f.bitwidth))
-        return Status(StatusCode::INVALID_ARGUMENT,
-                      "packet-out metadata " + f.name + " does not fit its " +
+        return OutOfRange("packet-out metadata " + f.name + " is empty or wider than its " +
                           std::to_string(f.bitwidth) + " bits");
       PutBits(frame, at, f.bitwidth, *it->second);
-      given.erase(it);
     } else if (!f.padding) {
       return Status(StatusCode::INVALID_ARGUMENT, "packet-out metadata " + f.name + " missing");
     }
     at += f.bitwidth;
   }
-  if (!given.empty())
-    return Status(StatusCode::INVALID_ARGUMENT,
-                  "no packet-out metadata id " + std::to_string(given.begin()->first));
   frame->append(packet.payload());
   return Status::OK;
 }

@@ -17,17 +17,34 @@ namespace swx {
 using grpc::Status;
 using grpc::StatusCode;
 
+namespace {
+
+// The cells of an array a request names: the one its index gives, or every
+// cell when it gives none; a negative index is malformed, one past the end
+// out of range (P4Runtime spec, "CounterEntry" and "MeterEntry").
+template <typename Request>
+Status Cells(const std::string& array, const Request& r, uint32_t size, uint32_t* first,
+             uint32_t* last) {
+  *first = 0;
+  *last = size;
+  if (!r.has_index()) return Status::OK;
+  int64_t index = r.index().index();
+  if (index < 0) return Invalid(array + ": a negative index");
+  if (static_cast<uint64_t>(index) >= size)
+    return OutOfRange(array + ": index " + std::to_string(index) + " past its " +
+                      std::to_string(size) + " cells");
+  *first = static_cast<uint32_t>(index);
+  *last = *first + 1;
+  return Status::OK;
+}
+
+}  // namespace
+
 Status Program::WriteMeter(const p4::v1::MeterEntry& m) {
   const MeterBinding* b = binding_.Meter(m.meter_id());
   if (b == nullptr) return NotFound("no meter id " + std::to_string(m.meter_id()));
-  std::vector<uint32_t> cells;
-  if (m.has_index()) {
-    if (m.index().index() < 0 || static_cast<uint32_t>(m.index().index()) >= b->size)
-      return Invalid("meter " + b->name + ": index out of range");
-    cells.push_back(static_cast<uint32_t>(m.index().index()));
-  } else {
-    for (uint32_t i = 0; i < b->size; i++) cells.push_back(i);
-  }
+  uint32_t first, last;
+  if (Status s = Cells("meter " + b->name, m, b->size, &first, &last); !s.ok()) return s;
   const auto& c = m.config();
   bool reset = !m.has_config() || (c.cir() == 0 && c.pir() == 0 && c.cburst() == 0 && c.pburst() == 0);
   std::string profile;
@@ -54,7 +71,7 @@ Status Program::WriteMeter(const p4::v1::MeterEntry& m) {
       profile = known->second;
     }
   }
-  for (uint32_t cell : cells) {
+  for (uint32_t cell = first; cell < last; cell++) {
     for (auto& in : instances_) {
       int r = reset ? rte_swx_ctl_meter_reset(in.pipeline, b->metarray.c_str(), cell)
                     : rte_swx_ctl_meter_set(in.pipeline, b->metarray.c_str(), cell, profile.c_str());
@@ -72,19 +89,21 @@ Status Program::WriteMeter(const p4::v1::MeterEntry& m) {
 Status Program::WriteCounter(const p4::v1::CounterEntry& c) {
   const CounterBinding* b = binding_.Counter(c.counter_id());
   if (b == nullptr) return NotFound("no counter id " + std::to_string(c.counter_id()));
-  if (!c.has_index() || c.index().index() < 0 ||
-      static_cast<uint32_t>(c.index().index()) >= b->size)
-    return Invalid("counter " + b->name + ": a write names one index in range");
-  uint32_t index = static_cast<uint32_t>(c.index().index());
+  uint32_t first, last;
+  if (Status s = Cells("counter " + b->name, c, b->size, &first, &last); !s.ok()) return s;
+  // no data: the value is left as it is
+  if (!c.has_data()) return Status::OK;
   for (size_t i = 0; i < instances_.size(); i++) {
     rte_swx_pipeline* p = instances_[i].pipeline;
     // the value is the sum over the pipelines: the first holds it
     uint64_t packets = i ? 0 : static_cast<uint64_t>(c.data().packet_count());
     uint64_t bytes = i ? 0 : static_cast<uint64_t>(c.data().byte_count());
-    if (b->packets >= 0)
-      rte_swx_ctl_pipeline_regarray_write(p, info_.regarrays[b->packets].name, index, packets);
-    if (b->bytes >= 0)
-      rte_swx_ctl_pipeline_regarray_write(p, info_.regarrays[b->bytes].name, index, bytes);
+    for (uint32_t index = first; index < last; index++) {
+      if (b->packets >= 0)
+        rte_swx_ctl_pipeline_regarray_write(p, info_.regarrays[b->packets].name, index, packets);
+      if (b->bytes >= 0)
+        rte_swx_ctl_pipeline_regarray_write(p, info_.regarrays[b->bytes].name, index, bytes);
+    }
   }
   return Status::OK;
 }
@@ -120,13 +139,8 @@ Status Program::ReadCounters(const p4::v1::CounterEntry& query,
     return NotFound("no counter id " + std::to_string(query.counter_id()));
   for (const auto& [id, c] : binding_.Counters()) {
     if (query.counter_id() != 0 && id != query.counter_id()) continue;
-    uint32_t first = 0, last = c.size;
-    if (query.has_index()) {
-      if (query.index().index() < 0 || static_cast<uint32_t>(query.index().index()) >= c.size)
-        return Invalid("counter " + c.name + ": index out of range");
-      first = static_cast<uint32_t>(query.index().index());
-      last = first + 1;
-    }
+    uint32_t first, last;
+    if (Status s = Cells("counter " + c.name, query, c.size, &first, &last); !s.ok()) return s;
     for (uint32_t i = first; i < last; i++) {
       p4::v1::Entity e;
       auto* entry = e.mutable_counter_entry();
@@ -148,8 +162,9 @@ Status Program::ReadMeters(const p4::v1::MeterEntry& query,
     return NotFound("no meter id " + std::to_string(query.meter_id()));
   for (const auto& [id, m] : binding_.Meters()) {
     if (query.meter_id() != 0 && id != query.meter_id()) continue;
-    for (uint32_t i = 0; i < m.size; i++) {
-      if (query.has_index() && static_cast<uint32_t>(query.index().index()) != i) continue;
+    uint32_t first, last;
+    if (Status s = Cells("meter " + m.name, query, m.size, &first, &last); !s.ok()) return s;
+    for (uint32_t i = first; i < last; i++) {
       p4::v1::Entity e;
       auto* entry = e.mutable_meter_entry();
       entry->set_meter_id(id);

@@ -2,8 +2,8 @@
 //
 // What the files of swx::Program (program_*.cc, one concern each: build,
 // commit, table writes, counters and meters, reads, packet I/O, stats)
-// share: status shorthands and the conversions between P4Runtime's entries
-// and the pipeline's.
+// share: the status codes (status.h) and the conversions between
+// P4Runtime's entries and the pipeline's.
 #ifndef SWX_P4RT_PROGRAM_SHARED_H
 #define SWX_P4RT_PROGRAM_SHARED_H
 
@@ -14,19 +14,13 @@
 #include "binding.h"
 #include "bytestring.h"
 #include "entry_codec.h"
+#include "status.h"
 
 extern "C" {
 #include "tables.h"
 }
 
 namespace swx {
-
-inline grpc::Status NotFound(const std::string& what) {
-  return grpc::Status(grpc::StatusCode::NOT_FOUND, what);
-}
-inline grpc::Status Invalid(const std::string& what) {
-  return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, what);
-}
 
 inline swx_entry ToSwx(uint32_t table, const EncodedEntry& e) {
   swx_entry s{};

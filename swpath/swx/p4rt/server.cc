@@ -112,6 +112,11 @@ void Server::AnnounceLocked() {
 }
 
 Status Server::Arbitrate(Client* client, const p4::v1::MasterArbitrationUpdate& update) {
+  // a live stream keeps its device (P4Runtime sec. 5.3); a new one must
+  // name this device
+  if (update.device_id() != device_id_ && client->arbitrated)
+    return Status(StatusCode::FAILED_PRECONDITION,
+                  "this stream is device " + std::to_string(device_id_) + "'s");
   if (update.device_id() != device_id_)
     return Status(StatusCode::NOT_FOUND,
                   "no device " + std::to_string(update.device_id()) + " (this is device " +
