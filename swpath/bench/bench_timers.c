@@ -29,6 +29,7 @@
  * stats; for rte_timer with what rte_timer_subsystem_init took). Prints
  * one JSON object; exits 1 when not every session expired.
  */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -192,7 +193,7 @@ run(enum tm_kind kind, uint32_t n, uint32_t n_packets, uint64_t sub_bytes)
 int
 main(int argc, char **argv)
 {
-	char prefix[64];
+	char prefix[64], runtime_dir[PATH_MAX];
 	char *eal[] = {
 		argv[0], "--no-huge", "-m", "512", "--no-pci", "--no-shconf",
 		"--no-telemetry", "-l", "0", "--log-level=*:error",
@@ -236,6 +237,11 @@ main(int argc, char **argv)
 	rc = run(kind, (uint32_t)n, (uint32_t)packets, sub_bytes);
 	if (kind != TM_WHEEL)
 		rte_timer_subsystem_finalize();
+	/* The EAL leaves its runtime directory behind, empty with
+	 * --no-shconf and --no-telemetry: one per run (the prefix has the
+	 * pid) would pile up under /var/run/dpdk. */
+	snprintf(runtime_dir, sizeof(runtime_dir), "%s", rte_eal_get_runtime_dir());
 	rte_eal_cleanup();
+	rmdir(runtime_dir);
 	return rc;
 }
