@@ -368,14 +368,12 @@ main(int argc, char **argv)
 	if (mode == LEARN) {
 		int status = run_learn(p, sessions);
 
-		rte_swx_ctl_pipeline_free(ctl);
-		rte_swx_pipeline_free(p);
+		bench_teardown(ctl, p);
 		unlink(frames);
 		return status;
 	}
 	run_established(p, sessions, seconds);
-	rte_swx_ctl_pipeline_free(ctl);
-	rte_swx_pipeline_free(p);
+	bench_teardown(ctl, p);
 	unlink(frames);
 	if (getenv("BENCH_SWX_CACHE"))
 		return 0;

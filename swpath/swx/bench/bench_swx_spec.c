@@ -356,8 +356,7 @@ main(int argc, char **argv)
 		r = bench_run_timed(p, (1u << PORTS_OUT) - 1, (uint32_t)frames / 8 + 1000, a.seconds);
 	if (print_result(p, &a, frames, entries, r) != 0)
 		return 1;
-	rte_swx_ctl_pipeline_free(ctl);
-	rte_swx_pipeline_free(p);
+	bench_teardown(ctl, p);
 	if (a.cache)
 		return 0;
 	snprintf(rm, sizeof(rm), "rm -rf %s", cache);

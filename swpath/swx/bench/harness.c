@@ -193,3 +193,10 @@ bench_run_timed(struct rte_swx_pipeline *p, uint32_t count_mask, uint32_t warmup
 	return (struct bench_rate){ .packets = bench_out_packets(p, count_mask) - before,
 				    .seconds = (double)(t1 - t0) / (double)hz };
 }
+
+void
+bench_teardown(struct rte_swx_ctl_pipeline *ctl, struct rte_swx_pipeline *p)
+{
+	(void)ctl;
+	rte_swx_pipeline_free(p);
+}

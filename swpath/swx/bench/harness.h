@@ -58,4 +58,13 @@ struct bench_rate {
 struct bench_rate bench_run_timed(struct rte_swx_pipeline *p, uint32_t count_mask,
 				  uint32_t warmup, double seconds);
 
+/* The pipeline freed at the end of a run, its control object left to the
+ * process's exit: DPDK 22.11's rte_swx_ctl_pipeline_free frees the table
+ * objects its next table state shares with the pipeline's (rte_swx_ctl.c,
+ * table_state_free), and rte_swx_pipeline_free then frees them again
+ * ("EAL: Error: Invalid memory", once for each of the program's six
+ * wildcard tables). quicknat-swx keeps its own table state
+ * (src/tables.c) and frees each object once. */
+void bench_teardown(struct rte_swx_ctl_pipeline *ctl, struct rte_swx_pipeline *p);
+
 #endif /* SWX_BENCH_HARNESS_H */
