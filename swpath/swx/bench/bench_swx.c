@@ -325,16 +325,43 @@ run_established(struct rte_swx_pipeline *p, uint32_t sessions, double seconds)
 	       bench_out_packets(p, 0x1f));
 }
 
+/* The pipeline built, its tables written and the mode's run: 0, or 1 with
+ * why on stderr. */
+static int
+run(const char *spec, uint32_t sessions, double seconds, enum mode mode, const char *frames,
+    const char *learn_frames, const char *cache)
+{
+	struct rte_swx_ctl_pipeline *ctl;
+	struct rte_swx_pipeline *p;
+	int status = 0;
+
+	p = build(spec, sessions, mode, frames, learn_frames, cache);
+	if (p == NULL)
+		return 1;
+	ctl = rte_swx_ctl_pipeline_create(p);
+	if (ctl == NULL || write_entries(ctl, sessions, mode) != 0) {
+		bench_teardown(ctl, p);
+		return 1;
+	}
+	if (mode == LEARNED)
+		status = learn_first(p, sessions) == 0 ? 0 : 1;
+	if (status == 0 && mode == LEARN)
+		status = run_learn(p, sessions);
+	else if (status == 0)
+		run_established(p, sessions, seconds);
+	bench_teardown(ctl, p);
+	return status;
+}
+
 int
 main(int argc, char **argv)
 {
 	char *eal[] = { argv[0], "--no-huge", "--no-pci", "-m", "1024", "--no-shconf",
 			"--log-level", "*:error", "--file-prefix", "bench-swx", "-l", "0" };
 	char frames[64], learn_frames[64], cache[64], line[256];
-	struct rte_swx_ctl_pipeline *ctl;
-	struct rte_swx_pipeline *p;
 	uint32_t sessions;
 	double seconds;
+	int status;
 
 	enum mode mode = argc == 4 ? ESTABLISHED
 			 : argc != 5 ? -1
@@ -354,29 +381,15 @@ main(int argc, char **argv)
 	snprintf(cache, sizeof(cache), "%s", getenv("BENCH_SWX_CACHE") ? getenv("BENCH_SWX_CACHE") : "");
 	if (cache[0] == '\0')
 		snprintf(cache, sizeof(cache), "/tmp/bench-swx-%d", (int)getpid());
-	p = build(argv[1], sessions, mode, frames, learn_frames, cache);
-	if (p == NULL)
-		return 1;
-	ctl = rte_swx_ctl_pipeline_create(p);
-	if (ctl == NULL || write_entries(ctl, sessions, mode) != 0)
-		return 1;
-	if (mode == LEARNED) {
-		unlink(learn_frames);	/* read into memory when the port was made */
-		if (learn_first(p, sessions) != 0)
-			return 1;
-	}
-	if (mode == LEARN) {
-		int status = run_learn(p, sessions);
-
-		bench_teardown(ctl, p);
-		unlink(frames);
-		return status;
-	}
-	run_established(p, sessions, seconds);
-	bench_teardown(ctl, p);
+	status = run(argv[1], sessions, seconds, mode, frames, learn_frames, cache);
+	/* what a run leaves in /tmp goes, however it ended: the frames, and
+	 * the compiled pipeline unless BENCH_SWX_CACHE keeps it for the next */
 	unlink(frames);
-	if (getenv("BENCH_SWX_CACHE"))
-		return 0;
-	snprintf(line, sizeof(line), "rm -rf %s", cache);
-	return system(line) == 0 ? 0 : 1;
+	unlink(learn_frames);
+	if (getenv("BENCH_SWX_CACHE") == NULL) {
+		snprintf(line, sizeof(line), "rm -rf %s", cache);
+		if (system(line) != 0)
+			status = 1;
+	}
+	return status;
 }
