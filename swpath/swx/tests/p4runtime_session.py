@@ -129,14 +129,28 @@ class Client:
         entity = p4r.Entity(table_entry=p4r.TableEntry(table_id=self.program.table_id(name)))
         return [e.table_entry for e in self.read(entity)]
 
-    def set_pipeline(self, device_config: bytes, p4info: p4i.P4Info | None = None) -> None:
+    def set_pipeline(
+        self,
+        device_config: bytes = b"",
+        p4info: p4i.P4Info | None = None,
+        action: str = "VERIFY_AND_COMMIT",
+        cookie: int | None = None,
+    ) -> None:
+        """SetForwardingPipelineConfig: `device_config` with the program's
+        P4Info (or `p4info`), its cookie its length unless given; COMMIT
+        sends no config."""
         Req = p4r.SetForwardingPipelineConfigRequest
-        config = p4r.ForwardingPipelineConfig(
-            p4info=p4info or self.program.p4info,
-            p4_device_config=device_config,
-            cookie=p4r.ForwardingPipelineConfig.Cookie(cookie=len(device_config)),
-        )
-        request = Req(device_id=DEVICE, action=Req.VERIFY_AND_COMMIT, config=config)
+        request = Req(device_id=DEVICE, action=Req.Action.Value(action))
+        if action != "COMMIT":
+            request.config.CopyFrom(
+                p4r.ForwardingPipelineConfig(
+                    p4info=p4info or self.program.p4info,
+                    p4_device_config=device_config,
+                    cookie=p4r.ForwardingPipelineConfig.Cookie(
+                        cookie=len(device_config) if cookie is None else cookie
+                    ),
+                )
+            )
         request.election_id.low = self.election_id or 0
         try:
             self.stub.SetForwardingPipelineConfig(request, timeout=60)

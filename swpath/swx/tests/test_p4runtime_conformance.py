@@ -445,6 +445,25 @@ def test_a_pipeline_that_does_not_load_leaves_the_running_one(primary: Client) -
     primary.write(update("DELETE", session(7)), update("DELETE", route()))
 
 
+def test_verify_checks_alone_and_a_saved_config_starts_on_commit(primary: Client) -> None:
+    """SetForwardingPipelineConfig's actions: VERIFY changes nothing;
+    VERIFY_AND_SAVE keeps the running program (and its entries) until
+    COMMIT starts the saved one, with empty tables and its cookie."""
+    spec = SPEC.read_bytes()
+    primary.write(update("INSERT", session(10)))
+    running = primary.cookie()
+    primary.set_pipeline(spec, action="VERIFY", cookie=running + 1)
+    assert primary.cookie() == running and len(primary.table("nat_in2out")) == 1
+    primary.set_pipeline(spec, action="VERIFY_AND_SAVE", cookie=running + 2)
+    assert primary.cookie() == running and len(primary.table("nat_in2out")) == 1
+    primary.set_pipeline(action="COMMIT")
+    assert primary.cookie() == running + 2
+    assert primary.table("nat_in2out") == []
+    # and back to the fixture's own cookie, so the tests after see it
+    primary.set_pipeline(spec)
+    assert primary.cookie() == running
+
+
 def test_counter_and_meter_indexes_as_the_spec_checks_them(primary: Client) -> None:
     """CounterEntry and MeterEntry: a negative index is INVALID_ARGUMENT,
     one past the array OUT_OF_RANGE; a counter write with no index sets
@@ -579,6 +598,7 @@ def test_a_switch_with_no_program_answers_failed_precondition() -> None:
                 lambda: client.read(p4r.Entity(table_entry=p4r.TableEntry())),
                 lambda: client.write(update("INSERT", session(9))),
                 client.cookie,
+                lambda: client.set_pipeline(action="COMMIT"),
             ):
                 with pytest.raises(Refused) as refusal:
                     call()
