@@ -192,7 +192,12 @@ swx_ports_iospec(const struct swx_ports *ports, unsigned queue)
 			fprintf(f, "port in %u ring swx_none_%u bsz 1\n", n, queue);
 	}
 	fprintf(f, "port out 0 fd %d bsz 1\n", ports->to_cpu[queue][0]);
-	for (uint32_t n = 1; n <= highest; n++) {
+	/* every port number the program can send to (pna/pipeline.p4's
+	 * SEND_TO_PORT: 0 to SWX_MAX_PORTS - 1, higher ones dropped): SWX's
+	 * tx indexes its output ports by the number unchecked, so a route or
+	 * packet-out to a number past the last port listed made the pipeline
+	 * thread call through whatever memory followed, and the switch died */
+	for (uint32_t n = 1; n < SWX_MAX_PORTS; n++) {
 		const struct swx_port *p = port_numbered(ports, n);
 
 		if (p != NULL)

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The switch's ports: P4 port N of the program is the pipeline's port N
- * (PNA's PortId_t is the SWX port index), so the I/O spec lists ports 0 to
- * the highest, in order. Port 0 is the CPU port (p4src's PNA target.p4):
+ * (PNA's PortId_t is the SWX port index), so the I/O spec lists input ports
+ * 0 to the highest and output ports 0 to SWX_MAX_PORTS - 1, every number the
+ * program can send to, in order. Port 0 is the CPU port (p4src's PNA target.p4):
  * two rings per pipeline between it and the P4Runtime server's packet I/O.
  * Every other port is a DPDK ethdev (af_packet, af_xdp, pcap, ring, null:
  * whatever the EAL's --vdev made), one RX and one TX queue per pipeline

@@ -19,7 +19,8 @@ import pytest
 from conftest import Switch, requires_switch, running_switch
 from finsy.proto import p4i, p4r, rpc_code
 from google.protobuf import text_format
-from p4runtime_session import Client, Program, Refused
+from lab.swx import telemetry
+from p4runtime_session import WAIT_S, Client, Program, Refused
 
 BUILD = Path(__file__).resolve().parents[3] / "p4src" / "build" / "pna"
 P4INFO, SPEC = BUILD / "quicknat.p4info.txtpb", BUILD / "quicknat.spec"
@@ -584,6 +585,44 @@ def test_stream_errors_name_the_packet_and_the_stream_goes_on(
     # the primary's stream is still up and it is still primary
     primary.write(update("INSERT", session(8)))
     primary.write(update("DELETE", session(8)))
+
+
+def test_a_packet_out_to_a_port_with_no_device_is_dropped_and_the_switch_lives(
+    switch: Switch, primary: Client
+) -> None:
+    """The program sends to any port 0 to 63 (pna/pipeline.p4's
+    SEND_TO_PORT) and SWX's tx indexes its output ports by that number
+    unchecked: a port past the last with a device killed the switch. Every
+    such number is a sink now, so the packet is dropped there; one past 63
+    the program drops. The switch (ports 1 and 2) then still sends what
+    goes to port 1."""
+    header = next(
+        c for c in PROGRAM.p4info.controller_packet_metadata if c.preamble.name == "packet_out"
+    )
+    ids = {m.name: m.id for m in header.metadata}
+
+    def direct(port: int) -> p4r.StreamMessageRequest:
+        values = {"egress_port": port.to_bytes(4, "big"), "ingress_port": b"\x00", "mode": b"\x00"}
+        metadata = [p4r.PacketMetadata(metadata_id=ids[n], value=v) for n, v in values.items()]
+        return p4r.StreamMessageRequest(packet=p4r.PacketOut(payload=bytes(60), metadata=metadata))
+
+    def sent() -> dict[str, int]:
+        ports = telemetry(switch.prefix, "/quicknat_swx/ports")
+        assert isinstance(ports, dict), ports
+        return {port: int(stats["tx_packets"]) for port, stats in ports.items()}
+
+    before = sent()
+    for port in (3, 5, 63, 64, 100_000):
+        primary.send(direct(port))
+    primary.send(direct(1))
+    deadline = time.monotonic() + WAIT_S
+    while sent()["1"] == before["1"] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    after = sent()
+    assert switch.process.poll() is None, "quicknat-swx died"
+    assert after["1"] == before["1"] + 1
+    primary.write(update("INSERT", session(11)))
+    primary.write(update("DELETE", session(11)))
 
 
 def test_a_switch_with_no_program_answers_failed_precondition() -> None:
