@@ -101,6 +101,9 @@ Status Program::Write(const p4::v1::WriteRequest& request, std::vector<p4::v1::E
 
 Status Program::WriteOne(const Update& update, Undo* undo) {
   const auto& e = update.entity();
+  if (update.type() != Update::INSERT && update.type() != Update::MODIFY &&
+      update.type() != Update::DELETE)
+    return Invalid("no such update type");
   switch (e.entity_case()) {
     case p4::v1::Entity::kTableEntry:
       return WriteTableEntry(update.type(), e.table_entry(), undo);

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <optional>
+#include <set>
 
 #include "program_shared.h"
 
@@ -222,10 +223,23 @@ Status Program::WriteGroup(Update::Type type, const p4::v1::ActionProfileGroup& 
   }
   if (g.members_size() > static_cast<int>(b.max_group_size) && b.max_group_size > 0)
     return Invalid("group " + std::to_string(id) + ": more members than its max size");
-  for (const auto& m : g.members())
+  if (old && old->max_size() != g.max_size())
+    return Invalid("group " + std::to_string(id) + ": max_size is set when it is inserted");
+  // a set of members, each weighted above 0 (P4Runtime, ActionProfileGroup:
+  // the weight repeats a member, a member given twice is refused)
+  std::set<uint32_t> seen;
+  for (const auto& m : g.members()) {
+    if (!seen.insert(m.member_id()).second)
+      return Invalid("group " + std::to_string(id) + ": member " +
+                     std::to_string(m.member_id()) + " given twice");
+    if (m.weight() < 1)
+      return Invalid("group " + std::to_string(id) + ": member " +
+                     std::to_string(m.member_id()) + " has weight " +
+                     std::to_string(m.weight()) + " (1 or more)");
     if (!p.members.count(m.member_id()))
       return NotFound("group " + std::to_string(id) + ": no member " +
                       std::to_string(m.member_id()));
+  }
   p.groups[id] = g;
   StageGroup(b, g);
   return Status::OK;

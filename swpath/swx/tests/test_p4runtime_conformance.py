@@ -386,6 +386,56 @@ def test_a_full_table_refuses_each_entry_past_its_size_and_keeps_the_rest(primar
     assert primary.table("local_address") == []
 
 
+def test_a_group_is_a_set_of_members_weighted_above_zero(primary: Client) -> None:
+    """ActionProfileGroup: members with the same id, or a weight below 1,
+    are INVALID_ARGUMENT, as is a MODIFY that changes max_size; a member
+    the profile lacks is NOT_FOUND. (DPDK's selector refused the first two
+    itself, and the switch answered INTERNAL.)"""
+    profile = PROGRAM.p4info.action_profiles[0]
+    params = {p.name: b"\x01" for p in PROGRAM.actions["to_slow_path"].params}
+
+    def member(i: int) -> p4r.Update:
+        m = p4r.ActionProfileMember(
+            action_profile_id=profile.preamble.id,
+            member_id=i,
+            action=PROGRAM.action("to_slow_path", **params),
+        )
+        return p4r.Update(type=p4r.Update.INSERT, entity=p4r.Entity(action_profile_member=m))
+
+    def group(kind: str, members: list[tuple[int, int]], max_size: int = 4) -> p4r.Update:
+        g = p4r.ActionProfileGroup(
+            action_profile_id=profile.preamble.id, group_id=1, max_size=max_size
+        )
+        for member_id, weight in members:
+            g.members.add(member_id=member_id, weight=weight)
+        return p4r.Update(
+            type=p4r.Update.Type.Value(kind), entity=p4r.Entity(action_profile_group=g)
+        )
+
+    primary.write(member(1), member(2))
+    for bad, code, why in (
+        (group("INSERT", [(1, 1), (1, 2)]), INVALID_ARGUMENT, "member 1 given twice"),
+        (group("INSERT", [(1, 1), (2, 0)]), INVALID_ARGUMENT, "weight 0"),
+        (group("INSERT", [(1, 1), (2, -3)]), INVALID_ARGUMENT, "weight -3"),
+        (group("INSERT", [(1, 1), (3, 1)]), NOT_FOUND, "no member 3"),
+    ):
+        with pytest.raises(Refused) as refusal:
+            primary.write(bad)
+        assert refusal.value.per_update[0][0] == code, refusal.value
+        assert why in refusal.value.per_update[0][1]
+    primary.write(group("INSERT", [(1, 1), (2, 2)]))
+    with pytest.raises(Refused) as resized:
+        primary.write(group("MODIFY", [(1, 1)], max_size=8))
+    assert resized.value.per_update[0][0] == INVALID_ARGUMENT
+    primary.write(group("MODIFY", [(1, 1)]))
+    delete = group("DELETE", [])
+    members = [member(i) for i in (1, 2)]
+    for m in members:
+        m.type = p4r.Update.DELETE
+    primary.write(delete)
+    primary.write(*members)
+
+
 def test_requests_for_another_device_or_from_a_backup_are_refused(
     switch: Switch, primary: Client
 ) -> None:
