@@ -1,5 +1,6 @@
-"""Random P4Runtime writes against quicknat-swx: whatever a client sends,
-the switch answers every update with a code and keeps serving. Seeded, so a
+"""Random P4Runtime writes and reads against quicknat-swx: whatever a
+client sends, the switch answers every update and read with a code and
+keeps serving. Seeded, so a
 failure is replayed by its seed; FUZZ_UPDATES updates a run (`make test`).
 
 Each update starts from something the program's P4Info describes (a table,
@@ -7,10 +8,12 @@ an action profile, a counter or a meter) and is then bent at random: ids,
 fields left out or given twice, values of any length, any action, any
 priority, default entries, idle timeouts, members and groups. The codes
 allowed are those the spec gives a Write's updates; INTERNAL or UNKNOWN on
-an update, a dead switch or a stream that ends are failures."""
+an update, a dead switch or a stream that ends are failures. Reads are bent
+the same way, from the entities the writes left."""
 
 from __future__ import annotations
 
+import contextlib
 import random
 from collections.abc import Iterator
 
@@ -22,6 +25,7 @@ from p4runtime_session import Client, Program, Refused
 from test_p4runtime_conformance import P4INFO, SPEC
 
 FUZZ_UPDATES = 10_000
+FUZZ_READS = 1_000
 BATCH = 16
 SEEDS = (1, 2, 3)
 
@@ -213,3 +217,70 @@ def test_random_writes_get_an_answer_each_and_the_switch_serves_on(
     assert all(e.HasField("table_entry") for e in entities)
     primary.set_pipeline(SPEC.read_bytes())
     assert primary.table("nat_in2out") == []
+
+
+READ_CODES = {
+    grpc.StatusCode.INVALID_ARGUMENT,
+    grpc.StatusCode.OUT_OF_RANGE,
+    grpc.StatusCode.NOT_FOUND,
+    grpc.StatusCode.UNIMPLEMENTED,
+}
+
+
+def read_entity(rng: random.Random) -> p4r.Entity:
+    """What a Read asks for: an entity of any kind, bent as the writes are,
+    or left a wildcard (its ids 0)."""
+    roll = rng.random()
+    if roll < 0.6:
+        entity = table_entry(rng)
+        e = entity.table_entry
+        e.ClearField("action")
+        if rng.random() < 0.3:
+            e.ClearField("match")
+        if rng.random() < 0.1:
+            e.table_id = 0
+        if rng.random() < 0.2:
+            e.counter_data.SetInParent()
+        return entity
+    if roll < 0.75:
+        entity = profile_entity(rng)
+        if rng.random() < 0.3:
+            which = entity.WhichOneof("entity")
+            getattr(entity, which).Clear()
+        return entity
+    if roll < 0.9:
+        return array_entity(rng)
+    kinds = (
+        p4r.Entity(register_entry=p4r.RegisterEntry()),
+        p4r.Entity(direct_counter_entry=p4r.DirectCounterEntry()),
+        p4r.Entity(value_set_entry=p4r.ValueSetEntry(value_set_id=rng.randint(0, 9))),
+        p4r.Entity(digest_entry=p4r.DigestEntry(digest_id=rng.randint(0, 9))),
+        p4r.Entity(),
+    )
+    return rng.choice(kinds)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_random_reads_get_an_answer_each_and_the_switch_serves_on(
+    switch: Switch, primary: Client, seed: int
+) -> None:
+    primary.set_pipeline(SPEC.read_bytes())
+    rng = random.Random(seed)
+    # something to read: the valid share of a few hundred random writes
+    for _ in range(20):
+        with contextlib.suppress(Refused):  # refusals are the other test's
+            primary.write(*updates(rng, BATCH))
+    answered = {"ok": 0, "entities": 0, "refused": 0}
+    for n in range(FUZZ_READS):
+        entities = [read_entity(rng) for _ in range(rng.randint(1, 3))]
+        try:
+            got = primary.read(*entities)
+            answered["ok"] += 1
+            answered["entities"] += len(got)
+        except Refused as refusal:
+            assert refusal.code in READ_CODES, (seed, n, refusal, entities)
+            answered["refused"] += 1
+        assert switch.process.poll() is None, f"quicknat-swx died (seed {seed}, read {n})"
+    assert answered["ok"] > FUZZ_READS // 10 and answered["entities"] > 0, answered
+    assert answered["refused"] > FUZZ_READS // 10, answered
+    primary.set_pipeline(SPEC.read_bytes())
