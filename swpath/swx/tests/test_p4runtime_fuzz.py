@@ -26,6 +26,7 @@ from test_p4runtime_conformance import P4INFO, SPEC
 
 FUZZ_UPDATES = 10_000
 FUZZ_READS = 1_000
+FUZZ_PACKET_OUTS = 3_000
 BATCH = 16
 SEEDS = (1, 2, 3)
 
@@ -284,3 +285,74 @@ def test_random_reads_get_an_answer_each_and_the_switch_serves_on(
     assert answered["ok"] > FUZZ_READS // 10 and answered["entities"] > 0, answered
     assert answered["refused"] > FUZZ_READS // 10, answered
     primary.set_pipeline(SPEC.read_bytes())
+
+
+def frame(rng: random.Random) -> bytes:
+    """Mostly an Ethernet/IPv4 frame with UDP or TCP, its bytes then bent;
+    sometimes bytes at random, empty or longer than a packet buffer."""
+    roll = rng.random()
+    if roll < 0.05:
+        return b""
+    if roll < 0.1:
+        return rng.randbytes(rng.randint(1, 4000))
+    l4 = rng.choice((6, 17, 1, rng.randint(0, 255)))
+    ihl = 5 if rng.random() < 0.9 else rng.randint(0, 15)
+    ip = bytearray(20)
+    ip[0], ip[2:4], ip[8], ip[9] = 0x40 | ihl, (40).to_bytes(2, "big"), rng.randint(0, 3), l4
+    ip[12:20] = bytes([10, 0, 0, rng.randint(1, 3), 198, 51, 100, rng.randint(1, 3)])
+    body = bytes(ip) + rng.randbytes(rng.randint(0, 60))
+    data = bytearray(b"\x02\0\0\0\0\x01\x02\0\0\0\0\x02\x08\x00" + body)
+    for _ in range(rng.randint(0, 3)):
+        data[rng.randrange(len(data))] = rng.randint(0, 255)
+    return bytes(data)
+
+
+def packet_out(rng: random.Random, header: dict[str, object]) -> p4r.StreamMessageRequest:
+    metadata = []
+    for name, m in header.items():
+        if rng.random() < 0.03:
+            continue
+        width = m.bitwidth  # type: ignore[attr-defined]
+        bits = {
+            "egress_port": rng.choice((0, 1, 2, 3, 5, 63, 64, rng.getrandbits(width))),
+            "ingress_port": rng.choice((0, 1, 2, 7, rng.getrandbits(width))),
+            "mode": rng.choice((0, 1, 2, rng.getrandbits(width))),
+        }.get(name, rng.getrandbits(width))
+        metadata.append(p4r.PacketMetadata(metadata_id=m.id, value=value(rng, width, bits)))  # type: ignore[attr-defined]
+    if rng.random() < 0.02:
+        metadata.append(p4r.PacketMetadata(metadata_id=rng.randint(0, 9), value=b"\x01"))
+    return p4r.StreamMessageRequest(packet=p4r.PacketOut(payload=frame(rng), metadata=metadata))
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_random_packet_outs_never_end_the_stream_or_the_switch(
+    switch: Switch, primary: Client, seed: int
+) -> None:
+    """Packet-outs with metadata and payloads at random, through the CPU
+    port into the program (INJECT, ROUTE) or out of a port (DIRECT): the
+    switch drops or sends each, or answers a StreamError, and stays up;
+    the primary's stream with it."""
+    primary.set_pipeline(SPEC.read_bytes())
+    rng = random.Random(seed)
+    header = next(
+        c for c in PROGRAM.p4info.controller_packet_metadata if c.preamble.name == "packet_out"
+    )
+    fields = {m.name: m for m in header.metadata}
+    for n in range(FUZZ_PACKET_OUTS):
+        primary.send(packet_out(rng, fields))
+        if n % 500 == 499:
+            assert switch.process.poll() is None, f"quicknat-swx died (seed {seed}, {n})"
+    # the stream and the switch are still there: a write, then each error
+    # the stream answered is one of a packet-out's
+    drops = PROGRAM.counters["drop_counter"].preamble.id
+    reset = p4r.CounterEntry(counter_id=drops, index=p4r.Index(index=0), data=p4r.CounterData())
+    primary.write(p4r.Update(type=p4r.Update.MODIFY, entity=p4r.Entity(counter_entry=reset)))
+    errors = 0
+    while not primary.responses.empty():
+        got = primary.responses.get_nowait()
+        assert not isinstance(got, grpc.RpcError), got
+        if got.HasField("error"):
+            assert got.error.canonical_code in ALLOWED, got.error
+            errors += 1
+    assert switch.process.poll() is None, f"quicknat-swx died (seed {seed})"
+    assert 0 < errors < FUZZ_PACKET_OUTS, errors
