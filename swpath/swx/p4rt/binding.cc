@@ -3,6 +3,8 @@
 
 #include <memory>
 #include <set>
+#include <utility>
+#include <vector>
 
 namespace swx {
 
@@ -61,6 +63,59 @@ void FindCounterArrays(const swx_info* info, const std::string& target, CounterB
   if (any >= 0) c->size = info->regarrays[any].size;
 }
 
+// Whether a P4Info match kind is what the pipeline's field matches by:
+// p4c-dpdk writes exact as exact, lpm as lpm, ternary and optional as
+// wildcard (and has no range).
+bool SameMatch(MatchField::MatchType p4, rte_swx_table_match_type swx) {
+  switch (p4) {
+    case MatchField::EXACT:
+      return swx == RTE_SWX_TABLE_MATCH_EXACT;
+    case MatchField::LPM:
+      return swx == RTE_SWX_TABLE_MATCH_LPM;
+    case MatchField::TERNARY:
+    case MatchField::OPTIONAL:
+      return swx == RTE_SWX_TABLE_MATCH_WILDCARD;
+    default:
+      return false;
+  }
+}
+
+// The fields of header instance `instance` in the spec, in order, with
+// their widths: from `header INSTANCE instanceof TYPE` and `struct TYPE {
+// bit<N> NAME ... }`, as p4c-dpdk writes them. Empty: no such header.
+std::vector<std::pair<std::string, uint32_t>> HeaderFields(const std::string& spec,
+                                                           const std::string& instance) {
+  std::vector<std::pair<std::string, uint32_t>> fields;
+  const std::string decl = "header " + instance + " instanceof ";
+  size_t at = spec.find(decl);
+  if (at == std::string::npos || (at > 0 && spec[at - 1] != '\n')) return fields;
+  size_t type_end = spec.find('\n', at);
+  std::string type = spec.substr(at + decl.size(), type_end - at - decl.size());
+  size_t body = spec.find("struct " + type + " {\n");
+  if (body == std::string::npos) return fields;
+  size_t line = spec.find('\n', body) + 1;
+  while (line < spec.size() && spec.compare(line, 1, "}") != 0) {
+    size_t end = spec.find('\n', line);
+    if (end == std::string::npos) end = spec.size();
+    // "\tbit<32> egress_port"
+    size_t open = spec.find("bit<", line), close = spec.find("> ", line);
+    if (open >= end || close >= end) return {};
+    fields.emplace_back(spec.substr(close + 2, end - close - 2),
+                        static_cast<uint32_t>(std::stoul(spec.substr(open + 4, close - open - 4))));
+    line = end + 1;
+  }
+  return fields;
+}
+
+// The first id given twice among `ids`, or 0.
+template <typename Ids>
+uint32_t Twice(const Ids& ids) {
+  std::set<uint32_t> seen;
+  for (uint32_t id : ids)
+    if (!seen.insert(id).second) return id;
+  return 0;
+}
+
 }  // namespace
 
 const ParamBinding* ActionBinding::Param(uint32_t id) const {
@@ -96,7 +151,17 @@ const ProfileBinding* Binding::Profile(uint32_t id) const {
   return it == profiles_.end() ? nullptr : &it->second;
 }
 
-std::string Binding::Bind(const P4Info& p4info, const swx_info* info) {
+std::string Binding::Bind(const P4Info& p4info, const swx_info* info, const std::string& spec) {
+  // P4Info ids name one object each (P4Runtime sec. 6.3: across every kind)
+  std::vector<uint32_t> ids;
+  for (const auto& t : p4info.tables()) ids.push_back(t.preamble().id());
+  for (const auto& a : p4info.actions()) ids.push_back(a.preamble().id());
+  for (const auto& a : p4info.action_profiles()) ids.push_back(a.preamble().id());
+  for (const auto& c : p4info.counters()) ids.push_back(c.preamble().id());
+  for (const auto& c : p4info.direct_counters()) ids.push_back(c.preamble().id());
+  for (const auto& m : p4info.meters()) ids.push_back(m.preamble().id());
+  for (const auto& c : p4info.controller_packet_metadata()) ids.push_back(c.preamble().id());
+  if (uint32_t id = Twice(ids)) return "id " + std::to_string(id) + " names two objects";
   // In this order: actions bind per table (and a profile's in its member
   // table), profiles to the member tables the actions found, direct
   // counters to the tables, and an aging table needs its direct counter.
@@ -105,11 +170,10 @@ std::string Binding::Bind(const P4Info& p4info, const swx_info* info) {
       &Binding::BindTables,         &Binding::BindActions, &Binding::BindProfiles,
       &Binding::BindCounters,       &Binding::BindDirectCounters,
       &Binding::BindMeters,         &Binding::CheckIdleTimeouts,
-      &Binding::BindPacketMetadata,
   };
   for (Step step : kSteps)
     if (std::string why = (this->*step)(p4info, info); !why.empty()) return why;
-  return "";
+  return BindPacketMetadata(p4info, spec);
 }
 
 // Tables, their match fields checked against the pipeline's key; a P4Info
@@ -138,6 +202,10 @@ std::string Binding::BindTables(const P4Info& p4info, const swx_info* info) {
       return "table " + name + ": " + std::to_string(t.match_fields_size()) +
              " match fields in the P4Info, " + std::to_string(b.layout->n_fields) +
              " in the pipeline";
+    std::vector<uint32_t> field_ids;
+    for (const auto& mf : t.match_fields()) field_ids.push_back(mf.id());
+    if (uint32_t id = Twice(field_ids))
+      return "table " + name + ": match field id " + std::to_string(id) + " twice";
     for (int i = 0; i < t.match_fields_size(); i++) {
       const auto& mf = t.match_fields(i);
       FieldBinding f;
@@ -146,9 +214,13 @@ std::string Binding::BindTables(const P4Info& p4info, const swx_info* info) {
       f.bitwidth = static_cast<uint32_t>(mf.bitwidth());
       f.match = mf.match_type();
       f.field = &b.layout->fields[i];
-      if (f.field->n_bits < f.bitwidth || f.field->n_bits % 8)
-        return "table " + name + ": match field " + f.name + " has " +
-               std::to_string(f.field->n_bits) + " bits in the pipeline";
+      if (f.bitwidth == 0 || f.field->n_bits < f.bitwidth || f.field->n_bits % 8)
+        return "table " + name + ": match field " + f.name + " of " +
+               std::to_string(f.bitwidth) + " bits has " + std::to_string(f.field->n_bits) +
+               " in the pipeline";
+      if (!SameMatch(f.match, f.field->match))
+        return "table " + name + ": match field " + f.name + " is " +
+               MatchField::MatchType_Name(f.match) + " in the P4Info, not in the pipeline";
       b.lpm |= f.match == MatchField::LPM;
       b.ternary |= f.match == MatchField::TERNARY || f.match == MatchField::OPTIONAL ||
                    f.match == MatchField::RANGE;
@@ -221,14 +293,22 @@ std::string Binding::BindAction(const p4::config::v1::Action& a, int swx_action,
     return "action " + made->name + ": " + std::to_string(a.params_size()) +
            " parameters in the P4Info, " + std::to_string(made->layout->n_args) +
            " in the pipeline";
+  std::vector<uint32_t> param_ids;
+  for (const auto& p : a.params()) param_ids.push_back(p.id());
+  if (uint32_t id = Twice(param_ids))
+    return "action " + made->name + ": parameter id " + std::to_string(id) + " twice";
   for (int p = 0; p < a.params_size(); p++) {
     ParamBinding pb;
     pb.id = a.params(p).id();
     pb.name = a.params(p).name();
     pb.bitwidth = static_cast<uint32_t>(a.params(p).bitwidth());
     pb.arg = &made->layout->args[p];
-    if (pb.arg->n_bits < pb.bitwidth || pb.arg->n_bits % 8)
+    if (pb.bitwidth == 0 || pb.arg->n_bits < pb.bitwidth || pb.arg->n_bits % 8)
       return "action " + made->name + ": parameter " + pb.name + " does not fit the pipeline's";
+    // by position, so by name too: p4c-dpdk keeps the P4 parameters' names
+    if (pb.name != pb.arg->name)
+      return "action " + made->name + ": parameter " + std::to_string(p + 1) + " is " + pb.name +
+             " in the P4Info, " + pb.arg->name + " in the pipeline";
     made->params.push_back(pb);
   }
   *out = made.get();
@@ -332,14 +412,28 @@ std::string Binding::CheckIdleTimeouts(const P4Info& p4info, const swx_info* inf
 }
 
 // controller_packet_metadata: packet_in's and packet_out's fields, in
-// header order.
-std::string Binding::BindPacketMetadata(const P4Info& p4info, const swx_info* info) {
+// header order, each the field of the pipeline's header of that name (the
+// spec's; the frames the CPU port carries are laid out by it).
+std::string Binding::BindPacketMetadata(const P4Info& p4info, const std::string& spec) {
   for (const auto& cpm : p4info.controller_packet_metadata()) {
+    const std::string& header = cpm.preamble().name();
     std::vector<PacketMetadataBinding>* out = nullptr;
-    if (cpm.preamble().name() == "packet_in") out = &packet_in_;
-    if (cpm.preamble().name() == "packet_out") out = &packet_out_;
+    if (header == "packet_in") out = &packet_in_;
+    if (header == "packet_out") out = &packet_out_;
     if (out == nullptr) continue;
-    for (const auto& m : cpm.metadata()) {
+    auto fields = HeaderFields(spec, header);
+    if (static_cast<size_t>(cpm.metadata_size()) != fields.size())
+      return header + ": " + std::to_string(cpm.metadata_size()) + " fields in the P4Info, " +
+             std::to_string(fields.size()) + " in the pipeline's header";
+    std::vector<uint32_t> ids;
+    for (const auto& m : cpm.metadata()) ids.push_back(m.id());
+    if (uint32_t id = Twice(ids)) return header + ": metadata id " + std::to_string(id) + " twice";
+    for (int i = 0; i < cpm.metadata_size(); i++) {
+      const auto& m = cpm.metadata(i);
+      if (m.name() != fields[i].first || static_cast<uint32_t>(m.bitwidth()) != fields[i].second)
+        return header + ": field " + std::to_string(i + 1) + " is " + m.name() + " of " +
+               std::to_string(m.bitwidth()) + " bits in the P4Info, " + fields[i].first +
+               " of " + std::to_string(fields[i].second) + " in the pipeline";
       PacketMetadataBinding pm;
       pm.id = m.id();
       pm.name = m.name();

@@ -119,9 +119,11 @@ struct PacketMetadataBinding {
 
 class Binding {
  public:
-  // Binds p4info to the pipeline described by info. Empty string: bound;
-  // else what does not bind.
-  std::string Bind(const p4::config::v1::P4Info& p4info, const swx_info* info);
+  // Binds p4info to the pipeline described by info, built from `spec` (the
+  // device config: its controller headers' layout is only there). Empty
+  // string: bound; else what does not bind.
+  std::string Bind(const p4::config::v1::P4Info& p4info, const swx_info* info,
+                   const std::string& spec);
 
   const TableBinding* Table(uint32_t id) const;
   const CounterBinding* Counter(uint32_t id) const;
@@ -151,7 +153,7 @@ class Binding {
   std::string BindDirectCounters(const p4::config::v1::P4Info& p4info, const swx_info* info);
   std::string BindMeters(const p4::config::v1::P4Info& p4info, const swx_info* info);
   std::string CheckIdleTimeouts(const p4::config::v1::P4Info& p4info, const swx_info* info);
-  std::string BindPacketMetadata(const p4::config::v1::P4Info& p4info, const swx_info* info);
+  std::string BindPacketMetadata(const p4::config::v1::P4Info& p4info, const std::string& spec);
 
   std::map<uint32_t, TableBinding> tables_;
   std::map<uint32_t, std::string> learners_;

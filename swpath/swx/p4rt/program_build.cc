@@ -136,7 +136,7 @@ Status Program::BindP4Info() {
   if (swx_info_regarray(&info_, "direction") >= 0)
     for (auto& in : instances_)
       rte_swx_ctl_pipeline_regarray_write(in.pipeline, "direction", SWX_CPU_PORT, 1);
-  std::string why = binding_.Bind(config_.p4info(), &info_);
+  std::string why = binding_.Bind(config_.p4info(), &info_, config_.p4_device_config());
   if (!why.empty()) return Invalid("the P4Info does not match the pipeline: " + why);
   // The input guard (src/guard.h) is this target's length check of the
   // parser: the frames it drops count where the program counts its

@@ -496,6 +496,71 @@ def test_a_pipeline_that_does_not_load_leaves_the_running_one(primary: Client) -
     primary.write(update("DELETE", session(7)), update("DELETE", route()))
 
 
+def _bent(change: Callable[[p4i.P4Info], object]) -> p4i.P4Info:
+    info = p4i.P4Info()
+    info.CopyFrom(PROGRAM.p4info)
+    change(info)
+    return info
+
+
+def _table(info: p4i.P4Info, name: str) -> p4i.Table:
+    return next(t for t in info.tables if t.preamble.name.endswith("." + name))
+
+
+def _packet_out(info: p4i.P4Info) -> p4i.ControllerPacketMetadata:
+    return next(c for c in info.controller_packet_metadata if c.preamble.name == "packet_out")
+
+
+def _swap_params(info: p4i.P4Info) -> None:
+    a = next(a for a in info.actions if a.preamble.name.endswith(".out2in_rewrite_src_dst"))
+    a.params[0].name, a.params[2].name = a.params[2].name, a.params[0].name
+
+
+# What a P4Info can say that the spec pushed with it does not: each refused
+# (INVALID_ARGUMENT), and the reason named. Taken, each would have made the
+# switch encode entries or packet-outs other than the pipeline reads them.
+MISMATCHED = {
+    "a match kind": (
+        lambda i: setattr(
+            _table(i, "routing_v4").match_fields[0], "match_type", p4i.MatchField.TERNARY
+        ),
+        "is TERNARY in the P4Info",
+    ),
+    "a controller header field's width": (
+        lambda i: setattr(_packet_out(i).metadata[2], "bitwidth", 7),
+        "packet_out: field 3 is mode of 7 bits",
+    ),
+    "a controller header field left out": (
+        lambda i: _packet_out(i).metadata.pop(),
+        "packet_out: 2 fields in the P4Info, 3",
+    ),
+    "two parameters' names swapped": (_swap_params, "is dst_addr in the P4Info, src_addr in the"),
+    "an id of two objects": (
+        lambda i: setattr(i.tables[1].preamble, "id", i.tables[0].preamble.id),
+        "names two objects",
+    ),
+    "a match field id twice": (
+        lambda i: setattr(_table(i, "nat_in2out").match_fields[1], "id", 1),
+        "match field id 1 twice",
+    ),
+    "a match field of no bits": (
+        lambda i: setattr(_table(i, "nat_in2out").match_fields[2], "bitwidth", 0),
+        "of 0 bits",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(MISMATCHED))
+def test_a_p4info_the_spec_disagrees_with_is_refused(primary: Client, case: str) -> None:
+    change, why = MISMATCHED[case]
+    cookie = primary.cookie()
+    with pytest.raises(Refused) as refusal:
+        primary.set_pipeline(SPEC.read_bytes(), p4info=_bent(change), cookie=cookie + 1)
+    assert refusal.value.code == grpc.StatusCode.INVALID_ARGUMENT
+    assert why in refusal.value.message, refusal.value.message
+    assert primary.cookie() == cookie
+
+
 def test_verify_checks_alone_and_a_saved_config_starts_on_commit(primary: Client) -> None:
     """SetForwardingPipelineConfig's actions: VERIFY changes nothing;
     VERIFY_AND_SAVE keeps the running program (and its entries) until

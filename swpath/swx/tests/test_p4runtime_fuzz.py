@@ -20,7 +20,7 @@ from collections.abc import Iterator
 import grpc
 import pytest
 from conftest import Switch, requires_switch
-from finsy.proto import p4r, rpc_code
+from finsy.proto import p4i, p4r, rpc_code
 from p4runtime_session import Client, Program, Refused
 from test_p4runtime_conformance import P4INFO, SPEC
 
@@ -356,3 +356,111 @@ def test_random_packet_outs_never_end_the_stream_or_the_switch(
             errors += 1
     assert switch.process.poll() is None, f"quicknat-swx died (seed {seed})"
     assert 0 < errors < FUZZ_PACKET_OUTS, errors
+
+
+FUZZ_P4INFOS = 60
+
+
+def bent_p4info(rng: random.Random) -> p4i.P4Info:
+    """The program's P4Info with one to three things changed at random:
+    a field, parameter or metadata dropped, doubled, resized or retyped, an
+    id moved onto another's, a size, a name; most no longer match the
+    spec pushed with them."""
+    info = p4i.P4Info()
+    info.CopyFrom(PROGRAM.p4info)
+    widths = (0, 1, 7, 9, 33, 128, 4096, 2**31 - 1)
+    for _ in range(rng.randint(1, 3)):
+        roll = rng.random()
+        if roll < 0.3:
+            t = rng.choice(info.tables)
+            f = rng.choice(t.match_fields)
+            what = rng.choice(("drop", "double", "width", "type", "id"))
+            if what == "drop":
+                t.match_fields.remove(f)
+            elif what == "double":
+                t.match_fields.add().CopyFrom(f)
+            elif what == "width":
+                f.bitwidth = rng.choice(widths)
+            elif what == "type":
+                f.match_type = rng.randint(0, 7)
+            else:
+                f.id = rng.randint(0, 9)
+        elif roll < 0.45:
+            t = rng.choice(info.tables)
+            what = rng.choice(("size", "action", "id", "gone"))
+            if what == "size":
+                t.size = rng.choice((0, 1, 2**40))
+            elif what == "action":
+                t.action_refs.add(id=rng.randint(1, 2**31))
+            elif what == "id":
+                t.preamble.id = rng.choice(info.tables).preamble.id
+            else:
+                info.tables.remove(t)
+        elif roll < 0.65:
+            a = rng.choice([a for a in info.actions if a.params] or list(info.actions))
+            if a.params:
+                p = rng.choice(a.params)
+                what = rng.choice(("drop", "double", "width", "id"))
+                if what == "drop":
+                    a.params.remove(p)
+                elif what == "double":
+                    a.params.add().CopyFrom(p)
+                elif what == "width":
+                    p.bitwidth = rng.choice(widths)
+                else:
+                    p.id = rng.randint(0, 9)
+        elif roll < 0.8:
+            c = rng.choice(info.controller_packet_metadata)
+            m = rng.choice(c.metadata)
+            what = rng.choice(("drop", "double", "width", "id"))
+            if what == "drop":
+                c.metadata.remove(m)
+            elif what == "double":
+                c.metadata.add().CopyFrom(m)
+            elif what == "width":
+                m.bitwidth = rng.choice(widths)
+            else:
+                m.id = rng.randint(0, 9)
+        elif roll < 0.9:
+            arrays = list(info.counters) + list(info.meters) + list(info.direct_counters)
+            x = rng.choice(arrays)
+            if hasattr(x, "size"):
+                x.size = rng.choice((0, 1, 2**40))
+            x.preamble.name = rng.choice(("", "x", x.preamble.name + "_"))
+        else:
+            p = info.action_profiles[0]
+            what = rng.choice(("table", "size", "group"))
+            if what == "table":
+                p.table_ids.append(rng.randint(1, 2**31))
+            elif what == "size":
+                p.size = rng.choice((0, 1, 2**40))
+            else:
+                p.max_group_size = rng.choice((0, 1, 2**31 - 1))
+    return info
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_bent_p4info_is_refused_or_taken_and_the_switch_serves_on(
+    switch: Switch, primary: Client, seed: int
+) -> None:
+    """SetForwardingPipelineConfig with the program's spec and a P4Info bent
+    at random: INVALID_ARGUMENT, with the running program kept (its cookie),
+    or taken; either way the switch goes on serving, and the true P4Info
+    is taken after."""
+    spec = SPEC.read_bytes()
+    rng = random.Random(seed)
+    taken = refused = 0
+    for n in range(FUZZ_P4INFOS):
+        primary.set_pipeline(spec, cookie=1)
+        try:
+            primary.set_pipeline(spec, p4info=bent_p4info(rng), cookie=2)
+            taken += 1
+            assert primary.cookie() == 2
+        except Refused as refusal:
+            assert refusal.code == grpc.StatusCode.INVALID_ARGUMENT, (seed, n, refusal)
+            assert primary.cookie() == 1
+            refused += 1
+        assert switch.process.poll() is None, f"quicknat-swx died (seed {seed}, {n})"
+    assert refused > FUZZ_P4INFOS // 2, (taken, refused)
+    primary.set_pipeline(spec)
+    assert primary.table("nat_in2out") == []
