@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "binding.h"
 
+#include <cstdlib>
 #include <memory>
 #include <set>
 #include <utility>
@@ -99,9 +100,14 @@ std::vector<std::pair<std::string, uint32_t>> HeaderFields(const std::string& sp
     if (end == std::string::npos) end = spec.size();
     // "\tbit<32> egress_port"
     size_t open = spec.find("bit<", line), close = spec.find("> ", line);
-    if (open >= end || close >= end) return {};
+    if (open >= end || close >= end || close <= open + 4) return {};
+    // (no std::stoul: a spec is outside input, and its throw would end the
+    // switch)
+    std::string digits = spec.substr(open + 4, close - open - 4);
+    if (digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos)
+      return {};
     fields.emplace_back(spec.substr(close + 2, end - close - 2),
-                        static_cast<uint32_t>(std::stoul(spec.substr(open + 4, close - open - 4))));
+                        static_cast<uint32_t>(std::strtoul(digits.c_str(), nullptr, 10)));
     line = end + 1;
   }
   return fields;
@@ -326,7 +332,11 @@ std::string Binding::BindProfiles(const P4Info& p4info, const swx_info* info) {
     p.size = static_cast<uint32_t>(ap.size());
     p.max_group_size = static_cast<uint32_t>(ap.max_group_size());
     if (ap.table_ids_size() == 0) return "action profile " + p.name + " has no table";
-    TableBinding& owner = tables_[ap.table_ids(0)];
+    auto found = tables_.find(ap.table_ids(0));
+    if (found == tables_.end())
+      return "action profile " + p.name + ": table id " + std::to_string(ap.table_ids(0)) +
+             " is not a table of the pipeline";
+    TableBinding& owner = found->second;
     for (auto& [hid, h] : hidden_)
       if (h.name == LastPart(p.name)) p.member_table = &h;
     if (p.member_table == nullptr) return "action profile " + p.name + ": no member table";

@@ -543,6 +543,10 @@ MISMATCHED = {
         lambda i: setattr(_table(i, "nat_in2out").match_fields[1], "id", 1),
         "match field id 1 twice",
     ),
+    "an action profile of a table not there (it crashed the switch: SIGSEGV)": (
+        lambda i: i.action_profiles[0].table_ids.__setitem__(0, 12345),
+        "table id 12345 is not a table of the pipeline",
+    ),
     "a match field of no bits": (
         lambda i: setattr(_table(i, "nat_in2out").match_fields[2], "bitwidth", 0),
         "of 0 bits",

@@ -431,7 +431,7 @@ def bent_p4info(rng: random.Random) -> p4i.P4Info:
             p = info.action_profiles[0]
             what = rng.choice(("table", "size", "group"))
             if what == "table":
-                p.table_ids.append(rng.randint(1, 2**31))
+                p.table_ids[rng.randrange(len(p.table_ids))] = rng.randint(1, 2**31)
             elif what == "size":
                 p.size = rng.choice((0, 1, 2**40))
             else:
