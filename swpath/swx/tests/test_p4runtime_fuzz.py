@@ -361,6 +361,24 @@ def test_random_packet_outs_never_end_the_stream_or_the_switch(
 FUZZ_P4INFOS = 60
 
 
+def bend_one(rng: random.Random, items: object) -> None:
+    """One of a repeated field's elements (match fields, parameters,
+    header fields: each an id and a bitwidth) dropped, doubled, resized or
+    renumbered."""
+    if not items:
+        return
+    item = rng.choice(items)  # type: ignore[call-overload]
+    what = rng.choice(("drop", "double", "width", "id"))
+    if what == "drop":
+        items.remove(item)  # type: ignore[attr-defined]
+    elif what == "double":
+        items.add().CopyFrom(item)  # type: ignore[attr-defined]
+    elif what == "width":
+        item.bitwidth = rng.choice((0, 1, 7, 9, 33, 128, 4096, 2**31 - 1))
+    else:
+        item.id = rng.randint(0, 9)
+
+
 def bent_p4info(rng: random.Random) -> p4i.P4Info:
     """The program's P4Info with one to three things changed at random:
     a field, parameter or metadata dropped, doubled, resized or retyped, an
@@ -368,23 +386,14 @@ def bent_p4info(rng: random.Random) -> p4i.P4Info:
     spec pushed with them."""
     info = p4i.P4Info()
     info.CopyFrom(PROGRAM.p4info)
-    widths = (0, 1, 7, 9, 33, 128, 4096, 2**31 - 1)
     for _ in range(rng.randint(1, 3)):
         roll = rng.random()
         if roll < 0.3:
             t = rng.choice(info.tables)
-            f = rng.choice(t.match_fields)
-            what = rng.choice(("drop", "double", "width", "type", "id"))
-            if what == "drop":
-                t.match_fields.remove(f)
-            elif what == "double":
-                t.match_fields.add().CopyFrom(f)
-            elif what == "width":
-                f.bitwidth = rng.choice(widths)
-            elif what == "type":
-                f.match_type = rng.randint(0, 7)
+            if rng.random() < 0.2 and t.match_fields:
+                rng.choice(t.match_fields).match_type = rng.randint(0, 7)
             else:
-                f.id = rng.randint(0, 9)
+                bend_one(rng, t.match_fields)
         elif roll < 0.45:
             t = rng.choice(info.tables)
             what = rng.choice(("size", "action", "id", "gone"))
@@ -397,30 +406,9 @@ def bent_p4info(rng: random.Random) -> p4i.P4Info:
             else:
                 info.tables.remove(t)
         elif roll < 0.65:
-            a = rng.choice([a for a in info.actions if a.params] or list(info.actions))
-            if a.params:
-                p = rng.choice(a.params)
-                what = rng.choice(("drop", "double", "width", "id"))
-                if what == "drop":
-                    a.params.remove(p)
-                elif what == "double":
-                    a.params.add().CopyFrom(p)
-                elif what == "width":
-                    p.bitwidth = rng.choice(widths)
-                else:
-                    p.id = rng.randint(0, 9)
+            bend_one(rng, rng.choice([a for a in info.actions if a.params]).params)
         elif roll < 0.8:
-            c = rng.choice(info.controller_packet_metadata)
-            m = rng.choice(c.metadata)
-            what = rng.choice(("drop", "double", "width", "id"))
-            if what == "drop":
-                c.metadata.remove(m)
-            elif what == "double":
-                c.metadata.add().CopyFrom(m)
-            elif what == "width":
-                m.bitwidth = rng.choice(widths)
-            else:
-                m.id = rng.randint(0, 9)
+            bend_one(rng, rng.choice(info.controller_packet_metadata).metadata)
         elif roll < 0.9:
             arrays = list(info.counters) + list(info.meters) + list(info.direct_counters)
             x = rng.choice(arrays)
