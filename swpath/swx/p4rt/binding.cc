@@ -158,7 +158,8 @@ const ProfileBinding* Binding::Profile(uint32_t id) const {
 }
 
 std::string Binding::Bind(const P4Info& p4info, const swx_info* info, const std::string& spec) {
-  // P4Info ids name one object each (P4Runtime sec. 6.3: across every kind)
+  // P4Info ids name one object each, across every kind (P4Runtime spec,
+  // "Preamble" message: "ids share the same number-space")
   std::vector<uint32_t> ids;
   for (const auto& t : p4info.tables()) ids.push_back(t.preamble().id());
   for (const auto& a : p4info.actions()) ids.push_back(a.preamble().id());
