@@ -20,6 +20,11 @@ ELECTION = 10
 WAIT_S = 5
 
 
+def controller_header(p4info: p4i.P4Info, name: str) -> p4i.ControllerPacketMetadata:
+    """The controller header `name` ("packet_in", "packet_out") of a P4Info."""
+    return next(c for c in p4info.controller_packet_metadata if c.preamble.name == name)
+
+
 class Program:
     """The PNA build's P4Info, looked up by short names."""
 
@@ -30,6 +35,7 @@ class Program:
         self.actions = {a.preamble.name.rsplit(".", 1)[-1]: a for a in self.p4info.actions}
         self.counters = {c.preamble.name.rsplit(".", 1)[-1]: c for c in self.p4info.counters}
         self.meters = {m.preamble.name.rsplit(".", 1)[-1]: m for m in self.p4info.meters}
+        self.packet_out = controller_header(self.p4info, "packet_out")
 
     def table_id(self, table: str) -> int:
         return int(self.tables[table].preamble.id)

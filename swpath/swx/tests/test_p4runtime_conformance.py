@@ -20,7 +20,7 @@ from conftest import Switch, requires_switch, running_switch
 from finsy.proto import p4i, p4r, rpc_code
 from google.protobuf import text_format
 from lab.swx import telemetry
-from p4runtime_session import WAIT_S, Client, Program, Refused
+from p4runtime_session import WAIT_S, Client, Program, Refused, controller_header
 
 BUILD = Path(__file__).resolve().parents[3] / "p4src" / "build" / "pna"
 P4INFO, SPEC = BUILD / "quicknat.p4info.txtpb", BUILD / "quicknat.spec"
@@ -507,10 +507,6 @@ def _table(info: p4i.P4Info, name: str) -> p4i.Table:
     return next(t for t in info.tables if t.preamble.name.endswith("." + name))
 
 
-def _packet_out(info: p4i.P4Info) -> p4i.ControllerPacketMetadata:
-    return next(c for c in info.controller_packet_metadata if c.preamble.name == "packet_out")
-
-
 def _swap_params(info: p4i.P4Info) -> None:
     a = next(a for a in info.actions if a.preamble.name.endswith(".out2in_rewrite_src_dst"))
     a.params[0].name, a.params[2].name = a.params[2].name, a.params[0].name
@@ -527,11 +523,11 @@ MISMATCHED = {
         "is TERNARY in the P4Info",
     ),
     "a controller header field's width": (
-        lambda i: setattr(_packet_out(i).metadata[2], "bitwidth", 7),
+        lambda i: setattr(controller_header(i, "packet_out").metadata[2], "bitwidth", 7),
         "packet_out: field 3 is mode of 7 bits",
     ),
     "a controller header field left out": (
-        lambda i: _packet_out(i).metadata.pop(),
+        lambda i: controller_header(i, "packet_out").metadata.pop(),
         "packet_out: 2 fields in the P4Info, 3",
     ),
     "two parameters' names swapped": (_swap_params, "is dst_addr in the P4Info, src_addr in the"),
@@ -653,10 +649,7 @@ def test_stream_errors_name_the_packet_and_the_stream_goes_on(
     another device on a live stream ends it (FAILED_PRECONDITION), and a
     second client with the primary's election id is refused
     (INVALID_ARGUMENT)."""
-    header = next(
-        c for c in PROGRAM.p4info.controller_packet_metadata if c.preamble.name == "packet_out"
-    )
-    ids = {m.name: m.id for m in header.metadata}
+    ids = {m.name: m.id for m in PROGRAM.packet_out.metadata}
 
     def packet_out(**values: bytes) -> p4r.PacketOut:
         """A packet-out with these metadata (by name, or "id<N>")."""
@@ -715,10 +708,7 @@ def test_a_packet_out_to_a_port_with_no_device_is_dropped_and_the_switch_lives(
     such number is a sink now, so the packet is dropped there; one past 63
     the program drops. The switch (ports 1 and 2) then still sends what
     goes to port 1."""
-    header = next(
-        c for c in PROGRAM.p4info.controller_packet_metadata if c.preamble.name == "packet_out"
-    )
-    ids = {m.name: m.id for m in header.metadata}
+    ids = {m.name: m.id for m in PROGRAM.packet_out.metadata}
 
     def direct(port: int) -> p4r.StreamMessageRequest:
         values = {"egress_port": port.to_bytes(4, "big"), "ingress_port": b"\x00", "mode": b"\x00"}

@@ -334,10 +334,7 @@ def test_random_packet_outs_never_end_the_stream_or_the_switch(
     the primary's stream with it."""
     primary.set_pipeline(SPEC.read_bytes())
     rng = random.Random(seed)
-    header = next(
-        c for c in PROGRAM.p4info.controller_packet_metadata if c.preamble.name == "packet_out"
-    )
-    fields = {m.name: m for m in header.metadata}
+    fields = {m.name: m for m in PROGRAM.packet_out.metadata}
     for n in range(FUZZ_PACKET_OUTS):
         primary.send(packet_out(rng, fields))
         if n % 500 == 499:
