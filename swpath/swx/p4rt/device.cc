@@ -155,9 +155,10 @@ bool Device::FastpathStats(FastpathCounts* counts) {
 
 namespace swx {
 
-void Device::PortStats(const std::function<void(uint32_t, const swx::PortStats&)>& each) {
+void Device::PortStats(const std::function<void(uint32_t, const swx::PortStats&)>& each,
+                       OutputDrops* drops) {
   std::shared_ptr<Program> program = Running();
-  if (program) program->PortStats(each);
+  if (program) program->PortStats(*options_.ports, each, drops);
 }
 
 void Device::TableStats(

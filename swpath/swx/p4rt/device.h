@@ -32,7 +32,15 @@ namespace swx {
 class Program;
 
 struct PortStats {
-  uint64_t rx_packets = 0, tx_packets = 0, truncated = 0;
+  // tx_dropped: what the device would not take (its queue full)
+  uint64_t rx_packets = 0, tx_packets = 0, tx_dropped = 0, truncated = 0;
+};
+
+// Packets the pipelines dropped on their way out, summed: those the program
+// dropped (DPDK's drop port, which it adds after the last output port) and
+// those it sent to a port number no device has (a sink: src/ports.h).
+struct OutputDrops {
+  uint64_t by_program = 0, no_device = 0;
 };
 
 // "S0,S1,...": a learner's timeout classes in seconds (1 to 8 of them,
@@ -94,8 +102,10 @@ class Device {
   void TakeIdle(std::vector<p4::v1::TableEntry>* out);
 
   // The running pipelines' port and table counts, summed over the
-  // pipelines (telemetry.h); nothing without a program.
-  void PortStats(const std::function<void(uint32_t, const swx::PortStats&)>& each);
+  // pipelines (telemetry.h): the CPU port and each port with a device;
+  // nothing without a program.
+  void PortStats(const std::function<void(uint32_t, const swx::PortStats&)>& each,
+                 OutputDrops* drops);
   void TableStats(
       const std::function<void(const std::string&, uint64_t hits, uint64_t misses)>& each);
   void LearnerStats(const std::function<void(const std::string&, const LearnerCounts&)>& each);

@@ -59,7 +59,9 @@ class Program {
   grpc::Status PacketOut(const p4::v1::PacketOut& packet, swx_ports* ports);
   size_t TakePacketIns(swx_ports* ports, std::vector<p4::v1::PacketIn>* out, size_t max);
   void TakeIdle(std::vector<p4::v1::TableEntry>* out);
-  void PortStats(const std::function<void(uint32_t, const swx::PortStats&)>& each) const;
+  void PortStats(const swx_ports& ports,
+                 const std::function<void(uint32_t, const swx::PortStats&)>& each,
+                 OutputDrops* drops) const;
   void TableStats(
       const std::function<void(const std::string&, uint64_t, uint64_t)>& each) const;
   void LearnerStats(

@@ -43,19 +43,35 @@ void Program::TakeIdle(std::vector<p4::v1::TableEntry>* out) {
   }
 }
 
-void Program::PortStats(const std::function<void(uint32_t, const swx::PortStats&)>& each) const {
-  for (uint32_t port = 0; port < info_.pipeline.n_ports_in; port++) {
+void Program::PortStats(const swx_ports& ports,
+                        const std::function<void(uint32_t, const swx::PortStats&)>& each,
+                        OutputDrops* drops) const {
+  bool device[SWX_MAX_PORTS] = {};
+  device[SWX_CPU_PORT] = true;
+  for (unsigned i = 0; i < ports.n_ports; i++) device[ports.ports[i].number] = true;
+  uint32_t n_out = info_.pipeline.n_ports_out;  // the last is DPDK's drop port
+  for (const auto& in : instances_)
+    for (uint32_t port = 0; port < n_out; port++) {
+      if (port + 1 < n_out && port < SWX_MAX_PORTS && device[port]) continue;
+      rte_swx_port_out_stats tx{};
+      rte_swx_ctl_pipeline_port_out_stats_read(in.pipeline, port, &tx);
+      // a sink counts what it takes as dropped
+      (port + 1 == n_out ? drops->by_program : drops->no_device) += tx.n_pkts_drop;
+    }
+  for (uint32_t port = 0; port < SWX_MAX_PORTS; port++) {
+    if (!device[port]) continue;
     swx::PortStats sum;
     for (const auto& in : instances_) {
       rte_swx_port_in_stats rx{};
       rte_swx_port_out_stats tx{};
       struct swx_guard_stats guard{};
-      rte_swx_ctl_pipeline_port_in_stats_read(in.pipeline, port, &rx);
-      if (port < info_.pipeline.n_ports_out)
-        rte_swx_ctl_pipeline_port_out_stats_read(in.pipeline, port, &tx);
+      if (port < info_.pipeline.n_ports_in)
+        rte_swx_ctl_pipeline_port_in_stats_read(in.pipeline, port, &rx);
+      if (port + 1 < n_out) rte_swx_ctl_pipeline_port_out_stats_read(in.pipeline, port, &tx);
       swx_guard_stats(in.pipeline, port, &guard);
       sum.rx_packets += rx.n_pkts;
       sum.tx_packets += tx.n_pkts;
+      sum.tx_dropped += tx.n_pkts_drop;
       sum.truncated += guard.truncated;
     }
     each(port, sum);

@@ -16,8 +16,8 @@ namespace swx {
 namespace {
 
 constexpr char kPortsHelp[] =
-    "Each pipeline port: rx_packets, tx_packets, truncated (input guard drops), summed over "
-    "pipelines";
+    "Each port: rx/tx_packets, tx_dropped, truncated (guard drops); dropped: by_program, "
+    "no_device. Summed";
 constexpr char kTablesHelp[] =
     "Each table: hits, misses; learners also learned, learn_failed, rearmed; fastpath: sent, "
     "handed_on. Summed";
@@ -29,15 +29,23 @@ int Ports(const char*, const char*, struct rte_tel_data* d) {
   std::lock_guard<std::mutex> lock(g_mutex);
   rte_tel_data_start_dict(d);
   if (g_device == nullptr) return 0;
+  OutputDrops drops;
   g_device->PortStats([d](uint32_t port, const PortStats& s) {
     struct rte_tel_data* p = rte_tel_data_alloc();
     if (p == nullptr) return;
     rte_tel_data_start_dict(p);
     rte_tel_data_add_dict_u64(p, "rx_packets", s.rx_packets);
     rte_tel_data_add_dict_u64(p, "tx_packets", s.tx_packets);
+    rte_tel_data_add_dict_u64(p, "tx_dropped", s.tx_dropped);
     rte_tel_data_add_dict_u64(p, "truncated", s.truncated);
     rte_tel_data_add_dict_container(d, std::to_string(port).c_str(), p, 0);
-  });
+  }, &drops);
+  struct rte_tel_data* t = rte_tel_data_alloc();
+  if (t == nullptr) return 0;
+  rte_tel_data_start_dict(t);
+  rte_tel_data_add_dict_u64(t, "by_program", drops.by_program);
+  rte_tel_data_add_dict_u64(t, "no_device", drops.no_device);
+  rte_tel_data_add_dict_container(d, "dropped", t, 0);
   return 0;
 }
 

@@ -99,9 +99,10 @@ def test_finsy_pushes_the_program_writes_and_reads_it_back(switch: Switch) -> No
 def test_telemetry_lists_every_table_of_the_running_program(switch: Switch) -> None:
     """/quicknat_swx/tables: each table of the program pushed (written and
     learned), by its pipeline name (the spec's: control path and P4 name),
-    with its counts, and the fast path's; /quicknat_swx/ports: each P4 port. (A help text of 128
-    bytes or more made DPDK refuse the tables command, which then answered
-    null.)"""
+    with its counts, and the fast path's; /quicknat_swx/ports: the CPU port,
+    each port with a device, and the drops on the way out. (A help text of
+    128 bytes or more made DPDK refuse the tables command, which then
+    answered null.)"""
 
     async def push() -> None:
         options = finsy.SwitchOptions(p4info=P4INFO, p4blob=SPEC, device_id=1)
@@ -117,7 +118,9 @@ def test_telemetry_lists_every_table_of_the_running_program(switch: Switch) -> N
         assert set(tables[name]) == {"hits", "misses", "learned", "learn_failed", "rearmed"}
     assert tables["fastpath"] == {"sent": 0, "handed_on": 0}, tables
     ports = telemetry(switch.prefix, "/quicknat_swx/ports")
-    assert isinstance(ports, dict) and {"1", "2"} <= set(ports), ports
+    assert isinstance(ports, dict) and set(ports) == {"0", "1", "2", "dropped"}, ports
+    assert set(ports["1"]) == {"rx_packets", "tx_packets", "tx_dropped", "truncated"}, ports
+    assert set(ports["dropped"]) == {"by_program", "no_device"}, ports
 
 
 def test_a_closed_clients_election_id_is_free_at_once(switch: Switch) -> None:

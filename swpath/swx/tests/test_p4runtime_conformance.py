@@ -699,14 +699,15 @@ def test_stream_errors_name_the_packet_and_the_stream_goes_on(
     primary.write(update("DELETE", session(8)))
 
 
-def test_a_packet_out_to_a_port_with_no_device_is_dropped_and_the_switch_lives(
+def test_a_packet_out_to_a_port_with_no_device_is_a_counted_drop_and_the_switch_lives(
     switch: Switch, primary: Client
 ) -> None:
     """The program sends to any port 0 to 63 (pna/pipeline.p4's
     SEND_TO_PORT) and SWX's tx indexes its output ports by that number
     unchecked: a port past the last with a device killed the switch. Every
-    such number is a sink now, so the packet is dropped there; one past 63
-    the program drops. The switch (ports 1 and 2) then still sends what
+    such number is a sink now, so the packet is dropped there and counted
+    (/quicknat_swx/ports' dropped.no_device); one past 63 the program drops
+    (dropped.by_program). The switch (ports 1 and 2) then still sends what
     goes to port 1."""
     ids = {m.name: m.id for m in PROGRAM.packet_out.metadata}
 
@@ -715,21 +716,30 @@ def test_a_packet_out_to_a_port_with_no_device_is_dropped_and_the_switch_lives(
         metadata = [p4r.PacketMetadata(metadata_id=ids[n], value=v) for n, v in values.items()]
         return p4r.StreamMessageRequest(packet=p4r.PacketOut(payload=bytes(60), metadata=metadata))
 
-    def sent() -> dict[str, int]:
+    def counts() -> dict[str, int]:
         ports = telemetry(switch.prefix, "/quicknat_swx/ports")
         assert isinstance(ports, dict), ports
-        return {port: int(stats["tx_packets"]) for port, stats in ports.items()}
+        dropped = ports.pop("dropped")
+        assert set(ports) == {"0", "1", "2"}, "the CPU port and the two with a device"
+        return {"1": int(ports["1"]["tx_packets"]), "2": int(ports["2"]["tx_packets"])} | {
+            k: int(v) for k, v in dropped.items()
+        }
 
-    before = sent()
+    before = counts()
     for port in (3, 5, 63, 64, 100_000):
         primary.send(direct(port))
     primary.send(direct(1))
     deadline = time.monotonic() + WAIT_S
-    while sent()["1"] == before["1"] and time.monotonic() < deadline:
+    while counts()["1"] == before["1"] and time.monotonic() < deadline:
         time.sleep(0.05)
-    after = sent()
+    after = counts()
     assert switch.process.poll() is None, "quicknat-swx died"
-    assert after["1"] == before["1"] + 1
+    assert {k: after[k] - before[k] for k in before} == {
+        "1": 1,
+        "2": 0,
+        "no_device": 3,
+        "by_program": 2,
+    }
     primary.write(update("INSERT", session(11)))
     primary.write(update("DELETE", session(11)))
 
