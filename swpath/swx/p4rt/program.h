@@ -159,7 +159,15 @@ class Program {
   std::map<uint32_t, Table> tables_;      // P4Info table id
   std::map<uint32_t, Profile> profiles_;  // P4Info action profile id
   std::map<std::pair<uint32_t, uint32_t>, p4::v1::MeterConfig> meters_;
-  std::map<std::string, std::string> meter_profiles_;  // config -> profile name
+  // A DPDK meter profile per configuration some cell has, deleted with its
+  // last cell: DPDK keeps them in a list it scans on every add and set.
+  struct MeterProfile {
+    std::string name;
+    size_t cells = 0;
+  };
+  std::map<std::string, MeterProfile> meter_profiles_;  // MeterProfileKey
+  uint64_t meter_profiles_added_ = 0;                   // names them
+  void ReleaseMeterProfile(const std::string& key);
   size_t staged_ = 0;
 };
 

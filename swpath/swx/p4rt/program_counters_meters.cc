@@ -38,7 +38,23 @@ Status Cells(const std::string& array, const Request& r, uint32_t size, uint32_t
   return Status::OK;
 }
 
+std::string MeterProfileKey(const p4::v1::MeterConfig& c) {
+  return std::to_string(c.cir()) + "_" + std::to_string(c.cburst()) + "_" +
+         std::to_string(c.pir()) + "_" + std::to_string(c.pburst());
+}
+
 }  // namespace
+
+// One cell fewer on the profile of configuration `key`; with none left it
+// goes from every pipeline (DPDK refuses, EBUSY, while a cell uses it).
+void Program::ReleaseMeterProfile(const std::string& key) {
+  auto it = meter_profiles_.find(key);
+  if (it == meter_profiles_.end()) return;
+  if (it->second.cells > 0) it->second.cells--;
+  if (it->second.cells > 0) return;
+  for (auto& in : instances_) rte_swx_ctl_meter_profile_delete(in.pipeline, it->second.name.c_str());
+  meter_profiles_.erase(it);
+}
 
 Status Program::WriteMeter(const p4::v1::MeterEntry& m) {
   const MeterBinding* b = binding_.Meter(m.meter_id());
@@ -47,15 +63,15 @@ Status Program::WriteMeter(const p4::v1::MeterEntry& m) {
   if (Status s = Cells("meter " + b->name, m, b->size, &first, &last); !s.ok()) return s;
   const auto& c = m.config();
   bool reset = !m.has_config() || (c.cir() == 0 && c.pir() == 0 && c.cburst() == 0 && c.pburst() == 0);
-  std::string profile;
+  std::string key;
+  MeterProfile* profile = nullptr;
   if (!reset) {
     if (c.cir() <= 0 || c.pir() < c.cir() || c.cburst() <= 0 || c.pburst() <= 0)
       return Invalid("meter " + b->name + ": a config needs 0 < cir <= pir and bursts above 0");
-    std::string key = std::to_string(c.cir()) + "_" + std::to_string(c.cburst()) + "_" +
-                      std::to_string(c.pir()) + "_" + std::to_string(c.pburst());
+    key = MeterProfileKey(c);
     auto known = meter_profiles_.find(key);
     if (known == meter_profiles_.end()) {
-      profile = "p" + std::to_string(meter_profiles_.size());
+      std::string name = "p" + std::to_string(meter_profiles_added_++);
       // a packets meter counts length 1 per packet (the program's
       // METER_PACKETS_LENGTH): its rates are in packets
       rte_meter_trtcm_params params{};
@@ -64,26 +80,36 @@ Status Program::WriteMeter(const p4::v1::MeterEntry& m) {
       params.cbs = static_cast<uint64_t>(c.cburst());
       params.pbs = static_cast<uint64_t>(c.pburst());
       for (auto& in : instances_)
-        if (rte_swx_ctl_meter_profile_add(in.pipeline, profile.c_str(), &params) != 0)
+        if (rte_swx_ctl_meter_profile_add(in.pipeline, name.c_str(), &params) != 0) {
+          for (auto& added : instances_) rte_swx_ctl_meter_profile_delete(added.pipeline, name.c_str());
           return Status(StatusCode::INTERNAL, "meter profile refused");
-      meter_profiles_[key] = profile;
-    } else {
-      profile = known->second;
+        }
+      known = meter_profiles_.emplace(key, MeterProfile{name, 0}).first;
     }
+    profile = &known->second;
+    profile->cells++;  // held while the cells move to it, so never deleted under them
   }
-  for (uint32_t cell = first; cell < last; cell++) {
+  Status status = Status::OK;
+  for (uint32_t cell = first; cell < last && status.ok(); cell++) {
     for (auto& in : instances_) {
       int r = reset ? rte_swx_ctl_meter_reset(in.pipeline, b->metarray.c_str(), cell)
-                    : rte_swx_ctl_meter_set(in.pipeline, b->metarray.c_str(), cell, profile.c_str());
-      if (r != 0) return Status(StatusCode::INTERNAL, "meter " + b->name + ": the pipeline refused it");
+                    : rte_swx_ctl_meter_set(in.pipeline, b->metarray.c_str(), cell,
+                                            profile->name.c_str());
+      if (r != 0) status = Status(StatusCode::INTERNAL, "meter " + b->name + ": the pipeline refused it");
     }
-    if (reset) {
-      meters_.erase({m.meter_id(), cell});
-    } else {
+    if (!status.ok()) break;
+    auto old = meters_.find({m.meter_id(), cell});
+    if (old != meters_.end()) {
+      ReleaseMeterProfile(MeterProfileKey(old->second));
+      if (reset) meters_.erase(old);
+    }
+    if (!reset) {
+      profile->cells++;
       meters_[{m.meter_id(), cell}] = c;
     }
   }
-  return Status::OK;
+  if (!reset) ReleaseMeterProfile(key);  // the hold above
+  return status;
 }
 
 Status Program::WriteCounter(const p4::v1::CounterEntry& c) {

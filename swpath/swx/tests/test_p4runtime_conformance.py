@@ -636,6 +636,52 @@ def test_counter_and_meter_indexes_as_the_spec_checks_them(primary: Client) -> N
     assert read_past.value.code == grpc.StatusCode.OUT_OF_RANGE
 
 
+def test_meter_profiles_go_with_their_last_cell(switch: Switch, primary: Client) -> None:
+    """Each meter configuration is a DPDK meter profile, which DPDK keeps in
+    a list that every add and set scans: a controller that kept changing
+    rates made the switch hold every profile it ever had (32 MB more after
+    100,000 configurations, 56 s to write them, against 1.6 MB and 0.7 s
+    now). A profile goes when its last cell leaves it, and the cells that
+    still share one keep it."""
+    meter = PROGRAM.meters["punt_meter"]
+    assert meter.size >= 2
+
+    def config(i: int) -> p4r.MeterConfig:
+        return p4r.MeterConfig(cir=10 + i, cburst=10, pir=20 + i, pburst=20)
+
+    def modify(cell: int, c: p4r.MeterConfig | None) -> p4r.Update:
+        entry = p4r.MeterEntry(meter_id=meter.preamble.id, index=p4r.Index(index=cell))
+        if c is not None:
+            entry.config.CopyFrom(c)
+        return p4r.Update(type=p4r.Update.MODIFY, entity=p4r.Entity(meter_entry=entry))
+
+    def read(cell: int) -> p4r.MeterConfig:
+        entity = p4r.Entity(
+            meter_entry=p4r.MeterEntry(meter_id=meter.preamble.id, index=p4r.Index(index=cell))
+        )
+        return primary.read(entity)[0].meter_entry.config
+
+    def rss_kb() -> int:
+        status = Path(f"/proc/{switch.process.pid}/status").read_text()
+        return int(next(line for line in status.splitlines() if line.startswith("VmRSS")).split()[1])
+
+    # cells 0 and 1 share a profile; cell 0 moves on, cell 1 keeps it
+    primary.write(modify(0, config(-5)), modify(1, config(-5)))
+    primary.write(modify(0, config(-4)))
+    assert read(1) == config(-5) and read(0) == config(-4)
+    primary.write(modify(0, config(-5)))  # back to the shared one
+    assert read(0) == config(-5)
+    primary.write(modify(1, None))  # reset: no config
+    assert not read(1).cir
+    before = rss_kb()
+    for batch in range(100):
+        primary.write(*(modify(i % 2, config(batch * 1000 + i)) for i in range(1000)))
+    grew = rss_kb() - before
+    assert grew < 10_000, f"{grew} kB more after 100,000 meter configurations"
+    assert read(0) == config(99_998) and read(1) == config(99_999)
+    primary.write(modify(0, None), modify(1, None))
+
+
 def stream_error(client: Client) -> p4r.StreamError:
     return client.next_of("error")
 
