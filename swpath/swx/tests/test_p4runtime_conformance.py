@@ -662,8 +662,8 @@ def test_meter_profiles_go_with_their_last_cell(switch: Switch, primary: Client)
         return primary.read(entity)[0].meter_entry.config
 
     def rss_kb() -> int:
-        status = Path(f"/proc/{switch.process.pid}/status").read_text()
-        return int(next(line for line in status.splitlines() if line.startswith("VmRSS")).split()[1])
+        status = Path(f"/proc/{switch.process.pid}/status").read_text().splitlines()
+        return int(next(line for line in status if line.startswith("VmRSS")).split()[1])
 
     # cells 0 and 1 share a profile; cell 0 moves on, cell 1 keeps it
     primary.write(modify(0, config(-5)), modify(1, config(-5)))
