@@ -99,7 +99,8 @@ class Told:
 
 
 class Rig:
-    def __init__(self, capacity: int = 100, instances: int = 1) -> None:
+    def __init__(self, capacity: int = 100, instances: int = 1, learn: bool = False) -> None:
+        """`learn`: install = "learn", on a target that learns."""
         self.switch = Switch()
         self.stats = Stats()
         self.clock = 0.0
@@ -108,7 +109,9 @@ class Rig:
             if instances == 2
             else configs.text("switch", "snat_pool", "slow_path")
         )
-        target = replace(bmv2(PIPELINE.p4info), session_capacity=capacity)
+        if learn:
+            config = replace(config, offload=replace(config.offload, install=OffloadInstall.LEARN))
+        target = replace(bmv2(PIPELINE.p4info), session_capacity=capacity, learns=learn)
         self.m = OffloadMode(
             ModeContext(
                 config=replace(config, timeouts=TIMEOUTS),

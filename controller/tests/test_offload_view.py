@@ -154,6 +154,29 @@ def test_the_mode_lists_every_instances_sessions_and_where_they_live() -> None:
     ]
 
 
+def test_a_learning_switch_holds_the_sessions_whose_lease_runs() -> None:
+    """install = "learn": the controller installs nothing, so a row's place is
+    the instance's word for it: `switch_lease_s` (control/format.c), the
+    time left of the lease the switch learned from the session's last tag.
+    A row without one (never tagged, or the lease over) is software."""
+    rig = Rig(instances=2, learn=True)
+    Instances(
+        rig,
+        lambda line: [
+            Reply(
+                "sp0", [row(1, 10) | {"switch_lease_s": 3.2}, row(2, 11) | {"switch_lease_s": 0.0}]
+            ),
+            Reply("sp1", [row(1, 20)]),
+        ],
+    )
+    rows = asyncio.run(rig.m.session_rows(SessionQuery()))
+    assert [(r["instance"], r["id"], r["where"]) for r in rows] == [
+        ("sp0", 1, "switch"),
+        ("sp0", 2, "software"),
+        ("sp1", 1, "software"),
+    ]
+
+
 def test_the_mode_routes_deletes_to_the_instances_and_sums_them() -> None:
     rig = Rig(instances=2)
     asked = Instances(

@@ -260,7 +260,8 @@ def case_stream_announces_nothing(nat: Nat) -> None:
 def case_tagged_session_outlives_its_timeout_by_its_lease(nat: Nat) -> None:
     """UDP's timeout 2 s, lease 3 s: a tagged session is still there well
     after its timeout, and gone once timeout + lease have passed (the
-    sessions listing says 5 s), never before."""
+    sessions listing says 5 s), never before. Its `switch_lease_s` counts
+    the lease down from the tag, and is 0 once it has run out."""
     eq(nat.lines("timeouts udp 2"), ["ok"])
     try:
         host = HOSTS[4]
@@ -274,9 +275,16 @@ def case_tagged_session_outlives_its_timeout_by_its_lease(nat: Nat) -> None:
         got = exchange([inside(host, UDP(sport=7000, dport=53))], 1, timeout=1.0)
         eq(len(got), 1, "translated")
         learn_tag(got[0])
-        eq([r["timeout_s"] for r in listed()], [2 + UDP_LEASE], "timeout_s: T + L")
+        (row,) = listed()
+        eq(row["timeout_s"], 2 + UDP_LEASE, "timeout_s: T + L")
+        # the switch's lease from that tag: at most L left, and by the
+        # time the listing answered, no less than L minus a second
+        lease = float(row["switch_lease_s"])
+        assert UDP_LEASE - 1 <= lease <= UDP_LEASE, f"switch_lease_s {lease}"
         time.sleep(max(0.0, start + 3.5 - time.monotonic()))
-        assert listed(), "expired before timeout + lease"
+        rows = listed()
+        assert rows, "expired before timeout + lease"
+        eq([r["switch_lease_s"] for r in rows], [0.0], "the lease is over")
         while listed() and time.monotonic() < start + 2 + UDP_LEASE + 3:
             time.sleep(0.1)
         gone = time.monotonic() - start

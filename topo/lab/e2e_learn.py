@@ -59,6 +59,17 @@ def open_session(lab: Nodes, sport: int) -> dict[str, Any]:
     return session
 
 
+def where(lab: Nodes, session: dict[str, Any]) -> str:
+    """Where `quicknat sessions` on the controller says the instance's
+    session is translated (modes/offload_view.py)."""
+    from lab.offload_lab import OffloadLab
+
+    assert isinstance(lab, OffloadLab), "needs the offload lab"
+    rows = json.loads(lab.quicknat("sessions", "--json", socket=lab.controller_socket))
+    (row,) = [r for r in rows if r["id"] == session["id"] and r["internal"] == session["internal"]]
+    return str(row["where"])
+
+
 def test_learn_takes_flows_without_writes(lab: Nodes) -> None:
     """The first packet goes through the instance, which tags it; the switch
     learns both directions from it: the instance sees none of the next 50
@@ -136,11 +147,14 @@ def test_learn_port_outlives_the_switch_lease(lab: Nodes) -> None:
     of the lease, while the instance keeps the session (and its port) for
     the UDP timeout plus the lease: a reply then still goes through the
     instance. Only after both is the port free, and a packet to it is
-    translated by neither."""
+    translated by neither. The controller's `quicknat sessions` says the
+    switch holds the session during its lease, and software after it."""
     session = open_session(lab, 47102)
     last = time.monotonic()
+    assert where(lab, session) == "switch", "the controller's view: not in the switch"
     address, port = session["external"].rsplit(":", 1)
     time.sleep(UDP_LEASE_S + 1)
+    assert where(lab, session) == "software", "the controller's view: in the switch after its lease"
     before = instance_counters(lab)
     send(lab, OFFLOAD_PORT, 1, node=FAR, to=(address, int(port)))
     time.sleep(0.5)

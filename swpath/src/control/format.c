@@ -24,6 +24,25 @@ tcp_state(const struct sp_session *s)
 		sp_tcp_phase_name(sp_session_tcp_phase(s)) : NULL;
 }
 
+/*
+ * Learn mode: how long the switch may still translate s's packets with the
+ * entries it learned from s's tags, 0 once that lease has surely ended or
+ * when s was never tagged. An upper bound: the lease runs from the last tag
+ * (last_seen, which every tag refreshes: core/session.h), DPDK's learner
+ * may end it early, and a learner bucket that was full learned nothing.
+ */
+static uint32_t
+lease_left_ms(const struct sp_runtime *rt, const struct sp_session *s,
+	      uint32_t now)
+{
+	int32_t left;
+
+	if (s->lease == 0)
+		return 0;
+	left = (int32_t)(s->last_seen + rt->class_ms[s->lease - 1] - now);
+	return left > 0 ? (uint32_t)left : 0;
+}
+
 void
 sp_format_sessions_json(struct sp_buf *b, const struct sp_session_filter *f,
 			uint32_t limit)
@@ -67,6 +86,9 @@ sp_format_sessions_json(struct sp_buf *b, const struct sp_session_filter *f,
 			state = tcp_state(&s);
 			if (state != NULL)
 				sp_buf_printf(b, ", \"tcp_state\": \"%s\"", state);
+			if (rt->learn)
+				sp_buf_printf(b, ", \"switch_lease_s\": %.1f",
+					      (double)lease_left_ms(rt, &s, now) / 1000.0);
 			sp_buf_printf(b, "}");
 			n++;
 		}

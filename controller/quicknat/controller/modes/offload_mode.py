@@ -500,8 +500,13 @@ class OffloadMode:
         return merged_rows(replies, self._in_switch)
 
     def _in_switch(self, instance: int, row: dict[str, Any]) -> bool:
-        """Whether this instance's row is a session this mode has installed:
-        the same id, and the same key (an id of the instance's last run)."""
+        """Whether the switch holds this instance's row: a session this mode
+        has installed (the same id, and the same key: not an id of the
+        instance's last run), or with learning, one whose lease the
+        instance says has not ended (its `switch_lease_s`: the switch
+        learned it from the session's last tag, docs/offload.md)."""
+        if self.learning:
+            return float(row.get("switch_lease_s", 0)) > 0
         s = self.sessions.get((instance, int(row["id"])))
         return (
             s is not None

@@ -8,10 +8,11 @@ the lines) and this module makes their answers one (no I/O, unit-tested).
   so the filters mean on the controller what they mean on an instance.
 - **Rows.** Every instance's rows, in the order of the configuration's
   `[[slow_path]]`s, each with its `instance` (name) and `where` its packets
-  are translated: "switch" when the controller holds the session installed
-  in the switch, else "software" (the instance alone: not yet offloaded,
-  deferred, a hairpin, a full table). An instance's ids are its own, so a
-  row is named by (instance, id).
+  are translated: "switch" when the switch holds the session (installed by
+  the controller, or with learning, under a lease the instance says still
+  runs: offload_mode.py decides), else "software" (the instance alone: not
+  yet offloaded, deferred, a hairpin, a full table, a lease over). An
+  instance's ids are its own, so a row is named by (instance, id).
 - **Deletion.** `delete` and `flush` go to every instance; each deletes only
   the sessions it owns (an instance holds no other's), its `closed` events
   then take the switch's entries away (offload_mode.py). The answer is the
