@@ -449,11 +449,20 @@ def _native_groups(names: list[str]) -> dict[str, str]:
 
 
 def _identities(sessions: list[dict[str, Any]]) -> list[str]:
-    """What makes each session the one it is (not its age or idle time)."""
-    return sorted(repr({k: v for k, v in s.items() if k not in _CLOCKS}) for s in sessions)
+    """What makes each session the one it is (not its age, idle time, or
+    with learning, the lease the switch runs down and the place that
+    follows from it)."""
+    return sorted(
+        repr({k: v for k, v in s.items() if k not in _CLOCKS and not _leased_place(k, s)})
+        for s in sessions
+    )
 
 
-_CLOCKS = {"age_s", "idle_s"}
+_CLOCKS = {"age_s", "idle_s", "switch_lease_s"}
+
+
+def _leased_place(key: str, session: dict[str, Any]) -> bool:
+    return key == "where" and "switch_lease_s" in session
 
 
 def _is_drop(canonical: str) -> bool:
