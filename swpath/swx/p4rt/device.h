@@ -69,9 +69,6 @@ class Device {
     // The learner tables' timeout classes, in seconds (--learn-timeouts;
     // empty: as p4c-dpdk compiled them). The same for every learner.
     std::vector<uint32_t> learn_timeouts;
-    // How often idle entries are looked for (their timeouts are seconds:
-    // P4Runtime's idle_timeout_ns is honoured to within this).
-    std::chrono::milliseconds idle_scan{250};
   };
 
   explicit Device(Options options);

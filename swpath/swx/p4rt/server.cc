@@ -296,10 +296,14 @@ void Server::PumpPackets() {
   }
 }
 
+// How often idle entries are looked for: P4Runtime's idle_timeout_ns (the
+// controller's are seconds) is honoured to within this.
+constexpr std::chrono::milliseconds kIdleScan{100};
+
 void Server::PumpIdle() {
   std::vector<p4::v1::TableEntry> idle;
   while (!stop_) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    std::this_thread::sleep_for(kIdleScan);
     idle.clear();
     device_->TakeIdle(&idle);
     if (idle.empty()) continue;
