@@ -1,9 +1,12 @@
-"""The controller's P4Runtime client over TLS and mutual TLS, against a real
-simple_switch_grpc serving TLS with certificates made here (openssl)."""
+"""The controller's P4Runtime client over TLS and mutual TLS, against each
+real switch serving TLS with certificates made here (openssl): BMv2's
+simple_switch_grpc where it is installed, and quicknat-swx, which takes the
+same command-line words (docs/p4-targets.md)."""
 
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 import socket
 import subprocess
@@ -11,14 +14,24 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from lab import swx
 from lab.bmv2 import switch_command
 from lab.processes import start, stop, wait_for_tcp
 from quicknat.p4rt.client import P4RuntimeClient, P4RuntimeError, Tls
 
-pytestmark = pytest.mark.skipif(
-    shutil.which("simple_switch_grpc") is None or shutil.which("openssl") is None,
-    reason="needs simple_switch_grpc and openssl",
-)
+pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="needs openssl")
+
+# each switch's TLS words are simple_switch_grpc's
+TLS_FLAGS = [
+    "--grpc-server-ssl",
+    "--grpc-server-cacert",
+    "ca.pem",
+    "--grpc-server-cert",
+    "switch.pem",
+    "--grpc-server-key",
+    "switch.key",
+    "--grpc-server-with-client-auth",
+]
 
 
 def _openssl(*args: str, cwd: Path) -> None:
@@ -38,28 +51,39 @@ def _certificates(d: Path) -> None:
                  "-extfile", f"{name}.ext", cwd=d)  # fmt: skip
 
 
-@pytest.fixture(scope="module")
-def switch(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
-    d = tmp_path_factory.mktemp("tls")
-    _certificates(d)
+def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+        return int(probe.getsockname()[1])
+
+
+def _command(which: str, address: str, d: Path) -> list[str]:
+    """The switch `which` serving mutual TLS on `address`."""
+    flags = [str(d / f) if f.endswith((".pem", ".key")) else f for f in TLS_FLAGS]
+    if which == "bmv2":
+        if shutil.which("simple_switch_grpc") is None:
+            pytest.skip("needs simple_switch_grpc")
+        return [*switch_command({}, address, d), *flags]
+    if swx.missing() or os.geteuid() != 0:
+        pytest.skip("needs root and quicknat-swx (make build)")
+    return [*swx.null_switch_command([1], address, d), *flags]
+
+
+@pytest.fixture(scope="module", params=["bmv2", "swx"])
+def switch(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[str, Path]]:
+    d = tmp_path_factory.mktemp(f"tls-{request.param}")
+    _certificates(d)
+    port = _free_port()
     address = f"127.0.0.1:{port}"
-    command = [
-        *switch_command({}, address, d),
-        "--grpc-server-ssl",
-        "--grpc-server-cacert", str(d / "ca.pem"),
-        "--grpc-server-cert", str(d / "switch.pem"),
-        "--grpc-server-key", str(d / "switch.key"),
-        "--grpc-server-with-client-auth",
-    ]  # fmt: skip
-    proc = start(command, d / "switch.log")
+    proc = start(_command(request.param, address, d), d / "switch.log")
     try:
         wait_for_tcp("127.0.0.1", port, 30, proc)
         yield address, d
     finally:
         stop(proc)
+        swx.remove_runtime_dir(d)
 
 
 async def _cookie(address: str, tls: Tls | None) -> int | None:

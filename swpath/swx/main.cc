@@ -4,6 +4,8 @@
 //
 //   quicknat-swx [EAL options] -- --port 1=net_af_packet0 --port 2=...
 //       [--grpc-addr 127.0.0.1:9559] [--device-id 1] [--idle-sleep-us N]
+//       [--grpc-server-ssl --grpc-server-cert F --grpc-server-key F
+//        [--grpc-server-cacert F --grpc-server-with-client-auth]]
 //
 // The EAL's main lcore serves P4Runtime; each worker lcore (-l) runs one
 // pipeline on its own queue of every port. It starts with no program: a
@@ -23,6 +25,7 @@
 #include <string>
 #include <thread>
 
+#include "p4rt/credentials.h"
 #include "p4rt/device.h"
 #include "p4rt/server.h"
 #include "p4rt/telemetry.h"
@@ -64,8 +67,12 @@ void Usage(FILE* f) {
           "usage: quicknat-swx [EAL options] -- --port N=DEVICE ... [--grpc-addr HOST:PORT]\n"
           "       [--device-id N] [--idle-sleep-us N] [--cache DIR] [--dpdk-internal DIR]\n"
           "       [--pool N] [--learn-timeouts S0,S1,...] [--version]\n"
+          "       [--grpc-server-ssl --grpc-server-cert FILE --grpc-server-key FILE\n"
+          "        [--grpc-server-cacert FILE --grpc-server-with-client-auth]]\n"
           "  --port N=DEVICE     P4 port N (1..63) is the ethdev DEVICE (from --vdev)\n"
           "  --grpc-addr         the P4Runtime server's address (127.0.0.1:9559)\n"
+          "  --grpc-server-ssl   serve P4Runtime over TLS with this certificate and key (PEM);\n"
+          "                      with client auth, only to clients the CA (PEM) signed\n"
           "  --idle-sleep-us N   a pipeline thread with little traffic sleeps N us\n"
           "                      (0: it polls its core; at most 1000000)\n"
           "  --learn-timeouts    the learner tables' timeout classes 0, 1, ... in seconds\n"
@@ -102,6 +109,7 @@ struct Args {
   std::string internal = SWX_DPDK_INTERNAL;
   uint64_t device_id = 1;
   unsigned pool = 16384;
+  swx::TlsOptions tls;
   swx::Device::Options device;  // its lcores, build and ports: main's
 };
 
@@ -117,6 +125,11 @@ int ParseArgs(int argc, char** argv, swx_ports* ports, Args* args) {
       {"dpdk-internal", required_argument, nullptr, 'i'},
       {"pool", required_argument, nullptr, 'n'},
       {"learn-timeouts", required_argument, nullptr, 'l'},
+      {"grpc-server-ssl", no_argument, nullptr, 'S'},
+      {"grpc-server-cert", required_argument, nullptr, 'C'},
+      {"grpc-server-key", required_argument, nullptr, 'K'},
+      {"grpc-server-cacert", required_argument, nullptr, 'A'},
+      {"grpc-server-with-client-auth", no_argument, nullptr, 'M'},
       {"help", no_argument, nullptr, 'h'},
       {nullptr, 0, nullptr, 0},
   };
@@ -156,22 +169,31 @@ int ParseArgs(int argc, char** argv, swx_ports* ports, Args* args) {
           return 2;
         }
         break;
+      case 'S': args->tls.enabled = true; break;
+      case 'C': args->tls.cert = optarg; break;
+      case 'K': args->tls.key = optarg; break;
+      case 'A': args->tls.ca = optarg; break;
+      case 'M': args->tls.client_auth = true; break;
       case 'h': Usage(stdout); return 0;
       default: Usage(stderr); return 2;
     }
+  }
+  if (std::string wrong = swx::CheckTls(args->tls); !wrong.empty()) {
+    fprintf(stderr, "quicknat-swx: %s\n", wrong.c_str());
+    return 2;
   }
   return -1;
 }
 
 // The device and its P4Runtime server until SIGINT or SIGTERM: 0, or 1
 // when the server does not start.
-int Serve(const Args& args) {
+int Serve(const Args& args, const std::shared_ptr<grpc::ServerCredentials>& credentials) {
   swx::Device device(args.device);
   swx::Server service(&device, args.device_id);
   swx::RegisterTelemetry(&device);
   grpc::ServerBuilder builder;
   int bound = 0;
-  builder.AddListeningPort(args.address, grpc::InsecureServerCredentials(), &bound);
+  builder.AddListeningPort(args.address, credentials, &bound);
   builder.RegisterService(&service);
   builder.SetMaxReceiveMessageSize(64 << 20);
   builder.SetMaxSendMessageSize(64 << 20);
@@ -183,9 +205,10 @@ int Serve(const Args& args) {
   signal(SIGINT, OnSignal);
   signal(SIGTERM, OnSignal);
   service.Start();
-  fprintf(stderr, "quicknat-swx: device %llu, %zu pipeline thread(s), P4Runtime on %s\n",
+  fprintf(stderr, "quicknat-swx: device %llu, %zu pipeline thread(s), P4Runtime on %s (%s)\n",
           static_cast<unsigned long long>(args.device_id), args.device.lcores.size(),
-          args.address.c_str());
+          args.address.c_str(),
+          !args.tls.enabled ? "plaintext" : args.tls.client_auth ? "mutual TLS" : "TLS");
   g_server->Wait();
   swx::DetachTelemetry();
   service.Stop();
@@ -212,6 +235,12 @@ int main(int argc, char** argv) {
   static swx_ports ports;
   Args args;
   if (int done = ParseArgs(argc, argv, &ports, &args); done >= 0) return done;
+  std::string error;
+  std::shared_ptr<grpc::ServerCredentials> credentials = swx::ServerCredentials(args.tls, &error);
+  if (!credentials) {  // never plaintext in its place
+    fprintf(stderr, "quicknat-swx: %s\n", error.c_str());
+    return 1;
+  }
   swx::Device::Options& o = args.device;
   unsigned lcore;
   RTE_LCORE_FOREACH_WORKER(lcore) o.lcores.push_back(lcore);
@@ -231,7 +260,7 @@ int main(int argc, char** argv) {
   o.ports = &ports;
   // as before the split: a server that does not start leaves the ports
   // and the EAL to the exit
-  if (int status = Serve(args); status != 0) return status;
+  if (int status = Serve(args, credentials); status != 0) return status;
   swx_ports_stop(&ports);
   rte_eal_cleanup();
   return 0;
