@@ -147,7 +147,8 @@ bench-timers: $(VENV)/.installed build
 bench-p4rt-clients: $(VENV)/.installed
 	$(VPY) bench/p4rt_clients.py
 
-# swpath, the controller (a venv of its own, a plain pip install: the P4
+# swpath, quicknat-swx (and the two DPDK headers its pipelines compile with),
+# the controller (a venv of its own, a plain pip install: the P4
 # program is package data), the systemd units (their @PREFIX@ made PREFIX) and
 # the event logs' logrotate file. DESTDIR stages it all elsewhere (a package
 # build): files go under DESTDIR, but name PREFIX, where they will run from.
@@ -160,9 +161,11 @@ PIP_FLAGS ?=
 VENV_DIR := $(DESTDIR)$(PREFIX)/lib/quicknat
 UNIT_TEMPLATES := controller/systemd/quicknat-controller@.service.in \
                   controller/systemd/quicknat-exporter@.service.in \
-                  swpath/systemd/quicknat-swpath@.service.in
+                  swpath/systemd/quicknat-swpath@.service.in \
+                  swpath/systemd/quicknat-swx@.service.in
 install: build
 	install -D -m 0755 swpath/build/app/quicknat-swpath $(DESTDIR)$(PREFIX)/bin/quicknat-swpath
+	$(MAKE) -s -C swpath/swx install DESTDIR=$(abspath $(DESTDIR)) PREFIX=$(PREFIX)
 	$(PYTHON) -m venv $(VENV_DIR)
 	$(VENV_DIR)/bin/pip install -q $(PIP_FLAGS) ./controller
 	@# a venv's scripts name the directory it was made in: make them name PREFIX's
@@ -176,11 +179,12 @@ install: build
 	  install -d $$(dirname $$unit) && sed 's|@PREFIX@|$(PREFIX)|g' $$t > $$unit && chmod 0644 $$unit; \
 	done
 	install -D -m 0644 controller/systemd/quicknat.logrotate $(DESTDIR)$(LOGROTATE_DIR)/quicknat
-	@echo "installed under $(DESTDIR)$(PREFIX); configurations go in /etc/quicknat/NAME.toml (units: quicknat-controller@NAME, quicknat-swpath@NAME, quicknat-exporter@NAME; systemctl daemon-reload)"
+	@echo "installed under $(DESTDIR)$(PREFIX); configurations go in /etc/quicknat/NAME.toml (units: quicknat-controller@NAME, quicknat-swpath@NAME, quicknat-swx@NAME, quicknat-exporter@NAME; systemctl daemon-reload)"
 
 # What install wrote, and nothing else (/etc/quicknat and the logs stay).
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/quicknat-swpath $(DESTDIR)$(PREFIX)/bin/quicknat
+	$(MAKE) -s -C swpath/swx uninstall DESTDIR=$(abspath $(DESTDIR)) PREFIX=$(PREFIX)
 	rm -rf $(VENV_DIR)
 	for t in $(UNIT_TEMPLATES); do rm -f $(DESTDIR)$(UNIT_DIR)/$$(basename $$t .in); done
 	rm -f $(DESTDIR)$(LOGROTATE_DIR)/quicknat

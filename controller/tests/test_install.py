@@ -4,17 +4,28 @@ a pip install of the controller (about 30 s; pip needs its index or cache)."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import shutil
+import socket
 import subprocess
 from pathlib import Path
 
+import finsy
 import pytest
+from lab import swx
+from lab.processes import start, stop, wait_for_tcp
 
 ROOT = Path(__file__).resolve().parents[2]
 PREFIX = "/opt/qn"
-UNITS = ("quicknat-controller@.service", "quicknat-swpath@.service", "quicknat-exporter@.service")
+UNITS = (
+    "quicknat-controller@.service",
+    "quicknat-swpath@.service",
+    "quicknat-swx@.service",
+    "quicknat-exporter@.service",
+)
+SWX_HEADERS = ("rte_swx_pipeline_internal.h", "rte_swx_pipeline_spec.h")
 
 
 def make(target: str, destdir: Path) -> subprocess.CompletedProcess[str]:
@@ -44,6 +55,9 @@ def test_install_for_a_prefix_then_uninstall(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     bin_dir = stage / PREFIX.lstrip("/") / "bin"
     assert os.access(bin_dir / "quicknat-swpath", os.X_OK)
+    assert os.access(bin_dir / "quicknat-swx", os.X_OK)
+    share = stage / PREFIX.lstrip("/") / "share/quicknat/dpdk-internal"
+    assert sorted(p.name for p in share.iterdir()) == sorted(SWX_HEADERS)
     # the CLI links to the venv where it will be, not where it was staged
     assert os.readlink(bin_dir / "quicknat") == f"{PREFIX}/lib/quicknat/bin/quicknat"
     script = stage / PREFIX.lstrip("/") / "lib/quicknat/bin/quicknat"
@@ -56,7 +70,42 @@ def test_install_for_a_prefix_then_uninstall(tmp_path: Path) -> None:
     assert "/var/log/quicknat/*.log" in (stage / "etc/logrotate.d/quicknat").read_text()
     scripts = [p for p in script.parent.iterdir() if p.is_file() and not p.is_symlink()]
     assert not [p.name for p in scripts if str(stage) in p.read_text(errors="replace")]
+    if os.geteuid() == 0:
+        a_program_compiles_with_the_installed_headers(stage, tmp_path)
     installed = files_under(stage)
     done = make("uninstall", stage)
     assert done.returncode == 0, done.stdout + done.stderr
     assert files_under(stage) == set(), f"left behind of {len(installed)} files"
+
+
+def a_program_compiles_with_the_installed_headers(stage: Path, tmp_path: Path) -> None:
+    """The staged quicknat-swx, told what quicknat-swx@.service tells it
+    (--dpdk-internal PREFIX/share/..., a cache of its own), takes the
+    program pushed by finsy: its pipeline compiles with the headers that
+    `make install` put there and no others."""
+    prefix = stage / PREFIX.lstrip("/")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = int(probe.getsockname()[1])
+    command = swx.null_switch_command([1], f"127.0.0.1:{port}", tmp_path)
+    command[0] = str(prefix / "bin/quicknat-swx")
+    command += ["--cache", str(tmp_path / "cache"),
+                "--dpdk-internal", str(prefix / "share/quicknat/dpdk-internal")]  # fmt: skip
+    proc = start(command, tmp_path / "swx.log")
+    try:
+        wait_for_tcp("127.0.0.1", port, 30, proc)
+        options = finsy.SwitchOptions(
+            p4info=swx.BUILD / "quicknat.p4info.txtpb",
+            p4blob=swx.BUILD / swx.DEVICE_CONFIG,
+            device_id=1,
+        )
+
+        async def push() -> None:
+            async with finsy.Switch("installed", f"127.0.0.1:{port}", options):
+                pass
+
+        asyncio.run(asyncio.wait_for(push(), 120))
+        assert list((tmp_path / "cache").glob("pipeline-*.so")), (tmp_path / "swx.log").read_text()
+    finally:
+        stop(proc)
+        swx.remove_runtime_dir(tmp_path)

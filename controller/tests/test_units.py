@@ -16,13 +16,16 @@ from quicknat.socket_paths import socket_path
 ROOT = Path(__file__).resolve().parents[2]
 QUICKNAT = ROOT / ".venv" / "bin" / "quicknat"
 SWPATH = ROOT / "swpath" / "build" / "app" / "quicknat-swpath"
+SWX = ROOT / "swpath" / "build" / "swx" / "quicknat-swx"
 CONTROLLER_UNIT = ROOT / "controller" / "systemd" / "quicknat-controller@.service.in"
 EXPORTER_UNIT = ROOT / "controller" / "systemd" / "quicknat-exporter@.service.in"
 SWPATH_UNIT = ROOT / "swpath" / "systemd" / "quicknat-swpath@.service.in"
-UNITS = [CONTROLLER_UNIT, EXPORTER_UNIT, SWPATH_UNIT]
+SWX_UNIT = ROOT / "swpath" / "systemd" / "quicknat-swx@.service.in"
+UNITS = [CONTROLLER_UNIT, EXPORTER_UNIT, SWPATH_UNIT, SWX_UNIT]
 # Issue #32's targets: the controller (and the exporter, as bare) at most 4.0,
-# swpath, which DPDK forces to keep devices and capabilities, at most 6.0.
-MOST_EXPOSURE = {CONTROLLER_UNIT: 4.0, EXPORTER_UNIT: 4.0, SWPATH_UNIT: 6.0}
+# swpath and quicknat-swx, which DPDK forces to keep devices and
+# capabilities, at most 6.0.
+MOST_EXPOSURE = {CONTROLLER_UNIT: 4.0, EXPORTER_UNIT: 4.0, SWPATH_UNIT: 6.0, SWX_UNIT: 6.0}
 needs_analyze = pytest.mark.skipif(
     shutil.which("systemd-analyze") is None, reason="no systemd-analyze (systemd not installed)"
 )
@@ -33,6 +36,8 @@ def installed(unit: Path, directory: Path) -> Path:
     place of PREFIX's (systemd-analyze verify checks that they exist)."""
     text = unit.read_text()
     text = text.replace("@PREFIX@/bin/quicknat-swpath", str(SWPATH))
+    text = text.replace("@PREFIX@/bin/quicknat-swx", str(SWX))
+    text = text.replace("@PREFIX@/share/quicknat/dpdk-internal", "/usr/share/quicknat")
     text = text.replace("@PREFIX@/bin/quicknat ", f"{QUICKNAT} ")
     assert "@PREFIX@/" not in text, "a program the test does not know"
     path = directory / unit.name.removesuffix(".in").replace("@", "@lab")
@@ -43,8 +48,8 @@ def installed(unit: Path, directory: Path) -> Path:
 @needs_analyze
 @pytest.mark.parametrize("unit", UNITS, ids=lambda p: p.name)
 def test_unit_verifies(unit: Path, tmp_path: Path) -> None:
-    if not SWPATH.exists():
-        pytest.skip("quicknat-swpath is not built (make build)")
+    if not SWPATH.exists() or not SWX.exists():
+        pytest.skip("quicknat-swpath or quicknat-swx is not built (make build)")
     out = subprocess.run(
         ["systemd-analyze", "verify", str(installed(unit, tmp_path))],
         capture_output=True,
@@ -119,3 +124,17 @@ def test_event_logs_go_where_logrotate_looks() -> None:
         assert directive(unit, "LogsDirectory") == ["quicknat"]
     assert "/var/log/quicknat/*.log {" in logrotate
     assert "'quicknat-swpath@*.service'" in logrotate and "--signal=HUP" in logrotate
+
+
+def test_the_switch_unit_names_the_directories_systemd_and_install_make() -> None:
+    """quicknat-swx@NAME compiles a pushed program into the cache directory
+    systemd makes it, with the headers `make install` puts in PREFIX/share
+    (swpath/swx/Makefile), and DPDK's runtime directory is its file prefix's."""
+    start = directive(SWX_UNIT, "ExecStart")[0].replace("%i", "edge")
+    cache = directive(SWX_UNIT, "CacheDirectory")[0].replace("%i", "edge")
+    assert option(start, "--cache") == f"/var/cache/{cache}"
+    assert option(start, "--dpdk-internal") == "@PREFIX@/share/quicknat/dpdk-internal"
+    runtime = directive(SWX_UNIT, "RuntimeDirectory")[0].replace("%i", "edge")
+    assert runtime == f"dpdk/{option(start, '--file-prefix')}"
+    makefile = (ROOT / "swpath" / "swx" / "Makefile").read_text()
+    assert "SHARE := $(DESTDIR)$(PREFIX)/share/quicknat/dpdk-internal" in makefile
