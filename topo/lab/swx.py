@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 import shutil
-import socket
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -136,13 +134,8 @@ def remove_runtime_dir(workdir: Path) -> None:
 
 def telemetry(prefix: str, command: str) -> object:
     """One command over the telemetry socket of the DPDK process of EAL file
-    prefix `prefix` (file_prefix for a lab's switch) (the protocol of
-    usertools/dpdk-telemetry.py: a hello of the process's details first,
-    then one JSON reply a command)."""
-    path = Path("/var/run/dpdk") / prefix / "dpdk_telemetry.v2"
-    with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as s:
-        s.settimeout(5)
-        s.connect(str(path))
-        hello = json.loads(s.recv(1024))
-        s.send(command.encode())
-        return json.loads(s.recv(hello["max_output_len"]))[command]
+    prefix `prefix` (file_prefix for a lab's switch): quicknat.dpdk_telemetry,
+    the exporter's reader. (Imported here, as in learned().)"""
+    from quicknat.dpdk_telemetry import query
+
+    return query(prefix, command)
