@@ -139,13 +139,25 @@ def _exporter(args: argparse.Namespace) -> int:
             return {"up": False}
         return {"up": True, **answer}
 
+    def read_switch() -> tuple[dict[str, Any], dict[str, Any]]:
+        from quicknat.dpdk_telemetry import query as ask
+
+        ports = ask(args.swx, "/quicknat_swx/ports", timeout=2.0)
+        tables = ask(args.swx, "/quicknat_swx/tables", timeout=2.0)
+        if not isinstance(ports, dict) or not isinstance(tables, dict):
+            raise ValueError(f"--swx {args.swx}: not quicknat-swx's telemetry")
+        return ports, tables
+
     async def main() -> None:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
         host, port = split_address(args.listen)
-        server = await serve_metrics(host, port, registry(read, args.path, data_path_process=True))
+        scraped = registry(
+            read, args.path, data_path_process=True, switch=read_switch if args.swx else None
+        )
+        server = await serve_metrics(host, port, scraped)
         await stop.wait()
         server.close()
         await server.wait_closed()
@@ -514,6 +526,13 @@ def _exporter_command(sub: Subparsers) -> None:
         "--listen", type=_address, default="127.0.0.1:9101", help="HOST:PORT to serve on"
     )
     exporter.add_argument("--path", default="swpath", help="the `path` label of its metrics")
+    exporter.add_argument(
+        "--swx",
+        metavar="PREFIX",
+        help="also quicknat-swx's ports, tables and drops (quicknat_switch_*), from the DPDK "
+        "telemetry of the switch of EAL --file-prefix PREFIX "
+        "(quicknat-swx@NAME: quicknat-swx-NAME)",
+    )
     exporter.set_defaults(status="exporter")
 
 

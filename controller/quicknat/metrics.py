@@ -32,6 +32,9 @@ Process: `process_*` of the serving process (prometheus_client's
 ProcessCollector); the exporter adds swpath's as `quicknat_swpath_process_*`
 (the pid its `stats` gives).
 
+The switch: with `--swx PREFIX` the exporter adds quicknat-swx's own counts,
+`quicknat_switch_*` (switch_metrics.py).
+
 Every counter exists from start-up at zero on both paths, so rates work from
 the first scrape.
 """
@@ -54,6 +57,7 @@ from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from quicknat.counter_families import FAMILIES, metric_of
+from quicknat.switch_metrics import SWITCH_FAMILIES, SwitchCollector
 
 # stats "histograms" key -> (family, help)
 HISTOGRAMS: dict[str, tuple[str, str]] = {
@@ -197,12 +201,18 @@ class _StatsCollector(Collector):
 
 
 def registry(
-    read: Callable[[], dict[str, Any]], path: str, data_path_process: bool = False
+    read: Callable[[], dict[str, Any]],
+    path: str,
+    data_path_process: bool = False,
+    switch: Callable[[], tuple[dict[str, Any], dict[str, Any]]] | None = None,
 ) -> CollectorRegistry:
     """What one scrape collects: the stats of `read`, this process's process
-    metrics, and (the exporter: `data_path_process`) the data path's."""
+    metrics, (the exporter: `data_path_process`) the data path's, and with
+    `switch` (the exporter's --swx) quicknat-swx's telemetry."""
     result = CollectorRegistry(auto_describe=False)
     result.register(_StatsCollector(read, path, data_path_process))
+    if switch is not None:
+        result.register(SwitchCollector(switch))
     ProcessCollector(registry=result)
     return result
 
@@ -255,6 +265,8 @@ def family_names() -> dict[str, set[str]]:
     for name, _ in HISTOGRAMS.values():
         names[name + "_bucket"] = {"path", "le"}
         names[name + "_sum"] = names[name + "_count"] = {"path"}
+    for name, (_, labels) in SWITCH_FAMILIES.items():
+        names[name] = set(labels)  # no path: one switch, whichever path asks
     # the data path's process metrics, as the exporter names them
     collector = ProcessCollector(namespace=SWPATH_PROCESS_NAMESPACE, registry=None)
     for metric in collector.collect():

@@ -27,7 +27,9 @@ ALLOWED = {
     "events": {"addr", "rules", "config", "nat", "event_export", "ipfix"},
     "event_export": {"addr", "ipfix"},
     "ipfix": set(),
-    "metrics": {"counters", "counter_families"},
+    "metrics": {"counters", "counter_families", "switch_metrics"},
+    "switch_metrics": set(),  # quicknat-swx's telemetry as metric families
+    "dpdk_telemetry": set(),  # a DPDK process's telemetry socket (the exporter's --swx)
     "p4rt": set(),
     "p4": set(),  # the compiled P4 program, and its constants (generated)
     "offload": {"addr", "nat"},  # a slow-path instance's session events
@@ -50,6 +52,7 @@ PURE = {
     "ipfix",
     "p4",
     "stats_view",
+    "switch_metrics",
 }
 IO_MODULES = {"asyncio", "socket", "grpc", "subprocess", "finsy"}
 
