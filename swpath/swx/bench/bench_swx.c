@@ -357,7 +357,7 @@ int
 main(int argc, char **argv)
 {
 	char *eal[] = { argv[0], "--no-huge", "--no-pci", "-m", "1024", "--no-shconf",
-			"--log-level", "*:error", "--file-prefix", "bench-swx", "-l", "0" };
+			"--no-telemetry", "--log-level", "*:error", "--file-prefix", "bench-swx", "-l", "0" };
 	char frames[64], learn_frames[64], cache[64], line[256];
 	uint32_t sessions;
 	double seconds;
@@ -376,6 +376,7 @@ main(int argc, char **argv)
 	seconds = strtod(argv[3], NULL);
 	if (rte_eal_init(sizeof(eal) / sizeof(eal[0]), eal) < 0)
 		return 1;
+	bench_remove_runtime_dir_at_exit();
 	snprintf(frames, sizeof(frames), "/tmp/bench-swx-%d.pcap", (int)getpid());
 	snprintf(learn_frames, sizeof(learn_frames), "/tmp/bench-swx-%d-learn.pcap", (int)getpid());
 	snprintf(cache, sizeof(cache), "%s", getenv("BENCH_SWX_CACHE") ? getenv("BENCH_SWX_CACHE") : "");

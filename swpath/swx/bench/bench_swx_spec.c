@@ -323,7 +323,7 @@ int
 main(int argc, char **argv)
 {
 	char *eal[] = { argv[0], "--no-huge", "--no-pci", "-m", "1024", "--no-shconf",
-			"--log-level", "*:error", "--file-prefix", "bench-swx-spec", "-l", "0" };
+			"--no-telemetry", "--log-level", "*:error", "--file-prefix", "bench-swx-spec", "-l", "0" };
 	struct args a = { 0 };
 	char cache[256], rm[300];
 	struct rte_swx_ctl_pipeline *ctl = NULL;
@@ -344,6 +344,7 @@ main(int argc, char **argv)
 	}
 	if (rte_eal_init(sizeof(eal) / sizeof(eal[0]), eal) < 0)
 		return 1;
+	bench_remove_runtime_dir_at_exit();
 	snprintf(cache, sizeof(cache), "%s", a.cache ? a.cache : "");
 	if (cache[0] == '\0')
 		snprintf(cache, sizeof(cache), "/tmp/bench-swx-spec-%d", (int)getpid());

@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <rte_cycles.h>
+#include <rte_eal.h>
 #include <rte_swx_ctl.h>
 #include <rte_swx_pipeline.h>
 
@@ -192,6 +195,21 @@ bench_run_timed(struct rte_swx_pipeline *p, uint32_t count_mask, uint32_t warmup
 	rte_swx_pipeline_flush(p);
 	return (struct bench_rate){ .packets = bench_out_packets(p, count_mask) - before,
 				    .seconds = (double)(t1 - t0) / (double)hz };
+}
+
+static char runtime_dir[PATH_MAX];
+
+static void
+remove_runtime_dir(void)
+{
+	rmdir(runtime_dir);
+}
+
+void
+bench_remove_runtime_dir_at_exit(void)
+{
+	snprintf(runtime_dir, sizeof(runtime_dir), "%s", rte_eal_get_runtime_dir());
+	atexit(remove_runtime_dir);
 }
 
 void

@@ -67,4 +67,9 @@ struct bench_rate bench_run_timed(struct rte_swx_pipeline *p, uint32_t count_mas
  * (src/tables.c) and frees each object once. */
 void bench_teardown(struct rte_swx_ctl_pipeline *ctl, struct rte_swx_pipeline *p);
 
+/* After rte_eal_init: the EAL's runtime directory (empty: the benches run
+ * with --no-shconf and no telemetry) is removed at exit, however the bench
+ * exits, so none is left under /var/run/dpdk. */
+void bench_remove_runtime_dir_at_exit(void);
+
 #endif /* SWX_BENCH_HARNESS_H */

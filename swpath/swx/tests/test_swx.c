@@ -5,6 +5,7 @@
  * and the input guard. Packets go through rings and the pipeline is run by
  * the test itself (no pipeline thread).
  */
+#include <limits.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdbool.h>
@@ -485,7 +486,7 @@ int
 main(int argc, char **argv)
 {
 	char *eal[] = { argv[0], "--no-huge", "--no-pci", "-m", "256", "--no-shconf",
-			"--log-level", "*:error", "--file-prefix", "swx-test" };
+			"--no-telemetry", "--log-level", "*:error", "--file-prefix", "swx-test" };
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_exact_add_modify_delete),
 		cmocka_unit_test(test_entry_ids_are_key_slots),
@@ -497,6 +498,7 @@ main(int argc, char **argv)
 		cmocka_unit_test(test_bad_spec_says_where),
 		cmocka_unit_test(test_checksum_needs_no_strict_aliasing),
 	};
+	char runtime_dir[PATH_MAX];
 	int failed;
 
 	(void)argc;
@@ -510,6 +512,9 @@ main(int argc, char **argv)
 		return 1;
 	failed = cmocka_run_group_tests(tests, setup, teardown);
 	printf("%d passed, %d failed\n", (int)(sizeof(tests) / sizeof(tests[0])) - failed, failed);
+	/* the EAL leaves its runtime directory behind, empty */
+	snprintf(runtime_dir, sizeof(runtime_dir), "%s", rte_eal_get_runtime_dir());
 	rte_eal_cleanup();
+	rmdir(runtime_dir);
 	return failed != 0;
 }
