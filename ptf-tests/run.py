@@ -234,7 +234,12 @@ def main() -> int:
         ).returncode
     finally:
         topo.delete()
-    print(f"logs: {workdir}")
+    if code == 0 and args.workdir is None:
+        # a run that passed leaves nothing in /tmp; a failed one its logs
+        shutil.rmtree(workdir, ignore_errors=True)
+        print("logs: removed, every test passed (--workdir DIR keeps them)")
+    else:
+        print(f"logs: {workdir}")
     return code
 
 

@@ -37,6 +37,7 @@ import argparse
 import ipaddress
 import json
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -738,7 +739,10 @@ def main() -> int:
     except (RuntimeError, subprocess.SubprocessError) as exc:
         print(f"{suite}: the lab did not come up: {exc}; logs in {workdir}")
         passed, failed = 0, len(names)
-    print(f"logs: {workdir}")
+    if failed:
+        print(f"logs: {workdir}")
+    else:  # a run that passed leaves nothing in /tmp
+        shutil.rmtree(workdir, ignore_errors=True)
     print(f"{suite}: {passed} passed, {failed} failed, 0 skipped")
     return 1 if failed else 0
 
