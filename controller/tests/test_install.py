@@ -4,7 +4,6 @@ a pip install of the controller (about 30 s; pip needs its index or cache)."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import re
 import shutil
@@ -12,7 +11,6 @@ import socket
 import subprocess
 from pathlib import Path
 
-import finsy
 import pytest
 from lab import swx
 from lab.processes import start, stop, wait_for_tcp
@@ -94,17 +92,7 @@ def a_program_compiles_with_the_installed_headers(stage: Path, tmp_path: Path) -
     proc = start(command, tmp_path / "swx.log")
     try:
         wait_for_tcp("127.0.0.1", port, 30, proc)
-        options = finsy.SwitchOptions(
-            p4info=swx.BUILD / "quicknat.p4info.txtpb",
-            p4blob=swx.BUILD / swx.DEVICE_CONFIG,
-            device_id=1,
-        )
-
-        async def push() -> None:
-            async with finsy.Switch("installed", f"127.0.0.1:{port}", options):
-                pass
-
-        asyncio.run(asyncio.wait_for(push(), 120))
+        swx.push_with_finsy(f"127.0.0.1:{port}", 120)
         assert list((tmp_path / "cache").glob("pipeline-*.so")), (tmp_path / "swx.log").read_text()
     finally:
         stop(proc)

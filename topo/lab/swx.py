@@ -97,6 +97,24 @@ def command(
     ]
 
 
+def push_with_finsy(grpc_addr: str, timeout: float) -> None:
+    """The program (BUILD's spec and P4Info) pushed to the switch at
+    `grpc_addr` by finsy, a P4Runtime client from PyPI that nobody here
+    wrote, within `timeout` seconds (a first push compiles the pipeline).
+    (Imported here, as in learned().)"""
+    import finsy
+
+    options = finsy.SwitchOptions(
+        p4info=BUILD / "quicknat.p4info.txtpb", p4blob=BUILD / DEVICE_CONFIG, device_id=1
+    )
+
+    async def push() -> None:
+        async with finsy.Switch("quicknat-swx", grpc_addr, options):
+            pass
+
+    asyncio.run(asyncio.wait_for(push(), timeout))
+
+
 def learned(grpc_addr: str) -> int:
     """Sessions the switch learned so far, by the program's own count: the
     learn tags that missed its in2out learner and so added an entry

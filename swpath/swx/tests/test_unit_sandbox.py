@@ -9,7 +9,6 @@ as a test gets)."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import shutil
 import socket
@@ -18,7 +17,6 @@ import sys
 import time
 from pathlib import Path
 
-import finsy
 import pytest
 from lab import swx
 
@@ -75,17 +73,7 @@ def test_the_switch_runs_and_compiles_a_program_in_its_sandbox(tmp_path: Path) -
                     break
             assert time.monotonic() < deadline, "quicknat-swx is not serving P4Runtime"
             time.sleep(0.2)
-        options = finsy.SwitchOptions(
-            p4info=swx.BUILD / "quicknat.p4info.txtpb",
-            p4blob=swx.BUILD / swx.DEVICE_CONFIG,
-            device_id=1,
-        )
-
-        async def push() -> None:
-            async with finsy.Switch("sandboxed", f"127.0.0.1:{port}", options):
-                pass
-
-        asyncio.run(asyncio.wait_for(push(), 180))
+        swx.push_with_finsy(f"127.0.0.1:{port}", 180)
         assert list(cache.glob("pipeline-*.so")), "the program was not compiled in the cache"
     finally:
         _out, err = stop(proc)
