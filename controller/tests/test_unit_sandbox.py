@@ -59,12 +59,7 @@ def test_controller_runs_and_reloads_in_its_sandbox(tmp_path: Path) -> None:
     argv = controller.command("ExecStart", {"QUICKNAT_ARGS": "--grpc-addr 127.0.0.1:1"})
     sock = tmp_path / "controller-lab.sock"
     assert str(sock) in argv
-    proc = subprocess.Popen(
-        controller.wrap(argv, tmp_path / "controller.trace"),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = controller.start(argv, tmp_path / "controller.trace")
     try:
         stats = wait_answer(sock, proc)
         assert isinstance(stats, dict) and stats["connected"] is False
@@ -95,12 +90,7 @@ def test_exporter_runs_in_its_sandbox(tmp_path: Path) -> None:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     argv[argv.index("127.0.0.1:0")] = f"127.0.0.1:{port}"
-    proc = subprocess.Popen(
-        exporter.wrap(argv, tmp_path / "exporter.trace"),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = exporter.start(argv, tmp_path / "exporter.trace")
     try:
         body = ""
         deadline = time.monotonic() + 30

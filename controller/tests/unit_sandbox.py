@@ -77,6 +77,12 @@ class Unit:
             *argv,
         ]
 
+    def start(self, argv: list[str], trace: Path) -> subprocess.Popen[str]:
+        """argv started as wrap() runs it, its output kept for stop()."""
+        return subprocess.Popen(
+            self.wrap(argv, trace), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+
     def allowed_syscalls(self) -> tuple[set[str], set[str]]:
         """SystemCallFilter=: (allowed, denied); @default is always allowed."""
         allowed, denied = expand("@default"), set()

@@ -160,12 +160,7 @@ def case_unit_sandboxed_and_reloaded(app: str, tmp: Path) -> None:
     subprocess.run(shlex.split(pre), check=True)  # the TOML compiled to swpath's commands
     eal = f"--vdev net_af_packet0,iface={IN} --vdev net_af_packet1,iface={OUT} "
     env = {"SWPATH_EAL": eal + "--no-shconf --no-huge -m 512 --no-pci", "SWPATH_ARGS": ""}
-    proc = subprocess.Popen(
-        unit.wrap(unit.command("ExecStart", env), tmp / "swpath.trace"),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = unit.start(unit.command("ExecStart", env), tmp / "swpath.trace")
     sock = tmp / "swpath-lab.sock"
     try:
         wait_answer(sock, proc)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import shutil
 import socket
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -58,12 +57,7 @@ def test_the_switch_runs_and_compiles_a_program_in_its_sandbox(tmp_path: Path) -
     )
     cache = tmp_path / "cache" / f"swx-{name}"
     assert str(cache) in argv
-    proc = subprocess.Popen(
-        unit.wrap(argv, tmp_path / "swx.trace"),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = unit.start(argv, tmp_path / "swx.trace")
     try:
         deadline = time.monotonic() + 60
         while True:
