@@ -43,6 +43,14 @@ class Program:
     def field_id(self, table: str, field: str) -> int:
         return next(int(m.id) for m in self.tables[table].match_fields if m.name == field)
 
+    def packet_out_to(self, port: int) -> p4r.StreamMessageRequest:
+        """A 60-byte packet-out sent straight to `port` (mode 0: the program
+        forwards it as it is)."""
+        ids = {m.name: m.id for m in self.packet_out.metadata}
+        values = {"egress_port": port.to_bytes(4, "big"), "ingress_port": b"\x00", "mode": b"\x00"}
+        metadata = [p4r.PacketMetadata(metadata_id=ids[n], value=v) for n, v in values.items()]
+        return p4r.StreamMessageRequest(packet=p4r.PacketOut(payload=bytes(60), metadata=metadata))
+
     def action(self, name: str, **params: bytes) -> p4r.Action:
         a = self.actions[name]
         ids = {p.name: p.id for p in a.params}

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 from conftest import Switch, requires_switch
-from finsy.proto import p4r
 from p4runtime_session import WAIT_S, Client, Program
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -92,17 +91,8 @@ def test_the_exporter_serves_the_switchs_counts(switch: Switch, exporter: str) -
         assert ("table", "core_nat_nat_in2out") in {
             label for _, labels in lookups for label in labels
         }
-        ids = {m.name: m.id for m in PROGRAM.packet_out.metadata}
         for egress in (5, 64):
-            values = {
-                "egress_port": egress.to_bytes(4, "big"),
-                "ingress_port": b"\x00",
-                "mode": b"\x00",
-            }
-            metadata = [p4r.PacketMetadata(metadata_id=ids[n], value=v) for n, v in values.items()]
-            client.send(
-                p4r.StreamMessageRequest(packet=p4r.PacketOut(payload=bytes(60), metadata=metadata))
-            )
+            client.send(PROGRAM.packet_out_to(egress))
         drops = "quicknat_switch_output_drops_total"
         keys = [(drops, (("reason", "no_device"),)), (drops, (("reason", "program"),))]
         deadline = time.monotonic() + WAIT_S

@@ -755,12 +755,6 @@ def test_a_packet_out_to_a_port_with_no_device_is_a_counted_drop_and_the_switch_
     (/quicknat_swx/ports' dropped.no_device); one past 63 the program drops
     (dropped.by_program). The switch (ports 1 and 2) then still sends what
     goes to port 1."""
-    ids = {m.name: m.id for m in PROGRAM.packet_out.metadata}
-
-    def direct(port: int) -> p4r.StreamMessageRequest:
-        values = {"egress_port": port.to_bytes(4, "big"), "ingress_port": b"\x00", "mode": b"\x00"}
-        metadata = [p4r.PacketMetadata(metadata_id=ids[n], value=v) for n, v in values.items()]
-        return p4r.StreamMessageRequest(packet=p4r.PacketOut(payload=bytes(60), metadata=metadata))
 
     def counts() -> dict[str, int]:
         ports = telemetry(switch.prefix, "/quicknat_swx/ports")
@@ -773,8 +767,8 @@ def test_a_packet_out_to_a_port_with_no_device_is_a_counted_drop_and_the_switch_
 
     before = counts()
     for port in (3, 5, 63, 64, 100_000):
-        primary.send(direct(port))
-    primary.send(direct(1))
+        primary.send(PROGRAM.packet_out_to(port))
+    primary.send(PROGRAM.packet_out_to(1))
     deadline = time.monotonic() + WAIT_S
     while counts()["1"] == before["1"] and time.monotonic() < deadline:
         time.sleep(0.05)
