@@ -44,6 +44,13 @@ struct sp_test_heard {
 		uint32_t id;
 		uint32_t time;
 	} sessions[SP_TEST_HEARD_MAX];
+	unsigned n_held;
+	struct {
+		uint32_t ext_addr;      /* network order, as the session */
+		uint16_t ext_port;
+		uint8_t proto;
+		uint32_t end;
+	} held[SP_TEST_HEARD_MAX];
 };
 
 static inline void
@@ -70,12 +77,29 @@ sp_test_heard_event(void *ctx, const struct sp_event *ev)
 		h->events[h->n_events++] = *ev;
 }
 
+static inline void
+sp_test_heard_held(void *ctx, const struct sp_session *s, uint32_t end,
+		   uint32_t now)
+{
+	struct sp_test_heard *h = ctx;
+
+	(void)now;
+	if (h->n_held == SP_TEST_HEARD_MAX)
+		return;
+	h->held[h->n_held].ext_addr = s->ext_addr;
+	h->held[h->n_held].ext_port = s->ext_port;
+	h->held[h->n_held].proto = s->proto;
+	h->held[h->n_held].end = end;
+	h->n_held++;
+}
+
 static inline struct sp_nat_observer
 sp_test_observer(struct sp_test_heard *h)
 {
 	return (struct sp_nat_observer){
 		.session = sp_test_heard_session,
-		.event = sp_test_heard_event, .ctx = h,
+		.event = sp_test_heard_event, .held = sp_test_heard_held,
+		.ctx = h,
 	};
 }
 

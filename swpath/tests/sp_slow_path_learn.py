@@ -37,6 +37,7 @@ from sp_slow_path import (
     COMMANDS,
     GATEWAY_MAC,
     HOSTS,
+    OWN_BLOCK,
     POOL,
     REMOTE,
     SLOW,
@@ -309,6 +310,79 @@ CASES: list[Callable[[Nat], None]] = [
 ]
 
 
+# restart_keeps_held_port: one worker, the pool one port, UDP's lease long
+# enough to span two restarts.
+HELD_LEASE_S = 12
+HELD_PORT = 5000
+HELD_COMMANDS = (
+    COMMANDS.replace(
+        f"ports {OWN_BLOCK[0]}-{OWN_BLOCK[1]} addresses {POOL}",
+        f"ports {HELD_PORT}-{HELD_PORT} addresses {POOL[1]}/32",
+    )
+    + "offload learn on\n"
+    + f"offload lease udp class {UDP_CLASS} seconds {HELD_LEASE_S}\n"
+)
+
+
+def refused(flow: list[Packet], what: str) -> None:
+    """No port for the flow: what comes back is the ICMP error a NAT out of
+    ports sends (type 3, code 13), nothing translated."""
+    got = exchange(flow, 1, timeout=1.0)
+    eq(
+        [(p[IP].src, p[ICMP].type, p[ICMP].code) for p in got if ICMP in p],
+        [("192.0.2.1", 3, 13)],
+        what,
+    )
+    eq(len(got), 1, what)
+
+
+def restart_keeps_held_port(app: str, tmp: Path) -> None:
+    """A session the switch learned and an operator deleted holds its port
+    until the switch's lease ends; a process that takes the state file over
+    (kill -9, then --state) holds it as long, and so does the next one: with
+    the pool's only port held, a new flow gets none (drop_pool_exhausted,
+    not the quiet period: nothing was lost), then gets that very port once
+    the lease is over."""
+    state = tmp / "held.state"
+    extra = ("--state", str(state), "--lcores-workers", "1")
+    flow = [inside(HOSTS[3], UDP(sport=7300, dport=53))]
+    other = [inside(HOSTS[4], UDP(sport=7400, dport=53))]
+    procs: list[Nat] = []
+    try:
+        procs.append(Nat(app, tmp, HELD_COMMANDS, devices=(SLOW,), extra=extra, name="a"))
+        eq(procs[0].lines("offload fresh")[-1], "ok", "offload fresh: no lease of ours")
+        got = exchange(flow, 1)
+        eq(len(got), 1, "translated")
+        tagged_at = time.monotonic()
+        fields, ip = learn_tag(got[0])
+        eq((ip.src, ip[UDP].sport), (str(POOL[1]), HELD_PORT), "the pool's one port")
+        eq(fields[4], UDP_CLASS, "the UDP lease class")
+        answer = procs[0].lines(f"sessions delete src {HOSTS[3]}")
+        eq(answer, ['{"deleted": 1}'], "sessions delete")
+        refused(other, "held in the process that deleted it")
+        procs[0].kill()
+        for name in ("b", "c"):
+            nat = Nat(app, tmp, HELD_COMMANDS, devices=(SLOW,), extra=extra, name=name)
+            procs.append(nat)
+            refused(other, f"held after the restart ({name})")
+            c = counters(nat)
+            eq(c["drop_pool_exhausted"], 1, f"{name}: the pool's port is held")
+            eq(c["learn_quiet_refused"], 0, f"{name}: no quiet period (nothing lost)")
+            nat.kill()
+            assert "1 ports stay held until the switch's lease" in nat.log(), nat.log()
+        assert time.monotonic() < tagged_at + HELD_LEASE_S - 1, "the restarts outlasted the lease"
+        nat = Nat(app, tmp, HELD_COMMANDS, devices=(SLOW,), extra=extra, name="d")
+        procs.append(nat)
+        time.sleep(max(0.0, tagged_at + HELD_LEASE_S + 0.5 - time.monotonic()))
+        got = exchange(other, 1)
+        eq(len(got), 1, "translated once the lease is over")
+        _, ip = learn_tag(got[0])
+        eq((ip.src, ip[UDP].sport), (str(POOL[1]), HELD_PORT), "that very port")
+    finally:
+        for nat in procs:
+            nat.kill()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--app", required=True)
@@ -339,6 +413,13 @@ def main() -> int:
             else:
                 failed += 1
                 print(f"FAIL clean_exit: status {rc}")
+            try:
+                restart_keeps_held_port(args.app, Path(tmp))
+                passed += 1
+                print("ok   restart_keeps_held_port")
+            except Exception as exc:
+                failed += 1
+                print(f"FAIL restart_keeps_held_port: {exc}")
     except Exception as exc:
         failed += 1
         print(f"FAIL setup: {exc}")

@@ -19,6 +19,7 @@
 #include "control/learn_quiet.h"
 #include "control/publish.h"
 #include "control/setup.h"
+#include "core/adopt.h"
 #include "core/learn.h"
 #include "core/lifecycle.h"
 #include "core/nat.h"
@@ -26,6 +27,7 @@
 #include "dataplane/dispatch.h"
 #include "dataplane/learn.h"
 #include "dataplane/packet.h"
+#include "persist/session_store.h"
 #include "qns.h"
 
 #define HEADROOM 128
@@ -511,6 +513,11 @@ test_deleted_leased_port_held(void **state)
 	assert_int_equal(nat.n_sessions, 0);
 	assert_int_equal(nat.n_mappings, 0);
 	assert_int_equal(counters[SP_CNT_sessions_deleted], 1);
+	/* the observer heard the hold, for the state file */
+	assert_int_equal(heard.n_held, 1);
+	assert_int_equal(heard.held[0].ext_port, port);
+	assert_int_equal(heard.held[0].proto, IPPROTO_UDP);
+	assert_int_equal(heard.held[0].end, T0 + 1000 + 120000);
 	/* long past the reuse time, one ms before the lease ends */
 	assert_int_equal(try_udp(r, 0x0a000003, T0 + 1000 + 120000 - 1),
 			 SP_CNT_drop_pool_exhausted);
@@ -546,6 +553,105 @@ test_deleted_port_without_lease(void **state)
 	assert_int_equal(nat.n_sessions, 1);
 	free(off);
 	free(r);
+}
+
+/* A successor's hold of UDP (addr, port) until end, read at T0. */
+static enum sp_adopt
+adopt_udp_hold(uint32_t addr, uint16_t port, uint32_t end)
+{
+	return sp_nat_adopt_hold(&nat, IPPROTO_UDP, addr, port, end, T0);
+}
+
+/* A successor's side: a hold read from the state file (sp_nat_adopt_hold)
+ * keeps a free port from every flow until its end, even as the pool's only
+ * port; one over already holds nothing; a port of no pool is said so. */
+static void
+test_adopted_hold_on_a_free_port(void **state)
+{
+	struct sp_runtime *r = learn_runtime(true, SP_LEARN_NONE);
+
+	(void)state;
+	one_port_pool();
+	r->reuse_ms = 1000;
+	assert_int_equal(adopt_udp_hold(0xcb007101, 1024, T0 + 50000),
+			 SP_ADOPT_OK);
+	assert_int_equal(try_udp(r, 0x0a000002, T0 + 50000 - 1),
+			 SP_CNT_drop_pool_exhausted);
+	/* a port the pool does not have, an address it does not have */
+	assert_int_equal(adopt_udp_hold(0xcb007101, 1025, T0 + 50000),
+			 SP_ADOPT_PORT);
+	assert_int_equal(adopt_udp_hold(0xcb007102, 1024, T0 + 50000),
+			 SP_ADOPT_PORT);
+	assert_int_equal(try_udp(r, 0x0a000002, T0 + 50000), SP_NAT_OK);
+	assert_int_equal(nat.sessions[0].ext_port, htobe16(1024));
+	free(r);
+}
+
+/* A hold of a port an adopted session's mapping keeps goes on the mapping:
+ * when its last session ends (here, deleted with no lease of its own) the
+ * port is held until the adopted hold's end, not released to rest. An
+ * earlier hold never shortens a later one. */
+static void
+test_adopted_hold_on_a_mapping(void **state)
+{
+	struct sp_runtime *r = learn_runtime(true, SP_LEARN_NONE);
+	struct sp_session_filter all = { 0 };
+
+	(void)state;
+	one_port_pool();
+	r->reuse_ms = 1000;
+	open_udp(r, 0x0a000002, T0);
+	assert_int_equal(adopt_udp_hold(0xcb007101, 1024, T0 + 60000),
+			 SP_ADOPT_OK);
+	assert_int_equal(adopt_udp_hold(0xcb007101, 1024, T0 + 30000),
+			 SP_ADOPT_OK);
+	assert_int_equal(sp_nat_delete(&nat, r, &all, T0 + 1000), 1);
+	assert_int_equal(nat.n_mappings, 0);
+	assert_int_equal(heard.n_held, 0);      /* never tagged: no hold */
+	assert_int_equal(try_udp(r, 0x0a000003, T0 + 60000 - 1),
+			 SP_CNT_drop_pool_exhausted);
+	assert_int_equal(try_udp(r, 0x0a000003, T0 + 60000), SP_NAT_OK);
+	free(r);
+}
+
+/* The state file's side of holds (persist/session_store.c): a worker
+ * writes each into the next record whose hold is over, round the records;
+ * with none left it marks its holds lost (the successor keeps the quiet
+ * period) and writes no more, not even once a record frees up. */
+static void
+test_store_hold_records(void **state)
+{
+	static struct sp_worker w;
+	uint64_t buf[(sizeof(struct sp_store_holds) +
+		      2 * sizeof(struct sp_store_hold)) / 8] = { 0 };
+	struct sp_store_holds *h = (struct sp_store_holds *)buf;
+	struct sp_session s = { .ext_addr = RTE_BE32(0xcb007101),
+				.ext_port = RTE_BE16(1024),
+				.proto = IPPROTO_UDP };
+
+	(void)state;
+	w.store_holds = h;
+	h->n = 2;
+	sp_store_hold(&w, &s, T0 + 100, T0);
+	sp_store_hold(&w, &s, T0 + 1000, T0);
+	assert_int_equal(h->rec[0].end, T0 + 100);
+	assert_int_equal(h->rec[0].ext_addr, 0xcb007101);
+	assert_int_equal(h->rec[0].ext_port, 1024);
+	assert_int_equal(h->rec[0].proto, IPPROTO_UDP);
+	assert_int_equal(h->rec[0].seq, 2);     /* even: written whole */
+	assert_int_equal(h->rec[1].end, T0 + 1000);
+	/* the first is over: its record takes the next */
+	sp_store_hold(&w, &s, T0 + 2000, T0 + 100);
+	assert_int_equal(h->rec[0].end, T0 + 2000);
+	assert_int_equal(h->rec[0].seq, 4);
+	assert_int_equal(h->lost, 0);
+	/* both live: lost, and no more writes */
+	sp_store_hold(&w, &s, T0 + 3000, T0 + 200);
+	assert_int_equal(h->lost, 1);
+	sp_store_hold(&w, &s, T0 + 4000, T0 + 2500);
+	assert_int_equal(h->rec[0].end, T0 + 2000);
+	assert_int_equal(h->rec[1].end, T0 + 1000);
+	w.store_holds = NULL;
 }
 
 /* Learn mode's quiet period: while the runtime says so no port is handed
@@ -706,6 +812,9 @@ main(void)
 		N(test_lease_kept_adopted_and_not_announced),
 		N(test_deleted_leased_port_held),
 		N(test_deleted_port_without_lease),
+		N(test_adopted_hold_on_a_free_port),
+		N(test_adopted_hold_on_a_mapping),
+		cmocka_unit_test(test_store_hold_records),
 		N(test_quiet_period_refuses_new_ports),
 		cmocka_unit_test(test_quiet_period_when),
 	};

@@ -157,6 +157,34 @@ sp_nat_adopt(struct sp_nat *nat, const struct sp_runtime *rt,
 	return SP_ADOPT_OK;
 }
 
+enum sp_adopt
+sp_nat_adopt_hold(struct sp_nat *nat, uint8_t proto, uint32_t ext_addr,
+		  uint16_t ext_port, uint32_t end, uint32_t now)
+{
+	struct sp_mapping *m;
+	uint32_t midx;
+
+	if ((int32_t)(end - now) <= 0)
+		return SP_ADOPT_OK;     /* the lease is over: nothing held */
+	m = sp_mapping_find(nat, 1, proto, ext_addr, ext_port, &midx);
+	if (m != NULL) {
+		/* its port goes when its last session does: held till then */
+		if (!m->leased || (int32_t)(end - m->lease_end) > 0)
+			m->lease_end = end;
+		m->leased = 1;
+		return SP_ADOPT_OK;
+	}
+	for (unsigned i = 0; i < SP_MAX_POOLS; i++) {
+		struct sp_pool *pool = sp_nat_pool(nat, (uint16_t)i);
+
+		if (pool != NULL &&
+		    sp_pool_hold(pool, &nat->alloc, sp_proto_index(proto),
+				 ext_addr, ext_port, end, now) == 0)
+			return SP_ADOPT_OK;
+	}
+	return SP_ADOPT_PORT;
+}
+
 /* The TCP flags that give a session the phase (sp_session_tcp_phase). */
 static uint8_t
 tcp_flags_of(enum sp_tcp_phase phase)

@@ -39,6 +39,19 @@ enum sp_adopt sp_nat_adopt(struct sp_nat *nat, const struct sp_runtime *rt,
 			   const struct sp_session *rec, uint32_t *sidx);
 
 /*
+ * Takes over a port hold a predecessor left (learn mode: a session the
+ * switch learned, deleted by an operator, lifecycle.c): the external
+ * endpoint (proto, ext_addr, ext_port; host order) is handed out to no flow
+ * before end (this process's clock). On its mapping when an adopted session
+ * keeps one, else on the port in its pool. Returns SP_ADOPT_OK, or
+ * SP_ADOPT_PORT when no pool gives this worker the port (nobody here hands
+ * it out). Only before the worker runs, after its sessions were adopted.
+ */
+enum sp_adopt sp_nat_adopt_hold(struct sp_nat *nat, uint8_t proto,
+				uint32_t ext_addr, uint16_t ext_port,
+				uint32_t end, uint32_t now);
+
+/*
  * The offload manager's word on one session (`session offload|idle|onload
  * ID PROTO INTERNAL REMOTE`): named by its id and found by its
  * inside-to-outside key. `session adopt PROTO INTERNAL EXTERNAL REMOTE

@@ -548,34 +548,77 @@ pool_address_index(const struct sp_pool *pool, uint32_t addr)
 	return -1;
 }
 
+/* Where port (addr, port) of the pool lives on ctx's worker: false when
+ * the address is not the pool's or the worker does not own the port. */
+static bool
+owned_slot(struct sp_pool *pool, const struct sp_alloc_ctx *ctx,
+	   uint32_t addr, uint16_t port, uint32_t *addr_idx,
+	   struct sp_pool_space **space, uint32_t *slot)
+{
+	int64_t a = pool_address_index(pool, addr);
+	struct candidates all;
+
+	if (a < 0)
+		return false;
+	*addr_idx = (uint32_t)a;
+	*space = &pool->space[ctx->worker * pool->n_addrs + *addr_idx];
+	all = (struct candidates){ .lo = 0, .hi = (*space)->n, .parity = -1 };
+	return pool_find_port(*space, &all, port, slot);
+}
+
 int
 sp_pool_claim(struct sp_pool *pool, struct sp_alloc_ctx *ctx, unsigned pi,
 	      uint32_t int_addr, uint32_t addr, uint16_t port,
 	      struct sp_alloc *out)
 {
-	int64_t a = pool_address_index(pool, addr);
 	struct sp_pool_space *s;
-	struct candidates all;
 	struct sp_binding *b;
-	uint32_t slot, hash;
+	uint32_t a, slot, hash;
 	int32_t pos;
 
-	if (a < 0)
-		return -ERANGE;
-	s = &pool->space[ctx->worker * pool->n_addrs + (uint32_t)a];
-	all = (struct candidates){ .lo = 0, .hi = s->n, .parity = -1 };
-	if (!pool_find_port(s, &all, port, &slot))
+	if (!owned_slot(pool, ctx, addr, port, &a, &s, &slot))
 		return -ERANGE;
 	if (s->state[pi][slot] == SP_PORT_USED)
 		return -EEXIST;
 	hash = binding_hash(ctx, pool->index, int_addr);
 	b = binding_find(ctx, pool->index, int_addr, hash, &pos);
-	if (b != NULL && b->addr_idx != (uint32_t)a)
+	if (b != NULL && b->addr_idx != a)
 		return -EEXIST;
-	if (b == NULL &&
-	    (b = binding_new(pool, ctx, int_addr, (uint32_t)a, hash)) == NULL)
+	if (b == NULL && (b = binding_new(pool, ctx, int_addr, a, hash)) == NULL)
 		return -ENOMEM;
-	slot_take(pool, s, b, pi, (uint32_t)a, slot, out);
+	slot_take(pool, s, b, pi, a, slot, out);
+	return 0;
+}
+
+/* A state that is a time (never FREE nor USED). */
+static uint32_t
+as_time(uint32_t t)
+{
+	if (t == SP_PORT_FREE)
+		return 1;
+	return t == SP_PORT_USED ? SP_PORT_USED - 1 : t;
+}
+
+int
+sp_pool_hold(struct sp_pool *pool, const struct sp_alloc_ctx *ctx,
+	     unsigned pi, uint32_t addr, uint16_t port, uint32_t until_ms,
+	     uint32_t now_ms)
+{
+	struct sp_pool_space *s;
+	uint32_t a, slot, st;
+
+	if (!owned_slot(pool, ctx, addr, port, &a, &s, &slot))
+		return -ERANGE;
+	st = s->state[pi][slot];
+	if (st == SP_PORT_USED)
+		return -EEXIST;
+	if ((int32_t)(until_ms - now_ms) <= 0)
+		return 0;               /* over: nothing to hold */
+	if (until_ms - now_ms > SP_LEASE_MAX_MS)
+		until_ms = now_ms + SP_LEASE_MAX_MS;
+	/* the later of two leases */
+	if (!slot_leased(st, now_ms) || (int32_t)(until_ms - st) > 0)
+		s->state[pi][slot] = as_time(until_ms);
 	return 0;
 }
 
@@ -639,13 +682,7 @@ sp_pool_release(struct sp_pool *pool, struct sp_alloc_ctx *ctx, unsigned pi,
 
 	if (hold_ms > SP_LEASE_MAX_MS)
 		hold_ms = SP_LEASE_MAX_MS;
-	now_ms += hold_ms;
-	/* A release time is never FREE (0) nor USED. */
-	if (now_ms == SP_PORT_FREE)
-		now_ms = 1;
-	else if (now_ms == SP_PORT_USED)
-		now_ms = SP_PORT_USED - 1;
-	s->state[pi][a->slot] = now_ms;
+	s->state[pi][a->slot] = as_time(now_ms + hold_ms);
 	(*used_count(s, pi, a->slot))--;
 	s->exhausted &= (uint8_t)~(1u << pi);   /* a port again: episode over */
 	b = binding_find(ctx, pool->index, int_addr, hash, &pos);

@@ -187,6 +187,18 @@ void sp_pool_release(struct sp_pool *pool, struct sp_alloc_ctx *ctx,
 		     uint32_t now_ms, uint32_t hold_ms);
 
 /*
+ * Holds port (addr, port) of protocol index pi until until_ms, as
+ * sp_pool_release with a hold would have left it: a port a predecessor
+ * released under a lease (learn mode), read from the state file
+ * (persist/session_store.h). A later lease already on it stays. Returns 0,
+ * -ERANGE (not a port of this pool that ctx's worker owns) or -EEXIST (in
+ * use: its mapping keeps it, and the hold goes on the mapping).
+ */
+int sp_pool_hold(struct sp_pool *pool, const struct sp_alloc_ctx *ctx,
+		 unsigned pi, uint32_t addr, uint16_t port, uint32_t until_ms,
+		 uint32_t now_ms);
+
+/*
  * Takes the one endpoint (addr, port) for int_addr, as sp_pool_allocate
  * would have handed it out: a session a restarted swpath adopts
  * (session_store.h), whose port must never be handed out again. Returns 0,

@@ -166,11 +166,12 @@ sp_nat_remove(struct sp_nat *nat, uint32_t sidx, enum sp_session_event why,
  * tagged without refreshing it). Handing the port to another flow before
  * then would put two flows on one external endpoint (RFC 4787 REQ-3, RFC
  * 6888 REQ-9), so its mapping keeps the latest such end and its port is
- * held until then when the mapping goes.
+ * held until then when the mapping goes. The observer hears it too: a
+ * successor process must hold the port as long (persist/session_store.h).
  */
 static void
 hold_for_lease(struct sp_nat *nat, const struct sp_runtime *rt,
-	       const struct sp_session *s)
+	       const struct sp_session *s, uint32_t now)
 {
 	struct sp_mapping *m;
 	uint32_t end;
@@ -182,6 +183,8 @@ hold_for_lease(struct sp_nat *nat, const struct sp_runtime *rt,
 	if (!m->leased || (int32_t)(end - m->lease_end) > 0)
 		m->lease_end = end;
 	m->leased = 1;
+	if (nat->obs.held != NULL && sp_nat_listens(nat, nat->obs.held_when))
+		nat->obs.held(nat->obs.ctx, s, end, now);
 }
 
 uint32_t
@@ -195,7 +198,7 @@ sp_nat_delete(struct sp_nat *nat, const struct sp_runtime *rt,
 
 		if (s->proto == 0 || !sp_session_matches(s, f))
 			continue;
-		hold_for_lease(nat, rt, s);
+		hold_for_lease(nat, rt, s, now);
 		sp_nat_remove(nat, i, SP_SESSION_DELETED, now);
 		deleted++;
 	}

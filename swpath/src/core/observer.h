@@ -74,6 +74,12 @@ struct sp_nat_observer {
 	void (*session)(void *ctx, const struct sp_session *s, uint32_t sidx,
 			enum sp_session_event ev, uint32_t now);
 	void (*event)(void *ctx, const struct sp_event *ev);
+	/* Learn mode: an operator deleted session s, which the switch learned
+	 * under a lease it does not give back: s's external endpoint is handed
+	 * out to no flow before end (lifecycle.c). Called while *listening &
+	 * held_when, before session() hears DELETED. */
+	void (*held)(void *ctx, const struct sp_session *s, uint32_t end,
+		     uint32_t now);
 	void *ctx;
 	/*
 	 * Whether anyone listens now, read (relaxed) before each call: a
@@ -86,6 +92,7 @@ struct sp_nat_observer {
 	const uint32_t *listening;
 	uint32_t session_when[SP_SESSION_EVENTS];
 	uint32_t events_when;
+	uint32_t held_when;
 	/* event() for SP_EVENT_SESSION_*: while *listening & this (0: never,
 	 * whatever listening says) */
 	uint32_t session_events_when;

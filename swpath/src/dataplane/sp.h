@@ -51,6 +51,7 @@
 
 struct qns;
 struct sp_frag;
+struct sp_store_holds;
 struct rte_hash;
 struct rte_lpm;
 struct rte_ring;
@@ -163,6 +164,7 @@ struct sp_worker {
 	struct rte_ring *stream_ring;           /* the session stream (SP/SC) */
 	struct sp_session *store;               /* the state file's copies of
 						 * this worker's sessions, or NULL */
+	struct sp_store_holds *store_holds;     /* and its port holds */
 	/* Which of those listen now (SP_LISTEN_*): the core calls its
 	 * observer only while one does (core/observer.h). Set and cleared
 	 * atomically by the control thread, read relaxed by the worker. */

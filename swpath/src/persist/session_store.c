@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The state file (session_store.h): a header page, then each worker's
- * records at their session indexes.
+ * records at their session indexes, then each worker's port holds.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -22,8 +22,9 @@
 #include "util/text.h"
 
 #define STORE_MAGIC "QNSWSESS"
-/* Bump when struct sp_session or this header changes meaning. */
-#define STORE_VERSION 1u
+/* Bump when struct sp_session, the holds or this header change meaning
+ * (2: the port holds). */
+#define STORE_VERSION 2u
 #define STORE_HEADER_BYTES 4096u
 
 /* sp_store_put copies a record up to seq, then id: they come last. */
@@ -53,6 +54,9 @@ struct store_header {
 
 _Static_assert(sizeof(struct store_header) <= STORE_HEADER_BYTES,
 	       "the header fits its page");
+_Static_assert(sizeof(struct sp_store_holds) == 64 &&
+		       sizeof(struct sp_store_hold) == 16,
+	       "a worker's holds: a cache line, then 16-byte records");
 
 static struct {
 	int fd;
@@ -89,11 +93,22 @@ mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* A worker's holds: as many records as it has session slots (an
+ * operator's delete of every session fits; more only build up with deletes
+ * repeated within one lease). */
+static size_t
+holds_size(uint32_t per_worker)
+{
+	return sizeof(struct sp_store_holds) +
+	       (size_t)per_worker * sizeof(struct sp_store_hold);
+}
+
 static size_t
 store_size(uint32_t n_workers, uint32_t per_worker)
 {
 	return STORE_HEADER_BYTES +
-	       (size_t)n_workers * per_worker * sizeof(struct sp_session);
+	       (size_t)n_workers * per_worker * sizeof(struct sp_session) +
+	       (size_t)n_workers * holds_size(per_worker);
 }
 
 static struct sp_session *
@@ -101,6 +116,43 @@ records(const struct store_header *h, unsigned worker)
 {
 	return (struct sp_session *)((uint8_t *)h + STORE_HEADER_BYTES) +
 	       (size_t)worker * h->sessions_per_worker;
+}
+
+static struct sp_store_holds *
+holds(const struct store_header *h, unsigned worker)
+{
+	return (struct sp_store_holds *)((uint8_t *)records(h, h->n_workers) +
+					 worker * holds_size(h->sessions_per_worker));
+}
+
+void
+sp_store_hold(struct sp_worker *w, const struct sp_session *s, uint32_t end,
+	      uint32_t now)
+{
+	struct sp_store_holds *h = w->store_holds;
+
+	if (h == NULL || h->lost)
+		return;
+	for (uint32_t k = 0; k < h->n; k++) {
+		struct sp_store_hold *r = &h->rec[h->next];
+		uint32_t seq;
+
+		h->next = h->next + 1 == h->n ? 0 : h->next + 1;
+		if (r->proto != 0 && (int32_t)(r->end - now) > 0)
+			continue;       /* still held */
+		seq = r->seq | 1;
+		__atomic_store_n(&r->seq, seq, __ATOMIC_RELAXED);
+		__atomic_thread_fence(__ATOMIC_RELEASE);
+		r->ext_addr = be32toh(s->ext_addr);
+		r->ext_port = be16toh(s->ext_port);
+		r->proto = s->proto;
+		r->end = end;
+		__atomic_store_n(&r->seq, seq + 1, __ATOMIC_RELEASE);
+		return;
+	}
+	/* the successor cannot know every held port: it keeps the quiet
+	 * period rather than risk handing one out */
+	__atomic_store_n(&h->lost, 1, __ATOMIC_RELEASE);
 }
 
 /* Clock conversion: a time of the old process's, in ours. */
@@ -142,7 +194,20 @@ struct adoption {
 	uint32_t reasons[SP_ADOPT_MAX];
 	uint32_t torn;
 	uint32_t total;
+	/* port holds: taken over (on their owner, to be written again),
+	 * not a port of this configuration, torn, and whether some were
+	 * never written (the predecessor's records ran out) */
+	uint32_t holds_kept, holds_elsewhere, holds_torn;
+	bool holds_lost;
 };
+
+/* The holds taken over, in this process's clock, for its own file. */
+static struct kept_hold {
+	struct sp_session key;  /* ext_addr, ext_port, proto */
+	uint32_t end;
+	uint16_t worker;
+} *kept;
+static uint32_t n_kept;         /* its length, once the holds are read */
 
 /* One record of the predecessor's: on the worker that owns it now (its
  * inside host's, rss.h), in this process's clock. */
@@ -175,6 +240,58 @@ adopt_record(struct sp_session rec, const struct store_header *h,
 						  SP_CNT_sessions_discarded]++;
 }
 
+/* One port hold of the predecessor's: on the worker that owns the port
+ * now (its replies', rss.h), in this process's clock. After the sessions,
+ * so that a hold of a port an adopted session keeps goes on its mapping. */
+static void
+adopt_hold(const struct sp_store_hold *r, const struct clocks *clk,
+	   struct adoption *a)
+{
+	unsigned owner = 0;
+	uint32_t end;
+
+	if (r->seq & 1) {
+		a->holds_torn++;
+		return;
+	}
+	end = convert(clk, r->end);
+	if (r->proto == 0 || (int32_t)(end - clk->new_ms) <= 0)
+		return;         /* never written, or its lease is over */
+	if (sp.n_workers > 1)
+		owner = sp_owner_outside(&sp.rss, r->ext_addr, r->ext_port);
+	if (sp_nat_adopt_hold(&sp.workers[owner]->nat, r->proto, r->ext_addr,
+			      r->ext_port, end, clk->new_ms) != SP_ADOPT_OK) {
+		a->holds_elsewhere++;
+		return;
+	}
+	kept[a->holds_kept++] = (struct kept_hold){
+		.key = { .ext_addr = htobe32(r->ext_addr),
+			 .ext_port = htobe16(r->ext_port), .proto = r->proto },
+		.end = end, .worker = (uint16_t)owner,
+	};
+}
+
+static void
+adopt_holds(const struct store_header *h, const struct clocks *clk,
+	    struct adoption *a)
+{
+	size_t n = (size_t)h->n_workers * h->sessions_per_worker;
+
+	kept = calloc(n == 0 ? 1 : n, sizeof(*kept));
+	if (kept == NULL) {
+		a->holds_lost = true;   /* quiet rather than unsure */
+		return;
+	}
+	for (unsigned w = 0; w < h->n_workers; w++) {
+		const struct sp_store_holds *hs = holds(h, w);
+
+		if (hs->lost)
+			a->holds_lost = true;
+		for (uint32_t i = 0; i < hs->n && i < h->sessions_per_worker; i++)
+			adopt_hold(&hs->rec[i], clk, a);
+	}
+}
+
 /* New ids above every adopted one, on every worker (core/adopt.c). */
 static void
 ids_above_adopted(void)
@@ -203,6 +320,16 @@ log_adoption(const char *path, const struct store_header *h,
 		if (a->reasons[r] != 0)
 			sp_log("warning", "state %s: %u sessions discarded: %s",
 			       path, a->reasons[r], sp_adopt_reasons[r]);
+	if (a->holds_kept != 0)
+		sp_log("info", "state %s: %u ports stay held until the switch's lease of a deleted session ends",
+		       path, a->holds_kept);
+	if (a->holds_elsewhere != 0)
+		sp_log("info", "state %s: %u held ports are not in this configuration's pools",
+		       path, a->holds_elsewhere);
+	if (a->holds_torn != 0 || a->holds_lost)
+		sp_log("warning", "state %s: not every held port is known (%s)",
+		       path, a->holds_lost ? "more holds than records" :
+					     "torn by the crash");
 }
 
 /* The predecessor's file fd mapped, if its header is one this process
@@ -252,9 +379,13 @@ adopt_from(int fd, const char *path, uint32_t now)
 	for (unsigned w = 0; w < h->n_workers; w++)
 		for (uint32_t i = 0; i < h->sessions_per_worker; i++)
 			adopt_record(records(h, w)[i], h, &clk, &a);
+	adopt_holds(h, &clk, &a);
 	ids_above_adopted();
-	/* learn mode's quiet period is skipped only when nothing was lost */
-	sp.state_whole = a.torn == 0 && a.reasons[SP_ADOPT_OK] == a.total;
+	/* learn mode's quiet period is skipped only when nothing was lost:
+	 * every session, and every port held under a lease */
+	sp.state_whole = a.torn == 0 && a.reasons[SP_ADOPT_OK] == a.total &&
+			 a.holds_torn == 0 && !a.holds_lost;
+	n_kept = a.holds_kept;
 	log_adoption(path, h, &a);
 	munmap(h, size);
 }
@@ -330,21 +461,26 @@ store_create(const char *tmp, uint32_t now, char *err, size_t errlen)
 	return 0;
 }
 
-/* Each worker writes its sessions to the store from now on; those it
- * has already (adopted) are written now. */
+/* Each worker writes its sessions and holds to the store from now on;
+ * those it has already (adopted) are written now. */
 static void
-store_attach(void)
+store_attach(uint32_t now)
 {
 	for (unsigned w = 0; w < sp.n_workers; w++) {
 		struct sp_worker *wk = sp.workers[w];
 
 		wk->store = records(store.hdr, w);
+		wk->store_holds = holds(store.hdr, w);
+		wk->store_holds->n = sp.sessions_per_worker;
 		__atomic_fetch_or(&wk->listening, SP_LISTEN_STORE,
 				  __ATOMIC_RELEASE);
 		for (uint32_t i = 0; i < wk->nat.max_sessions; i++)
 			if (wk->nat.sessions[i].proto != 0)
 				sp_store_put(wk, i, &wk->nat.sessions[i]);
 	}
+	for (uint32_t i = 0; i < n_kept; i++)
+		sp_store_hold(sp.workers[kept[i].worker], &kept[i].key,
+			      kept[i].end, now);
 }
 
 int
@@ -363,7 +499,7 @@ sp_store_open(const char *path, char *err, size_t errlen)
 	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.new", path) >= sizeof(tmp))
 		sp_fail(err, errlen, "state %s: path too long", path);
 	else if (store_create(tmp, now, err, errlen) == 0) {
-		store_attach();
+		store_attach(now);
 		rc = rename(tmp, path);
 		if (rc < 0) {
 			sp_fail(err, errlen, "state %s: %s", path, strerror(errno));
@@ -373,6 +509,9 @@ sp_store_open(const char *path, char *err, size_t errlen)
 	}
 	if (old >= 0)
 		close(old);
+	free(kept);
+	kept = NULL;
+	n_kept = 0;
 	return rc;
 }
 
@@ -393,6 +532,7 @@ sp_store_close(void)
 		__atomic_fetch_and(&wk->listening, ~SP_LISTEN_STORE,
 				   __ATOMIC_RELEASE);
 		wk->store = NULL;
+		wk->store_holds = NULL;
 	}
 	h->sync_ms = sp_now_ms();
 	h->sync_mono_ns = mono_ns();

@@ -23,11 +23,19 @@
  * own file beside the old one and renames it over it. An exclusive flock
  * keeps a second live process off a file in use.
  *
- * Only the session records are kept: mappings, bindings and indexes are
- * functions of them. What is lost: resting ports (a port released just
- * before the restart may be handed out again at once), held fragments, and
- * after a crash the sessions' last_seen: each adopted session then gets a
- * full idle timeout from the restart (never an early expiry).
+ * Besides the sessions, each worker keeps its port holds: in learn mode a
+ * session the switch learned and an operator deleted leaves its port held
+ * until the switch's lease ends (core/lifecycle.c), and the successor must
+ * hold it as long (RFC 4787 REQ-3: no two flows on one external endpoint).
+ * A worker writes a hold when it starts, into a record whose hold is over;
+ * one that finds none marks its holds incomplete, and the successor then
+ * keeps learn mode's quiet period (control/learn_quiet.h) instead.
+ *
+ * Mappings, bindings and indexes are functions of the sessions and holds.
+ * What is lost: resting ports (a port released just before the restart may
+ * be handed out again at once), held fragments, and after a crash the
+ * sessions' last_seen: each adopted session then gets a full idle timeout
+ * from the restart (never an early expiry).
  *
  * This is VPP nat44-ed's and conntrackd's idea (state kept outside the
  * process that forwards) in the simplest form that survives kill -9.
@@ -59,6 +67,25 @@ void sp_store_close(void);
 
 /* Whether sessions are kept (--state). */
 bool sp_store_enabled(void);
+
+/* A port held until a lease's end (learn mode), as the file keeps it. */
+struct sp_store_hold {
+	uint32_t seq;           /* odd while written */
+	uint32_t ext_addr;      /* host order */
+	uint16_t ext_port;      /* ICMP: the identifier */
+	uint8_t proto;          /* 0: never written */
+	uint8_t pad;
+	uint32_t end;           /* the writer's clock (sp_now_ms) */
+};
+
+/* A worker's holds in the file: a cache line, then n records. */
+struct sp_store_holds {
+	uint32_t n;
+	uint32_t next;          /* where the next write looks first */
+	uint32_t lost;          /* 1: a hold found no record to go in */
+	uint32_t pad[13];
+	struct sp_store_hold rec[];
+};
 
 /* -- the worker's side ----------------------------------------------------- */
 
@@ -96,5 +123,14 @@ sp_store_end(struct sp_worker *w, uint32_t sidx)
 	r->proto = 0;
 	__atomic_store_n(&r->seq, seq + 1, __ATOMIC_RELEASE);
 }
+
+/*
+ * Learn mode: session s's external endpoint is held until end (the
+ * observer's held()). Not on the packet path: an operator's delete. Looks
+ * for a record whose hold is over from where the last write stopped; with
+ * none left, marks this worker's holds lost and writes no more.
+ */
+void sp_store_hold(struct sp_worker *w, const struct sp_session *s,
+		   uint32_t end, uint32_t now);
 
 #endif /* SP_SESSION_STORE_H */

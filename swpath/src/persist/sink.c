@@ -45,6 +45,13 @@ on_session(void *ctx, const struct sp_session *s, uint32_t sidx,
 }
 
 static void
+on_held(void *ctx, const struct sp_session *s, uint32_t end, uint32_t now)
+{
+	/* a successor must not hand the port out before end either */
+	sp_store_hold(ctx, s, end, now);
+}
+
+static void
 on_event(void *ctx, const struct sp_event *ev)
 {
 	struct sp_worker *w = ctx;
@@ -62,7 +69,8 @@ struct sp_nat_observer
 sp_sink_observer(struct sp_worker *w)
 {
 	return (struct sp_nat_observer){
-		.session = on_session, .event = on_event, .ctx = w,
+		.session = on_session, .event = on_event, .held = on_held,
+		.ctx = w,
 		.listening = &w->listening,
 		/* who needs what: as on_session's switch */
 		.session_when = {
@@ -74,6 +82,7 @@ sp_sink_observer(struct sp_worker *w)
 			[SP_SESSION_DELETED] = SP_LISTEN_STORE | SP_LISTEN_STREAM,
 		},
 		.events_when = SP_LISTEN_EVENTS,
+		.held_when = SP_LISTEN_STORE,
 		.session_events_when = SP_LISTEN_IPFIX_SESSIONS,
 	};
 }
