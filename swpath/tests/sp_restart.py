@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import struct
 import subprocess
 import sys
 import tempfile
@@ -214,6 +215,32 @@ def case_clean_stop_keeps_age(app: str, tmp: Path) -> None:
         assert "stopped cleanly" in log, log
 
 
+def case_version_1_file_keeps_flows(app: str, tmp: Path) -> None:
+    """A state file of the layout before the port holds (version 1: the
+    same header and session records, no holds after them) is still read:
+    an upgrade across that change keeps the flows. Made here from this
+    version's own file, cut back to version 1's size and so marked."""
+    state = tmp / "v1.state"
+    hosts = HOSTS[:2]
+    with processes() as started:
+        first, mapped = start_with_flows(app, tmp, state, hosts, started)
+        eq(first.stop(), 0, "exit status")
+        data = state.read_bytes()
+        version, record, workers, per_worker = struct.unpack_from("<4I", data, 8)
+        eq((version, record), (2, 64), "this version's layout")
+        sessions_end = 4096 + workers * per_worker * record
+        eq(len(data), sessions_end + workers * (64 + 16 * per_worker), "sessions, then holds")
+        state.write_bytes(data[:8] + struct.pack("<I", 1) + data[12:sessions_end])
+
+        second = Nat(app, tmp, CMDS, extra=("--state", str(state)))
+        started.append(second)
+        eq(counters(second)["sessions_adopted"], len(hosts), "adopted from version 1")
+        assert_replies_reach(mapped, sport_of)
+        second.stop()
+        log = second.log()
+        assert f"took over {len(hosts)} of {len(hosts)} sessions" in log, log
+
+
 def case_more_workers_after_restart(app: str, tmp: Path) -> None:
     """One worker, then two: each session moves to the worker that owns it
     now if that worker also owns its port (the RSS partition, rss.h), else it
@@ -291,6 +318,7 @@ def case_bad_file_starts_empty(app: str, tmp: Path) -> None:
 
 CASES = [
     case_crash_keeps_flows,
+    case_version_1_file_keeps_flows,
     case_clean_stop_keeps_age,
     case_more_workers_after_restart,
     case_state_in_use_refused,

@@ -29,7 +29,7 @@ sp_learn_quiet_begin(uint32_t now)
 		return false;
 	sp.learn_quiet = true;
 	sp.quiet_until_ms = now + ms;
-	sp_log("info", "learn mode: started without every session of a previous run; no new port handed out for %u s (the longest lease the switch may still hold one under)",
+	sp_log("info", "learn mode: started without every session and port hold of a previous run; no new port handed out for %u s (the longest lease the switch may still hold one under)",
 	       ms / 1000u);
 	return true;
 }

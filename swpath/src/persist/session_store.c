@@ -22,9 +22,11 @@
 #include "util/text.h"
 
 #define STORE_MAGIC "QNSWSESS"
-/* Bump when struct sp_session, the holds or this header change meaning
- * (2: the port holds). */
+/* Bump when struct sp_session, the holds or this header change meaning.
+ * Version 1 is version 2 without the port holds: read too, so an upgrade
+ * across it keeps the sessions (in learn mode, with the quiet period). */
 #define STORE_VERSION 2u
+#define STORE_VERSION_NO_HOLDS 1u
 #define STORE_HEADER_BYTES 4096u
 
 /* sp_store_put copies a record up to seq, then id: they come last. */
@@ -104,11 +106,12 @@ holds_size(uint32_t per_worker)
 }
 
 static size_t
-store_size(uint32_t n_workers, uint32_t per_worker)
+store_size(uint32_t version, uint32_t n_workers, uint32_t per_worker)
 {
 	return STORE_HEADER_BYTES +
 	       (size_t)n_workers * per_worker * sizeof(struct sp_session) +
-	       (size_t)n_workers * holds_size(per_worker);
+	       (version == STORE_VERSION_NO_HOLDS ?
+			0 : (size_t)n_workers * holds_size(per_worker));
 }
 
 static struct sp_session *
@@ -177,11 +180,12 @@ header_problem(const struct store_header *h, size_t size, const char *boot)
 {
 	if (size < sizeof(*h) || memcmp(h->magic, STORE_MAGIC, 8) != 0)
 		return "not a swpath state file";
-	if (h->version != STORE_VERSION ||
+	if ((h->version != STORE_VERSION &&
+	     h->version != STORE_VERSION_NO_HOLDS) ||
 	    h->record_size != sizeof(struct sp_session))
 		return "written by an incompatible version";
 	if (h->n_workers == 0 || h->n_workers > SP_MAX_WORKERS ||
-	    size != store_size(h->n_workers, h->sessions_per_worker))
+	    size != store_size(h->version, h->n_workers, h->sessions_per_worker))
 		return "truncated or corrupt";
 	if (strncmp(h->boot_id, boot, sizeof(h->boot_id)) != 0)
 		return "written before the machine last booted";
@@ -195,10 +199,10 @@ struct adoption {
 	uint32_t torn;
 	uint32_t total;
 	/* port holds: taken over (on their owner, to be written again),
-	 * not a port of this configuration, torn, and whether some were
-	 * never written (the predecessor's records ran out) */
+	 * not a port of this configuration, torn; and why some may be
+	 * missing (NULL: none is) */
 	uint32_t holds_kept, holds_elsewhere, holds_torn;
-	bool holds_lost;
+	const char *holds_lost;
 };
 
 /* The holds taken over, in this process's clock, for its own file. */
@@ -277,16 +281,20 @@ adopt_holds(const struct store_header *h, const struct clocks *clk,
 {
 	size_t n = (size_t)h->n_workers * h->sessions_per_worker;
 
+	if (h->version == STORE_VERSION_NO_HOLDS) {
+		a->holds_lost = "the file's version keeps none";
+		return;
+	}
 	kept = calloc(n == 0 ? 1 : n, sizeof(*kept));
 	if (kept == NULL) {
-		a->holds_lost = true;   /* quiet rather than unsure */
+		a->holds_lost = "no memory to read them";
 		return;
 	}
 	for (unsigned w = 0; w < h->n_workers; w++) {
 		const struct sp_store_holds *hs = holds(h, w);
 
 		if (hs->lost)
-			a->holds_lost = true;
+			a->holds_lost = "more holds than records";
 		for (uint32_t i = 0; i < hs->n && i < h->sessions_per_worker; i++)
 			adopt_hold(&hs->rec[i], clk, a);
 	}
@@ -326,10 +334,12 @@ log_adoption(const char *path, const struct store_header *h,
 	if (a->holds_elsewhere != 0)
 		sp_log("info", "state %s: %u held ports are not in this configuration's pools",
 		       path, a->holds_elsewhere);
-	if (a->holds_torn != 0 || a->holds_lost)
-		sp_log("warning", "state %s: not every held port is known (%s)",
-		       path, a->holds_lost ? "more holds than records" :
-					     "torn by the crash");
+	/* only learn mode holds ports under a lease */
+	if ((a->holds_torn != 0 || a->holds_lost != NULL) &&
+	    sp_runtime_get()->learn)
+		sp_log("warning", "state %s: not every port held under the switch's lease is known (%s)",
+		       path, a->holds_lost != NULL ? a->holds_lost :
+						     "torn by the crash");
 }
 
 /* The predecessor's file fd mapped, if its header is one this process
@@ -384,7 +394,7 @@ adopt_from(int fd, const char *path, uint32_t now)
 	/* learn mode's quiet period is skipped only when nothing was lost:
 	 * every session, and every port held under a lease */
 	sp.state_whole = a.torn == 0 && a.reasons[SP_ADOPT_OK] == a.total &&
-			 a.holds_torn == 0 && !a.holds_lost;
+			 a.holds_torn == 0 && a.holds_lost == NULL;
 	n_kept = a.holds_kept;
 	log_adoption(path, h, &a);
 	munmap(h, size);
@@ -424,7 +434,8 @@ open_previous(const char *path, char *err, size_t errlen, int *fail)
 static int
 store_create(const char *tmp, uint32_t now, char *err, size_t errlen)
 {
-	size_t size = store_size(sp.n_workers, sp.sessions_per_worker);
+	size_t size = store_size(STORE_VERSION, sp.n_workers,
+				 sp.sessions_per_worker);
 	struct store_header *h;
 	int fd, e;
 
