@@ -609,6 +609,97 @@ def run_cases(nat: Nat, cases: list[Callable[[Nat], None]]) -> tuple[int, int]:
     return passed, failed
 
 
+GATEWAY = "198.51.100.254"
+
+
+class Gateway:
+    """The outside gateway played on OUT_PEER: answers swpath's ARP requests
+    for GATEWAY with `mac`, broadcast ones always and those sent to a MAC
+    alone (RFC 1122's unicast poll) only when sent to `mac`, as a NIC
+    whose address changed no longer takes frames to the old one. Records
+    each request: its Ethernet destination and when it came."""
+
+    def __init__(self, mac: str) -> None:
+        self.mac = mac
+        self.requests: list[tuple[str, float]] = []
+        self._sniffer = AsyncSniffer(
+            iface=OUT_PEER,
+            store=False,
+            lfilter=lambda p: ARP in p and p[ARP].op == 1 and p[Ether].src == MAC_OUT,
+            prn=self._answer,
+        )
+        self._sniffer.start()
+        time.sleep(0.3)  # its socket open
+
+    def _answer(self, p: Packet) -> None:
+        dst = p[Ether].dst
+        self.requests.append((dst, time.monotonic()))
+        if dst in ("ff:ff:ff:ff:ff:ff", self.mac):
+            reply = ARP(op=2, hwsrc=self.mac, psrc=GATEWAY, hwdst=MAC_OUT, pdst="198.51.100.1")
+            sendp(Ether(src=self.mac, dst=MAC_OUT) / reply, iface=OUT_PEER)
+
+    def stop(self) -> None:
+        self._sniffer.stop()
+
+
+def delivered_to(mac: str, sport: int, timeout: float) -> None:
+    """A UDP packet from inside reaches the outside with the gateway's MAC
+    `mac` within timeout (packets to a neighbour being resolved are dropped:
+    sent again every 0.5 s)."""
+    flow = (
+        Ether(src=host_mac(HOSTS[5]), dst=MAC_IN)
+        / IP(src=HOSTS[5], dst="8.8.8.8")
+        / UDP(sport=sport, dport=53)
+    )
+    deadline = time.monotonic() + timeout
+    seen: list[str] = []
+    while time.monotonic() < deadline:
+        out = [p for p in exchange(IN_PEER, [flow], OUT_PEER, 1, timeout=0.5) if UDP in p]
+        seen += [p[Ether].dst for p in out]
+        if mac in seen:
+            return
+    raise AssertionError(f"no packet to {mac} in {timeout} s (to: {sorted(set(seen))})")
+
+
+def neighbor_polled_then_forgotten(app: str, tmp: Path) -> None:
+    """RFC 1122 sec. 2.3.2.1: ARP entries that went out of date are flushed.
+    The gateway learned by ARP (not configured) and `--neighbor-reachable
+    1`: past a second without hearing from it, and while packets go to it
+    (never while none do), swpath polls it with a request to its MAC alone;
+    a poll it answers keeps the entry (no broadcast, the traffic goes on to
+    it). Then the gateway takes another
+    MAC and says nothing: the polls to the old one go unanswered, after 3
+    the entry is forgotten, the next packet asks by broadcast, and the
+    traffic goes to the new MAC. (Never aged, it would go to the old MAC
+    for ever.)"""
+    old, new = "02:00:00:00:00:a1", "02:00:00:00:00:b2"
+    learned = COMMANDS.replace(f"neighbor {GATEWAY} mac {MAC_GW} dev out0\n", "")
+    gateway = Gateway(old)
+    nat = None
+    try:
+        nat = Nat(app, tmp, learned, extra=("--neighbor-reachable", "1"), name="arp")
+        delivered_to(old, 9100, 5)
+        eq([d for d, _ in gateway.requests], ["ff:ff:ff:ff:ff:ff"], "resolved by broadcast")
+        time.sleep(1.5)  # not in use: not polled
+        eq(len(gateway.requests), 1, "polls of a neighbour nobody sends to")
+        for i in range(6):  # in use: polled, answered, kept
+            delivered_to(old, 9101 + i, 1)
+            time.sleep(0.5)
+        polls = [d for d, _ in gateway.requests[1:]]
+        assert polls and set(polls) == {old}, f"polls to {old} alone: {polls}"
+        gateway.mac = new
+        start = len(gateway.requests)
+        delivered_to(new, 9110, 10)
+        after = [d for d, _ in gateway.requests[start:]]
+        eq(after[-1], "ff:ff:ff:ff:ff:ff", "asked anew by broadcast")
+        eq(after[:-1][-3:], [old] * 3, "three unanswered polls before")
+    finally:
+        gateway.stop()
+        if nat is not None:
+            nat.stop()
+    assert "no answer to 3 polls; forgotten" in nat.log(), nat.log()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--app", required=True)
@@ -642,6 +733,14 @@ def main() -> int:
                     f"FAIL clean_exit: status {rc}, socket left: {nat.sock.exists()}, "
                     f"systemd told {stopping!r}"
                 )
+            start = time.monotonic()
+            try:
+                neighbor_polled_then_forgotten(args.app, Path(tmp))
+                passed += 1
+                print(f"ok   neighbor_polled_then_forgotten ({time.monotonic() - start:.2f} s)")
+            except Exception as exc:
+                failed += 1
+                print(f"FAIL neighbor_polled_then_forgotten: {exc}")
     except Exception as exc:
         failed += 1
         print(f"FAIL setup: {exc}")

@@ -341,6 +341,7 @@ sp_control_poll(int timeout_ms)
 	nfds_t n = 0;
 
 	sp_neigh_messages();
+	sp_neigh_age(sp_now_ms());
 	sp_events_drain();
 	stream_drain();
 	sp_rcu_reclaim(false);

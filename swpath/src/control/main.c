@@ -88,6 +88,9 @@ usage(FILE *f)
 		"  --sessions N           sessions per worker (default 65536)\n"
 		"  --dispatch MODE        auto|rss|software: NIC RSS or software RSS (default auto)\n"
 		"  --port-reuse S         seconds a freed port rests before reuse (default 120)\n"
+		"  --neighbor-reachable S a neighbour learned by ARP and not heard from for S\n"
+		"                         seconds is polled, and forgotten after 3 unanswered\n"
+		"                         polls (RFC 1122 2.3.2.1; default 60, 0: never)\n"
 		"  --seed N               seed of the port choice (reproducible runs)\n"
 		"  --exit-when-idle MS    exit after MS ms without packets (tests, pcap replay)\n"
 		"  --idle-sleep-us US     a worker whose queues held less than a full burst\n"
@@ -169,6 +172,10 @@ set_option(int c, const char *arg, struct options *o)
 		sp.port_reuse_ms = (uint32_t)number("--port-reuse", arg, 0,
 						    86400) * 1000u;
 		break;
+	case 'N':
+		sp.neigh_reachable_ms = (uint32_t)number("--neighbor-reachable",
+							 arg, 0, 86400) * 1000u;
+		break;
 	case 'I':
 		sp.idle_sleep_us = (uint32_t)number("--idle-sleep-us", arg, 0,
 						    10000);
@@ -203,6 +210,7 @@ parse_options(int argc, char **argv, struct options *o)
 		{ "sessions", required_argument, NULL, 's' },
 		{ "dispatch", required_argument, NULL, 'd' },
 		{ "port-reuse", required_argument, NULL, 'r' },
+		{ "neighbor-reachable", required_argument, NULL, 'N' },
 		{ "seed", required_argument, NULL, 'S' },
 		{ "exit-when-idle", required_argument, NULL, 'i' },
 		{ "idle-sleep-us", required_argument, NULL, 'I' },
@@ -219,6 +227,7 @@ parse_options(int argc, char **argv, struct options *o)
 	sp.n_workers = 1;
 	sp.sessions_per_worker = SP_SESSIONS_DEFAULT;
 	sp.port_reuse_ms = 120000;
+	sp.neigh_reachable_ms = 60000;
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {

@@ -14,6 +14,13 @@
 #include "control/routing.h"
 #include "dataplane/l2.h"
 #include "dataplane/sp.h"
+#include "util/log.h"
+#include "util/text.h"
+
+/* Unicast polls of a neighbour not heard from, a second apart, before it
+ * is forgotten (sp_neigh_age). */
+#define NEIGH_PROBES 3
+#define NEIGH_PROBE_MS 1000u
 
 int
 sp_apply_route(const struct sp_cmd *cmd, struct sp_buf *out, char *err,
@@ -62,8 +69,13 @@ sp_neigh_set(uint32_t addr, uint16_t iface, const uint8_t mac[6],
 		struct sp_neigh *n = &sp.neigh[(uintptr_t)data];
 
 		/* learning never overrides a configured neighbour */
-		if (mac != NULL && (is_static || !(n->mac & SP_NEIGH_STATIC)))
+		if (mac != NULL && (is_static || !(n->mac & SP_NEIGH_STATIC))) {
+			/* (a worker's SP_NEIGH_USED may go: it comes back) */
 			__atomic_store_n(&n->mac, v, __ATOMIC_RELAXED);
+			n->confirmed = sp_now_ms();
+			n->stale = 0;
+			n->probes = 0;
+		}
 		return (int)(uintptr_t)data;
 	}
 	if (sp.n_neigh == SP_MAX_NEIGH)
@@ -72,6 +84,9 @@ sp_neigh_set(uint32_t addr, uint16_t iface, const uint8_t mac[6],
 	sp.neigh[i].addr = addr;
 	sp.neigh[i].iface = iface;
 	sp.neigh[i].last_request = 0;
+	sp.neigh[i].confirmed = sp_now_ms();
+	sp.neigh[i].stale = 0;
+	sp.neigh[i].probes = 0;
 	__atomic_store_n(&sp.neigh[i].mac, v, __ATOMIC_RELAXED);
 	/* the lock-free hash publishes the entry with release semantics */
 	if (rte_hash_add_key_data(sp.neigh_hash, &key, (void *)(uintptr_t)i) < 0)
@@ -145,24 +160,73 @@ sp_routes_build(char *err, size_t errlen)
 
 /* -- worker messages: the neighbour table --------------------------------- */
 
+/* An ARP request for n, broadcast or to mac alone; worker 0 sends it. */
+static void
+neigh_ask(struct sp_neigh *n, const struct rte_ether_addr *mac, uint32_t now)
+{
+	struct rte_mbuf *m = sp_arp_request(n->iface, n->addr, mac);
+
+	n->last_request = now ? now : 1;
+	if (m != NULL && rte_ring_mp_enqueue(sp.workers[0]->ctl_ring, m) != 0)
+		rte_pktmbuf_free(m);
+}
+
 static void
 neigh_resolve(uint32_t addr, uint16_t iface)
 {
 	int i = sp_neigh_set(addr, iface, NULL, false);
 	uint32_t now = sp_now_ms();
 	struct sp_neigh *n;
-	struct rte_mbuf *m;
 
 	if (i < 0)
 		return;
 	n = &sp.neigh[i];
 	if ((n->mac & SP_NEIGH_VALID) ||
-	    (n->last_request != 0 && now - n->last_request < 1000))
+	    (n->last_request != 0 && now - n->last_request < NEIGH_PROBE_MS))
 		return;
-	n->last_request = now ? now : 1;
-	m = sp_arp_request(iface, addr);
-	if (m != NULL && rte_ring_mp_enqueue(sp.workers[0]->ctl_ring, m) != 0)
-		rte_pktmbuf_free(m);
+	neigh_ask(n, NULL, now);
+}
+
+void
+sp_neigh_age(uint32_t now)
+{
+	if (sp.neigh_reachable_ms == 0)
+		return;
+	for (uint32_t i = 0; i < sp.n_neigh; i++) {
+		struct sp_neigh *n = &sp.neigh[i];
+		uint64_t v = __atomic_load_n(&n->mac, __ATOMIC_RELAXED);
+		struct rte_ether_addr mac;
+		char ip[16];
+
+		if (!(v & SP_NEIGH_VALID) || (v & SP_NEIGH_STATIC) ||
+		    now - n->confirmed < sp.neigh_reachable_ms)
+			continue;
+		if (!n->stale) {
+			/* from now on, a packet sent to it asks for a poll */
+			n->stale = 1;
+			__atomic_fetch_and(&n->mac, ~SP_NEIGH_USED,
+					   __ATOMIC_RELAXED);
+			continue;
+		}
+		if (!(v & SP_NEIGH_USED) ||
+		    (n->probes != 0 && now - n->last_request < NEIGH_PROBE_MS))
+			continue;
+		if (n->probes == NEIGH_PROBES) {
+			/* workers see it invalid and ask anew, by broadcast */
+			__atomic_store_n(&n->mac, 0, __ATOMIC_RELAXED);
+			n->stale = 0;
+			n->probes = 0;
+			sp_log("info", "neighbor %s on %s: no answer to %u polls; forgotten, asked anew when next needed",
+			       sp_ip_str(n->addr, ip), sp.ifaces[n->iface].name,
+			       NEIGH_PROBES);
+			continue;
+		}
+		memcpy(&mac, &v, RTE_ETHER_ADDR_LEN);
+		neigh_ask(n, &mac, now);
+		n->probes++;
+		/* the next poll only if it is still sent to */
+		__atomic_fetch_and(&n->mac, ~SP_NEIGH_USED, __ATOMIC_RELAXED);
+	}
 }
 
 void

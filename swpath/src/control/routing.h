@@ -32,4 +32,17 @@ int sp_neigh_set(uint32_t addr, uint16_t iface, const uint8_t mac[6],
 /* Applies what the workers reported: ARP learned, next hops to resolve. */
 void sp_neigh_messages(void);
 
+/*
+ * RFC 1122 sec. 2.3.2.1: ARP MUST flush out-of-date entries; this is its
+ * unicast poll, for the entries in use (Linux's STALE, DELAY, PROBE). A
+ * learned neighbour not heard from (an ARP packet from it, request or
+ * reply, RFC 826's merge) for sp.neigh_reachable_ms is stale; one that
+ * workers send to after that (SP_NEIGH_USED) is asked by a request to its
+ * MAC alone, at most once a second, and used meanwhile; after three unanswered it is forgotten, and
+ * the next packet to it asks anew by broadcast (a host that changed its MAC
+ * and said nothing is found again). A neighbour nobody sends to is not
+ * asked about. Configured neighbours are never polled. Each control round.
+ */
+void sp_neigh_age(uint32_t now);
+
 #endif /* SP_ROUTING_H */

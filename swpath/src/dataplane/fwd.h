@@ -166,6 +166,11 @@ sp_send(struct sp_worker *w, struct rte_mbuf *m, struct rte_ether_hdr *eth,
 		sp_drop(w, m, SP_CNT_drop_no_neighbor);
 		return -1;
 	}
+	/* a write only when the control thread has cleared it: about once
+	 * a second per neighbour in use, not per packet */
+	if (unlikely(!(mac & SP_NEIGH_USED)))
+		__atomic_fetch_or(&sp.neigh[ni].mac, SP_NEIGH_USED,
+				  __ATOMIC_RELAXED);
 	sp_set_eth(eth, mac, r->iface);
 	sp_tx(w, r->iface, m);
 	return 0;

@@ -117,7 +117,8 @@ sp_local_input(struct sp_worker *w, struct rte_mbuf *m, struct sp_pkt *p,
 }
 
 struct rte_mbuf *
-sp_arp_request(uint16_t iface, uint32_t target)
+sp_arp_request(uint16_t iface, uint32_t target,
+	       const struct rte_ether_addr *dst)
 {
 	const struct sp_iface *ifc = &sp.ifaces[iface];
 	struct rte_mbuf *m;
@@ -136,7 +137,10 @@ sp_arp_request(uint16_t iface, uint32_t target)
 		return NULL;
 	}
 	memset(eth, 0, RTE_ETHER_MIN_LEN - RTE_ETHER_CRC_LEN);
-	memset(&eth->dst_addr, 0xff, RTE_ETHER_ADDR_LEN);
+	if (dst != NULL)
+		rte_ether_addr_copy(dst, &eth->dst_addr);
+	else
+		memset(&eth->dst_addr, 0xff, RTE_ETHER_ADDR_LEN);
 	rte_ether_addr_copy(&ifc->mac, &eth->src_addr);
 	eth->ether_type = RTE_BE16(RTE_ETHER_TYPE_ARP);
 	arp = (struct rte_arp_hdr *)(eth + 1);

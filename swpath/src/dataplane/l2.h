@@ -23,8 +23,10 @@ void sp_local_input(struct sp_worker *w, struct rte_mbuf *m, struct sp_pkt *p,
 /* Whether addr (network order) is one of the router's interface addresses. */
 int sp_is_local(rte_be32_t addr);
 
-/* An ARP request for target from iface's address (control thread: it
- * hands it to worker 0 to send), or NULL. */
-struct rte_mbuf *sp_arp_request(uint16_t iface, uint32_t target);
+/* An ARP request for target from iface's address, broadcast or (dst not
+ * NULL) to dst alone, RFC 1122's unicast poll (control thread: it hands it
+ * to worker 0 to send), or NULL. */
+struct rte_mbuf *sp_arp_request(uint16_t iface, uint32_t target,
+				const struct rte_ether_addr *dst);
 
 #endif /* SP_L2_H */

@@ -100,13 +100,20 @@ struct sp_neigh_key {
 
 #define SP_NEIGH_VALID (1ull << 63)
 #define SP_NEIGH_STATIC (1ull << 62)
+/* a worker sent to it since the control thread last looked (the unicast
+ * poll asks only about neighbours in use: control/routing.h) */
+#define SP_NEIGH_USED (1ull << 61)
 
 struct sp_neigh {
 	uint32_t addr;
 	uint16_t iface;
 	/* atomic: MAC in bits 0-47 (wire order), SP_NEIGH_* flags above */
 	uint64_t mac;
-	uint32_t last_request;          /* ms; control thread only */
+	/* control thread only (control/routing.c): */
+	uint32_t last_request;          /* ms of the last ARP request for it */
+	uint32_t confirmed;             /* ms of the last ARP that gave its MAC */
+	uint8_t stale;                  /* not heard from for reachable_ms */
+	uint8_t probes;                 /* unicast polls unanswered */
 };
 
 /* Messages from workers to the control thread (neighbour table). */
@@ -204,6 +211,9 @@ struct sp_app {
 	uint32_t sessions_per_worker;
 	enum sp_dispatch dispatch;
 	uint32_t port_reuse_ms;
+	/* a learned neighbour not heard from for this long is polled
+	 * (control/routing.c; 0: never) */
+	uint32_t neigh_reachable_ms;
 	/* A worker idle for SP_IDLE_POLLS polls sleeps this long between
 	 * polls (0: never): for a host whose CPUs poll for more than swpath,
 	 * such as the offload lab's two instances beside the switch. */
