@@ -272,6 +272,25 @@ def test_neighbor_resolution(tmp: Path) -> None:
     )
 
 
+def test_neighbor_table_full(tmp: Path) -> None:
+    """The neighbour table (4,096 entries, never removed) full of configured
+    neighbours: an on-link host's ARP request is still answered, the host
+    is not learned, and the log says so, once (before, nothing did: its
+    packets were dropped with only drop_no_neighbor to tell)."""
+    extra = 4096 - 3  # BASE configures three
+    cmds = BASE + "".join(
+        f"neighbor 10.1.{i // 250}.{i % 250 + 1} mac 02:00:00:01:00:01 dev in0\n"
+        for i in range(extra)
+    )
+    ask = Ether(src="02:00:00:00:10:63", dst="ff:ff:ff:ff:ff:ff") / ARP(
+        op=1, hwsrc="02:00:00:00:10:63", psrc="10.0.0.99", pdst="10.0.0.1"
+    )
+    r = run(tmp, cmds, [[ask], []])
+    eq([p[ARP].op for p in r.outputs[0] if ARP in p], [2], "answered")
+    assert "neighbor table full (4096 entries): 10.0.0.99 on in0" in r.stderr, r.stderr
+    eq(r.stderr.count("neighbor table full"), 1, "said once")
+
+
 def test_icmp_echo_router(tmp: Path) -> None:
     inside = [
         from_host("10.0.0.2", "10.0.0.1") / ICMP(type=8, id=5, seq=1) / Raw(b"hi"),

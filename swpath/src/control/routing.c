@@ -160,6 +160,22 @@ sp_routes_build(char *err, size_t errlen)
 
 /* -- worker messages: the neighbour table --------------------------------- */
 
+/* A neighbour the table has no room for (learned, or to resolve): its
+ * packets are dropped, counted drop_no_neighbor; said once, since entries
+ * are never removed. */
+static void
+neigh_table_full(uint32_t addr, uint16_t iface)
+{
+	static bool told;
+	char ip[16];
+
+	if (told)
+		return;
+	told = true;
+	sp_log("error", "neighbor table full (%d entries): %s on %s and any further neighbour are not resolved; their packets are dropped (drop_no_neighbor)",
+	       SP_MAX_NEIGH, sp_ip_str(addr, ip), sp.ifaces[iface].name);
+}
+
 /* An ARP request for n, broadcast or to mac alone; worker 0 sends it. */
 static void
 neigh_ask(struct sp_neigh *n, const struct rte_ether_addr *mac, uint32_t now)
@@ -178,8 +194,10 @@ neigh_resolve(uint32_t addr, uint16_t iface)
 	uint32_t now = sp_now_ms();
 	struct sp_neigh *n;
 
-	if (i < 0)
+	if (i < 0) {
+		neigh_table_full(addr, iface);
 		return;
+	}
 	n = &sp.neigh[i];
 	if ((n->mac & SP_NEIGH_VALID) ||
 	    (n->last_request != 0 && now - n->last_request < NEIGH_PROBE_MS))
@@ -239,9 +257,10 @@ sp_neigh_messages(void)
 		n = rte_ring_sc_dequeue_burst_elem(sp.msg_ring, msgs,
 						   sizeof(msgs[0]), 64, NULL);
 		for (unsigned i = 0; i < n; i++) {
-			if (msgs[i].type == SP_MSG_LEARN)
-				sp_neigh_set(msgs[i].addr, msgs[i].iface,
-					     msgs[i].mac, false);
+			if (msgs[i].type == SP_MSG_LEARN &&
+			    sp_neigh_set(msgs[i].addr, msgs[i].iface,
+					 msgs[i].mac, false) < 0)
+				neigh_table_full(msgs[i].addr, msgs[i].iface);
 			else if (msgs[i].type == SP_MSG_RESOLVE)
 				neigh_resolve(msgs[i].addr, msgs[i].iface);
 		}
