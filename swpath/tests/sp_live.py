@@ -682,9 +682,9 @@ def neighbor_polled_then_forgotten(app: str, tmp: Path) -> None:
         eq([d for d, _ in gateway.requests], ["ff:ff:ff:ff:ff:ff"], "resolved by broadcast")
         time.sleep(1.5)  # not in use: not polled
         eq(len(gateway.requests), 1, "polls of a neighbour nobody sends to")
-        for i in range(6):  # in use: polled, answered, kept
+        for i in range(3):  # in use: polled, answered, kept
             delivered_to(old, 9101 + i, 1)
-            time.sleep(0.5)
+            time.sleep(0.3)
         polls = [d for d, _ in gateway.requests[1:]]
         assert polls and set(polls) == {old}, f"polls to {old} alone: {polls}"
         gateway.mac = new
