@@ -208,8 +208,13 @@ neigh_resolve(uint32_t addr, uint16_t iface)
 void
 sp_neigh_age(uint32_t now)
 {
-	if (sp.neigh_reachable_ms == 0)
+	static uint32_t last;
+
+	/* a tenth of the polls' spacing is fine enough; the table's 4,096
+	 * entries are not walked every 10 ms control round */
+	if (sp.neigh_reachable_ms == 0 || now - last < NEIGH_PROBE_MS / 10)
 		return;
+	last = now;
 	for (uint32_t i = 0; i < sp.n_neigh; i++) {
 		struct sp_neigh *n = &sp.neigh[i];
 		uint64_t v = __atomic_load_n(&n->mac, __ATOMIC_RELAXED);
