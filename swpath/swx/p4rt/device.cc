@@ -4,6 +4,8 @@
 #include <poll.h>
 #include <sys/socket.h>
 
+#include <google/protobuf/util/message_differencer.h>
+
 #include "program.h"
 
 namespace swx {
@@ -83,6 +85,31 @@ Status Device::CommitSaved() {
   if (!program) return status;
   saved_.reset();
   return Install(std::move(program));
+}
+
+// RECONCILE_AND_COMMIT (P4Runtime sec. 9.2): the forwarding state kept
+// across the change. The running program's own P4Info and device config
+// change nothing but the cookie: its entries, counters, meters and learned
+// sessions stay, and no packet is dropped (a controller that reconnects
+// and pushes what runs loses nothing). Carrying the state into another
+// program is not done: that is refused, and the running one kept.
+Status Device::Reconcile(const p4::v1::ForwardingPipelineConfig& config) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (program_) {
+      const auto& running = program_->config();
+      if (!google::protobuf::util::MessageDifferencer::Equals(running.p4info(), config.p4info()) ||
+          running.p4_device_config() != config.p4_device_config())
+        return Status(StatusCode::UNIMPLEMENTED,
+                      "RECONCILE_AND_COMMIT to another program is not implemented (its "
+                      "tables' state would have to be carried over); the running one is "
+                      "kept: use VERIFY_AND_COMMIT, which starts the new pipeline with "
+                      "empty tables");
+      program_->TakeCookie(config);
+      return Status::OK;
+    }
+  }
+  return Commit(config);  // nothing runs: nothing to keep
 }
 
 Status Device::GetConfig(p4::v1::GetForwardingPipelineConfigRequest::ResponseType type,

@@ -80,6 +80,7 @@ class Device {
   grpc::Status Save(const p4::v1::ForwardingPipelineConfig& config);
   grpc::Status Commit(const p4::v1::ForwardingPipelineConfig& config);
   grpc::Status CommitSaved();
+  grpc::Status Reconcile(const p4::v1::ForwardingPipelineConfig& config);
   grpc::Status GetConfig(p4::v1::GetForwardingPipelineConfigRequest::ResponseType type,
                          p4::v1::ForwardingPipelineConfig* config);
 

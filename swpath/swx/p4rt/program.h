@@ -52,6 +52,13 @@ class Program {
   grpc::Status Start(const Device::Options& options);  // the pipeline threads
   void Stop();
   const p4::v1::ForwardingPipelineConfig& config() const { return config_; }
+  // The cookie of a config that is this one (RECONCILE_AND_COMMIT).
+  void TakeCookie(const p4::v1::ForwardingPipelineConfig& from) {
+    if (from.has_cookie())
+      *config_.mutable_cookie() = from.cookie();
+    else
+      config_.clear_cookie();
+  }
 
   grpc::Status Write(const p4::v1::WriteRequest& request, std::vector<p4::v1::Error>* errors);
   grpc::Status Read(const p4::v1::ReadRequest& request,

@@ -261,9 +261,7 @@ Status Server::SetForwardingPipelineConfig(
     case Req::COMMIT:
       return device_->CommitSaved();
     case Req::RECONCILE_AND_COMMIT:
-      return Status(StatusCode::UNIMPLEMENTED,
-                    "RECONCILE_AND_COMMIT is not implemented: use VERIFY_AND_COMMIT, which "
-                    "starts the new pipeline with empty tables");
+      return device_->Reconcile(request->config());
     default:
       return Status(StatusCode::INVALID_ARGUMENT, "no such action");
   }

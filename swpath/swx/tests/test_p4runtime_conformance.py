@@ -580,6 +580,30 @@ def test_verify_checks_alone_and_a_saved_config_starts_on_commit(primary: Client
     assert primary.cookie() == running
 
 
+def test_reconcile_keeps_what_runs_and_refuses_another_program(primary: Client) -> None:
+    """RECONCILE_AND_COMMIT (P4Runtime sec. 9.2) keeps the forwarding state:
+    the running program pushed again keeps its entries and takes the new
+    cookie; another program (its spec changed by a comment, so that the
+    pipeline would be another build) is refused with UNIMPLEMENTED, and the
+    running one, its entries and its cookie stay."""
+    spec = SPEC.read_bytes()
+    primary.write(update("INSERT", session(11)))
+    running = primary.cookie()
+    primary.set_pipeline(spec, action="RECONCILE_AND_COMMIT", cookie=running + 5)
+    assert primary.cookie() == running + 5
+    assert len(primary.table("nat_in2out")) == 1
+    with pytest.raises(Refused) as refusal:
+        primary.set_pipeline(spec + b"\n; another\n", action="RECONCILE_AND_COMMIT")
+    assert refusal.value.code == grpc.StatusCode.UNIMPLEMENTED, refusal.value
+    assert "use VERIFY_AND_COMMIT" in refusal.value.message
+    assert primary.cookie() == running + 5
+    assert len(primary.table("nat_in2out")) == 1
+    primary.write(update("DELETE", session(11)))
+    # the fixture's own cookie back, without a reload
+    primary.set_pipeline(spec, action="RECONCILE_AND_COMMIT", cookie=running)
+    assert primary.cookie() == running
+
+
 def test_counter_and_meter_indexes_as_the_spec_checks_them(primary: Client) -> None:
     """CounterEntry and MeterEntry: a negative index is INVALID_ARGUMENT,
     one past the array OUT_OF_RANGE; a counter write with no index sets
