@@ -32,7 +32,7 @@ from quicknat.controller.status import query
 from scapy.layers.inet import ICMP, IP, TCP, UDP
 from scapy.layers.l2 import Dot1Q
 from scapy.packet import Packet, Raw
-from sp_live import Nat, eq, run_cases, sh
+from sp_live import Nat, eq, run_alone, run_cases, sh
 from sp_slow_path import (
     COMMANDS,
     GATEWAY_MAC,
@@ -417,14 +417,8 @@ def main() -> int:
             else:
                 failed += 1
                 print(f"FAIL clean_exit: status {rc}")
-            start = time.monotonic()
-            try:
-                restart_keeps_held_port(args.app, Path(tmp))
-                passed += 1
-                print(f"ok   restart_keeps_held_port ({time.monotonic() - start:.2f} s)")
-            except Exception as exc:
-                failed += 1
-                print(f"FAIL restart_keeps_held_port: {exc}")
+            ok, bad = run_alone(restart_keeps_held_port, args.app, Path(tmp))
+            passed, failed = passed + ok, failed + bad
     except Exception as exc:
         failed += 1
         print(f"FAIL setup: {exc}")
