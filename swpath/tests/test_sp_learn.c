@@ -625,15 +625,16 @@ test_store_hold_records(void **state)
 	uint64_t buf[(sizeof(struct sp_store_holds) +
 		      2 * sizeof(struct sp_store_hold)) / 8] = { 0 };
 	struct sp_store_holds *h = (struct sp_store_holds *)buf;
-	struct sp_session s = { .ext_addr = RTE_BE32(0xcb007101),
-				.ext_port = RTE_BE16(1024),
-				.proto = IPPROTO_UDP };
+	struct sp_store_hold s = { .ext_addr = 0xcb007101, .ext_port = 1024,
+				   .proto = IPPROTO_UDP };
 
 	(void)state;
 	w.store_holds = h;
 	h->n = 2;
-	sp_store_hold(&w, &s, T0 + 100, T0);
-	sp_store_hold(&w, &s, T0 + 1000, T0);
+	s.end = T0 + 100;
+	sp_store_hold(&w, &s, T0);
+	s.end = T0 + 1000;
+	sp_store_hold(&w, &s, T0);
 	assert_int_equal(h->rec[0].end, T0 + 100);
 	assert_int_equal(h->rec[0].ext_addr, 0xcb007101);
 	assert_int_equal(h->rec[0].ext_port, 1024);
@@ -641,14 +642,17 @@ test_store_hold_records(void **state)
 	assert_int_equal(h->rec[0].seq, 2);     /* even: written whole */
 	assert_int_equal(h->rec[1].end, T0 + 1000);
 	/* the first is over: its record takes the next */
-	sp_store_hold(&w, &s, T0 + 2000, T0 + 100);
+	s.end = T0 + 2000;
+	sp_store_hold(&w, &s, T0 + 100);
 	assert_int_equal(h->rec[0].end, T0 + 2000);
 	assert_int_equal(h->rec[0].seq, 4);
 	assert_int_equal(h->lost, 0);
 	/* both live: lost, and no more writes */
-	sp_store_hold(&w, &s, T0 + 3000, T0 + 200);
+	s.end = T0 + 3000;
+	sp_store_hold(&w, &s, T0 + 200);
 	assert_int_equal(h->lost, 1);
-	sp_store_hold(&w, &s, T0 + 4000, T0 + 2500);
+	s.end = T0 + 4000;
+	sp_store_hold(&w, &s, T0 + 2500);
 	assert_int_equal(h->rec[0].end, T0 + 2000);
 	assert_int_equal(h->rec[1].end, T0 + 1000);
 	w.store_holds = NULL;

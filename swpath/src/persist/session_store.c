@@ -129,7 +129,7 @@ holds(const struct store_header *h, unsigned worker)
 }
 
 void
-sp_store_hold(struct sp_worker *w, const struct sp_session *s, uint32_t end,
+sp_store_hold(struct sp_worker *w, const struct sp_store_hold *hold,
 	      uint32_t now)
 {
 	struct sp_store_holds *h = w->store_holds;
@@ -146,10 +146,10 @@ sp_store_hold(struct sp_worker *w, const struct sp_session *s, uint32_t end,
 		seq = r->seq | 1;
 		__atomic_store_n(&r->seq, seq, __ATOMIC_RELAXED);
 		__atomic_thread_fence(__ATOMIC_RELEASE);
-		r->ext_addr = be32toh(s->ext_addr);
-		r->ext_port = be16toh(s->ext_port);
-		r->proto = s->proto;
-		r->end = end;
+		r->ext_addr = hold->ext_addr;
+		r->ext_port = hold->ext_port;
+		r->proto = hold->proto;
+		r->end = hold->end;
 		__atomic_store_n(&r->seq, seq + 1, __ATOMIC_RELEASE);
 		return;
 	}
@@ -207,8 +207,7 @@ struct adoption {
 
 /* The holds taken over, in this process's clock, for its own file. */
 static struct kept_hold {
-	struct sp_session key;  /* ext_addr, ext_port, proto */
-	uint32_t end;
+	struct sp_store_hold hold;
 	uint16_t worker;
 } *kept;
 static uint32_t n_kept;         /* its length, once the holds are read */
@@ -268,11 +267,9 @@ adopt_hold(const struct sp_store_hold *r, const struct clocks *clk,
 		a->holds_elsewhere++;
 		return;
 	}
-	kept[a->holds_kept++] = (struct kept_hold){
-		.key = { .ext_addr = htobe32(r->ext_addr),
-			 .ext_port = htobe16(r->ext_port), .proto = r->proto },
-		.end = end, .worker = (uint16_t)owner,
-	};
+	kept[a->holds_kept] = (struct kept_hold){ .hold = *r,
+						  .worker = (uint16_t)owner };
+	kept[a->holds_kept++].hold.end = end;
 }
 
 static void
@@ -490,8 +487,7 @@ store_attach(uint32_t now)
 				sp_store_put(wk, i, &wk->nat.sessions[i]);
 	}
 	for (uint32_t i = 0; i < n_kept; i++)
-		sp_store_hold(sp.workers[kept[i].worker], &kept[i].key,
-			      kept[i].end, now);
+		sp_store_hold(sp.workers[kept[i].worker], &kept[i].hold, now);
 }
 
 int

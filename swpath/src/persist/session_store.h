@@ -27,7 +27,7 @@
  * session the switch learned and an operator deleted leaves its port held
  * until the switch's lease ends (core/lifecycle.c), and the successor must
  * hold it as long (RFC 4787 REQ-3: no two flows on one external endpoint).
- * A worker writes a hold when it starts, into a record whose hold is over;
+ * A worker writes a hold as it begins, into a record whose hold is over;
  * one that finds none marks its holds incomplete, and the successor then
  * keeps learn mode's quiet period (control/learn_quiet.h) instead.
  *
@@ -125,12 +125,13 @@ sp_store_end(struct sp_worker *w, uint32_t sidx)
 }
 
 /*
- * Learn mode: session s's external endpoint is held until end (the
- * observer's held()). Not on the packet path: an operator's delete. Looks
- * for a record whose hold is over from where the last write stopped; with
- * none left, marks this worker's holds lost and writes no more.
+ * Learn mode: hold's endpoint (its ext_addr, ext_port, proto) is held until
+ * its end (the observer's held(); its seq is this function's). Not on the
+ * packet path: an operator's delete. Looks for a record whose hold is over
+ * from where the last write stopped; with none left, marks this worker's
+ * holds lost and writes no more.
  */
-void sp_store_hold(struct sp_worker *w, const struct sp_session *s,
-		   uint32_t end, uint32_t now);
+void sp_store_hold(struct sp_worker *w, const struct sp_store_hold *hold,
+		   uint32_t now);
 
 #endif /* SP_SESSION_STORE_H */

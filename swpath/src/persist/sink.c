@@ -47,8 +47,15 @@ on_session(void *ctx, const struct sp_session *s, uint32_t sidx,
 static void
 on_held(void *ctx, const struct sp_session *s, uint32_t end, uint32_t now)
 {
+	const struct sp_store_hold hold = {
+		.ext_addr = be32toh(s->ext_addr),
+		.ext_port = be16toh(s->ext_port),
+		.proto = s->proto,
+		.end = end,
+	};
+
 	/* a successor must not hand the port out before end either */
-	sp_store_hold(ctx, s, end, now);
+	sp_store_hold(ctx, &hold, now);
 }
 
 static void
