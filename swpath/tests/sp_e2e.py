@@ -253,6 +253,26 @@ def test_arp(tmp: Path) -> None:
     eq(r.counters["arp_replies"], 4)
 
 
+def test_arp_learns_by_rfc_826_merge(tmp: Path) -> None:
+    """RFC 826: an ARP packet's sender updates its entry when there is one
+    and makes one only when we are the target. Before, every on-link host
+    asking any other taught the NAT its address: on a busy segment, the
+    neighbour table filled with hosts it never sends to."""
+
+    def ask(mac: str, src: str, dst: str) -> Packet:
+        return Ether(src=mac, dst="ff:ff:ff:ff:ff:ff") / ARP(op=1, hwsrc=mac, psrc=src, pdst=dst)
+
+    inside = [
+        ask("02:00:00:00:10:50", "10.0.0.50", "10.0.0.1"),  # for us: learned
+        ask("02:00:00:00:10:51", "10.0.0.51", "10.0.0.77"),  # another host's: not
+        ask(MAC_H2, "10.0.0.2", "10.0.0.77"),  # known: merged
+        ask("02:00:00:00:10:52", "10.0.0.52", "10.0.0.52"),  # gratuitous, unknown: not
+    ]
+    r = run(tmp, BASE, [inside, []])
+    eq(r.counters["arp_learned"], 2, "learned: the asker of our address and the known host")
+    eq(r.counters["arp_replies"], 1)
+
+
 def test_neighbor_resolution(tmp: Path) -> None:
     # 10.0.0.7 has no static neighbour: its reply is dropped and swpath ARPs for it
     cmds = BASE + (

@@ -26,17 +26,23 @@ on_link(const struct sp_iface *ifc, uint32_t addr)
 	return ifc->has_addr && (addr & mask) == (ifc->addr & mask);
 }
 
-/* Learns the sender of an ARP packet when it is on this link (RFC 826
- * merge): the control thread keeps the neighbour table. */
+/*
+ * RFC 826's merge: the sender of an ARP packet on this link updates its
+ * entry when there is one, and makes one only when the packet is for us
+ * (we are its target). Hosts asking each other do not fill the table, as
+ * in Linux. The control thread keeps the table.
+ */
 static void
 arp_learn(struct sp_worker *w, const struct rte_arp_hdr *arp, uint16_t iface,
-	  uint32_t sip)
+	  uint32_t sip, bool for_us)
 {
 	const struct sp_iface *ifc = &sp.ifaces[iface];
 	struct sp_msg msg = { .type = SP_MSG_LEARN, .iface = iface, .addr = sip };
 
 	if (!on_link(ifc, sip) || sip == ifc->addr ||
 	    !rte_is_unicast_ether_addr(&arp->arp_data.arp_sha))
+		return;
+	if (!for_us && sp_neigh_find(sip, iface) == SP_NEIGH_NONE)
 		return;
 	memcpy(msg.mac, &arp->arp_data.arp_sha, RTE_ETHER_ADDR_LEN);
 	if (rte_ring_mp_enqueue_elem(sp.msg_ring, &msg, sizeof(msg)) == 0)
@@ -66,9 +72,9 @@ sp_arp_input(struct sp_worker *w, struct rte_mbuf *m, uint16_t iface,
 	}
 	sip = rte_be_to_cpu_32(arp->arp_data.arp_sip);
 	tip = rte_be_to_cpu_32(arp->arp_data.arp_tip);
-	arp_learn(w, arp, iface, sip);
 	ours = (ifc->has_addr && tip == ifc->addr) ||
 	       (ifc->zone == SP_ZONE_OUTSIDE && sp_rt_owned(rt, tip));
+	arp_learn(w, arp, iface, sip, ours);
 	if (arp->arp_opcode != RTE_BE16(RTE_ARP_OP_REQUEST) || !ours ||
 	    sip == tip) {
 		sp_drop(w, m, SP_CNT_drop_arp);
