@@ -80,6 +80,7 @@ GAUGES: dict[str, tuple[str, str]] = {
     "sessions": ("quicknat_sessions", "sessions open"),
     "installed": ("quicknat_sessions_installed", "sessions whose entries are in the switch"),
     "mappings": ("quicknat_mappings", "endpoint-independent mappings held"),
+    "neighbors": ("quicknat_neighbors", "entries of swpath's neighbour table (ARP)"),
     "up": ("quicknat_up", "1 when the exporter reached the data path"),
     "connected": ("quicknat_connected", "1 while the controller is primary on its switch"),
 }

@@ -625,7 +625,9 @@ class Gateway:
         self._sniffer = AsyncSniffer(
             iface=OUT_PEER,
             store=False,
-            lfilter=lambda p: ARP in p and p[ARP].op == 1 and p[Ether].src == MAC_OUT,
+            lfilter=lambda p: (
+                ARP in p and p[ARP].op == 1 and p[ARP].pdst == GATEWAY and p[Ether].src == MAC_OUT
+            ),
             prn=self._answer,
         )
         self._sniffer.start()
@@ -700,6 +702,98 @@ def neighbor_polled_then_forgotten(app: str, tmp: Path) -> None:
     assert "no answer to 3 polls; forgotten" in nat.log(), nat.log()
 
 
+def neighbor_table_frees_unused_entries(app: str, tmp: Path) -> None:
+    """The neighbour table (4,096 entries) is not filled for good: 4,096
+    on-link hosts asking for the NAT's address (RFC 826 makes each an
+    entry) fill it, and a next hop met after that is not even asked for.
+    The flood's entries go stale and, nobody sending to them, leave the
+    table (`--neighbor-reachable 1`: 2 s after they were learned); the next
+    hop is then asked for by broadcast. The gateway, in use all along, is
+    polled (answered) and kept: never asked for by broadcast again. Before,
+    the table never gave an entry back, and the next hop was never
+    resolved while the process ran."""
+    outside16 = COMMANDS.replace(f"neighbor {GATEWAY} mac {MAC_GW} dev out0\n", "").replace(
+        "address 198.51.100.1/24", "address 198.51.100.1/16"
+    )
+    gateway = Gateway("02:00:00:00:00:a1")
+    nat = None
+    stop = threading.Event()
+    flow = (
+        Ether(src=host_mac(HOSTS[5]), dst=MAC_IN)
+        / IP(src=HOSTS[5], dst="8.8.8.8")
+        / UDP(sport=9200, dport=53)
+    )
+
+    def keep_sending() -> None:
+        while not stop.wait(0.2):
+            sendp(flow, iface=IN_PEER)
+
+    sender = threading.Thread(target=keep_sending, daemon=True)
+    try:
+        nat = Nat(app, tmp, outside16, extra=("--neighbor-reachable", "1"), name="neigh")
+        delivered_to(gateway.mac, 9200, 5)
+        sender.start()
+        flood = [
+            bytes(
+                Ether(src=f"02:00:00:01:{i >> 8:02x}:{i & 255:02x}", dst="ff:ff:ff:ff:ff:ff")
+                / ARP(
+                    op=1,
+                    hwsrc=f"02:00:00:01:{i >> 8:02x}:{i & 255:02x}",
+                    psrc=f"198.51.{16 + i // 250}.{1 + i % 250}",
+                    pdst="198.51.100.1",
+                )
+            )
+            for i in range(4096)
+        ]
+        learned = nat.stats()["counters"]["arp_learned"]
+        # in well under the second they take to go stale (scapy's sendp
+        # takes seconds for 4,096 frames), paced
+        with socket.socket(socket.AF_PACKET, socket.SOCK_RAW) as raw:
+            raw.bind((OUT_PEER, 0))
+            for i, frame in enumerate(flood):
+                raw.send(frame)
+                if i % 128 == 127:
+                    time.sleep(0.005)  # af_packet's ring is not overrun
+        deadline = time.monotonic() + 5
+        while nat.stats()["counters"]["arp_learned"] < learned + 4096:
+            assert time.monotonic() < deadline, "the flood's ARP packets were not all seen"
+            time.sleep(0.05)
+        while (entries := nat.stats()["neighbors"]) < 4096:
+            assert time.monotonic() < deadline, f"the table holds {entries} entries"
+            time.sleep(0.02)
+        far = (
+            Ether(src=host_mac(HOSTS[6]), dst=MAC_IN)
+            / IP(src=HOSTS[6], dst="198.51.7.7")
+            / UDP(sport=9300, dport=53)
+        )
+
+        def asked(p: Packet) -> bool:
+            return ARP in p and p[ARP].op == 1 and p[ARP].pdst == "198.51.7.7"
+
+        start = time.monotonic()
+        early = captured(lambda: sendp(far, iface=IN_PEER), OUT_PEER, asked, 1, 0.5)
+        eq(early, [], "a next hop asked for while the table is full")
+        later: list[Packet] = []
+        while not later and time.monotonic() - start < 10:
+            later = captured(lambda: sendp(far, iface=IN_PEER), OUT_PEER, asked, 1, 0.5)
+        assert later, "the next hop was never asked for: no entry was freed"
+        waited = time.monotonic() - start
+        assert waited > 1.0, f"asked for after {waited:.1f} s: the table was not full"
+        assert nat.stats()["neighbors"] < 1000, "the flood's entries are gone"
+        stop.set()
+        sender.join(5)
+        broadcasts = [d for d, _ in gateway.requests if d == "ff:ff:ff:ff:ff:ff"]
+        eq(len(broadcasts), 1, "the gateway in use asked for by broadcast (removed)")
+        assert len(gateway.requests) > 1, "the gateway was not polled while stale"
+    finally:
+        stop.set()
+        gateway.stop()
+        if nat is not None:
+            nat.stop()
+    log = nat.log()
+    eq(log.count("neighbor table full"), 1, f"said once: {log}")
+
+
 def run_alone(case: Callable[..., None], *args: object) -> tuple[int, int]:
     """A case that starts its own processes (after the shared NAT's cases),
     timed and reported as run_cases reports: (passed, failed)."""
@@ -746,8 +840,9 @@ def main() -> int:
                     f"FAIL clean_exit: status {rc}, socket left: {nat.sock.exists()}, "
                     f"systemd told {stopping!r}"
                 )
-            ok, bad = run_alone(neighbor_polled_then_forgotten, args.app, Path(tmp))
-            passed, failed = passed + ok, failed + bad
+            for case in (neighbor_polled_then_forgotten, neighbor_table_frees_unused_entries):
+                ok, bad = run_alone(case, args.app, Path(tmp))
+                passed, failed = passed + ok, failed + bad
     except Exception as exc:
         failed += 1
         print(f"FAIL setup: {exc}")

@@ -191,10 +191,11 @@ sp_format_stats_json(struct sp_buf *b)
 	sp_buf_printf(b,
 		      "{\"version\": \"%s\", \"pid\": %ld, "
 		      "\"sessions\": %u, \"installed\": %u, \"mappings\": %u, "
+		      "\"neighbors\": %u, "
 		      "\"rules\": %zu, \"workers\": %u, \"dispatch\": \"%s\", "
 		      "\"counters\": ",
 		      SP_VERSION, (long)getpid(), sessions, sessions, mappings,
-		      qns_count(sp.qns), sp.n_workers,
+		      sp.neigh_entries, qns_count(sp.qns), sp.n_workers,
 		      sp.hw_rss ? "rss" : "software");
 	counters_json(b, NULL);
 	pools_json(b);

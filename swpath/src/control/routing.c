@@ -8,6 +8,7 @@
 #include <rte_errno.h>
 #include <rte_hash.h>
 #include <rte_lpm.h>
+#include <rte_rcu_qsbr.h>
 #include <rte_ring.h>
 #include <rte_ring_elem.h>
 
@@ -21,6 +22,10 @@
  * is forgotten (sp_neigh_age). */
 #define NEIGH_PROBES 3
 #define NEIGH_PROBE_MS 1000u
+/* An entry never resolved, or forgotten, and not asked for this long is
+ * removed: three broadcast requests' worth (neigh_resolve asks once a
+ * second while packets wait for it). */
+#define NEIGH_FAILED_MS 3000u
 
 int
 sp_apply_route(const struct sp_cmd *cmd, struct sp_buf *out, char *err,
@@ -52,6 +57,70 @@ sp_apply_route(const struct sp_cmd *cmd, struct sp_buf *out, char *err,
 	return 0;
 }
 
+/* -- the neighbour table's slots ------------------------------------------
+ *
+ * Workers keep neighbour indexes (in sessions, for the last gateway) and
+ * check before each use that the slot still holds their address
+ * (dataplane/fwd.h), so a forgotten neighbour's slot can be reused: once
+ * no worker can still be inside a lookup that found it. Its hash key
+ * position and its slot wait for a grace period of the workers' RCU
+ * (rte_rcu_qsbr: a worker reports a quiescent state between bursts). */
+
+struct neigh_gone {
+	uint64_t token;                 /* rte_rcu_qsbr_start() at removal */
+	int32_t pos;                    /* its key's position in neigh_hash */
+	uint16_t slot;
+};
+
+/* FIFO of removed entries (tokens only grow), and the slots free again */
+static struct neigh_gone gone[SP_MAX_NEIGH];
+static uint32_t gone_head, n_gone;
+static uint16_t free_slot[SP_MAX_NEIGH];
+static uint32_t n_free;
+/* said once until a slot is free again (neigh_table_full) */
+static bool full_told;
+
+/* Slots and key positions whose grace period is over become free. */
+static void
+neigh_reclaim(void)
+{
+	while (n_gone != 0) {
+		struct neigh_gone *g = &gone[gone_head];
+
+		if (sp.running &&
+		    rte_rcu_qsbr_check(sp.rcu, g->token, false) != 1)
+			break;
+		rte_hash_free_key_with_position(sp.neigh_hash, g->pos);
+		free_slot[n_free++] = g->slot;
+		gone_head = (gone_head + 1) % SP_MAX_NEIGH;
+		n_gone--;
+		full_told = false;
+	}
+}
+
+/* Takes entry i out of the table: workers that still hold its index see
+ * it invalid at once, and not theirs once the slot is reused. */
+static void
+neigh_remove(uint32_t i)
+{
+	struct sp_neigh *n = &sp.neigh[i];
+	struct sp_neigh_key key = { .addr = n->addr, .iface = n->iface };
+	int32_t pos;
+
+	n->live = 0;
+	__atomic_store_n(&n->mac, 0, __ATOMIC_RELEASE);
+	pos = rte_hash_del_key(sp.neigh_hash, &key);
+	if (pos < 0)
+		return;
+	gone[(gone_head + n_gone) % SP_MAX_NEIGH] = (struct neigh_gone){
+		.token = sp.running ? rte_rcu_qsbr_start(sp.rcu) : 0,
+		.pos = pos,
+		.slot = (uint16_t)i,
+	};
+	n_gone++;
+	sp.neigh_entries--;
+}
+
 int
 sp_neigh_set(uint32_t addr, uint16_t iface, const uint8_t mac[6],
 	     bool is_static)
@@ -71,27 +140,37 @@ sp_neigh_set(uint32_t addr, uint16_t iface, const uint8_t mac[6],
 		/* learning never overrides a configured neighbour */
 		if (mac != NULL && (is_static || !(n->mac & SP_NEIGH_STATIC))) {
 			/* (a worker's SP_NEIGH_USED may go: it comes back) */
-			__atomic_store_n(&n->mac, v, __ATOMIC_RELAXED);
+			__atomic_store_n(&n->mac, v, __ATOMIC_RELEASE);
 			n->confirmed = sp_now_ms();
 			n->stale = 0;
 			n->probes = 0;
 		}
 		return (int)(uintptr_t)data;
 	}
-	if (sp.n_neigh == SP_MAX_NEIGH)
+	neigh_reclaim();
+	if (n_free != 0)
+		i = free_slot[--n_free];
+	else if (sp.n_neigh < SP_MAX_NEIGH)
+		i = sp.n_neigh++;
+	else
 		return -ENOSPC;
-	i = sp.n_neigh;
 	sp.neigh[i].addr = addr;
 	sp.neigh[i].iface = iface;
 	sp.neigh[i].last_request = 0;
 	sp.neigh[i].confirmed = sp_now_ms();
 	sp.neigh[i].stale = 0;
 	sp.neigh[i].probes = 0;
-	__atomic_store_n(&sp.neigh[i].mac, v, __ATOMIC_RELAXED);
+	sp.neigh[i].live = 1;
+	/* a worker holding this slot's old index reads the MAC word first
+	 * (acquire), so it sees the new address and lets the slot be */
+	__atomic_store_n(&sp.neigh[i].mac, v, __ATOMIC_RELEASE);
 	/* the lock-free hash publishes the entry with release semantics */
-	if (rte_hash_add_key_data(sp.neigh_hash, &key, (void *)(uintptr_t)i) < 0)
+	if (rte_hash_add_key_data(sp.neigh_hash, &key, (void *)(uintptr_t)i) < 0) {
+		sp.neigh[i].live = 0;
+		free_slot[n_free++] = (uint16_t)i;
 		return -ENOSPC;
-	sp.n_neigh++;
+	}
+	sp.neigh_entries++;
 	return (int)i;
 }
 
@@ -161,18 +240,17 @@ sp_routes_build(char *err, size_t errlen)
 /* -- worker messages: the neighbour table --------------------------------- */
 
 /* A neighbour the table has no room for (learned, or to resolve): its
- * packets are dropped, counted drop_no_neighbor; said once, since entries
- * are never removed. */
+ * packets are dropped, counted drop_no_neighbor, until ageing frees a
+ * slot (sp_neigh_age); said once until then. */
 static void
 neigh_table_full(uint32_t addr, uint16_t iface)
 {
-	static bool told;
 	char ip[16];
 
-	if (told)
+	if (full_told)
 		return;
-	told = true;
-	sp_log("error", "neighbor table full (%d entries): %s on %s and any further neighbour are not resolved; their packets are dropped (drop_no_neighbor)",
+	full_told = true;
+	sp_log("error", "neighbor table full (%d entries): %s on %s and any further neighbour are not resolved until unused entries are forgotten; their packets are dropped (drop_no_neighbor)",
 	       SP_MAX_NEIGH, sp_ip_str(addr, ip), sp.ifaces[iface].name);
 }
 
@@ -212,27 +290,49 @@ sp_neigh_age(uint32_t now)
 
 	/* a tenth of the polls' spacing is fine enough; the table's 4,096
 	 * entries are not walked every 10 ms control round */
-	if (sp.neigh_reachable_ms == 0 || now - last < NEIGH_PROBE_MS / 10)
+	if (now - last < NEIGH_PROBE_MS / 10)
 		return;
 	last = now;
+	neigh_reclaim();
 	for (uint32_t i = 0; i < sp.n_neigh; i++) {
 		struct sp_neigh *n = &sp.neigh[i];
 		uint64_t v = __atomic_load_n(&n->mac, __ATOMIC_RELAXED);
 		struct rte_ether_addr mac;
 		char ip[16];
 
-		if (!(v & SP_NEIGH_VALID) || (v & SP_NEIGH_STATIC) ||
+		if (!n->live || (v & SP_NEIGH_STATIC))
+			continue;
+		if (!(v & SP_NEIGH_VALID)) {
+			/* RFC 1122 sec. 2.3.2.1: nobody asked for it for
+			 * NEIGH_FAILED_MS after a request went unanswered
+			 * (Linux's FAILED, then its garbage collection) */
+			uint32_t asked = n->last_request ? n->last_request :
+							   n->confirmed;
+
+			if (now - asked >= NEIGH_FAILED_MS)
+				neigh_remove(i);
+			continue;
+		}
+		if (sp.neigh_reachable_ms == 0 ||
 		    now - n->confirmed < sp.neigh_reachable_ms)
 			continue;
 		if (!n->stale) {
 			/* from now on, a packet sent to it asks for a poll */
 			n->stale = 1;
+			n->idle_since = now;
 			__atomic_fetch_and(&n->mac, ~SP_NEIGH_USED,
 					   __ATOMIC_RELAXED);
 			continue;
 		}
-		if (!(v & SP_NEIGH_USED) ||
-		    (n->probes != 0 && now - n->last_request < NEIGH_PROBE_MS))
+		if (!(v & SP_NEIGH_USED)) {
+			/* stale, and sent nothing for as long again: its
+			 * slot goes to neighbours in use */
+			if (now - n->idle_since >= sp.neigh_reachable_ms)
+				neigh_remove(i);
+			continue;
+		}
+		n->idle_since = now;
+		if (n->probes != 0 && now - n->last_request < NEIGH_PROBE_MS)
 			continue;
 		if (n->probes == NEIGH_PROBES) {
 			/* workers see it invalid and ask anew, by broadcast */

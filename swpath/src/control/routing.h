@@ -25,7 +25,7 @@ int sp_apply_neighbor(const struct sp_cmd *cmd, struct sp_buf *out, char *err,
 int sp_routes_build(char *err, size_t errlen);
 
 /* Adds or updates a neighbour (control thread only); its index, or
- * -ENOSPC. */
+ * -ENOSPC (every slot in use, or waiting for the workers' grace period). */
 int sp_neigh_set(uint32_t addr, uint16_t iface, const uint8_t mac[6],
 		 bool is_static);
 
@@ -38,10 +38,17 @@ void sp_neigh_messages(void);
  * learned neighbour not heard from (an ARP packet from it, request or
  * reply, RFC 826's merge) for sp.neigh_reachable_ms is stale; one that
  * workers send to after that (SP_NEIGH_USED) is asked by a request to its
- * MAC alone, at most once a second, and used meanwhile; after three unanswered it is forgotten, and
- * the next packet to it asks anew by broadcast (a host that changed its MAC
- * and said nothing is found again). A neighbour nobody sends to is not
- * asked about. Configured neighbours are never polled. Each control round.
+ * MAC alone, at most once a second, and used meanwhile; after three
+ * unanswered it is forgotten, and the next packet to it asks anew by
+ * broadcast (a host that changed its MAC and said nothing is found
+ * again). A neighbour nobody sends to is not asked about.
+ *
+ * Entries nobody needs leave the table, so that it does not fill for good
+ * (Linux's garbage collection): one that never answered, or was
+ * forgotten, and is not asked for within 3 s; a stale one nobody sent to
+ * for sp.neigh_reachable_ms more. Their slots are reused once
+ * no worker can still be looking at them. Configured neighbours stay and
+ * are never polled. Each control round.
  */
 void sp_neigh_age(uint32_t now);
 

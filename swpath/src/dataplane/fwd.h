@@ -128,6 +128,22 @@ sp_set_eth(struct rte_ether_hdr *eth, uint64_t mac, uint16_t iface)
 }
 
 /*
+ * True when slot ni still holds nh's entry on iface, its MAC word loaded
+ * into *mac. The control thread reuses the slots of neighbours it forgot
+ * (control/routing.h), so an index kept across packets is checked before
+ * each use; the word is read first (acquire), and a slot's new address is
+ * written before its word, so a reused slot never passes for the old one.
+ */
+static inline bool
+sp_neigh_is(uint16_t ni, uint32_t nh, uint16_t iface, uint64_t *mac)
+{
+	const struct sp_neigh *n = &sp.neigh[ni];
+
+	*mac = __atomic_load_n(&n->mac, __ATOMIC_ACQUIRE);
+	return n->addr == nh && n->iface == iface;
+}
+
+/*
  * Sends m, an IPv4 packet to dst, by route ri: next hop's MAC, Ethernet
  * rewrite, TX. *neigh caches the neighbour index (SP_NEIGH_NONE: look it
  * up). Returns 0, or -1 when m was dropped (neighbour unknown; resolving).
@@ -137,32 +153,34 @@ sp_send(struct sp_worker *w, struct rte_mbuf *m, struct rte_ether_hdr *eth,
 	rte_be32_t dst, uint16_t ri, uint16_t *neigh)
 {
 	const struct sp_route *r = &sp.routes[ri];
+	uint32_t nh = r->has_via ? r->via : rte_be_to_cpu_32(dst);
 	uint16_t ni = *neigh;
 	uint64_t mac;
 
-	if (unlikely(ni == SP_NEIGH_NONE)) {
-		uint32_t nh = r->has_via ? r->via : rte_be_to_cpu_32(dst);
-
-		/* a neighbour's index never changes (entries are never
-		 * deleted), so the gateway's can be kept */
-		if (r->has_via && w->via_route1 == ri + 1u)
+	if (unlikely(ni == SP_NEIGH_NONE ||
+		     !sp_neigh_is(ni, nh, r->iface, &mac))) {
+		/* the last gateway's index saves a new session's lookup */
+		if (r->has_via && w->via_route1 == ri + 1u &&
+		    sp_neigh_is(w->via_neigh, nh, r->iface, &mac)) {
 			ni = w->via_neigh;
-		else
+		} else {
 			ni = sp_neigh_find(nh, r->iface);
-		if (ni == SP_NEIGH_NONE) {
-			sp_resolve(w, nh, r->iface);
-			sp_drop(w, m, SP_CNT_drop_no_neighbor);
-			return -1;
-		}
-		if (r->has_via) {
-			w->via_route1 = (uint16_t)(ri + 1u);
-			w->via_neigh = ni;
+			if (ni == SP_NEIGH_NONE) {
+				sp_resolve(w, nh, r->iface);
+				sp_drop(w, m, SP_CNT_drop_no_neighbor);
+				return -1;
+			}
+			mac = __atomic_load_n(&sp.neigh[ni].mac,
+					      __ATOMIC_ACQUIRE);
+			if (r->has_via) {
+				w->via_route1 = (uint16_t)(ri + 1u);
+				w->via_neigh = ni;
+			}
 		}
 		*neigh = ni;
 	}
-	mac = __atomic_load_n(&sp.neigh[ni].mac, __ATOMIC_RELAXED);
 	if (unlikely(!(mac & SP_NEIGH_VALID))) {
-		sp_resolve(w, sp.neigh[ni].addr, r->iface);
+		sp_resolve(w, nh, r->iface);
 		sp_drop(w, m, SP_CNT_drop_no_neighbor);
 		return -1;
 	}

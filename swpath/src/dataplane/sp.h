@@ -112,8 +112,10 @@ struct sp_neigh {
 	/* control thread only (control/routing.c): */
 	uint32_t last_request;          /* ms of the last ARP request for it */
 	uint32_t confirmed;             /* ms of the last ARP that gave its MAC */
+	uint32_t idle_since;            /* stale and not sent to since */
 	uint8_t stale;                  /* not heard from for reachable_ms */
 	uint8_t probes;                 /* unicast polls unanswered */
+	uint8_t live;                   /* 0: a free slot (routing.c) */
 };
 
 /* Messages from workers to the control thread (neighbour table). */
@@ -232,7 +234,8 @@ struct sp_app {
 	uint16_t default_route;         /* 0.0.0.0/0 (rte_lpm has no /0) */
 	struct rte_hash *neigh_hash;
 	struct sp_neigh neigh[SP_MAX_NEIGH];
-	uint32_t n_neigh;
+	uint32_t n_neigh;               /* slots ever used (free ones reused) */
+	uint32_t neigh_entries;         /* entries in the table */
 	struct sp_pool *pools[SP_MAX_POOLS];
 	unsigned n_pools;
 	struct qns *qns;

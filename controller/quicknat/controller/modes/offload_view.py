@@ -35,7 +35,7 @@ from quicknat.controller.status import SessionQuery
 from quicknat.rules import Protocol
 
 #: `stats` figures that are added up over the instances (swpath's stats keys).
-SUMMED = ("sessions", "installed", "mappings", "workers")
+SUMMED = ("sessions", "installed", "mappings", "neighbors", "workers")
 
 
 class Reply(NamedTuple):
