@@ -390,7 +390,11 @@ def restart_keeps_held_port(app: str, tmp: Path) -> None:
                 if Dot1Q in p and p[Dot1Q].type == LEARN_ETHERTYPE:
                     _, ip = learn_tag(p)
                     ports.append((ip.src, ip[UDP].sport))
-        eq(ports, [(str(POOL[1]), HELD_PORT)], "that very port, to one host, once the lease is over")
+        eq(
+            ports,
+            [(str(POOL[1]), HELD_PORT)],
+            "that very port, to one host, once the lease is over",
+        )
     finally:
         for nat in procs:
             nat.kill()
