@@ -4,7 +4,8 @@ quicknat-swpath.
 
 Subcommands that need no data path (``check``, ``lookup``, ``swpath-commands``)
 work anywhere; ``controller`` runs the P4 path's control plane; ``sessions``
-and ``stats`` ask a running controller or swpath over its control socket.
+and ``stats`` ask a running controller or swpath over its control socket,
+``neighbors`` swpath.
 Every error is one line on stderr, exit status 2 for what was given, 1 for
 what failed while running (cli_args.py).
 """
@@ -38,7 +39,7 @@ from quicknat.config.dump import config_to_data
 from quicknat.metrics import split_address
 from quicknat.nat.qns import Qns
 from quicknat.rules import Protocol, RuleKind
-from quicknat.stats_view import stats_lines
+from quicknat.stats_view import stats_lines, table_lines
 
 EXIT_CONFIG = EXIT_USAGE
 
@@ -314,6 +315,9 @@ def _status(args: argparse.Namespace) -> int:
     if args.command == "stats" and isinstance(answer, dict):
         print("\n".join(stats_lines(answer)))
         return 0
+    if args.command == "neighbors" and isinstance(answer, list):
+        print("\n".join(table_lines(f"{len(answer)} neighbors", answer)))
+        return 0
     if isinstance(answer, dict):  # delete, flush
         print(f"{answer['deleted']} sessions deleted")
         return 0
@@ -537,7 +541,8 @@ def _exporter_command(sub: Subparsers) -> None:
 
 
 def _status_commands(sub: Subparsers) -> None:
-    """sessions, stats: asked of either data path over its control socket."""
+    """sessions, stats: asked of either data path over its control socket;
+    neighbors, of swpath's."""
     for name, what in (("sessions", "list the sessions"), ("stats", "show the counters")):
         status = sub.add_parser(
             name,
@@ -551,6 +556,17 @@ def _status_commands(sub: Subparsers) -> None:
         status.set_defaults(status=name)
         if name == "sessions":
             _session_filters(status)
+    neighbors = sub.add_parser(
+        "neighbors",
+        help="show the neighbour (ARP) table of a running quicknat-swpath",
+        description="The neighbour table of a running quicknat-swpath, as ip-neighbour(8) "
+        "shows Linux's: each next hop's MAC and state (configured, reachable, stale, probe, "
+        "incomplete), asked over its control socket.",
+        formatter_class=DEFAULTS,
+    )
+    _socket_options(neighbors, swpath_only=True)
+    neighbors.add_argument("--json", action="store_true", help="print the answer as JSON")
+    neighbors.set_defaults(status="neighbors")
 
 
 def _runtime_commands(sub: Subparsers) -> None:

@@ -31,6 +31,11 @@ def stats_lines(answer: dict[str, Any], indent: str = "") -> list[str]:
     return lines
 
 
+def table_lines(title: str, rows: list[Any]) -> list[str]:
+    """A list of objects (`quicknat neighbors`' rows) as a table under a title."""
+    return _rows(title, rows, "")
+
+
 def _scalar(value: object) -> str:
     if isinstance(value, bool):
         return "yes" if value else "no"

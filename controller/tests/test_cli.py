@@ -159,3 +159,44 @@ def test_stats_json_is_the_answer(
     monkeypatch.setattr("quicknat.controller.status.query", lambda path, command: STATS)
     assert main(["stats", "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == STATS
+
+
+def test_neighbors_prints_swpaths_table(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`quicknat neighbors` asks swpath's socket (the controller has no ARP
+    table) and lays the rows out as a table; unresolved MACs print as -."""
+    rows = [
+        {
+            "address": "198.51.100.254",
+            "interface": "out0",
+            "mac": "02:00:00:00:00:fe",
+            "state": "reachable",
+            "confirmed_s": 1.5,
+            "probes": 0,
+        },
+        {
+            "address": "198.51.100.7",
+            "interface": "out0",
+            "mac": None,
+            "state": "incomplete",
+            "confirmed_s": None,
+            "probes": 0,
+        },
+    ]
+    asked: list[tuple[str, str]] = []
+
+    def query(path: Path, command: str) -> object:
+        asked.append((str(path), command))
+        return rows
+
+    monkeypatch.setattr("quicknat.controller.status.query", query)
+    assert main(["neighbors", "--socket", "/tmp/sp.sock"]) == 0
+    lines = [" ".join(line.split()) for line in capsys.readouterr().out.splitlines()]
+    assert asked == [("/tmp/sp.sock", "neighbors")]
+    assert lines == [
+        "2 neighbors:",
+        "address interface mac state confirmed_s probes",
+        "198.51.100.254 out0 02:00:00:00:00:fe reachable 1.5 0",
+        "198.51.100.7 out0 - incomplete - 0",
+    ]

@@ -433,7 +433,7 @@ def case_rules_at_run_time(nat: Nat) -> None:
         [
             "error: unknown command 'frobnicate' (interface, route, neighbor, "
             "pool, rule, timeouts, filtering, limits, icmp, logging, rules, sessions, session, "
-            "stats, subscribe, offload, peer)"
+            "stats, neighbors, subscribe, offload, peer)"
         ],
     )
     eq(nat.lines("interface x zone inside port 3"), ["error: interface: only at start-up"])
@@ -663,60 +663,91 @@ def delivered_to(mac: str, sport: int, timeout: float) -> None:
     raise AssertionError(f"no packet to {mac} in {timeout} s (to: {sorted(set(seen))})")
 
 
-def neighbor_polled_then_forgotten(app: str, tmp: Path) -> None:
-    """RFC 1122 sec. 2.3.2.1: ARP entries that went out of date are flushed.
-    The gateway learned by ARP (not configured) and `--neighbor-reachable
-    1`: past a second without hearing from it, and while packets go to it
-    (never while none do), swpath polls it with a request to its MAC alone;
-    a poll it answers keeps the entry (no broadcast, the traffic goes on to
-    it). Then the gateway takes another
-    MAC and says nothing: the polls to the old one go unanswered, after 3
-    the entry is forgotten, the next packet asks by broadcast, and the
-    traffic goes to the new MAC. (Never aged, it would go to the old MAC
-    for ever.)"""
-    old, new = "02:00:00:00:00:a1", "02:00:00:00:00:b2"
-    learned = COMMANDS.replace(f"neighbor {GATEWAY} mac {MAC_GW} dev out0\n", "")
-    gateway = Gateway(old)
+def neighbor(nat: Nat, address: str) -> tuple[str | None, str, float | None]:
+    """The `neighbors` row of address: its MAC, state and age."""
+    rows = query(nat.sock, "neighbors")
+    assert isinstance(rows, list)
+    (row,) = [r for r in rows if r["address"] == address]
+    return row["mac"], row["state"], row["confirmed_s"]
+
+
+OLD_GW_MAC, NEW_GW_MAC = "02:00:00:00:00:a1", "02:00:00:00:00:b2"
+
+
+def neighbors_age_and_leave_the_table(app: str, tmp: Path) -> None:
+    """The neighbour table's life, on one NAT whose gateway is learned by
+    ARP (not configured), with `--neighbor-reachable 1` and an outside /16:
+    polled_then_forgotten, then table_frees_unused_entries."""
+    learned = COMMANDS.replace(f"neighbor {GATEWAY} mac {MAC_GW} dev out0\n", "").replace(
+        "address 198.51.100.1/24", "address 198.51.100.1/16"
+    )
+    gateway = Gateway(OLD_GW_MAC)
     nat = None
     try:
         nat = Nat(app, tmp, learned, extra=("--neighbor-reachable", "1"), name="arp")
-        delivered_to(old, 9100, 5)
-        eq([d for d, _ in gateway.requests], ["ff:ff:ff:ff:ff:ff"], "resolved by broadcast")
-        time.sleep(1.5)  # not in use: not polled
-        eq(len(gateway.requests), 1, "polls of a neighbour nobody sends to")
-        for i in range(3):  # in use: polled, answered, kept
-            delivered_to(old, 9101 + i, 1)
-            time.sleep(0.3)
-        polls = [d for d, _ in gateway.requests[1:]]
-        assert polls and set(polls) == {old}, f"polls to {old} alone: {polls}"
-        gateway.mac = new
-        start = len(gateway.requests)
-        delivered_to(new, 9110, 10)
-        after = [d for d, _ in gateway.requests[start:]]
-        eq(after[-1], "ff:ff:ff:ff:ff:ff", "asked anew by broadcast")
-        eq(after[:-1][-3:], [old] * 3, "three unanswered polls before")
+        polled_then_forgotten(nat, gateway)
+        table_frees_unused_entries(nat, gateway)
     finally:
         gateway.stop()
         if nat is not None:
             nat.stop()
-    assert "no answer to 3 polls; forgotten" in nat.log(), nat.log()
+    log = nat.log()
+    assert "no answer to 3 polls; forgotten" in log, log
+    eq(log.count("neighbor table full"), 1, f"said once: {log}")
 
 
-def neighbor_table_frees_unused_entries(app: str, tmp: Path) -> None:
+def polled_then_forgotten(nat: Nat, gateway: Gateway) -> None:
+    """RFC 1122 sec. 2.3.2.1: ARP entries that went out of date are flushed.
+    Past a second without hearing from the gateway, and while packets go to
+    it (never while none do), swpath polls it with a request to its MAC
+    alone; a poll it answers keeps the entry (no broadcast, the traffic goes
+    on to it). Then the gateway takes another MAC and says nothing: the
+    polls to the old one go unanswered, after 3 the entry is forgotten, the
+    next packet asks by broadcast, and the traffic goes to the new MAC.
+    (Never aged, it would go to the old MAC for ever.) `neighbors` and
+    `quicknat neighbors` show each state."""
+    old, new = OLD_GW_MAC, NEW_GW_MAC
+    delivered_to(old, 9100, 5)
+    eq([d for d, _ in gateway.requests], ["ff:ff:ff:ff:ff:ff"], "resolved by broadcast")
+    eq(neighbor(nat, GATEWAY)[:2], (old, "reachable"), "`neighbors` once resolved")
+    eq(neighbor(nat, HOSTS[0]), (host_mac(HOSTS[0]), "configured", None), "a configured one")
+    time.sleep(1.5)  # not in use: not polled
+    eq(len(gateway.requests), 1, "polls of a neighbour nobody sends to")
+    eq(neighbor(nat, GATEWAY)[:2], (old, "stale"), "`neighbors` once not heard from")
+    for i in range(3):  # in use: polled, answered, kept
+        delivered_to(old, 9101 + i, 1)
+        time.sleep(0.3)
+    polls = [d for d, _ in gateway.requests[1:]]
+    assert polls and set(polls) == {old}, f"polls to {old} alone: {polls}"
+    gateway.mac = new
+    start = len(gateway.requests)
+    delivered_to(new, 9110, 10)
+    after = [d for d, _ in gateway.requests[start:]]
+    eq(after[-1], "ff:ff:ff:ff:ff:ff", "asked anew by broadcast")
+    eq(after[:-1][-3:], [old] * 3, "three unanswered polls before")
+    eq(neighbor(nat, GATEWAY)[:2], (new, "reachable"), "`neighbors` with the new MAC")
+    cli = subprocess.run(
+        [str(ROOT / ".venv" / "bin" / "quicknat"), "neighbors", "--socket", str(nat.sock)],
+        capture_output=True,
+        text=True,
+        timeout=10,
+    )
+    eq(cli.returncode, 0, cli.stderr)
+    assert [GATEWAY, "out0", new, "reachable"] in [
+        line.split()[:4] for line in cli.stdout.splitlines()
+    ], cli.stdout
+
+
+def table_frees_unused_entries(nat: Nat, gateway: Gateway) -> None:
     """The neighbour table (4,096 entries) is not filled for good: 4,096
     on-link hosts asking for the NAT's address (RFC 826 makes each an
     entry) fill it, and a next hop met after that is not even asked for.
     The flood's entries go stale and, nobody sending to them, leave the
-    table (`--neighbor-reachable 1`: 2 s after they were learned); the next
-    hop is then asked for by broadcast. The gateway, in use all along, is
-    polled (answered) and kept: never asked for by broadcast again. Before,
-    the table never gave an entry back, and the next hop was never
-    resolved while the process ran."""
-    outside16 = COMMANDS.replace(f"neighbor {GATEWAY} mac {MAC_GW} dev out0\n", "").replace(
-        "address 198.51.100.1/24", "address 198.51.100.1/16"
-    )
-    gateway = Gateway("02:00:00:00:00:a1")
-    nat = None
+    table (2 s after they were learned); the next hop is then asked for by
+    broadcast. The gateway, in use all along, is polled (answered) and
+    kept: never asked for by broadcast again. Before, the table never gave
+    an entry back, and the next hop was never resolved while the process
+    ran."""
     stop = threading.Event()
     flow = (
         Ether(src=host_mac(HOSTS[5]), dst=MAC_IN)
@@ -729,38 +760,10 @@ def neighbor_table_frees_unused_entries(app: str, tmp: Path) -> None:
             sendp(flow, iface=IN_PEER)
 
     sender = threading.Thread(target=keep_sending, daemon=True)
+    before = len(gateway.requests)
+    sender.start()
     try:
-        nat = Nat(app, tmp, outside16, extra=("--neighbor-reachable", "1"), name="neigh")
-        delivered_to(gateway.mac, 9200, 5)
-        sender.start()
-        flood = [
-            bytes(
-                Ether(src=f"02:00:00:01:{i >> 8:02x}:{i & 255:02x}", dst="ff:ff:ff:ff:ff:ff")
-                / ARP(
-                    op=1,
-                    hwsrc=f"02:00:00:01:{i >> 8:02x}:{i & 255:02x}",
-                    psrc=f"198.51.{16 + i // 250}.{1 + i % 250}",
-                    pdst="198.51.100.1",
-                )
-            )
-            for i in range(4096)
-        ]
-        learned = nat.stats()["counters"]["arp_learned"]
-        # in well under the second they take to go stale (scapy's sendp
-        # takes seconds for 4,096 frames), paced
-        with socket.socket(socket.AF_PACKET, socket.SOCK_RAW) as raw:
-            raw.bind((OUT_PEER, 0))
-            for i, frame in enumerate(flood):
-                raw.send(frame)
-                if i % 128 == 127:
-                    time.sleep(0.005)  # af_packet's ring is not overrun
-        deadline = time.monotonic() + 5
-        while nat.stats()["counters"]["arp_learned"] < learned + 4096:
-            assert time.monotonic() < deadline, "the flood's ARP packets were not all seen"
-            time.sleep(0.05)
-        while (entries := nat.stats()["neighbors"]) < 4096:
-            assert time.monotonic() < deadline, f"the table holds {entries} entries"
-            time.sleep(0.02)
+        flood_the_table(nat)
         far = (
             Ether(src=host_mac(HOSTS[6]), dst=MAC_IN)
             / IP(src=HOSTS[6], dst="198.51.7.7")
@@ -779,19 +782,49 @@ def neighbor_table_frees_unused_entries(app: str, tmp: Path) -> None:
         assert later, "the next hop was never asked for: no entry was freed"
         waited = time.monotonic() - start
         assert waited > 1.0, f"asked for after {waited:.1f} s: the table was not full"
-        assert nat.stats()["neighbors"] < 1000, "the flood's entries are gone"
-        stop.set()
-        sender.join(5)
-        broadcasts = [d for d, _ in gateway.requests if d == "ff:ff:ff:ff:ff:ff"]
-        eq(len(broadcasts), 1, "the gateway in use asked for by broadcast (removed)")
-        assert len(gateway.requests) > 1, "the gateway was not polled while stale"
+        deadline = time.monotonic() + 3
+        while (entries := nat.stats()["neighbors"]) > 100:  # 30 configured, 2 in use
+            assert time.monotonic() < deadline, f"{entries} entries stay: the flood's"
+            time.sleep(0.05)
     finally:
         stop.set()
-        gateway.stop()
-        if nat is not None:
-            nat.stop()
-    log = nat.log()
-    eq(log.count("neighbor table full"), 1, f"said once: {log}")
+        sender.join(5)
+    requests = [d for d, _ in gateway.requests[before:]]
+    assert requests, "the gateway in use was not polled while stale"
+    eq(set(requests), {gateway.mac}, "the gateway in use only polled (never removed)")
+
+
+def flood_the_table(nat: Nat) -> None:
+    """4,096 on-link hosts ask for the NAT's outside address: the table is
+    full once their entries are in (`stats`' neighbors)."""
+    flood = [
+        bytes(
+            Ether(src=f"02:00:00:01:{i >> 8:02x}:{i & 255:02x}", dst="ff:ff:ff:ff:ff:ff")
+            / ARP(
+                op=1,
+                hwsrc=f"02:00:00:01:{i >> 8:02x}:{i & 255:02x}",
+                psrc=f"198.51.{16 + i // 250}.{1 + i % 250}",
+                pdst="198.51.100.1",
+            )
+        )
+        for i in range(4096)
+    ]
+    learned = nat.stats()["counters"]["arp_learned"]
+    # in well under the second they take to go stale (scapy's sendp takes
+    # seconds for 4,096 frames), paced
+    with socket.socket(socket.AF_PACKET, socket.SOCK_RAW) as raw:
+        raw.bind((OUT_PEER, 0))
+        for i, frame in enumerate(flood):
+            raw.send(frame)
+            if i % 128 == 127:
+                time.sleep(0.005)  # af_packet's ring is not overrun
+    deadline = time.monotonic() + 5
+    while nat.stats()["counters"]["arp_learned"] < learned + 4096:
+        assert time.monotonic() < deadline, "the flood's ARP packets were not all seen"
+        time.sleep(0.05)
+    while (entries := nat.stats()["neighbors"]) < 4096:
+        assert time.monotonic() < deadline, f"the table holds {entries} entries"
+        time.sleep(0.02)
 
 
 def run_alone(case: Callable[..., None], *args: object) -> tuple[int, int]:
@@ -840,9 +873,8 @@ def main() -> int:
                     f"FAIL clean_exit: status {rc}, socket left: {nat.sock.exists()}, "
                     f"systemd told {stopping!r}"
                 )
-            for case in (neighbor_polled_then_forgotten, neighbor_table_frees_unused_entries):
-                ok, bad = run_alone(case, args.app, Path(tmp))
-                passed, failed = passed + ok, failed + bad
+            ok, bad = run_alone(neighbors_age_and_leave_the_table, args.app, Path(tmp))
+            passed, failed = passed + ok, failed + bad
     except Exception as exc:
         failed += 1
         print(f"FAIL setup: {exc}")

@@ -245,6 +245,12 @@ COMMANDS: Final[dict[str, Command]] = {
         args=(),
         fields=(),
     ),
+    "neighbors": Command(
+        words=("neighbors",),
+        when="run-time",
+        args=(),
+        fields=(),
+    ),
     "subscribe sessions": Command(
         words=("subscribe", "sessions"),
         when="run-time",

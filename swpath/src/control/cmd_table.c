@@ -1145,6 +1145,15 @@ const struct sp_cmd_spec sp_cmd_specs[] = {
 		.syntax = "stats",
 	},
 	{
+		.name = "neighbors",
+		.words = { "neighbors" },
+		.n_words = 1,
+		.verb = SP_CMD_NEIGHBORS,
+		.when = SP_WHEN_RUNTIME,
+		.json = true,
+		.syntax = "neighbors",
+	},
+	{
 		.name = "subscribe sessions",
 		.words = { "subscribe", "sessions" },
 		.n_words = 2,

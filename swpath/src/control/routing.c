@@ -191,6 +191,55 @@ sp_apply_neighbor(const struct sp_cmd *cmd, struct sp_buf *out, char *err,
 	return 0;
 }
 
+/* Linux's names for the states this table has (ip-neighbour(8)). */
+static const char *
+neigh_state(const struct sp_neigh *n, uint64_t v)
+{
+	if (v & SP_NEIGH_STATIC)
+		return "configured";
+	if (!(v & SP_NEIGH_VALID))
+		return "incomplete";
+	if (!n->stale)
+		return "reachable";
+	return n->probes ? "probe" : "stale";
+}
+
+int
+sp_apply_neighbors(const struct sp_cmd *cmd, struct sp_buf *out, char *err,
+		   size_t errlen)
+{
+	uint32_t now = sp_now_ms();
+	unsigned rows = 0;
+
+	sp_buf_printf(out, "[");
+	for (uint32_t i = 0; i < sp.n_neigh; i++) {
+		const struct sp_neigh *n = &sp.neigh[i];
+		uint64_t v = __atomic_load_n(&n->mac, __ATOMIC_RELAXED);
+		const uint8_t *m = (const uint8_t *)&v;
+		char ip[16];
+
+		if (!n->live)
+			continue;
+		sp_buf_printf(out, "%s\n {\"address\": \"%s\", \"interface\": \"%s\", ",
+			      rows++ ? "," : "", sp_ip_str(n->addr, ip),
+			      sp.ifaces[n->iface].name);
+		if (v & SP_NEIGH_VALID)
+			sp_buf_printf(out, "\"mac\": \"%02x:%02x:%02x:%02x:%02x:%02x\", ",
+				      m[0], m[1], m[2], m[3], m[4], m[5]);
+		else
+			sp_buf_printf(out, "\"mac\": null, ");
+		sp_buf_printf(out, "\"state\": \"%s\", ", neigh_state(n, v));
+		if (!(v & SP_NEIGH_VALID) || (v & SP_NEIGH_STATIC))
+			sp_buf_printf(out, "\"confirmed_s\": null, ");
+		else
+			sp_buf_printf(out, "\"confirmed_s\": %.1f, ",
+				      (double)(now - n->confirmed) / 1000.0);
+		sp_buf_printf(out, "\"probes\": %u}", n->probes);
+	}
+	sp_buf_printf(out, "%s]\n", rows ? "\n" : "");
+	return 0;
+}
+
 int
 sp_routes_build(char *err, size_t errlen)
 {

@@ -20,6 +20,12 @@ int sp_apply_route(const struct sp_cmd *cmd, struct sp_buf *out, char *err,
 		   size_t errlen);
 int sp_apply_neighbor(const struct sp_cmd *cmd, struct sp_buf *out, char *err,
 		      size_t errlen);
+/* `neighbors`: the table as JSON rows, `ip neigh`'s view: [{"address",
+ * "interface", "mac" (null while unresolved), "state" (configured,
+ * reachable, stale, probe, incomplete), "confirmed_s" (since an ARP packet
+ * last gave its MAC; null for a configured or unresolved one), "probes"}]. */
+int sp_apply_neighbors(const struct sp_cmd *cmd, struct sp_buf *out, char *err,
+		       size_t errlen);
 
 /* Routes: connected prefixes of the interfaces plus the configured ones. */
 int sp_routes_build(char *err, size_t errlen);
