@@ -374,9 +374,10 @@ sp_neigh_age(uint32_t now)
 			continue;
 		}
 		if (!(v & SP_NEIGH_USED)) {
-			/* stale, and sent nothing for as long again: its
-			 * slot goes to neighbours in use */
-			if (now - n->idle_since >= sp.neigh_reachable_ms)
+			/* stale, and sent nothing for twice as long: its
+			 * slot goes to neighbours in use (86,400 s at most,
+			 * so twice fits) */
+			if (now - n->idle_since >= 2 * sp.neigh_reachable_ms)
 				neigh_remove(i);
 			continue;
 		}
