@@ -700,7 +700,8 @@ def polled_then_forgotten(nat: Nat, gateway: Gateway) -> None:
     """RFC 1122 sec. 2.3.2.1: ARP entries that went out of date are flushed.
     Past a second without hearing from the gateway, and while packets go to
     it (never while none do), swpath polls it with a request to its MAC
-    alone (a poll answered keeps the entry: table_frees_unused_entries).
+    alone (a poll answered keeps the entry: table_frees_unused_entries);
+    idle, it stays, stale, while the table is small.
     The gateway takes another MAC and says nothing: the polls to the old
     one go unanswered, after 3 the entry is forgotten, the next packet asks
     by broadcast, and the traffic goes to the new MAC. (Never aged, it
@@ -711,7 +712,9 @@ def polled_then_forgotten(nat: Nat, gateway: Gateway) -> None:
     eq([d for d, _ in gateway.requests], ["ff:ff:ff:ff:ff:ff"], "resolved by broadcast")
     eq(neighbor(nat, GATEWAY)[:2], (old, "reachable"), "`neighbors` once resolved")
     eq(neighbor(nat, HOSTS[0]), (host_mac(HOSTS[0]), "configured", None), "a configured one")
-    time.sleep(1.5)  # not in use: not polled
+    # not in use: not polled; and, the table small, not removed (with
+    # more than 1,024 entries it would go after 2 s of this)
+    time.sleep(2.5)
     eq(len(gateway.requests), 1, "polls of a neighbour nobody sends to")
     eq(neighbor(nat, GATEWAY)[:2], (old, "stale"), "`neighbors` once not heard from")
     gateway.mac = new
@@ -737,7 +740,8 @@ def table_frees_unused_entries(nat: Nat, gateway: Gateway) -> None:
     on-link hosts asking for the NAT's address (RFC 826 makes each an
     entry) fill it, and a next hop met after that is not even asked for.
     The flood's entries go stale and, nobody sending to them, leave the
-    table (3 s after they were learned); the next hop is then asked for by
+    table (2 s after they were learned) until it is a quarter full; the
+    next hop is then asked for by
     broadcast. The gateway, in use all along, is polled (answered) and
     kept: never asked for by broadcast again. Before, the table never gave
     an entry back, and the next hop was never resolved while the process
@@ -776,10 +780,14 @@ def table_frees_unused_entries(nat: Nat, gateway: Gateway) -> None:
         assert later, "the next hop was never asked for: no entry was freed"
         waited = time.monotonic() - start
         assert waited > 1.0, f"asked for after {waited:.1f} s: the table was not full"
+        # down to a quarter of the table (routing.c's NEIGH_GC_ABOVE), below
+        # which idle entries stay (Linux's gc_thresh1)
         deadline = time.monotonic() + 3
-        while (entries := nat.stats()["neighbors"]) > 100:  # 30 configured, 2 in use
+        while (entries := nat.stats()["neighbors"]) > 4096 // 4:
             assert time.monotonic() < deadline, f"{entries} entries stay: the flood's"
             time.sleep(0.05)
+        time.sleep(0.3)
+        assert nat.stats()["neighbors"] >= 4096 // 4 - 2, "idle entries of a quarter-full table"
     finally:
         stop.set()
         sender.join(5)

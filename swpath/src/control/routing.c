@@ -26,6 +26,11 @@
  * removed: three broadcast requests' worth (neigh_resolve asks once a
  * second while packets wait for it). */
 #define NEIGH_FAILED_MS 3000u
+/* Learned neighbours nobody sends to are removed only from a table fuller
+ * than this, as Linux collects none below gc_thresh1: a site's gateway,
+ * idle for an hour, is still resolved when its next flow starts (a packet
+ * to a neighbour being resolved is dropped). */
+#define NEIGH_GC_ABOVE (SP_MAX_NEIGH / 4)
 
 int
 sp_apply_route(const struct sp_cmd *cmd, struct sp_buf *out, char *err,
@@ -374,10 +379,10 @@ sp_neigh_age(uint32_t now)
 			continue;
 		}
 		if (!(v & SP_NEIGH_USED)) {
-			/* stale, and sent nothing for twice as long: its
-			 * slot goes to neighbours in use (86,400 s at most,
-			 * so twice fits) */
-			if (now - n->idle_since >= 2 * sp.neigh_reachable_ms)
+			/* stale, and sent nothing for as long again: its
+			 * slot goes to neighbours in use */
+			if (sp.neigh_entries > NEIGH_GC_ABOVE &&
+			    now - n->idle_since >= sp.neigh_reachable_ms)
 				neigh_remove(i);
 			continue;
 		}
