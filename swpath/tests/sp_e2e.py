@@ -274,7 +274,8 @@ def test_arp_learns_by_rfc_826_merge(tmp: Path) -> None:
 
 
 def test_neighbor_resolution(tmp: Path) -> None:
-    # 10.0.0.7 has no static neighbour: its reply is dropped and swpath ARPs for it
+    # 10.0.0.7 has no static neighbour: swpath ARPs for it and holds the
+    # reply meanwhile; nothing answers here, so the reply is dropped
     cmds = BASE + (
         "pool p ports 40000-40000 preserve_parity false addresses 203.0.113.1\n"
         "rule add id 1 type snat prefix 10.0.0.7/32 protocol any pool p\n"

@@ -708,7 +708,17 @@ def polled_then_forgotten(nat: Nat, gateway: Gateway) -> None:
     would go to the old MAC for ever.) `neighbors` and `quicknat neighbors`
     show each state."""
     old, new = OLD_GW_MAC, NEW_GW_MAC
-    delivered_to(old, 9100, 5)
+    # the first packet waits for the gateway's MAC (held, as Linux's
+    # unres_qlen), then leaves: one send, no drop
+    dropped = nat.stats()["counters"]["drop_no_neighbor"]
+    first = (
+        Ether(src=host_mac(HOSTS[5]), dst=MAC_IN)
+        / IP(src=HOSTS[5], dst="8.8.8.8")
+        / UDP(sport=9100, dport=53)
+    )
+    got = [p for p in exchange(IN_PEER, [first], OUT_PEER, 2, timeout=2.0) if UDP in p]
+    eq([(p[Ether].dst, p[UDP].dport) for p in got], [(old, 53)], "the first packet, held")
+    eq(nat.stats()["counters"]["drop_no_neighbor"], dropped, "dropped while resolving")
     eq([d for d, _ in gateway.requests], ["ff:ff:ff:ff:ff:ff"], "resolved by broadcast")
     eq(neighbor(nat, GATEWAY)[:2], (old, "reachable"), "`neighbors` once resolved")
     eq(neighbor(nat, HOSTS[0]), (host_mac(HOSTS[0]), "configured", None), "a configured one")

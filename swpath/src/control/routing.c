@@ -28,8 +28,8 @@
 #define NEIGH_FAILED_MS 3000u
 /* Learned neighbours nobody sends to are removed only from a table fuller
  * than this, as Linux collects none below gc_thresh1: a site's gateway,
- * idle for an hour, is still resolved when its next flow starts (a packet
- * to a neighbour being resolved is dropped). */
+ * idle for an hour, is still resolved when its next flow starts (whose
+ * first packet would otherwise wait an ARP round, fwd.h sp_unres_hold). */
 #define NEIGH_GC_ABOVE (SP_MAX_NEIGH / 4)
 
 int

@@ -143,10 +143,47 @@ sp_neigh_is(uint16_t ni, uint32_t nh, uint16_t iface, uint64_t *mac)
 	return n->addr == nh && n->iface == iface;
 }
 
+/* Whether a packet for nh on iface is held: a later one waits behind it,
+ * so that a flow's packets leave in their order. */
+static inline bool
+sp_unres_has(const struct sp_worker *w, uint32_t nh, uint16_t iface)
+{
+	for (unsigned i = 0; i < w->n_unres; i++)
+		if (w->unres[i].nh == nh && w->unres[i].iface == iface)
+			return true;
+	return false;
+}
+
+/*
+ * Holds m until nh's MAC is known (the control thread is asking for it),
+ * as Linux queues packets for an unresolved neighbour (unres_qlen, 3): a
+ * flow's first packet towards a next hop not yet resolved is not lost.
+ * sp_unres_poll sends it or, after SP_UNRES_MS, drops it. Dropped at once
+ * when SP_UNRES_PER_NEIGH wait for nh or the worker holds SP_UNRES_MAX.
+ */
+static inline int
+sp_unres_hold(struct sp_worker *w, struct rte_mbuf *m,
+	      struct rte_ether_hdr *eth, uint32_t nh, uint16_t iface)
+{
+	unsigned same = 0;
+
+	for (unsigned i = 0; i < w->n_unres; i++)
+		same += w->unres[i].nh == nh && w->unres[i].iface == iface;
+	if (w->n_unres == SP_UNRES_MAX || same == SP_UNRES_PER_NEIGH) {
+		sp_drop(w, m, SP_CNT_drop_no_neighbor);
+		return -1;
+	}
+	w->unres[w->n_unres++] = (struct sp_unres){
+		.m = m, .eth = eth, .nh = nh, .iface = iface, .since = w->now,
+	};
+	return 0;
+}
+
 /*
  * Sends m, an IPv4 packet to dst, by route ri: next hop's MAC, Ethernet
  * rewrite, TX. *neigh caches the neighbour index (SP_NEIGH_NONE: look it
- * up). Returns 0, or -1 when m was dropped (neighbour unknown; resolving).
+ * up). A next hop without a MAC yet is asked for and m held meanwhile
+ * (sp_unres_hold). Returns 0 (sent or held), or -1 when m was dropped.
  */
 static inline int
 sp_send(struct sp_worker *w, struct rte_mbuf *m, struct rte_ether_hdr *eth,
@@ -167,8 +204,7 @@ sp_send(struct sp_worker *w, struct rte_mbuf *m, struct rte_ether_hdr *eth,
 			ni = sp_neigh_find(nh, r->iface);
 			if (ni == SP_NEIGH_NONE) {
 				sp_resolve(w, nh, r->iface);
-				sp_drop(w, m, SP_CNT_drop_no_neighbor);
-				return -1;
+				return sp_unres_hold(w, m, eth, nh, r->iface);
 			}
 			mac = __atomic_load_n(&sp.neigh[ni].mac,
 					      __ATOMIC_ACQUIRE);
@@ -181,9 +217,10 @@ sp_send(struct sp_worker *w, struct rte_mbuf *m, struct rte_ether_hdr *eth,
 	}
 	if (unlikely(!(mac & SP_NEIGH_VALID))) {
 		sp_resolve(w, nh, r->iface);
-		sp_drop(w, m, SP_CNT_drop_no_neighbor);
-		return -1;
+		return sp_unres_hold(w, m, eth, nh, r->iface);
 	}
+	if (unlikely(w->n_unres != 0) && sp_unres_has(w, nh, r->iface))
+		return sp_unres_hold(w, m, eth, nh, r->iface);
 	/* a write only when the control thread has cleared it: about once
 	 * a second per neighbour in use, not per packet */
 	if (unlikely(!(mac & SP_NEIGH_USED)))

@@ -118,6 +118,20 @@ struct sp_neigh {
 	uint8_t live;                   /* 0: a free slot (routing.c) */
 };
 
+/* A packet waiting for its next hop's MAC (fwd.h sp_unres_hold): Linux
+ * queues up to unres_qlen (3) per neighbour while it asks. */
+#define SP_UNRES_MAX 16
+#define SP_UNRES_PER_NEIGH 3
+#define SP_UNRES_MS 1000u
+
+struct sp_unres {
+	struct rte_mbuf *m;
+	struct rte_ether_hdr *eth;
+	uint32_t nh;                    /* host order */
+	uint16_t iface;
+	uint32_t since;                 /* the worker's ms clock */
+};
+
 /* Messages from workers to the control thread (neighbour table). */
 enum sp_msg_type {
 	SP_MSG_LEARN = 1,               /* an ARP packet told us addr's MAC */
@@ -196,6 +210,9 @@ struct sp_worker {
 	uint16_t via_neigh;
 	struct sp_nat nat;
 	struct sp_frag *frag;                   /* virtual reassembly (frag.h) */
+	/* packets held for their next hop's MAC, in arrival order */
+	struct sp_unres unres[SP_UNRES_MAX];
+	unsigned n_unres;
 	uint64_t cnt[SP_CNT_MAX] __rte_cache_aligned;
 	/* An operator's `sessions delete|flush` (control.c): the control
 	 * thread writes del_filter, then bumps del_req; the worker deletes in

@@ -177,9 +177,36 @@ housekeeping(struct sp_worker *w, const struct sp_runtime *rt)
 
 /* At exit: what is buffered goes out; worker 0 transmits for the others
  * (software RSS) until they have all stopped. */
+/* The held packets whose next hop now has a MAC leave, in their order;
+ * those held SP_UNRES_MS are dropped (or all, at stop). */
+static void
+unres_poll(struct sp_worker *w, bool stopping)
+{
+	unsigned kept = 0;
+
+	for (unsigned i = 0; i < w->n_unres; i++) {
+		struct sp_unres *u = &w->unres[i];
+		uint16_t ni = sp_neigh_find(u->nh, u->iface);
+		uint64_t mac = 0;
+
+		if (ni != SP_NEIGH_NONE)
+			mac = __atomic_load_n(&sp.neigh[ni].mac, __ATOMIC_ACQUIRE);
+		if (mac & SP_NEIGH_VALID) {
+			sp_set_eth(u->eth, mac, u->iface);
+			sp_tx(w, u->iface, u->m);
+		} else if (stopping || w->now - u->since >= SP_UNRES_MS) {
+			sp_drop(w, u->m, SP_CNT_drop_no_neighbor);
+		} else {
+			w->unres[kept++] = *u;
+		}
+	}
+	w->n_unres = kept;
+}
+
 static void
 stop(struct sp_worker *w, bool io, bool spread)
 {
+	unres_poll(w, true);
 	sp_tx_flush_all(w);
 	__atomic_store_n(&w->done, 1, __ATOMIC_RELEASE);
 	if (!io || !spread)
@@ -221,6 +248,8 @@ sp_worker_main(void *arg)
 		rte_rcu_qsbr_quiescent(sp.rcu, w->index);
 		rt = sp_runtime_get();
 		poll_queues(w, spread, rt, &worked, &backlog);
+		if (unlikely(w->n_unres != 0))
+			unres_poll(w, false);
 		if (io) {
 			if (spread)
 				drain_tx_rings(w);
