@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "control/cmd_table.h"
+#include "util/text.h"
 
 uint64_t
 sp_cmd_get(const struct sp_cmd *cmd, struct sp_cmd_at at)
@@ -149,6 +150,7 @@ format_value(struct sp_buf *b, const struct sp_cmd *cmd,
 {
 	const uint8_t *m = (const uint8_t *)cmd + f->at.offset;
 	uint64_t v = sp_cmd_get(cmd, f->at);
+	char mac[18];
 
 	switch (f->type) {
 	case SP_ARG_UINT:
@@ -172,8 +174,7 @@ format_value(struct sp_buf *b, const struct sp_cmd *cmd,
 		break;
 	case SP_ARG_MAC:
 	case SP_ARG_UNICAST_MAC:
-		sp_buf_printf(b, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1],
-			      m[2], m[3], m[4], m[5]);
+		sp_buf_printf(b, "%s", sp_mac_str(m, mac));
 		break;
 	case SP_ARG_PORT_RANGE:
 		sp_buf_printf(b, "%llu-%llu", (unsigned long long)v,

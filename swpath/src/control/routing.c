@@ -221,7 +221,7 @@ sp_apply_neighbors(const struct sp_cmd *cmd, struct sp_buf *out, char *err,
 		const struct sp_neigh *n = &sp.neigh[i];
 		uint64_t v = __atomic_load_n(&n->mac, __ATOMIC_RELAXED);
 		const uint8_t *m = (const uint8_t *)&v;
-		char ip[16];
+		char ip[16], mac[18];
 
 		if (!n->live)
 			continue;
@@ -229,8 +229,7 @@ sp_apply_neighbors(const struct sp_cmd *cmd, struct sp_buf *out, char *err,
 			      rows++ ? "," : "", sp_ip_str(n->addr, ip),
 			      sp.ifaces[n->iface].name);
 		if (v & SP_NEIGH_VALID)
-			sp_buf_printf(out, "\"mac\": \"%02x:%02x:%02x:%02x:%02x:%02x\", ",
-				      m[0], m[1], m[2], m[3], m[4], m[5]);
+			sp_buf_printf(out, "\"mac\": \"%s\", ", sp_mac_str(m, mac));
 		else
 			sp_buf_printf(out, "\"mac\": null, ");
 		sp_buf_printf(out, "\"state\": \"%s\", ", neigh_state(n, v));

@@ -24,6 +24,14 @@ sp_ip_str(uint32_t addr, char *buf)
 	return buf;
 }
 
+char *
+sp_mac_str(const uint8_t mac[6], char *buf)
+{
+	snprintf(buf, 18, "%02x:%02x:%02x:%02x:%02x:%02x", mac[0], mac[1],
+		 mac[2], mac[3], mac[4], mac[5]);
+	return buf;
+}
+
 const char *
 sp_proto_name(uint8_t proto)
 {

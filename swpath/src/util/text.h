@@ -19,6 +19,10 @@ int sp_fail(char *err, size_t errlen, const char *fmt, ...)
 /* "a.b.c.d" of a host-order address into buf (at least 16 bytes). */
 char *sp_ip_str(uint32_t addr, char *buf);
 
+/* "xx:xx:xx:xx:xx:xx" (lower case, as the command language writes a MAC)
+ * of mac into buf (at least 18 bytes). */
+char *sp_mac_str(const uint8_t mac[6], char *buf);
+
 /* An IP protocol's word: tcp, udp, icmp, any (0), or "?". The command
  * language's protocol words (control/cmd_table.c) are these;
  * test_sp_cmd checks that they agree. */
