@@ -213,6 +213,7 @@ struct sp_worker {
 	/* packets held for their next hop's MAC, in arrival order */
 	struct sp_unres unres[SP_UNRES_MAX];
 	unsigned n_unres;
+	uint32_t unres_polled;                  /* w->now of the last look */
 	uint64_t cnt[SP_CNT_MAX] __rte_cache_aligned;
 	/* An operator's `sessions delete|flush` (control.c): the control
 	 * thread writes del_filter, then bumps del_req; the worker deletes in

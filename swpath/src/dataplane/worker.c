@@ -248,8 +248,12 @@ sp_worker_main(void *arg)
 		rte_rcu_qsbr_quiescent(sp.rcu, w->index);
 		rt = sp_runtime_get();
 		poll_queues(w, spread, rt, &worked, &backlog);
-		if (unlikely(w->n_unres != 0))
+		/* once a millisecond: an ARP round trip is longer, and the
+		 * loop runs far more often than that */
+		if (unlikely(w->n_unres != 0) && w->now != w->unres_polled) {
+			w->unres_polled = w->now;
 			unres_poll(w, false);
+		}
 		if (io) {
 			if (spread)
 				drain_tx_rings(w);
