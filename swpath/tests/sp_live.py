@@ -644,15 +644,20 @@ class Gateway:
         self._sniffer.stop()
 
 
-def delivered_to(mac: str, sport: int, timeout: float) -> None:
-    """A UDP packet from inside reaches the outside with the gateway's MAC
-    `mac` within timeout (packets to a neighbour being resolved are dropped:
-    sent again every 0.5 s)."""
-    flow = (
+def to_gateway(sport: int) -> Packet:
+    """A UDP packet from an inside host to a remote: routed via GATEWAY."""
+    return (
         Ether(src=host_mac(HOSTS[5]), dst=MAC_IN)
         / IP(src=HOSTS[5], dst="8.8.8.8")
         / UDP(sport=sport, dport=53)
     )
+
+
+def delivered_to(mac: str, sport: int, timeout: float) -> None:
+    """A UDP packet from inside reaches the outside with the gateway's MAC
+    `mac` within timeout (sent again every 0.5 s: a packet held for a
+    neighbour that never answers is dropped after a second)."""
+    flow = to_gateway(sport)
     deadline = time.monotonic() + timeout
     seen: list[str] = []
     while time.monotonic() < deadline:
@@ -711,11 +716,7 @@ def polled_then_forgotten(nat: Nat, gateway: Gateway) -> None:
     # the first packet waits for the gateway's MAC (held, as Linux's
     # unres_qlen), then leaves: one send, no drop
     dropped = nat.stats()["counters"]["drop_no_neighbor"]
-    first = (
-        Ether(src=host_mac(HOSTS[5]), dst=MAC_IN)
-        / IP(src=HOSTS[5], dst="8.8.8.8")
-        / UDP(sport=9100, dport=53)
-    )
+    first = to_gateway(9100)
     got = [p for p in exchange(IN_PEER, [first], OUT_PEER, 2, timeout=2.0) if UDP in p]
     eq([(p[Ether].dst, p[UDP].dport) for p in got], [(old, 53)], "the first packet, held")
     eq(nat.stats()["counters"]["drop_no_neighbor"], dropped, "dropped while resolving")
@@ -757,11 +758,7 @@ def table_frees_unused_entries(nat: Nat, gateway: Gateway) -> None:
     an entry back, and the next hop was never resolved while the process
     ran."""
     stop = threading.Event()
-    flow = (
-        Ether(src=host_mac(HOSTS[5]), dst=MAC_IN)
-        / IP(src=HOSTS[5], dst="8.8.8.8")
-        / UDP(sport=9200, dport=53)
-    )
+    flow = to_gateway(9200)
 
     def keep_sending() -> None:
         while not stop.wait(0.2):

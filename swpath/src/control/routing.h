@@ -53,9 +53,9 @@ void sp_neigh_messages(void);
  * (Linux's garbage collection): one that never answered, or was
  * forgotten, and is not asked for within 3 s; and, from a table more
  * than a quarter full, a stale one nobody sent to for
- * sp.neigh_reachable_ms more. Their slots are reused once
- * no worker can still be looking at them. Configured neighbours stay and
- * are never polled. Each control round.
+ * sp.neigh_reachable_ms more. Their slots are reused once no worker can
+ * still be looking at them. Configured neighbours stay and are never
+ * polled. Each control round.
  */
 void sp_neigh_age(uint32_t now);
 
