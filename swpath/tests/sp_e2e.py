@@ -273,6 +273,48 @@ def test_arp_learns_by_rfc_826_merge(tmp: Path) -> None:
     eq(r.counters["arp_replies"], 1)
 
 
+def test_arp_address_conflict(tmp: Path) -> None:
+    """RFC 5227 sec. 2.4: another MAC claiming one of our addresses (an
+    interface's, or on an outside link a pool's) is a conflict: counted,
+    logged, not learned or answered, and the address defended by one ARP
+    announcement per 10 s. Before, such packets went by unseen: the hosts
+    that believed them sent the other host our traffic."""
+    rogue = "02:00:00:00:10:66"
+
+    def claim(mac: str, addr: str, target: str, op: int = 1) -> Packet:
+        return Ether(src=mac, dst="ff:ff:ff:ff:ff:ff") / ARP(
+            op=op, hwsrc=mac, psrc=addr, pdst=target
+        )
+
+    inside = [
+        claim(rogue, "10.0.0.1", "10.0.0.2"),  # the interface's address
+        claim(rogue, "10.0.0.1", "10.0.0.3"),  # again within 10 s: not defended again
+        claim(rogue, "203.0.113.1", "10.0.0.2"),  # the pool's, on the inside: not ours there
+        claim(MAC_IN, "10.0.0.1", "10.0.0.1"),  # our own announcement, looped back
+    ]
+    outside = [claim(rogue, "203.0.113.1", "203.0.113.1", op=2)]  # the pool's: gratuitous
+    r = run(tmp, ONE_PORT, [inside, outside])
+    eq(r.counters["arp_conflicts"], 3)
+    eq(r.counters["arp_announcements"], 2, "one per address, not per packet")
+    eq(r.counters["arp_learned"], 0, "a claim of our address teaches nothing")
+    eq(r.counters["arp_replies"], 0)
+    for out, mac, addr in (
+        (r.outputs[0], MAC_IN, "10.0.0.1"),
+        (r.outputs[1], MAC_OUT, "203.0.113.1"),
+    ):
+        eq(
+            [
+                (p[Ether].src, p[Ether].dst, p[ARP].op, p[ARP].hwsrc, p[ARP].psrc, p[ARP].pdst)
+                for p in out
+            ],
+            [(mac, "ff:ff:ff:ff:ff:ff", 1, mac, addr, addr)],
+            f"the announcement of {addr}",
+        )
+    assert f"address conflict: 10.0.0.1, its address on in0, is claimed by {rogue}" in r.stderr
+    assert f"203.0.113.1, a NAT-owned address on out0, is claimed by {rogue}" in r.stderr
+    eq(r.stderr.count("address conflict"), 2, "said once per address per 10 s")
+
+
 def test_neighbor_resolution(tmp: Path) -> None:
     # 10.0.0.7 has no static neighbour: swpath ARPs for it and holds the
     # reply meanwhile; nothing answers here, so the reply is dropped
@@ -283,6 +325,7 @@ def test_neighbor_resolution(tmp: Path) -> None:
     inside = [from_host("10.0.0.7", "8.8.8.8", mac="02:00:00:00:10:07") / UDP(sport=9, dport=53)]
     outside = [from_remote("8.8.8.8", "203.0.113.1") / UDP(sport=53, dport=40000)]
     r = run(tmp, cmds, [inside, outside])
+    eq(r.counters["neighbor_held"], 1)
     eq(r.counters["drop_no_neighbor"], 1)
     eq(r.counters["arp_requests"], 1)
     arp = [p for p in r.outputs[0] if ARP in p]
@@ -294,8 +337,8 @@ def test_neighbor_resolution(tmp: Path) -> None:
 
 
 def test_neighbor_table_full(tmp: Path) -> None:
-    """The neighbour table (4,096 entries, never removed) full of configured
-    neighbours: an on-link host's ARP request is still answered, the host
+    """The neighbour table (4,096 entries) full of configured neighbours,
+    which are never removed: an on-link host's ARP request is still answered, the host
     is not learned, and the log says so, once (before, nothing did: its
     packets were dropped with only drop_no_neighbor to tell)."""
     extra = 4096 - 3  # BASE configures three

@@ -715,11 +715,13 @@ def polled_then_forgotten(nat: Nat, gateway: Gateway) -> None:
     old, new = OLD_GW_MAC, NEW_GW_MAC
     # the first packet waits for the gateway's MAC (held, as Linux's
     # unres_qlen), then leaves: one send, no drop
-    dropped = nat.stats()["counters"]["drop_no_neighbor"]
+    before = nat.stats()["counters"]
     first = to_gateway(9100)
     got = [p for p in exchange(IN_PEER, [first], OUT_PEER, 2, timeout=2.0) if UDP in p]
     eq([(p[Ether].dst, p[UDP].dport) for p in got], [(old, 53)], "the first packet, held")
-    eq(nat.stats()["counters"]["drop_no_neighbor"], dropped, "dropped while resolving")
+    after = nat.stats()["counters"]
+    eq(after["drop_no_neighbor"], before["drop_no_neighbor"], "dropped while resolving")
+    eq(after["neighbor_held"] - before["neighbor_held"], 1, "held while resolving")
     eq([d for d, _ in gateway.requests], ["ff:ff:ff:ff:ff:ff"], "resolved by broadcast")
     eq(neighbor(nat, GATEWAY)[:2], (old, "reachable"), "`neighbors` once resolved")
     eq(neighbor(nat, HOSTS[0]), (host_mac(HOSTS[0]), "configured", None), "a configured one")

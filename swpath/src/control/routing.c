@@ -406,6 +406,67 @@ sp_neigh_age(uint32_t now)
 	}
 }
 
+/* -- worker messages: address conflicts ----------------------------------
+ *
+ * RFC 5227 sec. 2.4 (c): a router does not give up an address another host
+ * claims; it defends it with one ARP announcement per DEFEND_INTERVAL, so
+ * that the hosts that took the other MAC take ours back, and two defenders
+ * do not flood the link. The log line is said as often. */
+
+#define DEFEND_INTERVAL_MS 10000u
+#define DEFENDED_MAX 16     /* addresses defended in one interval */
+
+static struct {
+	uint32_t addr;
+	uint16_t iface;
+	uint32_t at;        /* sp_now_ms() of its announcement; 0: free */
+} defended[DEFENDED_MAX];
+
+/* addr's slot in defended[], or the slot to take for it: a free one, or
+ * the one defended longest ago. */
+static unsigned
+defended_slot(uint32_t addr, uint16_t iface, uint32_t now)
+{
+	unsigned oldest = 0;
+
+	for (unsigned i = 0; i < DEFENDED_MAX; i++) {
+		if (defended[i].at != 0 && defended[i].addr == addr &&
+		    defended[i].iface == iface)
+			return i;
+		if (defended[oldest].at != 0 &&
+		    (defended[i].at == 0 ||
+		     now - defended[i].at > now - defended[oldest].at))
+			oldest = i;
+	}
+	return oldest;
+}
+
+static void
+address_conflict(const struct sp_msg *msg)
+{
+	const struct sp_iface *ifc = &sp.ifaces[msg->iface];
+	uint32_t now = sp_now_ms() | 1;
+	unsigned i = defended_slot(msg->addr, msg->iface, now);
+	struct rte_mbuf *m;
+	char ip[16], mac[18];
+
+	if (defended[i].at != 0 && defended[i].addr == msg->addr &&
+	    defended[i].iface == msg->iface &&
+	    now - defended[i].at < DEFEND_INTERVAL_MS)
+		return;
+	defended[i].addr = msg->addr;
+	defended[i].iface = msg->iface;
+	defended[i].at = now;
+	sp_log("warning", "address conflict: %s, %s on %s, is claimed by %s; defended with an ARP announcement (RFC 5227), at most once per %u s",
+	       sp_ip_str(msg->addr, ip),
+	       ifc->has_addr && msg->addr == ifc->addr ? "its address" :
+							 "a NAT-owned address",
+	       ifc->name, sp_mac_str(msg->mac, mac), DEFEND_INTERVAL_MS / 1000);
+	m = sp_arp_announce(msg->iface, msg->addr);
+	if (m != NULL && rte_ring_mp_enqueue(sp.workers[0]->ctl_ring, m) != 0)
+		rte_pktmbuf_free(m);
+}
+
 void
 sp_neigh_messages(void)
 {
@@ -422,6 +483,8 @@ sp_neigh_messages(void)
 				neigh_table_full(msgs[i].addr, msgs[i].iface);
 			else if (msgs[i].type == SP_MSG_RESOLVE)
 				neigh_resolve(msgs[i].addr, msgs[i].iface);
+			else if (msgs[i].type == SP_MSG_CONFLICT)
+				address_conflict(&msgs[i]);
 		}
 	} while (n == 64);
 }

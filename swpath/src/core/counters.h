@@ -45,6 +45,9 @@
 	X(arp_replies, "ARP replies sent for our and NAT-owned addresses") \
 	X(arp_requests, "ARP requests sent to resolve next hops") \
 	X(arp_learned, "ARP packets passed to the neighbour table") \
+	X(arp_conflicts, "ARP packets from another MAC claiming one of our addresses, or a NAT-owned one on an outside link: an address conflict, logged (RFC 5227 sec. 2.4)") \
+	X(arp_announcements, "ARP announcements sent to defend an address another host claimed, at most one per address per 10 s (RFC 5227 sec. 2.4)") \
+	X(neighbor_held, "packets held while their next hop's MAC was asked for (up to 3 per next hop, 16 per worker), sent once it answered") \
 	X(icmp_echo_replies, "ICMP echo replies sent for the router's addresses") \
 	X(icmp_time_exceeded, "ICMP time exceeded sent: a packet's TTL would reach zero (RFC 1812)") \
 	X(icmp_prohibited, "ICMP unreachable code 13 sent: a new flow refused for want of a port or over a per-host limit (RFC 5508)") \
@@ -84,7 +87,7 @@
 	X(drop_session_limit, "dropped: new flow over the per-host session limit") \
 	X(drop_table_full, "dropped: new flow and this worker's table is full") \
 	X(drop_no_route, "dropped: no route to the destination") \
-	X(drop_no_neighbor, "dropped: next hop's MAC unknown (resolving)")
+	X(drop_no_neighbor, "dropped: next hop's MAC unknown: held a second with no answer, over the packets held for it, or the neighbour table full")
 
 enum sp_counter {
 #define SP_X_ENUM(name, help) SP_CNT_##name,

@@ -176,6 +176,7 @@ sp_unres_hold(struct sp_worker *w, struct rte_mbuf *m,
 	w->unres[w->n_unres++] = (struct sp_unres){
 		.m = m, .eth = eth, .nh = nh, .iface = iface, .since = w->now,
 	};
+	SP_INC(w, neighbor_held);
 	return 0;
 }
 

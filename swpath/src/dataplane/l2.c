@@ -49,6 +49,33 @@ arp_learn(struct sp_worker *w, const struct rte_arp_hdr *arp, uint16_t iface,
 		SP_INC(w, arp_learned);
 }
 
+/*
+ * RFC 5227 sec. 2.4: an ARP packet whose sender address is ours, from a MAC
+ * not ours, is an address conflict. Another host on the link uses one of
+ * our addresses (a misconfiguration that takes our traffic): counted, not
+ * learned, not answered; the control thread logs it and defends the
+ * address (routing.c). A slow-path link is the switch's alone: not looked
+ * at there.
+ */
+static bool
+arp_conflict(struct sp_worker *w, const struct rte_arp_hdr *arp,
+	     uint16_t iface, uint32_t sip, const struct sp_runtime *rt)
+{
+	const struct sp_iface *ifc = &sp.ifaces[iface];
+	struct sp_msg msg = { .type = SP_MSG_CONFLICT, .iface = iface,
+			      .addr = sip };
+
+	if (ifc->slow_path ||
+	    rte_is_same_ether_addr(&arp->arp_data.arp_sha, &ifc->mac) ||
+	    !((ifc->has_addr && sip == ifc->addr) ||
+	      (ifc->zone == SP_ZONE_OUTSIDE && sp_rt_owned(rt, sip))))
+		return false;
+	SP_INC(w, arp_conflicts);
+	memcpy(msg.mac, &arp->arp_data.arp_sha, RTE_ETHER_ADDR_LEN);
+	rte_ring_mp_enqueue_elem(sp.msg_ring, &msg, sizeof(msg));
+	return true;
+}
+
 void
 sp_arp_input(struct sp_worker *w, struct rte_mbuf *m, uint16_t iface,
 	     const struct sp_runtime *rt)
@@ -72,6 +99,10 @@ sp_arp_input(struct sp_worker *w, struct rte_mbuf *m, uint16_t iface,
 	}
 	sip = rte_be_to_cpu_32(arp->arp_data.arp_sip);
 	tip = rte_be_to_cpu_32(arp->arp_data.arp_tip);
+	if (unlikely(arp_conflict(w, arp, iface, sip, rt))) {
+		sp_drop(w, m, SP_CNT_drop_arp);
+		return;
+	}
 	ours = (ifc->has_addr && tip == ifc->addr) ||
 	       (ifc->zone == SP_ZONE_OUTSIDE && sp_rt_owned(rt, tip));
 	arp_learn(w, arp, iface, sip, ours);
@@ -122,17 +153,17 @@ sp_local_input(struct sp_worker *w, struct rte_mbuf *m, struct sp_pkt *p,
 	sp_tx(w, iface, m);
 }
 
-struct rte_mbuf *
-sp_arp_request(uint16_t iface, uint32_t target,
-	       const struct rte_ether_addr *dst)
+/* An ARP request from iface's MAC and sender (network order) for target,
+ * broadcast or to dst alone. */
+static struct rte_mbuf *
+arp_request(uint16_t iface, rte_be32_t sender, uint32_t target,
+	    const struct rte_ether_addr *dst)
 {
 	const struct sp_iface *ifc = &sp.ifaces[iface];
 	struct rte_mbuf *m;
 	struct rte_ether_hdr *eth;
 	struct rte_arp_hdr *arp;
 
-	if (!ifc->has_addr)
-		return NULL;
 	m = rte_pktmbuf_alloc(sp.mbuf_pool);
 	if (m == NULL)
 		return NULL;
@@ -156,9 +187,26 @@ sp_arp_request(uint16_t iface, uint32_t target,
 	arp->arp_plen = 4;
 	arp->arp_opcode = RTE_BE16(RTE_ARP_OP_REQUEST);
 	rte_ether_addr_copy(&ifc->mac, &arp->arp_data.arp_sha);
-	arp->arp_data.arp_sip = ifc->addr_be;
+	arp->arp_data.arp_sip = sender;
 	arp->arp_data.arp_tip = rte_cpu_to_be_32(target);
 	m->port = ifc->port;
 	sp_mbuf_meta(m)->iface = iface;
 	return m;
+}
+
+struct rte_mbuf *
+sp_arp_request(uint16_t iface, uint32_t target,
+	       const struct rte_ether_addr *dst)
+{
+	const struct sp_iface *ifc = &sp.ifaces[iface];
+
+	if (!ifc->has_addr)
+		return NULL;
+	return arp_request(iface, ifc->addr_be, target, dst);
+}
+
+struct rte_mbuf *
+sp_arp_announce(uint16_t iface, uint32_t addr)
+{
+	return arp_request(iface, rte_cpu_to_be_32(addr), addr, NULL);
 }

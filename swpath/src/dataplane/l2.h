@@ -29,4 +29,9 @@ int sp_is_local(rte_be32_t addr);
 struct rte_mbuf *sp_arp_request(uint16_t iface, uint32_t target,
 				const struct rte_ether_addr *dst);
 
+/* An ARP announcement of addr (host order) on iface: a broadcast request
+ * whose sender and target are both addr (RFC 5227 sec. 2.3), which makes
+ * every host on the link that has addr in its cache take iface's MAC. */
+struct rte_mbuf *sp_arp_announce(uint16_t iface, uint32_t addr);
+
 #endif /* SP_L2_H */

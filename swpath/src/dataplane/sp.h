@@ -136,6 +136,7 @@ struct sp_unres {
 enum sp_msg_type {
 	SP_MSG_LEARN = 1,               /* an ARP packet told us addr's MAC */
 	SP_MSG_RESOLVE = 2,             /* a worker needs addr's MAC */
+	SP_MSG_CONFLICT = 3,            /* mac claims addr, one of ours */
 };
 
 struct sp_msg {

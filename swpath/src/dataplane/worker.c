@@ -6,6 +6,7 @@
  * drain TX buffers on a TSC timer, and age a bounded number of sessions.
  * No allocation, lock or system call per packet.
  */
+#include <rte_arp.h>
 #include <rte_cycles.h>
 #include <rte_lcore.h>
 #include <rte_rcu_qsbr.h>
@@ -38,7 +39,8 @@ drain_tx_rings(struct sp_worker *w)
 	}
 }
 
-/* Packets the control thread built (ARP requests). */
+/* Packets the control thread built: ARP requests, and announcements
+ * (l2.h sp_arp_announce), whose sender and target are the same. */
 static void
 drain_ctl_ring(struct sp_worker *w)
 {
@@ -47,7 +49,14 @@ drain_ctl_ring(struct sp_worker *w)
 					       SP_BURST, NULL);
 
 	for (unsigned j = 0; j < n; j++) {
-		SP_INC(w, arp_requests);
+		const struct rte_arp_hdr *arp = rte_pktmbuf_mtod_offset(
+			pkts[j], const struct rte_arp_hdr *,
+			sizeof(struct rte_ether_hdr));
+
+		if (arp->arp_data.arp_sip == arp->arp_data.arp_tip)
+			SP_INC(w, arp_announcements);
+		else
+			SP_INC(w, arp_requests);
 		sp_tx(w, sp_in_iface(pkts[j]), pkts[j]);
 	}
 }
