@@ -4,6 +4,7 @@ core's refusals and swpath's counters.h; and docs/counters.md as its table."""
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -41,9 +42,17 @@ P4_ONLY = {
 }
 
 
-def _swpath_counters() -> set[str]:
+UPDATE = os.environ.get("UPDATE_GOLDEN") == "1"
+
+
+def _swpath_counters_help() -> list[tuple[str, str]]:
+    """(name, help) of every counter of swpath's counters.h, in its order."""
     text = (ROOT / "swpath" / "src" / "core" / "counters.h").read_text()
-    return set(re.findall(r"X\((\w+),", text))
+    return re.findall(r'X\((\w+), "((?:[^"\\]|\\.)*)"\)', text)
+
+
+def _swpath_counters() -> set[str]:
+    return {name for name, _ in _swpath_counters_help()}
 
 
 def test_names_are_unique() -> None:
@@ -91,6 +100,28 @@ def test_refusals_are_one_word_on_both_paths() -> None:
 def test_docs_counters_md_is_the_table() -> None:
     doc = (ROOT / "docs" / "counters.md").read_text()
     assert markdown() in doc, "docs/counters.md: regenerate its table from quicknat.counters"
+
+
+def test_docs_swpath_md_lists_every_counter_of_counters_h() -> None:
+    """docs/swpath.md's table of swpath's counters is counters.h's, in its
+    order and words (copied by hand, it had fallen 13 counters behind).
+    UPDATE_GOLDEN=1 rewrites it."""
+    rows = "".join(
+        f"| `{name}` | {help.replace('|', chr(92) + '|')} |\n"
+        for name, help in _swpath_counters_help()
+    )
+    path = ROOT / "docs" / "swpath.md"
+    doc = path.read_text()
+    head = "| counter | meaning |\n|---|---|\n"
+    start = doc.index(head) + len(head)
+    end = start
+    while doc.startswith("| `", end):
+        end = doc.index("\n", end) + 1
+    if UPDATE:
+        path.write_text(doc[:start] + rows + doc[end:])
+        doc = path.read_text()
+        end = start + len(rows)
+    assert doc[start:end] == rows, "docs/swpath.md: UPDATE_GOLDEN=1 rewrites its counter table"
 
 
 def test_offload_mode_counts_in_the_vocabulary() -> None:
