@@ -291,6 +291,7 @@ def test_arp_address_conflict(tmp: Path) -> None:
         claim(rogue, "10.0.0.1", "10.0.0.3"),  # again within 10 s: not defended again
         claim(rogue, "203.0.113.1", "10.0.0.2"),  # the pool's, on the inside: not ours there
         claim(MAC_IN, "10.0.0.1", "10.0.0.1"),  # our own announcement, looped back
+        claim(MAC_OUT, "10.0.0.1", "10.0.0.2"),  # another of our interfaces on the link
     ]
     outside = [claim(rogue, "203.0.113.1", "203.0.113.1", op=2)]  # the pool's: gratuitous
     r = run(tmp, ONE_PORT, [inside, outside])

@@ -66,10 +66,15 @@ arp_conflict(struct sp_worker *w, const struct rte_arp_hdr *arp,
 			      .addr = sip };
 
 	if (ifc->slow_path ||
-	    rte_is_same_ether_addr(&arp->arp_data.arp_sha, &ifc->mac) ||
 	    !((ifc->has_addr && sip == ifc->addr) ||
 	      (ifc->zone == SP_ZONE_OUTSIDE && sp_rt_owned(rt, sip))))
 		return false;
+	/* ours, looped back or from another of our interfaces on the link
+	 * (two that defend each other's pool addresses would never stop) */
+	for (unsigned i = 0; i < sp.n_ifaces; i++)
+		if (rte_is_same_ether_addr(&arp->arp_data.arp_sha,
+					   &sp.ifaces[i].mac))
+			return false;
 	SP_INC(w, arp_conflicts);
 	memcpy(msg.mac, &arp->arp_data.arp_sha, RTE_ETHER_ADDR_LEN);
 	rte_ring_mp_enqueue_elem(sp.msg_ring, &msg, sizeof(msg));
