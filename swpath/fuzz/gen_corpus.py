@@ -81,6 +81,17 @@ def seeds() -> dict[str, tuple[int, bytes]]:
             OUTSIDE,
             Ether(src=GW, dst=MAC_OUT) / ARP(op=2, psrc="198.51.100.254", pdst="198.51.100.1"),
         ),
+        # another MAC claiming our addresses: RFC 5227's conflict and defence
+        "arp-conflict-in": (
+            INSIDE,
+            Ether(src=H2, dst="ff:ff:ff:ff:ff:ff")
+            / ARP(hwsrc=H2, psrc="10.0.0.1", pdst="10.0.0.2"),
+        ),
+        "arp-conflict-pool": (
+            OUTSIDE,
+            Ether(src=GW, dst="ff:ff:ff:ff:ff:ff")
+            / ARP(op=2, hwsrc=GW, psrc="203.0.113.1", pdst="203.0.113.1"),
+        ),
         "fragment-first": (
             INSIDE,
             ein() / IP(src="10.0.0.2", dst="192.0.2.1", flags="MF") / UDP() / (b"x" * 16),
