@@ -589,8 +589,8 @@ def _runtime_commands(sub: Subparsers) -> None:
         "reload",
         help="apply a configuration file's rules and settings at run time",
         description="The difference between the running configuration and the file: rules, "
-        "timeouts, filtering, limits, icmp (and routes on the P4 path); interfaces, pools and "
-        "logging need a restart. The controller reads its own file unless --config names "
+        "timeouts, filtering, limits, icmp, neighbors (and routes on the P4 path); interfaces, "
+        "pools and logging need a restart. The controller reads its own file unless --config names "
         "another (also on SIGHUP); quicknat-swpath needs --config.",
     )
     reload.add_argument(
@@ -712,21 +712,28 @@ def _runtime(args: argparse.Namespace) -> int:
 def _reload_swpath(socket_path: Path, args: argparse.Namespace) -> list[str]:
     """swpath reads no TOML: the new file's rules and settings as the commands
     that turn the running ones into them."""
-    from quicknat.config.commands import runtime_commands
+    from quicknat.config.commands import neighbor_commands, runtime_commands
     from quicknat.controller.status import line_command, query
 
     if not args.config:
         raise _Usage("quicknat-swpath has no configuration file: give --config FILE")
     config = load_config(args.config)
     running = {int(line.split()[3]): line for line in line_command(socket_path, "rules")}
-    commands = runtime_commands(running, config, args.flush)
+    rows = query(socket_path, "neighbors")
+    if not isinstance(rows, list):
+        raise ValueError(f"neighbors: not a list of rows: {rows!r}")
+    neighbors = neighbor_commands(rows, config)
+    commands = runtime_commands(running, config, args.flush) + neighbors
     for command in commands:
         if command.startswith("sessions "):
             query(socket_path, command)
         else:
             line_command(socket_path, command)
     changed = sum(1 for c in commands if c.startswith("rule "))
-    return [f"{len(config.rules)} rules; {changed} rule commands, settings applied"]
+    return [
+        f"{len(config.rules)} rules; {changed} rule commands, "
+        f"{len(neighbors)} neighbor commands, settings applied"
+    ]
 
 
 def _main(argv: Sequence[str] | None) -> int:

@@ -20,6 +20,7 @@ from quicknat.config.command_table import COMMANDS
 from quicknat.config.commands import (
     adopt_command,
     config_commands,
+    neighbor_commands,
     rule_command,
     runtime_commands,
     session_command,
@@ -48,6 +49,12 @@ def every_kind() -> list[str]:
     )
     lines += ["# a reload that changes rule 2, with --flush"]
     lines += runtime_commands(running, wanted, flush=True)
+    lines += ["# its neighbours, to swpath alone: one no longer in the file, one changed"]
+    gateway = {"address": "198.51.100.254", "interface": "out0", "state": "configured"}
+    gone = {"address": "10.0.0.99", "interface": "in0", "state": "configured"}
+    lines += neighbor_commands(
+        [gateway | {"mac": "02:00:00:00:00:99"}, gone | {"mac": "02:00:00:00:10:99"}], wanted
+    )
     inside, remote = (parse_ipv4("10.0.0.15"), 40000), (parse_ipv4("198.51.100.10"), 443)
     external = (parse_ipv4("203.0.113.1"), 40000)
     lines += ["# the offload manager"]

@@ -6,10 +6,11 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from pathlib import Path
+from typing import Any
 
 import pytest
 from quicknat.config import parse_config
-from quicknat.config.commands import rule_command, runtime_commands
+from quicknat.config.commands import neighbor_commands, rule_command, runtime_commands
 from quicknat.controller import reconfigure as rc
 from quicknat.controller.program import Pipeline, static_entries
 from quicknat.controller.service import Controller, ControllerOptions
@@ -189,6 +190,31 @@ def test_runtime_commands_turn_running_rules_into_the_wanted_ones() -> None:
     ]
     assert [c.split()[0] for c in commands[3:]] == ["timeouts", "filtering", "limits", "icmp"]
     assert "sessions delete rule 7" not in runtime_commands(running, wanted, flush=False)
+
+
+def test_neighbor_commands_turn_configured_neighbours_into_the_file_s() -> None:
+    """What quicknat reload sends swpath for [[neighbor]]: before, a changed
+    MAC in the file stayed unapplied until a restart, and reload said
+    nothing of it. Learned and unresolved rows are not the file's."""
+    config = parse_config(CONFIG)  # 198.51.100.254 02:00:00:00:02:fe on out0
+
+    def row(address: str, mac: str | None, state: str, interface: str = "out0") -> dict[str, Any]:
+        return {"address": address, "interface": interface, "mac": mac, "state": state}
+
+    same = row("198.51.100.254", "02:00:00:00:02:FE", "configured")  # as swpath writes it
+    assert neighbor_commands([same], config) == []
+    moved = row("198.51.100.254", "02:00:00:00:02:01", "configured")
+    gone = row("10.0.0.9", "02:00:00:00:00:09", "configured", "in0")
+    learned = row("10.0.0.7", "02:00:00:00:00:07", "reachable", "in0")
+    unresolved = row("10.0.0.8", None, "incomplete", "in0")
+    assert neighbor_commands([moved, gone, learned, unresolved], config) == [
+        "neighbor del 10.0.0.9 dev in0",
+        "neighbor 198.51.100.254 mac 02:00:00:00:02:fe dev out0",
+    ]
+    # a next hop only learned so far becomes the file's
+    assert neighbor_commands([row("198.51.100.254", "02:00:00:00:02:01", "stale")], config) == [
+        "neighbor 198.51.100.254 mac 02:00:00:00:02:fe dev out0"
+    ]
 
 
 class StubInstance:

@@ -45,6 +45,15 @@ CMDS = (
     "pool public ports 1024-65535 addresses 203.0.113.0/29\n"
     "rule add id 1 type snat prefix 10.0.0.0/24 protocol any pool public\n"
 )
+HOST_MAC = "02:00:00:00:10:09"
+HOST_NEIGHBOR = f"""
+[[neighbor]]
+address = "10.0.0.9"
+mac = "{HOST_MAC}"
+interface = "in0"
+"""
+NEW_GW_MAC = "02:00:00:00:00:fd"
+
 DNAT_RULE = """
 [[rule]]
 id = 50
@@ -145,7 +154,7 @@ def case_unit_sandboxed_and_reloaded(app: str, tmp: Path) -> None:
         raise AssertionError(f"{missing_tool()} is not installed")
     (tmp / "etc").mkdir()
     config, events = tmp / "etc" / "lab.toml", tmp / "events.log"
-    config.write_text(lab_toml(events))
+    config.write_text(lab_toml(events) + HOST_NEIGHBOR)
     unit = Unit(
         ROOT / "swpath" / "systemd" / "quicknat-swpath@.service.in",
         "lab",
@@ -165,13 +174,17 @@ def case_unit_sandboxed_and_reloaded(app: str, tmp: Path) -> None:
     try:
         wait_answer(sock, proc)
         eq(len(line_command(sock, "rules")), 1, "rules at start")
-        config.write_text(lab_toml(events) + DNAT_RULE)
+        eq(configured(sock), {("198.51.100.254", MAC_GW), ("10.0.0.9", HOST_MAC)}, "at start")
+        # a rule added, the gateway's MAC changed, the host's entry removed
+        config.write_text(lab_toml(events).replace(MAC_GW, NEW_GW_MAC) + DNAT_RULE)
         events.rename(tmp / "events.log.1")  # logrotate moved it
         reload_, hup = unit.values("ExecReload")
         done = subprocess.run(
             unit.wrap(reload_.split(), tmp / "reload.trace"), capture_output=True, text=True
         )
         assert done.returncode == 0, done.stdout + done.stderr
+        assert "2 neighbor commands" in done.stdout, done.stdout
+        eq(configured(sock), {("198.51.100.254", NEW_GW_MAC)}, "neighbours after the reload")
         daemon = Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()[0]
         eq(bounding_set(daemon), set(unit.capabilities()), "capabilities it runs with")
         subprocess.run(hup.replace("$MAINPID", daemon).split(), check=True)
@@ -188,6 +201,13 @@ def case_unit_sandboxed_and_reloaded(app: str, tmp: Path) -> None:
     eq(unit.problems(tmp / "swpath.trace"), [], "the sandbox")
     assert "socket(AF_PACKET" in (tmp / "swpath.trace").read_text(), "the trace missed its ports"
     eq(unit.problems(tmp / "reload.trace"), [], "the reload's sandbox")
+
+
+def configured(sock: Path) -> set[tuple[str, str]]:
+    """The configured rows of swpath's `neighbors`: (address, MAC)."""
+    rows = query(sock, "neighbors")
+    assert isinstance(rows, list), rows
+    return {(r["address"], r["mac"]) for r in rows if r["state"] == "configured"}
 
 
 def bounding_set(pid: str) -> set[str]:

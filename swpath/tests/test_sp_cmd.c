@@ -203,6 +203,12 @@ test_route_neighbor(void **state)
 		  "neighbor: address 300.1.1.1: not an IPv4 address");
 	parse_err("neighbor 1.1.1.1 dev out0", "neighbor 1.1.1.1: missing mac");
 	parse_err("neighbor 1.1.1.1 mac 02:00:00:00:00 dev out0", "mac");
+	/* before `neighbor`, whose address "del" is not */
+	c = parse_ok("neighbor del 198.51.100.254 dev out0");
+	assert_int_equal(c.verb, SP_CMD_NEIGHBOR_DEL);
+	assert_int_equal(c.u.neigh.addr, 0xc63364fe);
+	assert_string_equal(c.u.neigh.dev, "out0");
+	parse_err("neighbor del 198.51.100.254", "neighbor del 198.51.100.254: missing dev");
 }
 
 static void

@@ -75,6 +75,12 @@ COMMANDS: Final[dict[str, Command]] = {
             kw("source", "ipv4", presence="member"),
         ),
     ),
+    "neighbor del": Command(
+        words=("neighbor", "del"),
+        when="run-time",
+        args=(arg("address", "ipv4", required=True),),
+        fields=(kw("dev", "name", max_bytes=31, required=True),),
+    ),
     "neighbor": Command(
         words=("neighbor",),
         when="any",

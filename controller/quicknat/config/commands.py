@@ -10,8 +10,9 @@ swpath does not read.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
-from quicknat.addr import Prefix
+from quicknat.addr import Prefix, parse_ipv4
 from quicknat.config.command_render import render
 from quicknat.config.instances import ipfix_identity, peer_commands
 from quicknat.config.leases import leases
@@ -181,6 +182,36 @@ def runtime_commands(running: dict[int, str], wanted: Config, flush: bool) -> li
                 commands.append(render("sessions", "delete", rule=rule_id))
     commands += [line for rule_id, line in target.items() if running.get(rule_id) != line]
     commands += [c for c in config_commands(wanted) if c.startswith(RUNTIME_SETTINGS)]
+    return commands
+
+
+def neighbor_commands(running: list[dict[str, Any]], wanted: Config) -> list[str]:
+    """The run-time commands that turn a swpath process's configured
+    neighbours (the rows of its `neighbors` in state "configured") into
+    `wanted`'s: one the file no longer has deleted (its next packets ask for
+    it by ARP), a new or changed one set (over a learned entry too). Sent by
+    `quicknat reload` to swpath alone: a slow-path instance's one neighbour
+    is the switch, not the file's."""
+
+    def line(address: int | str, mac: str, dev: str) -> str:
+        return render("neighbor", address, mac=mac.lower(), dev=dev)
+
+    target = {
+        (n.address, n.interface): line(n.address, n.mac, n.interface) for n in wanted.neighbors
+    }
+    now = {
+        (parse_ipv4(row["address"]), row["interface"]): line(
+            row["address"], row["mac"], row["interface"]
+        )
+        for row in running
+        if row.get("state") == "configured"
+    }
+    commands = [
+        render("neighbor del", address, dev=dev)
+        for address, dev in now
+        if (address, dev) not in target
+    ]
+    commands += [command for key, command in target.items() if now.get(key) != command]
     return commands
 
 

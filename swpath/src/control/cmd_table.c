@@ -192,6 +192,30 @@ static const struct sp_cmd_field fields_route[] = {
 	},
 };
 
+_Static_assert(sizeof(((struct sp_cmd *)0)->u.neigh.dev) > 31, "neighbor del dev holds 31 bytes");
+static const struct sp_cmd_field args_neighbor_del[] = {
+	{
+		.key = NULL,
+		.name = "address",
+		.type = SP_ARG_IPV4,
+		.at = SP_CMD_AT(neigh.addr),
+		.presence = SP_GIVEN_ALWAYS,
+		.required = true,
+	},
+};
+
+static const struct sp_cmd_field fields_neighbor_del[] = {
+	{
+		.key = "dev",
+		.name = "dev",
+		.type = SP_ARG_NAME,
+		.at = SP_CMD_AT(neigh.dev),
+		.presence = SP_GIVEN_ALWAYS,
+		.required = true,
+		.max = 31,
+	},
+};
+
 _Static_assert(sizeof(((struct sp_cmd *)0)->u.neigh.dev) > 31, "neighbor dev holds 31 bytes");
 static const struct sp_cmd_field args_neighbor[] = {
 	{
@@ -969,6 +993,19 @@ const struct sp_cmd_spec sp_cmd_specs[] = {
 		.fields = fields_route,
 		.n_fields = 3,
 		.syntax = "route PREFIX dev NAME [via A] [source A]",
+	},
+	{
+		.name = "neighbor del",
+		.words = { "neighbor", "del" },
+		.n_words = 2,
+		.verb = SP_CMD_NEIGHBOR_DEL,
+		.when = SP_WHEN_RUNTIME,
+		.named = true,
+		.args = args_neighbor_del,
+		.n_args = 1,
+		.fields = fields_neighbor_del,
+		.n_fields = 1,
+		.syntax = "neighbor del A dev NAME",
 	},
 	{
 		.name = "neighbor",

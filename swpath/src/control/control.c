@@ -351,6 +351,7 @@ static const verb_fn verbs[] = {
 	[SP_CMD_OFFLOAD_LEASE] = apply_offload_lease,
 	[SP_CMD_OFFLOAD_FRESH] = apply_offload_fresh,
 	[SP_CMD_NEIGHBORS] = sp_apply_neighbors,
+	[SP_CMD_NEIGHBOR_DEL] = sp_apply_neighbor_del,
 };
 
 int

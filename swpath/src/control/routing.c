@@ -196,6 +196,30 @@ sp_apply_neighbor(const struct sp_cmd *cmd, struct sp_buf *out, char *err,
 	return 0;
 }
 
+int
+sp_apply_neighbor_del(const struct sp_cmd *cmd, struct sp_buf *out, char *err,
+		      size_t errlen)
+{
+	const struct sp_cmd_neighbor *c = &cmd->u.neigh;
+	int iface = sp_iface_by_name(c->dev);
+	struct sp_neigh_key key = { .addr = c->addr };
+	void *data;
+	char ip[16];
+
+	if (iface < 0)
+		return sp_fail(err, errlen, "neighbor %s: unknown interface '%s'",
+			    sp_ip_str(c->addr, ip), c->dev);
+	key.iface = (uint16_t)iface;
+	if (rte_hash_lookup_data(sp.neigh_hash, &key, &data) < 0 ||
+	    !(sp.neigh[(uintptr_t)data].mac & SP_NEIGH_STATIC))
+		return sp_fail(err, errlen, "neighbor %s: not configured on %s",
+			    sp_ip_str(c->addr, ip), c->dev);
+	/* workers that cached its index see the slot empty (fwd.h
+	 * sp_neigh_is) and look it up anew */
+	neigh_remove((uint32_t)(uintptr_t)data);
+	return 0;
+}
+
 /* Linux's names for the states this table has (ip-neighbour(8)). */
 static const char *
 neigh_state(const struct sp_neigh *n, uint64_t v)

@@ -20,6 +20,10 @@ int sp_apply_route(const struct sp_cmd *cmd, struct sp_buf *out, char *err,
 		   size_t errlen);
 int sp_apply_neighbor(const struct sp_cmd *cmd, struct sp_buf *out, char *err,
 		      size_t errlen);
+/* `neighbor del`: a configured neighbour removed at run time (`quicknat
+ * reload` of a file without it); its next packets ask for it by ARP. */
+int sp_apply_neighbor_del(const struct sp_cmd *cmd, struct sp_buf *out,
+			  char *err, size_t errlen);
 /* `neighbors`: the table as JSON rows, `ip neigh`'s view: [{"address",
  * "interface", "mac" (null while unresolved), "state" (configured,
  * reachable, stale, probe, incomplete), "confirmed_s" (since an ARP packet
