@@ -589,8 +589,9 @@ def _runtime_commands(sub: Subparsers) -> None:
         "reload",
         help="apply a configuration file's rules and settings at run time",
         description="The difference between the running configuration and the file: rules, "
-        "timeouts, filtering, limits, icmp, neighbors (and routes on the P4 path); interfaces, "
-        "pools and logging need a restart. The controller reads its own file unless --config names "
+        "timeouts, filtering, limits, icmp, neighbors (and routes on the P4 path); a file that "
+        "changes interfaces, pools or logging (or routes on swpath) is refused: they need a "
+        "restart. The controller reads its own file unless --config names "
         "another (also on SIGHUP); quicknat-swpath needs --config.",
     )
     reload.add_argument(
@@ -712,12 +713,22 @@ def _runtime(args: argparse.Namespace) -> int:
 def _reload_swpath(socket_path: Path, args: argparse.Namespace) -> list[str]:
     """swpath reads no TOML: the new file's rules and settings as the commands
     that turn the running ones into them."""
-    from quicknat.config.commands import neighbor_commands, runtime_commands
+    from quicknat.config.commands import (
+        neighbor_commands,
+        restart_only_changes,
+        runtime_commands,
+    )
     from quicknat.controller.status import line_command, query
 
     if not args.config:
         raise _Usage("quicknat-swpath has no configuration file: give --config FILE")
     config = load_config(args.config)
+    restart = restart_only_changes(line_command(socket_path, "startup"), config)
+    if restart:  # nothing applied: the file is either taken whole or refused
+        raise ValueError(
+            f"reload: {', '.join(restart)} changed: that needs a restart of quicknat-swpath "
+            "(rules, timeouts, filtering, limits, icmp and neighbors change at run time)"
+        )
     running = {int(line.split()[3]): line for line in line_command(socket_path, "rules")}
     rows = query(socket_path, "neighbors")
     if not isinstance(rows, list):

@@ -70,7 +70,8 @@ def every_kind() -> list[str]:
     lines += [render("offload lease", "udp", **{"class": 1, "seconds": 30})]
     lines += [render("offload fresh")]  # the controller, having pushed a program
     lines += ["# the status socket and the stream"]
-    lines += [render("rules"), render("stats"), render("neighbors"), render("subscribe sessions")]
+    lines += [render("rules"), render("stats"), render("neighbors"), render("startup")]
+    lines += [render("subscribe sessions")]
     lines += [render("sessions", limit=100, proto=Protocol.UDP, src=inside[0], port=53)]
     lines += [render("sessions", "flush"), render("sessions", "delete", dst=remote[0])]
     return lines

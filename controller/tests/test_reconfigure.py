@@ -10,7 +10,14 @@ from typing import Any
 
 import pytest
 from quicknat.config import parse_config
-from quicknat.config.commands import neighbor_commands, rule_command, runtime_commands
+from quicknat.config.commands import (
+    RESTART_ONLY,
+    config_commands,
+    neighbor_commands,
+    restart_only_changes,
+    rule_command,
+    runtime_commands,
+)
 from quicknat.controller import reconfigure as rc
 from quicknat.controller.program import Pipeline, static_entries
 from quicknat.controller.service import Controller, ControllerOptions
@@ -215,6 +222,25 @@ def test_neighbor_commands_turn_configured_neighbours_into_the_file_s() -> None:
     assert neighbor_commands([row("198.51.100.254", "02:00:00:00:02:01", "stale")], config) == [
         "neighbor 198.51.100.254 mac 02:00:00:00:02:fe dev out0"
     ]
+
+
+def test_restart_only_changes_are_what_swpath_takes_only_at_a_restart() -> None:
+    """quicknat reload refuses a file whose interfaces, routes, pools or
+    logging differ from the lines swpath started with (its `startup`):
+    before, it applied the rest and said nothing of them."""
+    config = parse_config(CONFIG)
+    running = [line for line in config_commands(config) if line.split()[0] in RESTART_ONLY]
+    assert {line.split()[0] for line in running} == {"interface", "route", "pool", "logging"}
+    assert restart_only_changes(running, config) == []
+    # rules, settings and neighbours are run time's
+    edited = rc.with_rule(config, rc.rule_from_words(DNAT.split()))
+    assert restart_only_changes(running, dataclasses.replace(edited, neighbors=())) == []
+    pool = dataclasses.replace(config.pools[0], port_min=2000, port_max=3000)
+    assert restart_only_changes(running, dataclasses.replace(config, pools=(pool,))) == ["pools"]
+    assert restart_only_changes(running, dataclasses.replace(config, routes=())) == ["routes"]
+    mtu = dataclasses.replace(config.interfaces[0], mtu=1400)
+    both = dataclasses.replace(config, interfaces=(mtu, *config.interfaces[1:]), pools=(pool,))
+    assert restart_only_changes(running, both) == ["interfaces", "pools"]
 
 
 class StubInstance:

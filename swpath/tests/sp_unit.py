@@ -53,6 +53,13 @@ mac = "{HOST_MAC}"
 interface = "in0"
 """
 NEW_GW_MAC = "02:00:00:00:00:fd"
+OTHER_RULE = """
+[[rule]]
+id = 60
+type = "snat"
+prefix = "10.0.1.0/24"
+pool = "public"
+"""
 
 DNAT_RULE = """
 [[rule]]
@@ -185,6 +192,14 @@ def case_unit_sandboxed_and_reloaded(app: str, tmp: Path) -> None:
         assert done.returncode == 0, done.stdout + done.stderr
         assert "2 neighbor commands" in done.stdout, done.stdout
         eq(configured(sock), {("198.51.100.254", NEW_GW_MAC)}, "neighbours after the reload")
+        # a pool changed too: only a restart takes it, so nothing is applied
+        edited = config.read_text()
+        config.write_text(edited.replace("203.0.113.0/29", "203.0.113.8/29") + OTHER_RULE)
+        refused = subprocess.run(reload_.split(), capture_output=True, text=True)
+        eq(refused.returncode, 1, f"a reload that changes a pool: {refused.stdout}")
+        assert "pools changed: that needs a restart" in refused.stderr, refused.stderr
+        eq(len(line_command(sock, "rules")), 2, "rules after the refused reload")
+        config.write_text(edited)
         daemon = Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()[0]
         eq(bounding_set(daemon), set(unit.capabilities()), "capabilities it runs with")
         subprocess.run(hup.replace("$MAINPID", daemon).split(), check=True)

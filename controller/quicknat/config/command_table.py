@@ -251,6 +251,12 @@ COMMANDS: Final[dict[str, Command]] = {
         args=(),
         fields=(),
     ),
+    "startup": Command(
+        words=("startup",),
+        when="run-time",
+        args=(),
+        fields=(),
+    ),
     "neighbors": Command(
         words=("neighbors",),
         when="run-time",

@@ -185,6 +185,20 @@ def runtime_commands(running: dict[int, str], wanted: Config, flush: bool) -> li
     return commands
 
 
+# A swpath process's parts that only a restart changes, by the verb of
+# their lines: `startup` answers the lines of them it started with.
+RESTART_ONLY = {"interface": "interfaces", "route": "routes", "pool": "pools", "logging": "logging"}
+
+
+def restart_only_changes(running: list[str], wanted: Config) -> list[str]:
+    """What of `wanted` a swpath process started with the lines `running`
+    (its `startup`) would take only at a restart: interfaces, routes, pools,
+    logging, in that order; none when the file keeps them as they run."""
+    lines = {line for line in config_commands(wanted) if line.split()[0] in RESTART_ONLY}
+    differ = {line.split()[0] for line in lines ^ set(running)}
+    return [name for verb, name in RESTART_ONLY.items() if verb in differ]
+
+
 def neighbor_commands(running: list[dict[str, Any]], wanted: Config) -> list[str]:
     """The run-time commands that turn a swpath process's configured
     neighbours (the rows of its `neighbors` in state "configured") into

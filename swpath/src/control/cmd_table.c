@@ -1182,6 +1182,14 @@ const struct sp_cmd_spec sp_cmd_specs[] = {
 		.syntax = "stats",
 	},
 	{
+		.name = "startup",
+		.words = { "startup" },
+		.n_words = 1,
+		.verb = SP_CMD_STARTUP,
+		.when = SP_WHEN_RUNTIME,
+		.syntax = "startup",
+	},
+	{
 		.name = "neighbors",
 		.words = { "neighbors" },
 		.n_words = 1,

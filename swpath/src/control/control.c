@@ -15,6 +15,7 @@
 #include <rte_ring.h>
 #include <rte_ring_elem.h>
 
+#include "control/cmd_file.h"
 #include "control/control.h"
 #include "control/format.h"
 #include "control/learn_quiet.h"
@@ -233,6 +234,42 @@ apply_rules(const struct sp_cmd *cmd, struct sp_buf *out, char *err,
 	return 0;
 }
 
+static struct sp_buf startup_lines;
+
+void
+sp_startup_keep(const struct sp_cmd_line *cmds, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		switch (cmds[i].cmd.verb) {
+		case SP_CMD_INTERFACE:
+		case SP_CMD_ROUTE:
+		case SP_CMD_POOL:
+		case SP_CMD_LOGGING:
+			sp_cmd_format(&cmds[i].cmd, &startup_lines);
+			sp_buf_printf(&startup_lines, "\n");
+			break;
+		default:
+			break;
+		}
+	}
+}
+
+void
+sp_startup_free(void)
+{
+	sp_buf_free(&startup_lines);
+}
+
+static int
+apply_startup(const struct sp_cmd *cmd, struct sp_buf *out, char *err,
+	      size_t errlen)
+{
+	if (startup_lines.len != 0)
+		sp_buf_printf(out, "%.*s", (int)startup_lines.len,
+			      startup_lines.p);
+	return 0;
+}
+
 static int
 apply_stats(const struct sp_cmd *cmd, struct sp_buf *out, char *err,
 	    size_t errlen)
@@ -352,6 +389,7 @@ static const verb_fn verbs[] = {
 	[SP_CMD_OFFLOAD_FRESH] = apply_offload_fresh,
 	[SP_CMD_NEIGHBORS] = sp_apply_neighbors,
 	[SP_CMD_NEIGHBOR_DEL] = sp_apply_neighbor_del,
+	[SP_CMD_STARTUP] = apply_startup,
 };
 
 int

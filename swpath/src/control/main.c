@@ -432,6 +432,7 @@ start(int argc, char **argv, int sep, const struct options *o)
 	    sp_setup_core(err, sizeof(err)) < 0)
 		die_setup(err);
 	apply_commands(o->commands, cmds, n_cmds, false);
+	sp_startup_keep(cmds, n_cmds);
 	free(cmds);
 	if (sp_routes_build(err, sizeof(err)) < 0 ||
 	    sp_setup_mempool(err, sizeof(err)) < 0 ||
@@ -518,6 +519,7 @@ stop(const struct options *o)
 	sp_control_close();
 	sp.running = false;
 	sp_teardown();
+	sp_startup_free();
 	rte_eal_cleanup();
 }
 
