@@ -316,6 +316,25 @@ def test_arp_address_conflict(tmp: Path) -> None:
     eq(r.stderr.count("address conflict"), 2, "said once per address per 10 s")
 
 
+def test_arp_conflict_flood_is_bounded(tmp: Path) -> None:
+    """Claims of 20 NAT-owned addresses (a DNAT /24 is proxied, so owned) in
+    a row: each is counted, but at most 16 addresses are defended and
+    logged per 10 s, so a flood of claims cannot turn into one of
+    announcements and log lines."""
+    rogue = "02:00:00:00:10:66"
+    outside = [
+        Ether(src=rogue, dst="ff:ff:ff:ff:ff:ff")
+        / ARP(op=2, hwsrc=rogue, psrc=f"192.0.2.{i}", pdst=f"192.0.2.{i}")
+        for i in range(1, 21)
+    ]
+    cmds = ONE_PORT + "rule add id 9 type dnat prefix 192.0.2.0/24 protocol any to 10.0.0.0/24\n"
+    r = run(tmp, cmds, [[], outside])
+    eq(r.counters["arp_conflicts"], 20)
+    eq(r.counters["arp_announcements"], 16)
+    eq(len(r.outputs[1]), 16, "announcements on the wire")
+    eq(r.stderr.count("address conflict"), 16)
+
+
 def test_neighbor_resolution(tmp: Path) -> None:
     # 10.0.0.7 has no static neighbour: swpath ARPs for it and holds the
     # reply meanwhile; nothing answers here, so the reply is dropped

@@ -438,7 +438,9 @@ sp_neigh_age(uint32_t now)
  * do not flood the link. The log line is said as often. */
 
 #define DEFEND_INTERVAL_MS 10000u
-#define DEFENDED_MAX 16     /* addresses defended in one interval */
+/* Addresses defended in one interval: beyond them (a flood of claims of
+ * many pool addresses) conflicts are counted, not answered or logged. */
+#define DEFENDED_MAX 16
 
 static struct {
 	uint32_t addr;
@@ -474,9 +476,8 @@ address_conflict(const struct sp_msg *msg)
 	struct rte_mbuf *m;
 	char ip[16], mac[18];
 
-	if (defended[i].at != 0 && defended[i].addr == msg->addr &&
-	    defended[i].iface == msg->iface &&
-	    now - defended[i].at < DEFEND_INTERVAL_MS)
+	/* defended lately: this address, or DEFENDED_MAX others */
+	if (defended[i].at != 0 && now - defended[i].at < DEFEND_INTERVAL_MS)
 		return;
 	defended[i].addr = msg->addr;
 	defended[i].iface = msg->iface;
