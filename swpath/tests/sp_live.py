@@ -433,7 +433,7 @@ def case_rules_at_run_time(nat: Nat) -> None:
         [
             "error: unknown command 'frobnicate' (interface, route, neighbor, "
             "pool, rule, timeouts, filtering, limits, icmp, logging, rules, sessions, session, "
-            "stats, neighbors, subscribe, offload, peer)"
+            "stats, startup, neighbors, subscribe, offload, peer)"
         ],
     )
     eq(nat.lines("interface x zone inside port 3"), ["error: interface: only at start-up"])
