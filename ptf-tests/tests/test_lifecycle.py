@@ -170,6 +170,12 @@ class StandbyControllerTakesOver(QuickNatTest):
 @group("restart")
 class SwitchRestartReinstallsSessions(QuickNatTest):
     FRESH_NAT = RESTARTS
+    # The flow must outlive the restart, whatever the controller's reconnect
+    # backoff makes of it: with the shared 4 s UDP timeout (8 s with a
+    # learning switch's lease) a slow restart let the instance age the
+    # session out before its reply came (ptf-offload-swx-learn, once in a
+    # loaded run: the reply 8.3 s after the flow's first packet).
+    CONFIG: ClassVar[dict[str, Any]] = {"timeouts": {"udp": 120}}
 
     def runTest(self) -> None:
         if not isinstance(self.target, Bmv2Target):
