@@ -90,6 +90,8 @@ class ControllerRestartKeepsFlows(QuickNatTest):
     back from the switch; swpath takes them over from its --state file."""
 
     FRESH_NAT = RESTARTS
+    # the flow outlives the restart however long it takes (as below)
+    CONFIG: ClassVar[dict[str, Any]] = {"timeouts": {"udp": 120}}
 
     def runTest(self) -> None:
         if not self.target.keeps_sessions_across_restart:
