@@ -186,7 +186,8 @@ def runtime_commands(running: dict[int, str], wanted: Config, flush: bool) -> li
 
 
 # A swpath process's parts that only a restart changes, by the verb of
-# their lines: `startup` answers the lines of them it started with.
+# their lines (the one list of them: `startup` answers every line the
+# process started with).
 RESTART_ONLY = {"interface": "interfaces", "route": "routes", "pool": "pools", "logging": "logging"}
 
 
@@ -194,8 +195,11 @@ def restart_only_changes(running: list[str], wanted: Config) -> list[str]:
     """What of `wanted` a swpath process started with the lines `running`
     (its `startup`) would take only at a restart: interfaces, routes, pools,
     logging, in that order; none when the file keeps them as they run."""
-    lines = {line for line in config_commands(wanted) if line.split()[0] in RESTART_ONLY}
-    differ = {line.split()[0] for line in lines ^ set(running)}
+
+    def kept(lines: list[str]) -> set[str]:
+        return {line for line in lines if line.split()[0] in RESTART_ONLY}
+
+    differ = {line.split()[0] for line in kept(config_commands(wanted)) ^ kept(running)}
     return [name for verb, name in RESTART_ONLY.items() if verb in differ]
 
 

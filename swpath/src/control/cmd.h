@@ -53,7 +53,7 @@ enum sp_verb {
 	SP_CMD_OFFLOAD_FRESH,   /* offload fresh */
 	SP_CMD_NEIGHBORS,       /* the neighbour table (JSON) */
 	SP_CMD_NEIGHBOR_DEL,    /* neighbor del A dev NAME: a configured one */
-	SP_CMD_STARTUP,         /* the file's lines only a restart changes */
+	SP_CMD_STARTUP,         /* the command file, written back */
 };
 
 /* When a verb may be applied: the command file, the control socket at run

@@ -240,17 +240,8 @@ void
 sp_startup_keep(const struct sp_cmd_line *cmds, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
-		switch (cmds[i].cmd.verb) {
-		case SP_CMD_INTERFACE:
-		case SP_CMD_ROUTE:
-		case SP_CMD_POOL:
-		case SP_CMD_LOGGING:
-			sp_cmd_format(&cmds[i].cmd, &startup_lines);
-			sp_buf_printf(&startup_lines, "\n");
-			break;
-		default:
-			break;
-		}
+		sp_cmd_format(&cmds[i].cmd, &startup_lines);
+		sp_buf_printf(&startup_lines, "\n");
 	}
 }
 

@@ -26,11 +26,12 @@ int sp_apply(const struct sp_cmd *cmd, struct sp_buf *out, char *err,
 struct sp_cmd_line;
 
 /*
- * Keeps, written back, the command file's lines that only a restart
- * changes (interfaces, routes, pools, logging): `startup` answers them, so
- * that `quicknat reload` refuses a file that changes one, as the
- * controller does on the P4 path, instead of applying the rest and saying
- * nothing of it. sp_startup_free() at exit.
+ * Keeps the command file's lines as written back: `startup` answers them,
+ * so that `quicknat reload` can refuse a file that changes what only a
+ * restart changes (which lines those are is the CLI's one list,
+ * config/commands.py RESTART_ONLY), as the controller does on the P4
+ * path, instead of applying the rest and saying nothing of it.
+ * sp_startup_free() at exit.
  */
 void sp_startup_keep(const struct sp_cmd_line *cmds, size_t n);
 void sp_startup_free(void);
