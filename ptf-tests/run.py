@@ -23,7 +23,7 @@ from collections import Counter
 from pathlib import Path
 
 from lab import bmv2, swx
-from lab.netns import Topology, in_namespace
+from lab.netns import NAMESPACE, Topology, in_namespace
 from lab.processes import start, start_dpdk, stop, stop_naming, stop_pid_file, wait_for_tcp
 from lab.swpath import SWPATH
 
@@ -67,7 +67,10 @@ def switch_command(target: str, topo: Topology, workdir: Path) -> list[str]:
 
 
 def topology(target: str) -> Topology:
-    return Topology(slow_path=target.startswith("offload"))
+    """The target's own namespace (`qn-ptf-TARGET`): runs on different
+    targets may run at once (tests/run_suites.py), and each deletes only its
+    own."""
+    return Topology(namespace=f"{NAMESPACE}-{target}", slow_path=target.startswith("offload"))
 
 
 def summarize(output: str) -> tuple[int, int, int]:

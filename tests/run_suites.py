@@ -4,12 +4,13 @@
 A suite whose tools are missing (p4c, simple_switch_grpc, ...) is skipped, and
 the summary says why. Exit status is non-zero if any suite failed.
 
-The suites that touch no lab (no namespace, veth, DPDK port or switch:
-`lab_free`) run one after another in a second thread while the lab suites
-run in this one (issue #33: the lab suites mostly wait on packets and
-timeouts, so a second vCPU is free for them); `--serial` runs everything in
-one thread. Each suite's output is buffered and printed in the order of
-SUITES either way, so the log reads the same.
+Two suites run at a time (`--jobs`), started in SUITES order as one ends,
+but never two that set up the same lab (`Suite.lab`: the namespace lab's
+fixed names); each PTF target has a namespace of its own (ptf-tests/run.py).
+Issue #33: the lab suites mostly wait on packets and timeouts, so the
+machine's second vCPU is free for another suite (docs/test-time.md).
+`--jobs 1` runs one after another. Each suite's output is buffered and
+printed in the order of SUITES either way, so the log reads the same.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import shutil
 import subprocess
 import sys
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -39,6 +40,11 @@ _PYTEST = re.compile(
 )
 
 
+# The end-to-end labs' nodes: namespaces and veths of fixed names
+# (topo/lab/netns_lab.py), or Mininet's in the root namespace.
+NETNS_LAB = "the end-to-end lab"
+
+
 @dataclass
 class Suite:
     name: str
@@ -47,9 +53,10 @@ class Suite:
     requires: list[str] = field(default_factory=list)  # executables that must be on PATH
     root: bool = False  # needs root (network namespaces); skipped otherwise
     cwd: Path = ROOT
-    # Uses no namespace, veth, DPDK port, BMv2 or quicknat-swx: may run beside
-    # the lab suites (a second thread, main()).
-    lab_free: bool = False
+    # The lab it sets up under fixed names, which no other suite may use at
+    # the same time (None: its namespaces, veths, DPDK file prefixes and
+    # sockets are its own, named after its target or its pid).
+    lab: str | None = None
 
 
 SUITES = [
@@ -57,7 +64,6 @@ SUITES = [
         "python-unit",
         [PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", "controller/tests"],
         "controller: config parser (golden files), QNS, shared QNS vectors",
-        lab_free=True,  # its quicknat-swpath runs stop before the EAL starts
     ),
     Suite(
         "nat-vectors-py",
@@ -73,25 +79,21 @@ SUITES = [
             "tests/vectors/nat",
         ],
         "the shared NAT behaviour vectors against the Python core (Nat)",
-        lab_free=True,
     ),
     Suite(
         "python-lint",
         ["make", "-s", "lint"],
         "ruff and mypy --strict over the Python code; size limits and include layers",
-        lab_free=True,
     ),
     Suite(
         "swpath-c",
         ["make", "-s", "-C", "swpath", "test"],
         "C QNS unit tests and the shared QNS vectors",
-        lab_free=True,
     ),
     Suite(
         "swpath-dpdk",
         ["make", "-s", "-C", "swpath/src", "test-memory"],
         "DPDK data path: unit tests, pcap end-to-end",
-        lab_free=True,  # net_pcap files and loopback collectors, no namespace
     ),
     Suite(
         "swpath-live",
@@ -102,7 +104,6 @@ SUITES = [
         "nat-vectors-c",
         ["make", "-s", "-C", "swpath/src", "nat-vectors"],
         "the shared NAT behaviour vectors against swpath's C core (sp_nat)",
-        lab_free=True,
     ),
     Suite(
         "swx-unit",
@@ -110,16 +111,12 @@ SUITES = [
         "quicknat-swx: the SWX pipeline layer (tables, guard) against DPDK's pipeline; "
         "the hand-written NAT fast path's output (bench-swx-ceiling); the PNA program's "
         "fast path against the program without it",
-        # DPDK in memory only: rings, sources and sinks, net_null ports,
-        # quicknat-swx's gRPC on a free port
-        lab_free=True,
     ),
     Suite(
         "swpath-fuzz",
         ["make", "-s", "-C", "swpath/fuzz", "check"],
         "libFuzzer (ASan+UBSan) over swpath's packet path, 30 s from the corpus",
         requires=["clang-14"],
-        lab_free=True,  # the packet path in memory (sp_harness.c), no EAL
     ),
     Suite(
         "ptf-bmv2",
@@ -166,6 +163,7 @@ SUITES = [
         requires=["traceroute", "iperf3"],
         root=True,
         cwd=ROOT / "topo",  # `-m lab.e2e` finds the lab package here
+        lab=NETNS_LAB,
     ),
     Suite(
         "lab-e2e-offload",
@@ -174,6 +172,7 @@ SUITES = [
         requires=["simple_switch_grpc", "traceroute", "iperf3"],
         root=True,
         cwd=ROOT / "topo",
+        lab=NETNS_LAB,
     ),
     Suite(
         "lab-e2e-offload-swx",
@@ -182,6 +181,7 @@ SUITES = [
         requires=["traceroute", "iperf3"],
         root=True,
         cwd=ROOT / "topo",
+        lab=NETNS_LAB,
     ),
     Suite(
         "lab-e2e-offload-swx-learn",
@@ -191,6 +191,7 @@ SUITES = [
         requires=["traceroute", "iperf3"],
         root=True,
         cwd=ROOT / "topo",
+        lab=NETNS_LAB,
     ),
     Suite(
         "lab-e2e-bmv2",
@@ -200,6 +201,7 @@ SUITES = [
         requires=["simple_switch_grpc", "traceroute", "iperf3"],
         root=True,
         cwd=ROOT / "topo",
+        lab=NETNS_LAB,
     ),
     Suite(
         "p4-artifacts",
@@ -294,10 +296,11 @@ def run(suite: Suite) -> Result:
     return Result(suite, status, passed, failed, skipped, seconds, note, header + output)
 
 
-def run_all(serial: bool) -> list[Result]:
-    """Every suite: the lab suites in this thread in SUITES order, the
-    lab-free ones in order in a second thread (unless serial). Each suite's
-    output is printed once it and every suite before it in SUITES are done."""
+def run_all(jobs: int) -> list[Result]:
+    """Every suite, `jobs` at a time: each worker that frees takes the first
+    suite in SUITES order whose lab (Suite.lab) no running suite holds.
+    Each suite's output is printed once it and every suite before it in
+    SUITES are done."""
     results: list[Result | None] = [None] * len(SUITES)
     printed = 0
 
@@ -311,32 +314,40 @@ def run_all(serial: bool) -> list[Result]:
             sys.stdout.flush()
             printed += 1
 
-    with ThreadPoolExecutor(max_workers=1) as beside:
-        futures: dict[int, Future[Result]] = {}
-        if not serial:
-            futures = {i: beside.submit(run, s) for i, s in enumerate(SUITES) if s.lab_free}
-        for i, suite in enumerate(SUITES):
-            for j, future in futures.items():
-                if future.done():
-                    results[j] = future.result()
+    pending = list(range(len(SUITES)))
+    running: dict[Future[Result], int] = {}
+    with ThreadPoolExecutor(max_workers=jobs) as workers:
+        while pending or running:
+            held = {SUITES[i].lab for i in running.values()} - {None}
+            for i in list(pending):
+                if len(running) == jobs:
+                    break
+                if SUITES[i].lab in held:
+                    continue
+                pending.remove(i)
+                running[workers.submit(run, SUITES[i])] = i
+                held.add(SUITES[i].lab)
+                held.discard(None)
+            done, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in done:
+                results[running.pop(future)] = future.result()
             flush()
-            if i not in futures:
-                results[i] = run(suite)
-        for j, future in futures.items():
-            results[j] = future.result()
-            flush()
-        flush()
     return [r for r in results if r is not None]
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--serial", action="store_true", help="no suite beside another (lab_free: Suite)"
+        "--jobs",
+        type=int,
+        default=2,
+        metavar="N",
+        help="suites at a time (default 2, one per vCPU of the machines it is made for; "
+        "never two on one lab: Suite.lab)",
     )
     args = parser.parse_args()
     start = time.monotonic()
-    results = run_all(args.serial)
+    results = run_all(max(1, args.jobs))
     wall = time.monotonic() - start
     print("\n===== summary")
     print(
@@ -357,8 +368,7 @@ def main() -> int:
     failed = sum(r.failed for r in results)
     skipped = sum(r.skipped for r in results) + len(skipped_suites)
     print(f"tests: {passed} passed, {failed} failed, {skipped} skipped")
-    mode = "serial" if args.serial else "lab-free suites beside the lab suites"
-    print(f"wall time: {wall:.1f} s ({mode})")
+    print(f"wall time: {wall:.1f} s ({max(1, args.jobs)} suites at a time)")
     return 1 if bad else 0
 
 

@@ -4,8 +4,8 @@ PATH (README, "The P4 path on BMv2"), as the suites themselves do."""
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import sys
-import time
 from pathlib import Path
 from types import ModuleType
 
@@ -45,41 +45,53 @@ def test_a_tool_named_by_its_variable_is_found(
     assert run_suites.missing_tools(p4) == []
 
 
-def test_lab_free_suites_run_beside_the_lab_and_print_in_order(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+def test_two_suites_at_a_time_never_two_on_one_lab_and_printed_in_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue #33: a lab-free suite runs while a lab suite does (the two
-    sleeps overlap), its failure still counts, and the log lists the suites
+    """Issue #33: two suites run at once, but a suite whose lab another
+    running suite holds waits for it (their runs do not overlap, though a
+    worker is free); a failure still counts, and the log lists the suites
     in SUITES order whichever finished first."""
     run_suites = runner()
-    suite = run_suites.Suite
 
-    def sleeping(name: str, seconds: float, line: str, lab_free: bool) -> object:
-        command = ["sh", "-c", f"sleep {seconds}; echo '{line}'"]
-        return suite(name, command, name, lab_free=lab_free)
+    def sleeping(name: str, seconds: float, line: str, lab: str | None) -> object:
+        stamps = tmp_path / name
+        command = [
+            "sh",
+            "-c",
+            f"date +%s.%N > {stamps}; sleep {seconds}; date +%s.%N >> {stamps}; echo '{line}'",
+        ]
+        return run_suites.Suite(name, command, name, lab=lab)
+
+    def span(name: str) -> tuple[float, float]:
+        start, end = (float(t) for t in (tmp_path / name).read_text().split())
+        return start, end
 
     monkeypatch.setattr(
         run_suites,
         "SUITES",
         [
-            sleeping("free-a", 1.0, "1 passed, 0 failed", True),
-            sleeping("lab-b", 1.0, "2 passed, 0 failed", False),
-            sleeping("free-c", 0.1, "0 passed, 1 failed", True),
-            sleeping("lab-d", 1.0, "4 passed, 0 failed", False),
+            sleeping("lab-a", 1.0, "1 passed, 0 failed", "the lab"),
+            sleeping("lab-b", 0.2, "2 passed, 0 failed", "the lab"),
+            sleeping("free-c", 0.5, "0 passed, 1 failed", None),
+            sleeping("free-d", 0.1, "4 passed, 0 failed", None),
         ],
     )
-    start = time.monotonic()
-    results = run_suites.run_all(serial=False)
-    assert time.monotonic() - start < 2.8  # serial: 3.1 s
+    results = run_suites.run_all(jobs=2)
     assert [(r.suite.name, r.passed, r.failed) for r in results] == [
-        ("free-a", 1, 0),
+        ("lab-a", 1, 0),
         ("lab-b", 2, 0),
         ("free-c", 0, 1),
-        ("lab-d", 4, 0),
+        ("free-d", 4, 0),
     ]
+    # lab-b waited for lab-a, while free-c and free-d ran beside lab-a
+    assert span("lab-b")[0] >= span("lab-a")[1]
+    assert span("free-c")[0] < span("lab-a")[1]
+    assert span("free-d")[1] < span("lab-a")[1]
     out = capsys.readouterr().out
     headers = [line for line in out.splitlines() if line.startswith("=====")]
-    assert headers == [f"===== {n}: {n}" for n in ("free-a", "lab-b", "free-c", "lab-d")]
-    start = time.monotonic()
-    run_suites.run_all(serial=True)
-    assert time.monotonic() - start >= 3.0
+    assert headers == [f"===== {n}: {n}" for n in ("lab-a", "lab-b", "free-c", "free-d")]
+    run_suites.run_all(jobs=1)
+    order = sorted(("lab-a", "lab-b", "free-c", "free-d"), key=lambda n: span(n)[0])
+    assert order == ["lab-a", "lab-b", "free-c", "free-d"]
+    assert all(span(a)[1] <= span(b)[0] for a, b in itertools.pairwise(order))
