@@ -65,6 +65,10 @@ class Target:
     # Whether fragments are reassembled before the NAT sees them (then the NAT's
     # own virtual reassembly is not what a scenario exercises).
     reassembles_fragments = False
+    # Whether a packet without DF over the egress MTU leaves as fragments
+    # (RFC 4787 REQ-13): swpath's own egress does; a switch drops it
+    # (docs/nat-behavior.md MTU-1), in offload mode too.
+    fragments_on_output = False
     # Whether the switch keeps its clone sessions across pipeline pushes, so
     # that each controller start (--reset pushes the pipeline) adds a replica
     # of the CPU clone: BMv2 does; scenarios that count copies then need a
@@ -517,6 +521,7 @@ class SwpathTarget(Target):
     # (on other PMDs swpath translates the fragments themselves: frag.h,
     # tested on pcap files by swpath/tests/sp_e2e.py).
     reassembles_fragments = True
+    fragments_on_output = True
 
     def __init__(
         self,

@@ -63,11 +63,15 @@ def echo(identifier: int, seq: int = 1, reply: bool = False) -> Packet:
 
 def checksums_ok(pkt: Packet) -> bool:
     """Recompute every checksum scapy knows and compare with what arrived.
-    A UDP checksum of 0 means "none" (RFC 768) and is accepted as such."""
+    A UDP checksum of 0 means "none" (RFC 768) and is accepted as such; a
+    fragment's transport checksum covers its whole datagram, so only its
+    header checksum is checked."""
     if IP not in pkt:
         return True
     rebuilt = pkt.copy()
     del rebuilt[IP].chksum
+    if pkt[IP].flags.MF or pkt[IP].frag:
+        return IP(bytes(rebuilt[IP]))[IP].chksum == pkt[IP].chksum
     for layer in (TCP, UDP, ICMP):
         if layer in rebuilt:
             if layer is UDP and pkt[UDP].chksum == 0:

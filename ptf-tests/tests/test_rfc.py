@@ -448,8 +448,9 @@ class NoErrorAboutAnError(NatOriginatedError):
 class FragmentationNeededForDfOverTheMtu(NatOriginatedError):
     """ICMP-4 (RFC 4787 REQ-13, RFC 1191): a DF packet bigger than the egress link's MTU
     (out0: 1400) is dropped and its sender gets fragmentation needed carrying
-    that MTU, quoting the packet as it arrived; without DF it is dropped
-    (the NAT never fragments); a packet of exactly the MTU passes."""
+    that MTU, quoting the packet as it arrived; without DF swpath sends it
+    as fragments, in order, and a switch, which cannot, drops it
+    (docs/nat-behavior.md MTU-1); a packet of exactly the MTU passes."""
 
     def big(self, size: int, df: bool) -> Packet:
         pkt = from_inside("10.0.0.10", REMOTE, udp(40012, 53))
@@ -469,10 +470,23 @@ class FragmentationNeededForDfOverTheMtu(NatOriginatedError):
             self.assertEqual(got[ICMP].nexthopmtu, 1400)
         self.assertEqual(len(self.target.sessions()), 1)
         self.send(INSIDE, self.big(1450, False))
+        if self.target.fragments_on_output:
+            # 1,430 bytes after the header: 1,376 (the most a multiple of 8
+            # in 1,400), then 54 at offset 172
+            frags = [self.receive(OUTSIDE) for _ in range(2)]
+            self.assertEqual(
+                [(p[IP].flags.MF, p[IP].frag, len(p[IP])) for p in frags],
+                [(1, 0, 1396), (0, 172, 74)],
+            )
+            self.assertEqual(len({(p[IP].src, p[IP].id) for p in frags}), 1, "one datagram")
+            self.assertIn(frags[0][IP].src, PUBLIC_POOL)
+            data = b"".join(bytes(p[IP].payload)[: len(p[IP]) - 20] for p in frags)
+            self.assertEqual(data[8:], b"m" * 1422)
+            self.assertEqual(self.target.read_counter("fragmented"), 1)
         self.expect_nothing()
         self.send(INSIDE, self.big(1400, True))
         self.assertEqual(len(self.receive(OUTSIDE)[IP]), 1400)
-        self.counted("mtu_exceeded", dropped + 3)
+        self.counted("mtu_exceeded", dropped + (2 if self.target.fragments_on_output else 3))
         self.counted("icmp_frag_needed_sent", 2)
 
 

@@ -27,7 +27,8 @@
 
 static const char commands[] =
 	"interface in0 zone inside port 0 address 10.0.0.1/24 mac " MAC_IN "\n"
-	"interface out0 zone outside port 1 address 198.51.100.1/24 mac " MAC_OUT "\n"
+	/* a small MTU: frames from the fuzzer go out as fragments too */
+	"interface out0 zone outside port 1 address 198.51.100.1/24 mac " MAC_OUT " mtu 576\n"
 	"route 0.0.0.0/0 dev out0 via 198.51.100.254\n"
 	"neighbor 198.51.100.254 mac 02:00:00:00:00:fe dev out0\n"
 	"neighbor 10.0.0.2 mac 02:00:00:00:10:02 dev in0\n"

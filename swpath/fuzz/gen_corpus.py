@@ -110,6 +110,19 @@ def seeds() -> dict[str, tuple[int, bytes]]:
             / IP(src="10.0.0.2", dst="192.0.2.1", options=[IPOption_SSRR(routers=["192.0.2.9"])])
             / UDP(),
         ),
+        # over out0's MTU (576): fragments without DF (RFC 4787 REQ-13), with
+        # options (record route in the first only); fragmentation needed with
+        "udp-over-mtu": (
+            INSIDE,
+            ein()
+            / IP(src="10.0.0.2", dst="192.0.2.1", options=[IPOption_RR()])
+            / UDP(sport=5353, dport=53)
+            / (b"f" * 1200),
+        ),
+        "udp-over-mtu-df": (
+            INSIDE,
+            ein() / IP(src="10.0.0.2", dst="192.0.2.1", flags="DF") / UDP() / (b"d" * 1200),
+        ),
         "ttl-1": (INSIDE, ein() / IP(src="10.0.0.2", dst="192.0.2.1", ttl=1) / UDP()),
         "udp-zero-csum": (INSIDE, ein() / IP(src="10.0.0.2", dst="192.0.2.1") / UDP(chksum=0)),
     }

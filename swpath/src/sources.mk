@@ -7,7 +7,8 @@ NAT_CORE_SRCS := core/adopt.c core/allocator.c core/counters.c \
 	core/hash_index.c core/lifecycle.c core/mapping.c core/nat.c \
 	core/table.c
 DATAPLANE_SRCS := dataplane/dispatch.c dataplane/fastpath.c dataplane/frag.c \
-	dataplane/icmp_gen.c dataplane/in2out.c dataplane/l2.c \
+	dataplane/icmp_gen.c dataplane/in2out.c dataplane/ip_fragment.c \
+	dataplane/l2.c \
 	dataplane/out2in.c dataplane/peer.c dataplane/sp.c dataplane/vlan.c \
 	dataplane/worker.c
 PERSIST_SRCS := persist/event_export.c persist/events.c \

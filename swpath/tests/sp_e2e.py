@@ -40,7 +40,16 @@ from typing import Any
 import pytest
 from quicknat.addr import parse_ipv4
 from quicknat.nat.allocator import Endpoint
-from scapy.layers.inet import ICMP, IP, TCP, UDP, fragment
+from scapy.layers.inet import (
+    ICMP,
+    IP,
+    TCP,
+    UDP,
+    IPOption_NOP,
+    IPOption_RR,
+    IPOption_Security,
+    fragment,
+)
 from scapy.layers.l2 import ARP, Dot1Q, Ether
 from scapy.packet import Packet, Raw
 from scapy.utils import rdpcap, wrpcap
@@ -433,6 +442,48 @@ def test_hairpinned_packet_over_the_mtu(tmp: Path) -> None:
     eq((c["hairpin"], c["drop_mtu"], c["icmp_frag_needed"]), (1, 1, 1))
 
 
+def test_fragmented_over_the_mtu(tmp: Path) -> None:
+    """RFC 4787 REQ-13: a packet without DF over the egress MTU is sent as
+    fragments, in order; with DF, fragmentation needed (the PTF scenario).
+    In to out over a 576-byte link, with IP options: only the first fragment
+    carries record route, every fragment the security option (its copied
+    flag, RFC 791 sec. 3.1); out to in over a 1280-byte link, without. Each
+    fragment leaves translated, each header checksum holds, and the
+    fragments reassemble into the translated datagram."""
+    cmds = ONE_PORT.replace(f"mac {MAC_OUT}\n", f"mac {MAC_OUT} mtu 576\n")
+    cmds = cmds.replace(f"mac {MAC_IN}\n", f"mac {MAC_IN} mtu 1280\n")
+    body = bytes(range(256)) * 5 + b"x" * 120  # 1,400 bytes
+    security = IPOption_Security(security=0, compartment=0, handling_restrictions=0)
+    options = [IPOption_RR(routers=["0.0.0.0"]), IPOption_NOP(), security]
+    out = from_host("10.0.0.2", "8.8.8.8") / UDP(sport=5000, dport=53) / Raw(body)
+    out[IP].options = options
+    out[IP].id = 7
+    back = from_remote("8.8.8.8", "203.0.113.1") / UDP(sport=53, dport=40000) / Raw(body)
+    back[IP].id = 8
+    r = run(tmp, cmds, [[Ether(bytes(out))], [Ether(bytes(back))]])
+    sent = r.outputs[1]
+    # librte_ip_frag sizes every fragment's data by the first's header
+    eq([(p[IP].flags.MF, p[IP].frag) for p in sent], [(1, 0), (1, 67), (0, 134)], "in order")
+    eq([len(p[IP]) for p in sent], [40 + 536, 32 + 536, 32 + 336])
+    eq([p[IP].ihl for p in sent], [10, 8, 8], "all options, then the copied one")
+    eq([o.option for o in sent[1][IP].options if o.option != 0], [2], "security only")
+    for p in sent:
+        eq((p[IP].src, p[IP].dst, p[IP].id, p[IP].ttl), ("203.0.113.1", "8.8.8.8", 7, 63))
+        eq((p[Ether].src, p[Ether].dst), (MAC_OUT, MAC_GW))
+        ip_checksum_ok(p)
+    got = udp_ok(reassembled(sent))
+    eq((got[UDP].sport, got[UDP].dport, bytes(got[UDP].payload)), (40000, 53, body))
+    came = r.outputs[0]
+    eq([(p[IP].flags.MF, p[IP].frag, len(p[IP])) for p in came], [(1, 0, 1276), (0, 157, 172)])
+    for p in came:
+        eq((p[IP].src, p[IP].dst, p[Ether].dst), ("8.8.8.8", "10.0.0.2", MAC_H2))
+        ip_checksum_ok(p)
+    got = udp_ok(reassembled(came))
+    eq((got[UDP].sport, got[UDP].dport, bytes(got[UDP].payload)), (53, 5000, body))
+    c = r.counters
+    eq((c["fragmented"], c["drop_mtu"], c["icmp_frag_needed"]), (2, 0, 0))
+
+
 def endpoint(text: str) -> Endpoint:
     address, port = text.split(":")
     return Endpoint(parse_ipv4(address), int(port))
@@ -463,6 +514,14 @@ def test_open_mappings_end_with_the_process(tmp: Path) -> None:
             "mapping deleted udp 10.0.0.2:5000 203.0.113.1:40000",
         ],
     )
+
+
+def ip_checksum_ok(p: Packet) -> None:
+    """A fragment's header checksum as scapy recomputes it (its transport
+    checksum covers the whole datagram: udp_ok over reassembled)."""
+    header = p[IP].copy()
+    del header.chksum
+    eq(IP(bytes(header))[IP].chksum, p[IP].chksum, "a fragment's IP checksum")
 
 
 def reassembled(frags: Sequence[Packet]) -> Packet:
@@ -526,9 +585,7 @@ def test_fragments_translated(tmp: Path) -> None:
         eq((got[UDP].sport, got[UDP].dport), (40000, 53), f"datagram {ident}'s ports")
         eq(bytes(got[UDP].payload), body, f"datagram {ident}'s data")
         for p in mine:
-            header = p[IP].copy()
-            del header.chksum
-            eq(IP(bytes(header))[IP].chksum, p[IP].chksum, "a fragment's IP checksum")
+            ip_checksum_ok(p)
             eq(p[IP].ttl, 63)
     eq([p[IP].frag for p in out if p[IP].id == 101], [0, 256, 128], "the first, then the held")
     back = r.outputs[0]

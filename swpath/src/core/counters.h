@@ -66,6 +66,7 @@
 	X(drop_not_unicast, "dropped: multicast or limited broadcast destination (NAT is defined for unicast)") \
 	X(drop_bad_checksum, "dropped: bad IPv4 header checksum") \
 	X(frag_translated, "IPv4 fragments after the first translated with their datagram's ports (virtual reassembly, RFC 4787 REQ-14)") \
+	X(fragmented, "packets over the egress interface's MTU without DF, sent as fragments in order (RFC 4787 REQ-13, RFC 791); each fragment counts in tx") \
 	X(frag_held, "fragments held until their datagram's first fragment came") \
 	X(drop_frag_timeout, "held fragments dropped: their first fragment did not come in time") \
 	X(drop_frag_limit, "fragments dropped: over the reassembly limits (per datagram, per source, per worker)") \
@@ -73,7 +74,7 @@
 	X(drop_fragment, "dropped: a fragment NAT cannot translate (of an ICMP error or a hairpinned flow, or of a refused datagram)") \
 	X(drop_ip_options, "dropped: IPv4 source-route option") \
 	X(drop_ttl, "dropped: TTL would reach zero") \
-	X(drop_mtu, "dropped: larger than the egress interface's MTU (never fragmented)") \
+	X(drop_mtu, "dropped: larger than the egress interface's MTU with DF set (its sender told: icmp_frag_needed), or not fragmented for want of an mbuf") \
 	X(drop_multiseg, "dropped: packet in several buffers") \
 	X(drop_local, "dropped: addressed to the router, not an echo request") \
 	X(drop_unsupported, "dropped: protocol or ICMP type NAT cannot translate") \

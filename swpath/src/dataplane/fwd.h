@@ -13,6 +13,7 @@
 #include <rte_ring.h>
 #include <rte_ring_elem.h>
 
+#include "dataplane/ip_fragment.h"
 #include "dataplane/packet.h"
 #include "dataplane/sp.h"
 #include "dataplane/vlan.h"
@@ -70,6 +71,18 @@ sp_tx_flush_all(struct sp_worker *w)
 		else if (q->n != 0)
 			sp_txq_flush_ring(w, q);
 	}
+}
+
+/* Queues routed frame m (eth at its start) for output on iface: as
+ * fragments when its packet is over iface's MTU (ip_fragment.h). */
+static inline void
+sp_route_tx(struct sp_worker *w, uint16_t iface, struct rte_mbuf *m,
+	    const struct rte_ether_hdr *eth)
+{
+	if (unlikely(sp_over_mtu(eth, iface)))
+		sp_fragment_send(w, iface, m);
+	else
+		sp_tx(w, iface, m);
 }
 
 /* Passes m to worker owner's ring (at most once per packet). */
@@ -228,7 +241,7 @@ sp_send(struct sp_worker *w, struct rte_mbuf *m, struct rte_ether_hdr *eth,
 		__atomic_fetch_or(&sp.neigh[ni].mac, SP_NEIGH_USED,
 				  __ATOMIC_RELAXED);
 	sp_set_eth(eth, mac, r->iface);
-	sp_tx(w, r->iface, m);
+	sp_route_tx(w, r->iface, m, eth);
 	return 0;
 }
 

@@ -74,11 +74,14 @@ sp_hairpin_unwind(struct rte_mbuf *m, struct sp_pkt *p)
 }
 
 /*
- * RFC 4787 REQ-13, RFC 1191: a packet bigger than the MTU of the interface
- * route ri leaves by is dropped, never fragmented; with DF set, and error,
- * its sender gets fragmentation needed quoting m as it arrived on iface
- * (untranslated yet, or a hairpinned packet unwound). Returns 1 when m was
- * consumed.
+ * RFC 4787 REQ-13, RFC 1191: a DF packet bigger than the MTU of the
+ * interface route ri leaves by is dropped; with error, its sender gets
+ * fragmentation needed quoting m as it arrived on iface (untranslated yet,
+ * or a hairpinned packet unwound). Without DF it goes on, to be sent as
+ * fragments (ip_fragment.h), but not towards a switch (an offload
+ * instance's slow-path link): the switch cannot fragment what it carries
+ * (docs/nat-behavior.md MTU-1), so the instance drops it as the switch
+ * would. Returns 1 when m was consumed.
  */
 static inline int
 sp_too_big(struct sp_worker *w, struct rte_mbuf *m, struct sp_pkt *p,
@@ -89,7 +92,9 @@ sp_too_big(struct sp_worker *w, struct rte_mbuf *m, struct sp_pkt *p,
 	if (unlikely(ri == SP_ROUTE_NONE))
 		return 0;       /* sp_forward drops it: no route */
 	mtu = sp_route_mtu(ri);
-	if (likely(rte_be_to_cpu_16(p->ip->total_length) <= mtu))
+	if (likely(rte_be_to_cpu_16(p->ip->total_length) <= mtu) ||
+	    (!(p->ip->fragment_offset & RTE_BE16(RTE_IPV4_HDR_DF_FLAG)) &&
+	     !sp.ifaces[sp.routes[ri].iface].slow_path))
 		return 0;
 	SP_INC(w, drop_mtu);
 	if (error && (p->ip->fragment_offset & RTE_BE16(RTE_IPV4_HDR_DF_FLAG))) {

@@ -202,7 +202,7 @@ unres_poll(struct sp_worker *w, bool stopping)
 			mac = __atomic_load_n(&sp.neigh[ni].mac, __ATOMIC_ACQUIRE);
 		if (mac & SP_NEIGH_VALID) {
 			sp_set_eth(u->eth, mac, u->iface);
-			sp_tx(w, u->iface, u->m);
+			sp_route_tx(w, u->iface, u->m, u->eth);
 		} else if (stopping || w->now - u->since >= SP_UNRES_MS) {
 			sp_drop(w, u->m, SP_CNT_drop_no_neighbor);
 		} else {
