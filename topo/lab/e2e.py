@@ -38,6 +38,7 @@ import ipaddress
 import json
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -600,8 +601,40 @@ TESTS: dict[str, Test] = {
     "udp_hole_punching": test_udp_hole_punching,
     "metrics_move": test_metrics_move,
 }
+
+
+def test_ping_over_the_mtu_without_df(lab: Nodes) -> None:
+    """RFC 4787 REQ-13 with a real ping: swpath started again with out0's MTU
+    at 1,400; 1,600 bytes of echo data without DF (`-M dont`) leave h1 as two
+    fragments on its 1,500-byte link, and the first, 1,500 bytes, is over
+    out0's MTU: swpath translates it and sends it as two fragments (a
+    fragment of a fragment keeps MF), which far puts back together with the
+    third and answers. A switch cannot fragment (docs/nat-behavior.md
+    MTU-1): this runs on the swpath lab only."""
+    from lab.netns_lab import NetnsLab
+
+    assert isinstance(lab, NetnsLab) and lab.commands is not None
+    usual = lab.commands
+    small = lab.workdir / "nat-out0-mtu-1400.cmds"
+    small.write_text(
+        re.sub(r"^(interface out0 .*)$", r"\1 mtu 1400", usual.read_text(), flags=re.M)
+    )
+    lab.commands = small
+    lab.restart_swpath(signal.SIGTERM)
+    try:
+        out = lab.run(H1.name, "ping", "-c", "2", "-W", "2", "-M", "dont", "-s", "1600", FAR.ip)
+        counters = json.loads(lab.quicknat("stats", "--json"))["counters"]
+    finally:
+        lab.commands = usual
+        lab.restart_swpath(signal.SIGTERM)
+    assert " 0% packet loss" in out, out
+    assert counters.get("fragmented") == 2, f"fragmented: {counters.get('fragmented')}, not 2"
+    assert counters.get("drop_mtu", 0) == 0, f"drop_mtu: {counters['drop_mtu']}"
+
+
 SWPATH_TESTS: dict[str, Test] = {
     "swpath_restart_keeps_flows": test_swpath_restart_keeps_flows,
+    "ping_over_the_mtu_without_df": test_ping_over_the_mtu_without_df,
 }
 
 
