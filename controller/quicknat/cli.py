@@ -5,7 +5,7 @@ quicknat-swpath.
 Subcommands that need no data path (``check``, ``lookup``, ``swpath-commands``)
 work anywhere; ``controller`` runs the P4 path's control plane; ``sessions``
 and ``stats`` ask a running controller or swpath over its control socket,
-``neighbors`` swpath.
+``neighbors`` and ``routes`` swpath.
 Every error is one line on stderr, exit status 2 for what was given, 1 for
 what failed while running (cli_args.py).
 """
@@ -315,8 +315,8 @@ def _status(args: argparse.Namespace) -> int:
     if args.command == "stats" and isinstance(answer, dict):
         print("\n".join(stats_lines(answer)))
         return 0
-    if args.command == "neighbors" and isinstance(answer, list):
-        print("\n".join(table_lines(f"{len(answer)} neighbors", answer)))
+    if args.command in ("neighbors", "routes") and isinstance(answer, list):
+        print("\n".join(table_lines(f"{len(answer)} {args.command}", answer)))
         return 0
     if isinstance(answer, dict):  # delete, flush
         print(f"{answer['deleted']} sessions deleted")
@@ -542,7 +542,7 @@ def _exporter_command(sub: Subparsers) -> None:
 
 def _status_commands(sub: Subparsers) -> None:
     """sessions, stats: asked of either data path over its control socket;
-    neighbors, of swpath's."""
+    neighbors, routes, of swpath's."""
     for name, what in (("sessions", "list the sessions"), ("stats", "show the counters")):
         status = sub.add_parser(
             name,
@@ -567,6 +567,18 @@ def _status_commands(sub: Subparsers) -> None:
     _socket_options(neighbors, swpath_only=True)
     neighbors.add_argument("--json", action="store_true", help="print the answer as JSON")
     neighbors.set_defaults(status="neighbors")
+    routes = sub.add_parser(
+        "routes",
+        help="show the route table of a running quicknat-swpath",
+        description="The route table of a running quicknat-swpath, as ip-route(8) shows "
+        "Linux's: each prefix, the interface and next hop it leaves by, the source of the "
+        "NAT's ICMP errors towards it, and whether it is an interface's connected network; "
+        "asked over its control socket.",
+        formatter_class=DEFAULTS,
+    )
+    _socket_options(routes, swpath_only=True)
+    routes.add_argument("--json", action="store_true", help="print the answer as JSON")
+    routes.set_defaults(status="routes")
 
 
 def _runtime_commands(sub: Subparsers) -> None:
@@ -589,8 +601,8 @@ def _runtime_commands(sub: Subparsers) -> None:
         "reload",
         help="apply a configuration file's rules and settings at run time",
         description="The difference between the running configuration and the file: rules, "
-        "timeouts, filtering, limits, icmp, neighbors (and routes on the P4 path); a file that "
-        "changes interfaces, pools or logging (or routes on swpath) is refused: they need a "
+        "timeouts, filtering, limits, icmp, neighbors and routes; a file that changes "
+        "interfaces, pools or logging is refused: they need a "
         "restart. The controller reads its own file unless --config names "
         "another (also on SIGHUP); quicknat-swpath needs --config.",
     )
@@ -716,6 +728,7 @@ def _reload_swpath(socket_path: Path, args: argparse.Namespace) -> list[str]:
     from quicknat.config.commands import (
         neighbor_commands,
         restart_only_changes,
+        route_commands,
         runtime_commands,
     )
     from quicknat.controller.status import line_command, query
@@ -727,14 +740,20 @@ def _reload_swpath(socket_path: Path, args: argparse.Namespace) -> list[str]:
     if restart:  # nothing applied: the file is either taken whole or refused
         raise ValueError(
             f"reload: {', '.join(restart)} changed: that needs a restart of quicknat-swpath "
-            "(rules, timeouts, filtering, limits, icmp and neighbors change at run time)"
+            "(rules, timeouts, filtering, limits, icmp, neighbors and routes change at run time)"
         )
     running = {int(line.split()[3]): line for line in line_command(socket_path, "rules")}
     rows = query(socket_path, "neighbors")
     if not isinstance(rows, list):
         raise ValueError(f"neighbors: not a list of rows: {rows!r}")
     neighbors = neighbor_commands(rows, config)
-    commands = runtime_commands(running, config, args.flush) + neighbors
+    table = query(socket_path, "routes")
+    if not isinstance(table, list):
+        raise ValueError(f"routes: not a list of rows: {table!r}")
+    routes = route_commands(table, config)
+    # routes before the neighbours a new route's gateway may need are no
+    # matter: a next hop without a MAC is asked for by ARP meanwhile
+    commands = runtime_commands(running, config, args.flush) + neighbors + routes
     for command in commands:
         if command.startswith("sessions "):
             query(socket_path, command)
@@ -743,7 +762,7 @@ def _reload_swpath(socket_path: Path, args: argparse.Namespace) -> list[str]:
     changed = sum(1 for c in commands if c.startswith("rule "))
     return [
         f"{len(config.rules)} rules; {changed} rule commands, "
-        f"{len(neighbors)} neighbor commands, settings applied"
+        f"{len(neighbors)} neighbor commands, {len(routes)} route commands, settings applied"
     ]
 
 

@@ -161,6 +161,35 @@ def test_stats_json_is_the_answer(
     assert json.loads(capsys.readouterr().out) == STATS
 
 
+def test_routes_prints_swpaths_table(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`quicknat routes` asks swpath's socket and lays its rows out as a
+    table; an on-link route's next hop prints as -."""
+    rows = [
+        {"prefix": "0.0.0.0/0", "interface": "out0", "via": "198.51.100.254",
+         "source": None, "connected": False},
+        {"prefix": "10.0.0.0/24", "interface": "in0", "via": None,
+         "source": None, "connected": True},
+    ]  # fmt: skip
+    asked: list[tuple[str, str]] = []
+
+    def query(path: Path, command: str) -> object:
+        asked.append((str(path), command))
+        return rows
+
+    monkeypatch.setattr("quicknat.controller.status.query", query)
+    assert main(["routes", "--socket", "/tmp/sp.sock"]) == 0
+    lines = [" ".join(line.split()) for line in capsys.readouterr().out.splitlines()]
+    assert asked == [("/tmp/sp.sock", "routes")]
+    assert lines == [
+        "2 routes:",
+        "prefix interface via source connected",
+        "0.0.0.0/0 out0 198.51.100.254 - no",
+        "10.0.0.0/24 in0 - - yes",
+    ]
+
+
 def test_neighbors_prints_swpaths_table(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -21,6 +21,7 @@ from quicknat.config.commands import (
     adopt_command,
     config_commands,
     neighbor_commands,
+    route_commands,
     rule_command,
     runtime_commands,
     session_command,
@@ -55,6 +56,14 @@ def every_kind() -> list[str]:
     lines += neighbor_commands(
         [gateway | {"mac": "02:00:00:00:00:99"}, gone | {"mac": "02:00:00:00:10:99"}], wanted
     )
+    lines += ["# its routes, to swpath alone: one no longer in the file, one changed"]
+    lines += route_commands(
+        [
+            {"prefix": "0.0.0.0/0", "interface": "out0", "via": "198.51.100.253"},
+            {"prefix": "192.0.2.0/24", "interface": "out0", "via": "198.51.100.254"},
+        ],
+        wanted,
+    )
     inside, remote = (parse_ipv4("10.0.0.15"), 40000), (parse_ipv4("198.51.100.10"), 443)
     external = (parse_ipv4("203.0.113.1"), 40000)
     lines += ["# the offload manager"]
@@ -71,6 +80,7 @@ def every_kind() -> list[str]:
     lines += [render("offload fresh")]  # the controller, having pushed a program
     lines += ["# the status socket and the stream"]
     lines += [render("rules"), render("stats"), render("neighbors"), render("startup")]
+    lines += [render("routes")]
     lines += [render("subscribe sessions")]
     lines += [render("sessions", limit=100, proto=Protocol.UDP, src=inside[0], port=53)]
     lines += [render("sessions", "flush"), render("sessions", "delete", dst=remote[0])]

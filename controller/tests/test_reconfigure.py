@@ -15,6 +15,7 @@ from quicknat.config.commands import (
     config_commands,
     neighbor_commands,
     restart_only_changes,
+    route_commands,
     rule_command,
     runtime_commands,
 )
@@ -224,20 +225,41 @@ def test_neighbor_commands_turn_configured_neighbours_into_the_file_s() -> None:
     ]
 
 
+def test_route_commands_turn_the_running_routes_into_the_file_s() -> None:
+    """What quicknat reload sends swpath for [[route]]: before, a route
+    change needed a restart. The interfaces' connected networks are not
+    the file's; the same route again is not sent."""
+    config = parse_config(CONFIG)  # 0.0.0.0/0 on out0 via 198.51.100.254
+
+    def row(prefix: str, via: str | None, connected: bool = False) -> dict[str, Any]:
+        return {"prefix": prefix, "interface": "out0", "via": via, "connected": connected}
+
+    same = row("0.0.0.0/0", "198.51.100.254")
+    connected = row("198.51.100.0/24", None, connected=True)
+    assert route_commands([same, connected], config) == []
+    moved = row("0.0.0.0/0", "198.51.100.253")
+    extra = row("192.0.2.0/24", "198.51.100.254")
+    assert route_commands([moved, extra, connected], config) == [
+        "route del 192.0.2.0/24",
+        "route 0.0.0.0/0 dev out0 via 198.51.100.254",
+    ]
+    assert route_commands([connected], config) == ["route 0.0.0.0/0 dev out0 via 198.51.100.254"]
+
+
 def test_restart_only_changes_are_what_swpath_takes_only_at_a_restart() -> None:
-    """quicknat reload refuses a file whose interfaces, routes, pools or
-    logging differ from the lines swpath started with (its `startup`):
-    before, it applied the rest and said nothing of them."""
+    """quicknat reload refuses a file whose interfaces, pools or logging
+    differ from the lines swpath started with (its `startup`): before, it
+    applied the rest and said nothing of them."""
     config = parse_config(CONFIG)
     running = [line for line in config_commands(config) if line.split()[0] in RESTART_ONLY]
-    assert {line.split()[0] for line in running} == {"interface", "route", "pool", "logging"}
+    assert {line.split()[0] for line in running} == {"interface", "pool", "logging"}
     assert restart_only_changes(running, config) == []
-    # rules, settings and neighbours are run time's
+    # rules, settings, neighbours and routes are run time's
     edited = rc.with_rule(config, rc.rule_from_words(DNAT.split()))
     assert restart_only_changes(running, dataclasses.replace(edited, neighbors=())) == []
+    assert restart_only_changes(running, dataclasses.replace(config, routes=())) == []
     pool = dataclasses.replace(config.pools[0], port_min=2000, port_max=3000)
     assert restart_only_changes(running, dataclasses.replace(config, pools=(pool,))) == ["pools"]
-    assert restart_only_changes(running, dataclasses.replace(config, routes=())) == ["routes"]
     mtu = dataclasses.replace(config.interfaces[0], mtu=1400)
     both = dataclasses.replace(config, interfaces=(mtu, *config.interfaces[1:]), pools=(pool,))
     assert restart_only_changes(running, both) == ["interfaces", "pools"]

@@ -18,7 +18,8 @@ CONTROL_SRCS := control/cmd_check.c control/cmd_file.c control/cmd_format.c \
 	control/cmd_parse.c \
 	control/cmd_table.c control/control.c control/ctl_socket.c \
 	control/eal.c control/format.c control/learn_quiet.c control/memory.c control/peers.c \
-	control/routing.c control/rules.c control/publish.c control/setup.c \
+	control/routes.c control/routing.c control/rules.c control/publish.c \
+	control/setup.c \
 	control/telemetry.c
 SP_SRCS := $(UTIL_SRCS) $(NAT_CORE_SRCS) $(DATAPLANE_SRCS) $(PERSIST_SRCS) \
 	$(CONTROL_SRCS)

@@ -9,6 +9,7 @@
 #include <rte_log.h>
 
 #include "control/control.h"
+#include "control/routes.h"
 #include "control/routing.h"
 #include "control/publish.h"
 #include "control/setup.h"

@@ -433,7 +433,7 @@ def case_rules_at_run_time(nat: Nat) -> None:
         [
             "error: unknown command 'frobnicate' (interface, route, neighbor, "
             "pool, rule, timeouts, filtering, limits, icmp, logging, rules, sessions, session, "
-            "stats, startup, neighbors, subscribe, offload, peer)"
+            "stats, startup, neighbors, routes, subscribe, offload, peer)"
         ],
     )
     eq(nat.lines("interface x zone inside port 3"), ["error: interface: only at start-up"])
@@ -575,6 +575,76 @@ def case_metrics_exporter(nat: Nat) -> None:
         exporter.wait(timeout=10)
 
 
+GW2, MAC_GW2 = "198.51.100.253", "02:00:00:00:00:fd"
+
+
+def leaves_by(nat: Nat, sport: int) -> list[str]:
+    """The Ethernet destinations of flow sport's packet as it leaves."""
+    got = exchange(IN_PEER, [to_gateway(sport)], OUT_PEER, 1, timeout=1.0)
+    return [p[Ether].dst for p in got if UDP in p]
+
+
+def routes(nat: Nat) -> list[tuple[str, str, str | None, bool]]:
+    rows = query(nat.sock, "routes")
+    assert isinstance(rows, list)
+    return sorted((r["prefix"], r["interface"], r["via"], r["connected"]) for r in rows)
+
+
+def case_routes_at_run_time(nat: Nat) -> None:
+    """`route` and `route del` at run time (as `ip route replace|del`):
+    one flow's session, opened via the default route's gateway, follows
+    each change at its next packet: a new default gateway, a more specific
+    route back to the first, its deletion, no route at all (dropped and
+    counted), the default route again. A connected network a route
+    shadowed comes back when the route goes; the connected route itself
+    cannot be deleted. `routes` shows the table after each."""
+    before = nat.stats()["counters"]
+    eq(leaves_by(nat, 9200), [MAC_GW], "the session's first packet")
+    eq(nat.lines(f"neighbor {GW2} mac {MAC_GW2} dev out0"), ["ok"])
+    eq(nat.lines(f"route 0.0.0.0/0 dev out0 via {GW2}"), ["ok"])
+    eq(leaves_by(nat, 9200), [MAC_GW2], "after the default route changed")
+    eq(nat.lines("route 8.8.8.0/24 dev out0 via 198.51.100.254"), ["ok"])
+    eq(leaves_by(nat, 9200), [MAC_GW], "by the more specific route")
+    connected = [
+        ("10.0.0.0/24", "in0", None, True),
+        ("198.51.100.0/24", "out0", None, True),
+    ]
+    eq(
+        routes(nat),
+        [("0.0.0.0/0", "out0", GW2, False), *connected, ("8.8.8.0/24", "out0", GATEWAY, False)],
+    )
+    eq(nat.lines("route del 8.8.8.0/24"), ["ok"])
+    eq(leaves_by(nat, 9200), [MAC_GW2], "after the specific route went")
+    eq(nat.lines("route del 0.0.0.0/0"), ["ok"])
+    eq(leaves_by(nat, 9200), [], "no route")
+    eq(nat.stats()["counters"]["drop_no_route"] - before["drop_no_route"], 1)
+    eq(nat.lines("route del 0.0.0.0/0"), ["error: route del 0.0.0.0/0: no such route"])
+    eq(
+        nat.lines("route del 10.0.0.0/24"),
+        [
+            "error: route del 10.0.0.0/24: the connected network of in0 (it goes with "
+            "the interface's address)"
+        ],
+    )
+    eq(nat.lines(f"route 10.0.0.0/24 dev out0 via {GW2}"), ["ok"])
+    eq(nat.lines("route del 10.0.0.0/24"), ["ok"])
+    eq(routes(nat), connected, "the connected network back")
+    eq(nat.lines(f"route 0.0.0.0/0 dev out0 via {GATEWAY}"), ["ok"])
+    eq(nat.lines(f"route 0.0.0.0/0 dev out0 via {GATEWAY}"), ["ok"], "the same route again")
+    eq(leaves_by(nat, 9200), [MAC_GW], "the default route again")
+    eq(nat.lines(f"neighbor del {GW2} dev out0"), ["ok"])
+    cli = subprocess.run(
+        [str(ROOT / ".venv" / "bin" / "quicknat"), "routes", "--socket", str(nat.sock)],
+        capture_output=True,
+        text=True,
+        timeout=10,
+    )
+    eq(cli.returncode, 0, cli.stderr)
+    assert ["0.0.0.0/0", "out0", GATEWAY, "-", "no"] in [
+        line.split() for line in cli.stdout.splitlines()
+    ], cli.stdout
+
+
 CASES: list[Callable[[Nat], None]] = [
     case_systemd_notify,
     case_arp_and_ping,
@@ -582,6 +652,7 @@ CASES: list[Callable[[Nat], None]] = [
     case_mapping_events,
     case_status_socket_schema,
     case_rules_at_run_time,
+    case_routes_at_run_time,
     case_telemetry,
     case_metrics_exporter,
     case_events_file_reopened_on_sighup,

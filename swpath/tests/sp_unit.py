@@ -61,6 +61,13 @@ prefix = "10.0.1.0/24"
 pool = "public"
 """
 
+ROUTE = """
+[[route]]
+prefix = "192.0.2.0/24"
+via = "198.51.100.254"
+interface = "out0"
+"""
+
 DNAT_RULE = """
 [[rule]]
 id = 50
@@ -182,16 +189,19 @@ def case_unit_sandboxed_and_reloaded(app: str, tmp: Path) -> None:
         wait_answer(sock, proc)
         eq(len(line_command(sock, "rules")), 1, "rules at start")
         eq(configured(sock), {("198.51.100.254", MAC_GW), ("10.0.0.9", HOST_MAC)}, "at start")
-        # a rule added, the gateway's MAC changed, the host's entry removed
-        config.write_text(lab_toml(events).replace(MAC_GW, NEW_GW_MAC) + DNAT_RULE)
+        # a rule added, the gateway's MAC changed, the host's entry
+        # removed, a route added
+        config.write_text(lab_toml(events).replace(MAC_GW, NEW_GW_MAC) + DNAT_RULE + ROUTE)
         events.rename(tmp / "events.log.1")  # logrotate moved it
         reload_, hup = unit.values("ExecReload")
         done = subprocess.run(
             unit.wrap(reload_.split(), tmp / "reload.trace"), capture_output=True, text=True
         )
         assert done.returncode == 0, done.stdout + done.stderr
-        assert "2 neighbor commands" in done.stdout, done.stdout
+        assert "2 neighbor commands, 1 route commands" in done.stdout, done.stdout
         eq(configured(sock), {("198.51.100.254", NEW_GW_MAC)}, "neighbours after the reload")
+        routes = {(r["prefix"], r["via"]) for r in query(sock, "routes") if not r["connected"]}
+        eq(routes, {("0.0.0.0/0", "198.51.100.254"), ("192.0.2.0/24", "198.51.100.254")})
         # a pool changed too: only a restart takes it, so nothing is applied
         edited = config.read_text()
         config.write_text(edited.replace("203.0.113.0/29", "203.0.113.8/29") + OTHER_RULE)

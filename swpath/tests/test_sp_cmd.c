@@ -543,7 +543,7 @@ test_command_file_reports_every_error(void **state)
 		"nat.cmds:7: 'sessions' is a run-time command\n"
 		"nat.cmds:8: unknown command 'frobnicate' (interface, route, "
 		"neighbor, pool, rule, timeouts, filtering, limits, icmp, logging, "
-		"rules, sessions, session, stats, startup, neighbors, subscribe, "
+		"rules, sessions, session, stats, startup, neighbors, routes, subscribe, "
 		"offload, peer)\n");
 	sp_buf_free(&errors);
 }

@@ -65,9 +65,15 @@ COMMANDS: Final[dict[str, Command]] = {
             kw("slow_path", "bool", presence="unless", default=False),
         ),
     ),
+    "route del": Command(
+        words=("route", "del"),
+        when="run-time",
+        args=(arg("prefix", "prefix", required=True),),
+        fields=(),
+    ),
     "route": Command(
         words=("route",),
-        when="start-up",
+        when="any",
         args=(arg("prefix", "prefix", required=True),),
         fields=(
             kw("dev", "name", max_bytes=31, required=True),
@@ -259,6 +265,12 @@ COMMANDS: Final[dict[str, Command]] = {
     ),
     "neighbors": Command(
         words=("neighbors",),
+        when="run-time",
+        args=(),
+        fields=(),
+    ),
+    "routes": Command(
+        words=("routes",),
         when="run-time",
         args=(),
         fields=(),

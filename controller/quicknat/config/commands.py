@@ -188,12 +188,12 @@ def runtime_commands(running: dict[int, str], wanted: Config, flush: bool) -> li
 # A swpath process's parts that only a restart changes, by the verb of
 # their lines (the one list of them: `startup` answers every line the
 # process started with).
-RESTART_ONLY = {"interface": "interfaces", "route": "routes", "pool": "pools", "logging": "logging"}
+RESTART_ONLY = {"interface": "interfaces", "pool": "pools", "logging": "logging"}
 
 
 def restart_only_changes(running: list[str], wanted: Config) -> list[str]:
     """What of `wanted` a swpath process started with the lines `running`
-    (its `startup`) would take only at a restart: interfaces, routes, pools,
+    (its `startup`) would take only at a restart: interfaces, pools,
     logging, in that order; none when the file keeps them as they run."""
 
     def kept(lines: list[str]) -> set[str]:
@@ -230,6 +230,29 @@ def neighbor_commands(running: list[dict[str, Any]], wanted: Config) -> list[str
         if (address, dev) not in target
     ]
     commands += [command for key, command in target.items() if now.get(key) != command]
+    return commands
+
+
+def route_commands(running: list[dict[str, Any]], wanted: Config) -> list[str]:
+    """The run-time commands that turn a swpath process's routes (the rows of
+    its `routes`, the interfaces' connected networks aside) into `wanted`'s:
+    `route del` for a prefix the file no longer routes, `route` for a new or
+    changed one (swpath replaces a prefix's route in place, and the sessions
+    that used it follow at their next packet: control/routes.h). Sent by
+    `quicknat reload` to swpath alone: a slow-path instance's routes all
+    lead to the switch."""
+
+    def line(prefix: object, dev: str, via: int | str | None) -> str:
+        return render("route", prefix, dev=dev, via=via)
+
+    target = {str(r.prefix): line(r.prefix, r.interface, r.via) for r in wanted.routes}
+    now = {
+        row["prefix"]: line(row["prefix"], row["interface"], row["via"])
+        for row in running
+        if not row.get("connected")
+    }
+    commands = [render("route del", prefix) for prefix in now if prefix not in target]
+    commands += [command for prefix, command in target.items() if now.get(prefix) != command]
     return commands
 
 

@@ -54,6 +54,8 @@ enum sp_verb {
 	SP_CMD_NEIGHBORS,       /* the neighbour table (JSON) */
 	SP_CMD_NEIGHBOR_DEL,    /* neighbor del A dev NAME: a configured one */
 	SP_CMD_STARTUP,         /* the command file, written back */
+	SP_CMD_ROUTE_DEL,       /* route del PREFIX: at run time */
+	SP_CMD_ROUTES,          /* the route table (JSON) */
 };
 
 /* When a verb may be applied: the command file, the control socket at run

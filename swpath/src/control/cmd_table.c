@@ -152,6 +152,17 @@ static const struct sp_cmd_field fields_interface[] = {
 	},
 };
 
+static const struct sp_cmd_field args_route_del[] = {
+	{
+		.key = NULL,
+		.name = "prefix",
+		.type = SP_ARG_PREFIX,
+		.at = SP_CMD_AT(route.prefix),
+		.presence = SP_GIVEN_ALWAYS,
+		.required = true,
+	},
+};
+
 _Static_assert(sizeof(((struct sp_cmd *)0)->u.route.dev) > 31, "route dev holds 31 bytes");
 static const struct sp_cmd_field args_route[] = {
 	{
@@ -982,11 +993,22 @@ const struct sp_cmd_spec sp_cmd_specs[] = {
 		.syntax = "interface NAME zone inside|outside port N [address A/LEN] [mac MAC] [mtu N] [vlan VID] [slow_path true|false]",
 	},
 	{
+		.name = "route del",
+		.words = { "route", "del" },
+		.n_words = 2,
+		.verb = SP_CMD_ROUTE_DEL,
+		.when = SP_WHEN_RUNTIME,
+		.named = true,
+		.args = args_route_del,
+		.n_args = 1,
+		.syntax = "route del PREFIX",
+	},
+	{
 		.name = "route",
 		.words = { "route" },
 		.n_words = 1,
 		.verb = SP_CMD_ROUTE,
-		.when = SP_WHEN_STARTUP,
+		.when = SP_WHEN_ANY,
 		.named = true,
 		.args = args_route,
 		.n_args = 1,
@@ -1197,6 +1219,15 @@ const struct sp_cmd_spec sp_cmd_specs[] = {
 		.when = SP_WHEN_RUNTIME,
 		.json = true,
 		.syntax = "neighbors",
+	},
+	{
+		.name = "routes",
+		.words = { "routes" },
+		.n_words = 1,
+		.verb = SP_CMD_ROUTES,
+		.when = SP_WHEN_RUNTIME,
+		.json = true,
+		.syntax = "routes",
 	},
 	{
 		.name = "subscribe sessions",

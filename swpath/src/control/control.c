@@ -20,6 +20,7 @@
 #include "control/format.h"
 #include "control/learn_quiet.h"
 #include "control/peers.h"
+#include "control/routes.h"
 #include "control/routing.h"
 #include "control/rules.h"
 #include "control/publish.h"
@@ -380,6 +381,8 @@ static const verb_fn verbs[] = {
 	[SP_CMD_OFFLOAD_FRESH] = apply_offload_fresh,
 	[SP_CMD_NEIGHBORS] = sp_apply_neighbors,
 	[SP_CMD_NEIGHBOR_DEL] = sp_apply_neighbor_del,
+	[SP_CMD_ROUTE_DEL] = sp_apply_route_del,
+	[SP_CMD_ROUTES] = sp_apply_routes,
 	[SP_CMD_STARTUP] = apply_startup,
 };
 

@@ -36,6 +36,7 @@
 #include "control/eal.h"
 #include "control/format.h"
 #include "control/learn_quiet.h"
+#include "control/routes.h"
 #include "control/routing.h"
 #include "control/publish.h"
 #include "control/setup.h"

@@ -1,13 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Routes and neighbours (routing.h). Control thread only.
+ * Neighbours (routing.h). Control thread only.
  */
 #include <errno.h>
 #include <string.h>
 
 #include <rte_errno.h>
 #include <rte_hash.h>
-#include <rte_lpm.h>
 #include <rte_rcu_qsbr.h>
 #include <rte_ring.h>
 #include <rte_ring_elem.h>
@@ -31,36 +30,6 @@
  * idle for an hour, is still resolved when its next flow starts (whose
  * first packet would otherwise wait an ARP round, fwd.h sp_unres_hold). */
 #define NEIGH_GC_ABOVE (SP_MAX_NEIGH / 4)
-
-int
-sp_apply_route(const struct sp_cmd *cmd, struct sp_buf *out, char *err,
-	       size_t errlen)
-{
-	const struct sp_cmd_route *c = &cmd->u.route;
-	char ip[16];
-	int iface = sp_iface_by_name(c->dev);
-
-	if (iface < 0)
-		return sp_fail(err, errlen, "route %s/%u: unknown interface '%s'",
-			    sp_ip_str(c->prefix.addr, ip), c->prefix.len, c->dev);
-	for (unsigned i = 0; i < sp.n_routes; i++)
-		if (sp.routes[i].prefix.addr == c->prefix.addr &&
-		    sp.routes[i].prefix.len == c->prefix.len)
-			return sp_fail(err, errlen, "route %s/%u: already defined",
-				    sp_ip_str(c->prefix.addr, ip), c->prefix.len);
-	if (sp.n_routes >= SP_MAX_ROUTES - SP_MAX_IFACES)
-		return sp_fail(err, errlen, "route: more than %d routes",
-			    SP_MAX_ROUTES - SP_MAX_IFACES);
-	sp.routes[sp.n_routes] = (struct sp_route){
-		.prefix = c->prefix,
-		.iface = (uint16_t)iface,
-		.has_via = c->has_via,
-		.via = c->via,
-		.source = c->has_source ? rte_cpu_to_be_32(c->source) : 0,
-	};
-	sp.n_routes++;
-	return 0;
-}
 
 /* -- the neighbour table's slots ------------------------------------------
  *
@@ -265,52 +234,6 @@ sp_apply_neighbors(const struct sp_cmd *cmd, struct sp_buf *out, char *err,
 		sp_buf_printf(out, "\"probes\": %u}", n->probes);
 	}
 	sp_buf_printf(out, "%s]\n", rows ? "\n" : "");
-	return 0;
-}
-
-int
-sp_routes_build(char *err, size_t errlen)
-{
-	struct rte_lpm_config cfg = {
-		.max_rules = SP_MAX_ROUTES,
-		.number_tbl8s = 256,
-	};
-
-	/* connected networks, unless a route names the same prefix */
-	for (unsigned i = 0; i < sp.n_ifaces; i++) {
-		const struct sp_iface *ifc = &sp.ifaces[i];
-		struct sp_prefix p;
-		bool known = false;
-
-		if (!ifc->has_addr)
-			continue;
-		p.len = ifc->plen;
-		p.addr = ifc->addr & sp_prefix_mask(ifc->plen);
-		for (unsigned r = 0; r < sp.n_routes; r++)
-			if (sp.routes[r].prefix.addr == p.addr &&
-			    sp.routes[r].prefix.len == p.len)
-				known = true;
-		if (known)
-			continue;
-		sp.routes[sp.n_routes++] = (struct sp_route){
-			.prefix = p, .iface = (uint16_t)i, .connected = 1,
-		};
-	}
-	sp.lpm = rte_lpm_create("sp_routes", SOCKET_ID_ANY, &cfg);
-	if (sp.lpm == NULL)
-		return sp_fail(err, errlen, "cannot create the route table: %s",
-			    rte_strerror(rte_errno));
-	sp.default_route = SP_ROUTE_NONE;
-	for (unsigned r = 0; r < sp.n_routes; r++) {
-		const struct sp_route *rt = &sp.routes[r];
-
-		if (rt->prefix.len == 0) {
-			sp.default_route = (uint16_t)r;
-			continue;
-		}
-		if (rte_lpm_add(sp.lpm, rt->prefix.addr, rt->prefix.len, r) < 0)
-			return sp_fail(err, errlen, "cannot add route %u", r);
-	}
 	return 0;
 }
 

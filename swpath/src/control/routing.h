@@ -1,10 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Routes and neighbours, as the control thread keeps them: `route` and
- * `neighbor` at start-up, the route table (rte_lpm, the interfaces'
- * connected prefixes added), and the neighbour table the workers read
- * without locks, kept from their messages (ARP learned, next hops to
- * resolve).
+ * Neighbours, as the control thread keeps them: `neighbor` at start-up and
+ * at run time, and the neighbour table the workers read without locks,
+ * kept from their messages (ARP learned, next hops to resolve). The routes
+ * are control/routes.h.
  */
 #ifndef SP_ROUTING_H
 #define SP_ROUTING_H
@@ -16,8 +15,6 @@
 #include "control/cmd.h"
 #include "util/buf.h"
 
-int sp_apply_route(const struct sp_cmd *cmd, struct sp_buf *out, char *err,
-		   size_t errlen);
 int sp_apply_neighbor(const struct sp_cmd *cmd, struct sp_buf *out, char *err,
 		      size_t errlen);
 /* `neighbor del`: a configured neighbour removed at run time (`quicknat
@@ -30,9 +27,6 @@ int sp_apply_neighbor_del(const struct sp_cmd *cmd, struct sp_buf *out,
  * last gave its MAC; null for a configured or unresolved one), "probes"}]. */
 int sp_apply_neighbors(const struct sp_cmd *cmd, struct sp_buf *out, char *err,
 		       size_t errlen);
-
-/* Routes: connected prefixes of the interfaces plus the configured ones. */
-int sp_routes_build(char *err, size_t errlen);
 
 /* Adds or updates a neighbour (control thread only); its index, or
  * -ENOSPC (every slot in use, or waiting for the workers' grace period). */

@@ -30,6 +30,13 @@ typedef uint16_t sp_be16_t;
 #define SP_ROUTE_NONE UINT16_MAX
 #define SP_NEIGH_NONE UINT16_MAX
 #define SP_ROUTE_UNSET (UINT16_MAX - 1) /* not looked up yet */
+/* A session's cached route: the slot (below SP_MAX_ROUTES, 4,096) in the
+ * low 12 bits, the slot's generation then in the 3 above (bit 15 clear;
+ * SP_ROUTE_UNSET has it set). A generation comes round again after eight
+ * changes of one slot's route while a session holding it stays idle, and
+ * freed slots are reused oldest first (control/routes.c). */
+#define SP_ROUTE_SLOT_BITS 12
+#define SP_ROUTE_GENS 8
 
 enum sp_dir {
 	SP_DIR_IN2OUT = 0,
@@ -92,7 +99,7 @@ struct sp_session {
 	uint8_t origin;
 	uint8_t tcp;            /* SP_TCP_* */
 	uint8_t flags;          /* SP_SESS_* */
-	uint16_t route[2];      /* route index per direction, or SP_ROUTE_NONE */
+	uint16_t route[2];      /* cached route per direction (above), or SP_ROUTE_UNSET */
 	uint16_t neigh[2];      /* cached neighbour index, or SP_NEIGH_NONE */
 	uint8_t pkts;           /* packets translated, up to the runtime's
 				 * after_packets (core/runtime.h) */

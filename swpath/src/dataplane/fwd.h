@@ -104,7 +104,7 @@ sp_route_lookup(rte_be32_t dst)
 	uint32_t nh;
 
 	if (rte_lpm_lookup(sp.lpm, rte_be_to_cpu_32(dst), &nh) != 0)
-		return sp.default_route;
+		return __atomic_load_n(&sp.default_route, __ATOMIC_ACQUIRE);
 	return (uint16_t)nh;
 }
 
@@ -245,21 +245,31 @@ sp_send(struct sp_worker *w, struct rte_mbuf *m, struct rte_ether_hdr *eth,
 	return 0;
 }
 
+_Static_assert(SP_MAX_ROUTES == 1u << SP_ROUTE_SLOT_BITS,
+	       "a session's cached route holds a slot in SP_ROUTE_SLOT_BITS");
+
 /*
- * The route of session s's packets in direction dir, cached in the session:
- * to the remote in2out, to the inside host (or DNAT server) out2in, their
- * destinations once translated. SP_ROUTE_NONE when there is none.
+ * The route of session s's packets in direction dir, cached in the session
+ * with its slot's generation: to the remote in2out, to the inside host (or
+ * DNAT server) out2in, their destinations once translated. Looked up again
+ * when the slot's route was replaced or deleted since (control/routes.h);
+ * SP_ROUTE_NONE, not cached, when there is none (a route added later is
+ * found).
  */
 static inline uint16_t
 sp_session_route(struct sp_session *s, unsigned dir)
 {
-	uint16_t ri = s->route[dir];
+	uint16_t c = s->route[dir];
+	uint16_t ri = c & (SP_MAX_ROUTES - 1);
 
-	if (unlikely(ri == SP_ROUTE_UNSET)) {
-		ri = sp_route_lookup(dir == SP_DIR_IN2OUT ? s->rem_addr :
-							    s->int_addr);
-		s->route[dir] = ri;
-	}
+	if (likely(c != SP_ROUTE_UNSET) &&
+	    likely(__atomic_load_n(&sp.routes[ri].gen, __ATOMIC_RELAXED) ==
+		   c >> SP_ROUTE_SLOT_BITS))
+		return ri;
+	ri = sp_route_lookup(dir == SP_DIR_IN2OUT ? s->rem_addr : s->int_addr);
+	if (ri != SP_ROUTE_NONE)
+		s->route[dir] = (uint16_t)(ri | sp.routes[ri].gen
+					   << SP_ROUTE_SLOT_BITS);
 	return ri;
 }
 

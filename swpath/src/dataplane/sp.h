@@ -90,6 +90,11 @@ struct sp_route {
 	 * addresses, so it sends its errors as the switch's interface that
 	 * faces the host (docs/offload.md). */
 	rte_be32_t source;
+	/* Bumped (mod SP_ROUTE_GENS) when the route is replaced or deleted
+	 * at run time: sessions cache the slot with it (session.h) and look
+	 * their route up again when it differs (control/routes.h). */
+	uint8_t gen;
+	uint8_t live;                   /* in the table: not retired, not free */
 };
 
 struct sp_neigh_key {
@@ -248,9 +253,10 @@ struct sp_app {
 	 * sub-interfaces (the VID picks one per packet), -1 for none */
 	int16_t port_iface[RTE_MAX_ETHPORTS];
 	struct sp_route routes[SP_MAX_ROUTES];
-	unsigned n_routes;
+	unsigned n_routes;              /* slots ever used (free ones reused) */
 	struct rte_lpm *lpm;             /* lengths 1-32 */
-	uint16_t default_route;         /* 0.0.0.0/0 (rte_lpm has no /0) */
+	/* 0.0.0.0/0 (rte_lpm has no /0); changed at run time (atomic) */
+	uint16_t default_route;
 	struct rte_hash *neigh_hash;
 	struct sp_neigh neigh[SP_MAX_NEIGH];
 	uint32_t n_neigh;               /* slots ever used (free ones reused) */
