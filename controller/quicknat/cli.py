@@ -556,29 +556,27 @@ def _status_commands(sub: Subparsers) -> None:
         status.set_defaults(status=name)
         if name == "sessions":
             _session_filters(status)
-    neighbors = sub.add_parser(
-        "neighbors",
-        help="show the neighbour (ARP) table of a running quicknat-swpath",
-        description="The neighbour table of a running quicknat-swpath, as ip-neighbour(8) "
-        "shows Linux's: each next hop's MAC and state (configured, reachable, stale, probe, "
-        "incomplete), asked over its control socket.",
-        formatter_class=DEFAULTS,
-    )
-    _socket_options(neighbors, swpath_only=True)
-    neighbors.add_argument("--json", action="store_true", help="print the answer as JSON")
-    neighbors.set_defaults(status="neighbors")
-    routes = sub.add_parser(
-        "routes",
-        help="show the route table of a running quicknat-swpath",
-        description="The route table of a running quicknat-swpath, as ip-route(8) shows "
-        "Linux's: each prefix, the interface and next hop it leaves by, the source of the "
-        "NAT's ICMP errors towards it, and whether it is an interface's connected network; "
-        "asked over its control socket.",
-        formatter_class=DEFAULTS,
-    )
-    _socket_options(routes, swpath_only=True)
-    routes.add_argument("--json", action="store_true", help="print the answer as JSON")
-    routes.set_defaults(status="routes")
+    for name, help_, description in (
+        (
+            "neighbors",
+            "show the neighbour (ARP) table of a running quicknat-swpath",
+            "The neighbour table of a running quicknat-swpath, as ip-neighbour(8) shows "
+            "Linux's: each next hop's MAC and state (configured, reachable, stale, probe, "
+            "incomplete), asked over its control socket.",
+        ),
+        (
+            "routes",
+            "show the route table of a running quicknat-swpath",
+            "The route table of a running quicknat-swpath, as ip-route(8) shows Linux's: "
+            "each prefix, the interface and next hop it leaves by, the source of the NAT's "
+            "ICMP errors towards it, and whether it is an interface's connected network; "
+            "asked over its control socket.",
+        ),
+    ):
+        table = sub.add_parser(name, help=help_, description=description, formatter_class=DEFAULTS)
+        _socket_options(table, swpath_only=True)
+        table.add_argument("--json", action="store_true", help="print the answer as JSON")
+        table.set_defaults(status=name)
 
 
 def _runtime_commands(sub: Subparsers) -> None:

@@ -9,7 +9,9 @@
  * workers' RCU, so that no worker still holds what a lookup of the old
  * table answered without having read the slot's generation too, and then
  * bumps the generation: every session that cached the slot looks its route
- * up again at its next packet (dataplane/fwd.h sp_session_route). The slot
+ * up again at its next packet (dataplane/fwd.h sp_session_route). A new
+ * prefix bumps the generation of the route it narrows the same way (that
+ * slot stays), so that sessions towards the prefix find it. The slot
  * is reused after a second grace period (a worker may still be sending by
  * it), oldest first. rte_lpm frees its own tbl8 groups through the same RCU
  * (rte_lpm_rcu_qsbr_add).

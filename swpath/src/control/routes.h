@@ -6,8 +6,9 @@
  * lock. Each route is a slot of sp.routes[]; rte_lpm (and sp.default_route
  * for 0.0.0.0/0) gives a destination's slot. A session caches its route's
  * slot with the slot's generation (core/session.h), so a route replaced or
- * deleted at run time is looked up again by every session that used it, at
- * its next packet (dataplane/fwd.h sp_session_route).
+ * deleted at run time, or narrowed by a new prefix, is looked up again by
+ * every session that used it, at its next packet (dataplane/fwd.h
+ * sp_session_route).
  */
 #ifndef SP_ROUTES_H
 #define SP_ROUTES_H
