@@ -680,6 +680,7 @@ def _runtime(args: argparse.Namespace) -> int:
     """`rule add|del`, `rules`, `reload`: the run-time command language, to
     either path's socket (swpath reloads by the difference, computed here)."""
     from quicknat.controller.status import line_command, query
+    from quicknat.swpath_reload import reload_swpath
 
     if args.runtime == "rule":
         problem = rule_words_problem(args.words)
@@ -702,7 +703,9 @@ def _runtime(args: argparse.Namespace) -> int:
                     line += f" config {Path(args.config).resolve()}"
                 lines = line_command(socket_path, line)
             else:
-                lines = _reload_swpath(socket_path, args)
+                if not args.config:
+                    raise _Usage("quicknat-swpath has no configuration file: give --config FILE")
+                lines = reload_swpath(socket_path, args.config, args.flush)
         elif args.runtime == "rule":
             lines = line_command(socket_path, " ".join(["rule", *args.words]))
         else:
@@ -718,50 +721,6 @@ def _runtime(args: argparse.Namespace) -> int:
     for line in lines:
         print(line)
     return 0
-
-
-def _reload_swpath(socket_path: Path, args: argparse.Namespace) -> list[str]:
-    """swpath reads no TOML: the new file's rules and settings as the commands
-    that turn the running ones into them."""
-    from quicknat.config.commands import (
-        neighbor_commands,
-        restart_only_changes,
-        route_commands,
-        runtime_commands,
-    )
-    from quicknat.controller.status import line_command, query
-
-    if not args.config:
-        raise _Usage("quicknat-swpath has no configuration file: give --config FILE")
-    config = load_config(args.config)
-    restart = restart_only_changes(line_command(socket_path, "startup"), config)
-    if restart:  # nothing applied: the file is either taken whole or refused
-        raise ValueError(
-            f"reload: {', '.join(restart)} changed: that needs a restart of quicknat-swpath "
-            "(rules, timeouts, filtering, limits, icmp, neighbors and routes change at run time)"
-        )
-    running = {int(line.split()[3]): line for line in line_command(socket_path, "rules")}
-    rows = query(socket_path, "neighbors")
-    if not isinstance(rows, list):
-        raise ValueError(f"neighbors: not a list of rows: {rows!r}")
-    neighbors = neighbor_commands(rows, config)
-    table = query(socket_path, "routes")
-    if not isinstance(table, list):
-        raise ValueError(f"routes: not a list of rows: {table!r}")
-    routes = route_commands(table, config)
-    # routes before the neighbours a new route's gateway may need are no
-    # matter: a next hop without a MAC is asked for by ARP meanwhile
-    commands = runtime_commands(running, config, args.flush) + neighbors + routes
-    for command in commands:
-        if command.startswith("sessions "):
-            query(socket_path, command)
-        else:
-            line_command(socket_path, command)
-    changed = sum(1 for c in commands if c.startswith("rule "))
-    return [
-        f"{len(config.rules)} rules; {changed} rule commands, "
-        f"{len(neighbors)} neighbor commands, {len(routes)} route commands, settings applied"
-    ]
 
 
 def _main(argv: Sequence[str] | None) -> int:

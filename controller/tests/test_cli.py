@@ -161,6 +161,46 @@ def test_stats_json_is_the_answer(
     assert json.loads(capsys.readouterr().out) == STATS
 
 
+@pytest.mark.parametrize("missing", ["startup", "routes"])
+def test_reload_names_an_older_swpath(
+    missing: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A quicknat-swpath older than the CLI (still running across an
+    upgrade) lacks the commands reload asks: reload says so and what to do,
+    and applies nothing, instead of a parser's "Expecting value"."""
+    import json as json_
+
+    from quicknat.config import load_config
+    from quicknat.config.commands import RESTART_ONLY, config_commands
+
+    config = Path(__file__).parent / "golden" / "good" / "minimal.toml"
+    started = [
+        line for line in config_commands(load_config(config)) if line.split()[0] in RESTART_ONLY
+    ]
+    # before `startup` (stop 47) it answered a line, unknown command
+    answers = {} if missing == "startup" else {"startup": started, "rules": []}
+    sent: list[str] = []
+
+    def line_command(path: Path, line: str) -> list[str]:
+        sent.append(line)
+        if line not in answers:
+            raise ValueError(f"unknown command '{line}' (interface, route, ...)")
+        return answers[line]
+
+    def query(path: Path, command: str) -> object:
+        if command in ("stats", "neighbors"):  # stats: swpath's has no "connected"
+            return {"counters": {}} if command == "stats" else []
+        raise json_.JSONDecodeError("Expecting value", "error: unknown command", 0)
+
+    monkeypatch.setattr("quicknat.controller.status.line_command", line_command)
+    monkeypatch.setattr("quicknat.controller.status.query", query)
+    code = main(["reload", "--swpath", "--socket", "/tmp/sp.sock", "--config", str(config)])
+    assert code == 1
+    err = capsys.readouterr().err
+    assert f"does not know `{missing}`: it is older than this quicknat; restart it" in err, err
+    assert [line for line in sent if line.startswith(("rule ", "route ", "neighbor "))] == []
+
+
 def test_routes_prints_swpaths_table(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
