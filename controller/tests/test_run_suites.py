@@ -54,14 +54,16 @@ def test_two_suites_at_a_time_never_two_on_one_lab_and_printed_in_order(
     in SUITES order whichever finished first."""
     run_suites = runner()
 
-    def sleeping(name: str, seconds: float, line: str, lab: str | None) -> object:
+    def sleeping(
+        name: str, seconds: float, line: str, lab: str | None, alone: bool = False
+    ) -> object:
         stamps = tmp_path / name
         command = [
             "sh",
             "-c",
             f"date +%s.%N > {stamps}; sleep {seconds}; date +%s.%N >> {stamps}; echo '{line}'",
         ]
-        return run_suites.Suite(name, command, name, lab=lab)
+        return run_suites.Suite(name, command, name, lab=lab, alone=alone)
 
     def span(name: str) -> tuple[float, float]:
         start, end = (float(t) for t in (tmp_path / name).read_text().split())
@@ -95,3 +97,16 @@ def test_two_suites_at_a_time_never_two_on_one_lab_and_printed_in_order(
     order = sorted(("lab-a", "lab-b", "free-c", "free-d"), key=lambda n: span(n)[0])
     assert order == ["lab-a", "lab-b", "free-c", "free-d"]
     assert all(span(a)[1] <= span(b)[0] for a, b in itertools.pairwise(order))
+    # a suite that runs alone: after the one before it, and nothing beside it
+    monkeypatch.setattr(
+        run_suites,
+        "SUITES",
+        [
+            sleeping("free-e", 0.5, "1 passed, 0 failed", None),
+            sleeping("alone-f", 0.3, "1 passed, 0 failed", None, alone=True),
+            sleeping("free-g", 0.2, "1 passed, 0 failed", None),
+        ],
+    )
+    results = run_suites.run_all(jobs=2)
+    assert [r.status for r in results] == ["ok", "ok", "ok"]
+    assert span("free-e")[1] <= span("alone-f")[0] and span("alone-f")[1] <= span("free-g")[0]
