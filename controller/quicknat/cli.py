@@ -679,8 +679,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _runtime(args: argparse.Namespace) -> int:
     """`rule add|del`, `rules`, `reload`: the run-time command language, to
     either path's socket (swpath reloads by the difference, computed here)."""
+    from quicknat.cli_reload import reload_swpath
     from quicknat.controller.status import line_command, query
-    from quicknat.swpath_reload import reload_swpath
 
     if args.runtime == "rule":
         problem = rule_words_problem(args.words)
