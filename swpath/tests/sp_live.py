@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -181,6 +182,18 @@ class Nat:
         answer = query(self.sock, "stats")
         assert isinstance(answer, dict)
         return answer
+
+    def argv_beside(self, name: str) -> list[str]:
+        """This process's command line for a second one started beside it
+        (to see what it refuses): its own file prefix, and net_null ports in
+        place of the veths. DPDK's af_packet names its PACKET_FANOUT group
+        (pid ^ ifindex) & 0xffff, so a second process on the same veths can
+        draw this one's group of the other veth, and the kernel refuses the
+        join (EINVAL, seen once in make test); the refusals tested come
+        after the ports."""
+        argv = [*self.proc.args]  # type: ignore[misc]
+        argv[argv.index("--file-prefix") + 1] = f"{self.prefix}-{name}"
+        return [re.sub(r"^net_af_packet(\d+),iface=.*$", r"net_null\1", a) for a in argv]
 
     def stop(self) -> int:
         if self.proc.poll() is None:

@@ -293,9 +293,8 @@ def case_state_in_use_refused(app: str, tmp: Path) -> None:
     with processes() as started:
         first = Nat(app, tmp, CMDS, extra=("--state", str(state)))
         started.append(first)
-        argv = [*first.proc.args]  # type: ignore[misc]
+        argv = first.argv_beside("other")
         argv[argv.index("--control") + 1] = str(tmp / "other.sock")
-        argv[argv.index("--file-prefix") + 1] = f"{first.prefix}-other"
         other = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
         assert other.returncode != 0, other.stderr
         want = f"is in use by a running quicknat-swpath (pid {first.proc.pid})"

@@ -126,8 +126,7 @@ file = "{events}"
 def case_live_socket_refused(app: str, tmp: Path) -> None:
     first = Nat(app, tmp, CMDS)
     try:
-        argv = [*first.proc.args]  # type: ignore[misc]
-        argv[argv.index("--file-prefix") + 1] = f"{first.prefix}-second"
+        argv = first.argv_beside("second")
         second = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
         assert second.returncode != 0, second.stderr
         want = f"control socket {first.sock} is in use (another quicknat-swpath?)"
