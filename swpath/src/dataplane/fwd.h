@@ -262,13 +262,15 @@ sp_session_route(struct sp_session *s, unsigned dir)
 	uint16_t c = s->route[dir];
 	uint16_t ri = c & (SP_MAX_ROUTES - 1);
 
+	/* the control thread bumps a slot's gen (control/routes.c) */
 	if (likely(c != SP_ROUTE_UNSET) &&
 	    likely(__atomic_load_n(&sp.routes[ri].gen, __ATOMIC_RELAXED) ==
 		   c >> SP_ROUTE_SLOT_BITS))
 		return ri;
 	ri = sp_route_lookup(dir == SP_DIR_IN2OUT ? s->rem_addr : s->int_addr);
 	if (ri != SP_ROUTE_NONE)
-		s->route[dir] = (uint16_t)(ri | sp.routes[ri].gen
+		s->route[dir] = (uint16_t)(ri | __atomic_load_n(&sp.routes[ri].gen,
+								__ATOMIC_RELAXED)
 					   << SP_ROUTE_SLOT_BITS);
 	return ri;
 }
