@@ -233,6 +233,7 @@ measure_memory(uint32_t sessions, bool hugepages)
 				.socket = w->socket, .env = &sp_dpdk_env,
 				.shared = sp_nat_shared(),
 				.observer = sp_sink_observer(w),
+				.route_gen = sp.route_gen,
 			}) != 0)
 		return 2;
 	after = memory_used(w->socket);

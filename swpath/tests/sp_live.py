@@ -663,6 +663,27 @@ def case_routes_at_run_time(nat: Nat) -> None:
     assert ["0.0.0.0/0", "out0", GATEWAY, "-", "no"] in table, table
 
 
+def case_routes_narrowing_eight_times(nat: Nat) -> None:
+    """Eight prefixes added under the default route at run time, the last
+    holding flow 9201's remote: the session, idle meanwhile, leaves by that
+    one. Each addition sends the default route's sessions to look their
+    route up again, and a cached route has eight generations
+    (core/session.h): had the default route's slot stepped its generation
+    in place, the eighth would have matched the session's again. The route
+    moves to a new slot instead, and `routes` lists it once."""
+    eq(leaves_by(nat, 9201), [MAC_GW], "the session's first packet")
+    eq(nat.lines(f"neighbor {GW2} mac {MAC_GW2} dev out0"), ["ok"])
+    added = [f"203.0.113.{n}/32" for n in range(7)] + ["8.8.8.0/24"]
+    for prefix in added:
+        eq(nat.lines(f"route {prefix} dev out0 via {GW2}"), ["ok"])
+    eq(leaves_by(nat, 9201), [MAC_GW2], "by the eighth prefix")
+    eq([r for r in routes(nat) if r[0] == "0.0.0.0/0"], [("0.0.0.0/0", "out0", GATEWAY, False)])
+    for prefix in added:
+        eq(nat.lines(f"route del {prefix}"), ["ok"])
+    eq(leaves_by(nat, 9201), [MAC_GW], "by the default route again")
+    eq(nat.lines(f"neighbor del {GW2} dev out0"), ["ok"])
+
+
 CASES: list[Callable[[Nat], None]] = [
     case_systemd_notify,
     case_arp_and_ping,
@@ -671,6 +692,7 @@ CASES: list[Callable[[Nat], None]] = [
     case_status_socket_schema,
     case_rules_at_run_time,
     case_routes_at_run_time,
+    case_routes_narrowing_eight_times,
     case_telemetry,
     case_metrics_exporter,
     case_events_file_reopened_on_sighup,

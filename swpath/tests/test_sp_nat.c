@@ -220,6 +220,34 @@ test_shortened_timeout_applies(void **state)
 	assert_int_equal(sp_nat_age(&nat, rt, T0 + SP_WHEEL_RECHECK_MS + 500, 1000), 1);
 }
 
+/* A route cached with a generation its slot has left is forgotten at the
+ * wheel's next look at the session, within SP_WHEEL_RECHECK_MS however
+ * idle the session (so control/routes.c can give the generation again);
+ * one still current stays, and nothing changes between looks. */
+static void
+test_stale_route_forgotten_by_the_wheel(void **state)
+{
+	uint8_t gens[SP_ROUTE_SLOTS] = { 0 };
+	struct sp_session *s;
+	const uint16_t stale = 5 | 2u << SP_ROUTE_SLOT_BITS;
+	const uint16_t current = 6 | 1u << SP_ROUTE_SLOT_BITS;
+
+	(void)state;
+	nat.route_gen = gens;
+	rt->timeout_ms[SP_TO_UDP] = 3600 * 1000;
+	s = out_ok(IPPROTO_UDP, 0x0a000002, 1, 0x08080808, 53, T0);
+	s->route[SP_DIR_IN2OUT] = stale;
+	s->route[SP_DIR_OUT2IN] = current;
+	gens[5] = 3;
+	gens[6] = 1;
+	assert_int_equal(sp_nat_age(&nat, rt, T0 + 1000, 1000), 0);
+	assert_int_equal(s->route[SP_DIR_IN2OUT], stale);
+	assert_int_equal(sp_nat_age(&nat, rt, T0 + SP_WHEEL_RECHECK_MS + 500, 1000), 0);
+	assert_int_equal(s->route[SP_DIR_IN2OUT], SP_ROUTE_UNSET);
+	assert_int_equal(s->route[SP_DIR_OUT2IN], current);
+	nat.route_gen = NULL;
+}
+
 /* The events heard since the last call, oldest first. */
 static unsigned
 take_events(struct sp_event *ev, unsigned max)
@@ -896,6 +924,7 @@ main(void)
 		T(test_two_keys),
 		T(test_aging_bounded),
 		T(test_shortened_timeout_applies),
+		T(test_stale_route_forgotten_by_the_wheel),
 		T(test_no_event_without_session),
 		T(test_delete_by_filter),
 		T(test_offloaded_sessions_age_by_the_switch),

@@ -8,13 +8,23 @@
  * the old slot is retired. Retiring waits for one grace period of the
  * workers' RCU, so that no worker still holds what a lookup of the old
  * table answered without having read the slot's generation too, and then
- * bumps the generation: every session that cached the slot looks its route
- * up again at its next packet (dataplane/fwd.h sp_session_route). A new
- * prefix bumps the generation of the route it narrows the same way (that
- * slot stays), so that sessions towards the prefix find it. The slot
- * is reused after a second grace period (a worker may still be sending by
- * it), oldest first. rte_lpm frees its own tbl8 groups through the same RCU
+ * changes the generation: every session that cached the slot looks its
+ * route up again at its next packet (dataplane/fwd.h sp_session_route). A
+ * new prefix moves the route it narrows to a new slot the same way, so
+ * that sessions towards the prefix find it. The slot is reused after a
+ * second grace period (a worker may still be sending by it), oldest first.
+ * rte_lpm frees its own tbl8 groups through the same RCU
  * (rte_lpm_rcu_qsbr_add).
+ *
+ * Generations come round (eight, in three bits of the session:
+ * core/session.h), so a slot is given a generation again only once no
+ * session can still hold it: a stale one is forgotten at the timer wheel's
+ * next look at its session (core/table.h sp_session_route_recheck), and
+ * every session has been looked at once each worker's wheel_time is
+ * SP_WHEEL_RECHECK_MS (and a wheel slot) past the moment the slot left it.
+ * Without that, eight prefixes added under the default route would bring
+ * its slot back to the generation idle sessions cached, and they would go
+ * on leaving by the default route.
  */
 #define ALLOW_EXPERIMENTAL_API /* rte_lpm_rcu_qsbr_add, 22.11 */
 
@@ -33,10 +43,15 @@
 static struct {
 	uint64_t token;                 /* rte_rcu_qsbr_start() at retirement */
 	uint16_t slot;
+	uint8_t gen;                    /* the generation it left */
 } retired[SP_MAX_ROUTES];
 static unsigned retired_head, n_retired;
 static uint16_t free_slot[SP_MAX_ROUTES];
 static unsigned free_head, n_free;
+/* When each slot left each generation (sp_now_ms, once no worker could
+ * still cache it), for the generations in left_mask. */
+static uint32_t left_ms[SP_MAX_ROUTES][SP_ROUTE_GENS];
+static uint8_t left_mask[SP_MAX_ROUTES];
 
 static bool
 same_prefix(const struct sp_prefix *a, const struct sp_prefix *b)
@@ -81,32 +96,81 @@ connected_to(const struct sp_prefix *p)
 	return -1;
 }
 
+/* Whether every worker's timer wheel has looked at each of its sessions
+ * since t (sp_now_ms): a session looked at before t waits in a wheel slot
+ * at most SP_WHEEL_RECHECK_MS on, and wheel_time has passed every slot the
+ * wheel emptied (core/table.h). */
+static bool
+wheels_past(uint32_t t)
+{
+	const int32_t after = (int32_t)(SP_WHEEL_RECHECK_MS +
+					(1u << SP_WHEEL_SLOT_SHIFT));
+
+	for (unsigned i = 0; i < sp.n_workers; i++) {
+		/* the worker's own field, read as the counters are */
+		uint32_t w = __atomic_load_n(&sp.workers[i]->nat.wheel_time,
+					     __ATOMIC_RELAXED);
+
+		if ((int32_t)(w - t) <= after)
+			return false;
+	}
+	return true;
+}
+
+/* The generation slot takes when its route next leaves: one it never had,
+ * else the one it left longest ago if no session can still hold that; -1
+ * when none can be given yet. */
+static int
+next_gen(uint16_t slot)
+{
+	uint8_t cur = sp.route_gen[slot];
+	int oldest = -1;
+
+	for (unsigned g = 0; g < SP_ROUTE_GENS; g++) {
+		if (g == cur)
+			continue;
+		if (!(left_mask[slot] & 1u << g))
+			return (int)g;
+		if (oldest < 0 ||
+		    (int32_t)(left_ms[slot][g] - left_ms[slot][oldest]) < 0)
+			oldest = (int)g;
+	}
+	return oldest >= 0 && wheels_past(left_ms[slot][oldest]) ? oldest : -1;
+}
+
 static void
 reclaim(void)
 {
 	while (n_retired != 0 &&
 	       rte_rcu_qsbr_check(sp.rcu, retired[retired_head].token,
 				  false) == 1) {
-		free_slot[(free_head + n_free++) % SP_MAX_ROUTES] =
-			retired[retired_head].slot;
+		uint16_t slot = retired[retired_head].slot;
+		uint8_t gen = retired[retired_head].gen;
+
+		/* no worker caches (slot, gen) from here on */
+		left_ms[slot][gen] = sp_now_ms();
+		left_mask[slot] |= (uint8_t)(1u << gen);
+		free_slot[(free_head + n_free++) % SP_MAX_ROUTES] = slot;
 		retired_head = (retired_head + 1) % SP_MAX_ROUTES;
 		n_retired--;
 	}
 }
 
-/* A slot for a new route: one freed longest ago, else one never used; -1
- * when every slot is in use or waiting for the workers. */
+/* A slot for a new route: the one freed longest ago that has a generation
+ * to take when it leaves again (the others rest at the back), else one
+ * never used; -1 when every slot is in use or waiting for the workers. */
 static int
 slot_take(void)
 {
-	uint16_t slot;
-
 	reclaim();
-	if (n_free != 0) {
-		slot = free_slot[free_head];
+	for (unsigned k = n_free; k > 0; k--) {
+		uint16_t slot = free_slot[free_head];
+
 		free_head = (free_head + 1) % SP_MAX_ROUTES;
 		n_free--;
-		return slot;
+		if (next_gen(slot) >= 0)
+			return slot;
+		free_slot[(free_head + n_free++) % SP_MAX_ROUTES] = slot;
 	}
 	if (sp.n_routes < SP_MAX_ROUTES)
 		return (int)sp.n_routes++;
@@ -119,15 +183,12 @@ slot_give_back(uint16_t slot)
 	free_slot[(free_head + n_free++) % SP_MAX_ROUTES] = slot;
 }
 
-/* Writes route r into slot (its generation kept) and puts it in the
- * table, over any route of its prefix. */
+/* Writes route r into slot and puts it in the table, over any route of
+ * its prefix. */
 static int
 publish(uint16_t slot, const struct sp_route *r)
 {
-	uint8_t gen = sp.routes[slot].gen;
-
 	sp.routes[slot] = *r;
-	sp.routes[slot].gen = gen;
 	sp.routes[slot].live = 1;
 	if (r->prefix.len == 0) {
 		__atomic_store_n(&sp.default_route, slot, __ATOMIC_RELEASE);
@@ -135,18 +196,6 @@ publish(uint16_t slot, const struct sp_route *r)
 	}
 	__atomic_thread_fence(__ATOMIC_RELEASE);
 	return rte_lpm_add(sp.lpm, r->prefix.addr, r->prefix.len, slot);
-}
-
-/* Every session that cached slot looks its route up again: once no worker
- * still holds what a lookup of the table before the change answered. */
-static void
-bump(uint16_t slot)
-{
-	struct sp_route *r = &sp.routes[slot];
-
-	rte_rcu_qsbr_synchronize(sp.rcu, RTE_QSBR_THRID_INVALID);
-	__atomic_store_n(&r->gen, (uint8_t)((r->gen + 1) % SP_ROUTE_GENS),
-			 __ATOMIC_RELEASE);
 }
 
 /* The live route a new prefix p narrows (the longest shorter one holding
@@ -167,16 +216,27 @@ covering(const struct sp_prefix *p)
 	return best;
 }
 
-/* Slot's route is out of the table (replaced, or its prefix deleted). */
+/* Slot's route is out of the table (replaced, moved, or its prefix
+ * deleted): every session that cached it looks its route up again, once no
+ * worker still holds what a lookup of the table before the change
+ * answered. */
 static void
 retire(uint16_t slot)
 {
+	uint8_t gen = sp.route_gen[slot];
+	int next = next_gen(slot);
 	unsigned at;
 
+	/* slot_take saw one when it gave the slot, and more only come with
+	 * time; a slot from start-up has left none */
+	if (next < 0)
+		next = (gen + 1) % SP_ROUTE_GENS;
 	sp.routes[slot].live = 0;
-	bump(slot);
+	rte_rcu_qsbr_synchronize(sp.rcu, RTE_QSBR_THRID_INVALID);
+	__atomic_store_n(&sp.route_gen[slot], (uint8_t)next, __ATOMIC_RELEASE);
 	at = (retired_head + n_retired++) % SP_MAX_ROUTES;
 	retired[at].slot = slot;
+	retired[at].gen = gen;
 	retired[at].token = rte_rcu_qsbr_start(sp.rcu);
 }
 
@@ -188,33 +248,56 @@ route_same(const struct sp_route *a, const struct sp_route *b)
 	       a->source == b->source && a->connected == b->connected;
 }
 
-/* r in the table at run time, in place of its prefix's route if any. */
+static int
+table_full(const struct sp_route *r, char *err, size_t errlen)
+{
+	char ip[16];
+
+	return sp_fail(err, errlen,
+		       "route %s/%u: the route table is full (%d slots, %u waiting for the workers' grace period, %u for their timer wheels, up to %u s); try again",
+		       sp_ip_str(r->prefix.addr, ip), r->prefix.len,
+		       SP_MAX_ROUTES, n_retired, n_free,
+		       SP_WHEEL_RECHECK_MS / 1000 + 1);
+}
+
+/* r in the table at run time, in place of its prefix's route if any; a
+ * new prefix moves the route it narrows to a slot of its own too. */
 static int
 route_set(const struct sp_route *r, char *err, size_t errlen)
 {
 	int old = find_route(&r->prefix);
-	int slot;
+	int cover = old < 0 ? covering(&r->prefix) : -1;
+	int slot, moved = -1;
 	char ip[16];
 
 	if (old >= 0 && route_same(&sp.routes[old], r))
 		return 0;
 	slot = slot_take();
 	if (slot < 0)
-		return sp_fail(err, errlen,
-			       "route %s/%u: the route table is full (%d slots, %u waiting for the workers); try again",
-			       sp_ip_str(r->prefix.addr, ip), r->prefix.len,
-			       SP_MAX_ROUTES, n_retired);
+		return table_full(r, err, errlen);
+	if (cover >= 0 && (moved = slot_take()) < 0) {
+		slot_give_back((uint16_t)slot);
+		return table_full(r, err, errlen);
+	}
 	if (publish((uint16_t)slot, r) < 0) {
 		sp.routes[slot].live = 0;
 		slot_give_back((uint16_t)slot);
+		if (moved >= 0)
+			slot_give_back((uint16_t)moved);
 		return sp_fail(err, errlen, "route %s/%u: rte_lpm: %s",
 			       sp_ip_str(r->prefix.addr, ip), r->prefix.len,
 			       rte_strerror(rte_errno));
 	}
-	if (old >= 0)
+	if (old >= 0) {
 		retire((uint16_t)old);
-	else if ((old = covering(&r->prefix)) >= 0)
-		bump((uint16_t)old);
+	} else if (moved >= 0) {
+		/* the same route, a new slot: rte_lpm_add replaces a prefix's
+		 * next hop in place, and has its tbl8s already */
+		struct sp_route c = sp.routes[cover];
+
+		publish((uint16_t)moved, &c);
+		retire((uint16_t)cover);
+	}
 	return 0;
 }
 

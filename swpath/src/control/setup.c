@@ -294,6 +294,7 @@ worker_create(unsigned i, unsigned lcore, char *err, size_t errlen)
 				.now_ms = sp_now_ms(), .env = &sp_dpdk_env,
 				.shared = sp_nat_shared(),
 				.observer = sp_sink_observer(w),
+				.route_gen = sp.route_gen,
 			}) < 0)
 		return sp_fail(err, errlen,
 			       "not enough memory for %u sessions on each of %u workers; lower --sessions or give DPDK more memory (-m)",

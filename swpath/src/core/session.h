@@ -30,13 +30,15 @@ typedef uint16_t sp_be16_t;
 #define SP_ROUTE_NONE UINT16_MAX
 #define SP_NEIGH_NONE UINT16_MAX
 #define SP_ROUTE_UNSET (UINT16_MAX - 1) /* not looked up yet */
-/* A session's cached route: the slot (below SP_MAX_ROUTES, 4,096) in the
- * low 12 bits, the slot's generation then in the 3 above (bit 15 clear;
- * SP_ROUTE_UNSET has it set). A generation comes round again after eight
- * changes of one slot's route while a session holding it stays idle, and
- * freed slots are reused oldest first (control/routes.c). */
+/* A session's cached route: the slot (below SP_ROUTE_SLOTS) in the low 12
+ * bits, the slot's generation then in the 3 above, bit 15 clear
+ * (SP_ROUTE_UNSET has it set). Eight generations come round: the timer
+ * wheel forgets a stale one within SP_WHEEL_RECHECK_MS (core/table.h), and
+ * control/routes.c gives a slot a generation again only after that. */
 #define SP_ROUTE_SLOT_BITS 12
+#define SP_ROUTE_SLOTS (1u << SP_ROUTE_SLOT_BITS)
 #define SP_ROUTE_GENS 8
+#define SP_ROUTE_NOT_CACHED 0x8000u
 
 enum sp_dir {
 	SP_DIR_IN2OUT = 0,

@@ -79,6 +79,7 @@ sp_nat_init(struct sp_nat *nat, const struct sp_nat_params *p)
 	for (uint32_t i = 0; i < SP_WHEEL_SLOTS; i++)
 		nat->wheel[i] = SP_NONE;
 	nat->wheel_time = p->now_ms;
+	nat->route_gen = p->route_gen;
 	nat->next_id = 0;
 	return 0;
 }

@@ -107,8 +107,11 @@ struct sp_nat {
 	struct sp_alloc_ctx alloc;
 	/* timer wheel */
 	uint32_t wheel_cursor;          /* slot being processed */
-	uint32_t wheel_time;            /* start (ms) of that slot */
+	uint32_t wheel_time;            /* start (ms) of that slot; the
+					 * control thread reads it (below) */
 	uint32_t *wheel;                /* slot heads */
+	/* Each route slot's generation (session.h), or NULL: no routes */
+	const uint8_t *route_gen;
 };
 
 struct sp_nat_params {
@@ -121,6 +124,7 @@ struct sp_nat_params {
 	const struct sp_env *env;
 	struct sp_nat_shared shared;
 	struct sp_nat_observer observer;
+	const uint8_t *route_gen;       /* [SP_ROUTE_SLOTS], or NULL */
 };
 
 /* Result of a new-flow decision. */
@@ -282,6 +286,30 @@ sp_nat_count_packet(struct sp_nat *nat, const struct sp_runtime *rt,
 			      SP_SESSION_ANNOUNCED, now);
 }
 
+/*
+ * At each of the wheel's looks at a session (at least every
+ * SP_WHEEL_RECHECK_MS): a cached route whose slot has changed generation
+ * since is forgotten. So no session, however long idle, holds a generation
+ * for longer than that after the slot left it, and the control thread can
+ * give a slot a generation again once every worker's wheel_time has passed
+ * that time (control/routes.c).
+ */
+static inline void
+sp_session_route_recheck(const struct sp_nat *nat, struct sp_session *s)
+{
+	if (nat->route_gen == NULL)
+		return;
+	for (unsigned dir = 0; dir < 2; dir++) {
+		uint16_t c = s->route[dir];
+
+		if (!(c & SP_ROUTE_NOT_CACHED) &&
+		    __atomic_load_n(&nat->route_gen[c & (SP_ROUTE_SLOTS - 1)],
+				    __ATOMIC_RELAXED) !=
+			    c >> SP_ROUTE_SLOT_BITS)
+			s->route[dir] = SP_ROUTE_UNSET;
+	}
+}
+
 /* Puts session sidx, off the wheel, in the slot of expire (ms). */
 static inline void
 sp_wheel_insert(struct sp_nat *nat, uint32_t sidx, uint32_t expire)
@@ -349,6 +377,7 @@ sp_wheel_pop_due(struct sp_nat *nat, const struct sp_runtime *rt,
 		}
 		sp_wheel_unlink(nat, sidx);
 		(*budget)--;
+		sp_session_route_recheck(nat, &nat->sessions[sidx]);
 		expiry = nat->sessions[sidx].last_seen +
 			 sp_session_timeout_ms(rt, &nat->sessions[sidx]);
 		if ((int32_t)(now - expiry) < 0) {

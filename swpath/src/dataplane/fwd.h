@@ -264,12 +264,12 @@ sp_session_route(struct sp_session *s, unsigned dir)
 
 	/* the control thread bumps a slot's gen (control/routes.c) */
 	if (likely(c != SP_ROUTE_UNSET) &&
-	    likely(__atomic_load_n(&sp.routes[ri].gen, __ATOMIC_RELAXED) ==
+	    likely(__atomic_load_n(&sp.route_gen[ri], __ATOMIC_RELAXED) ==
 		   c >> SP_ROUTE_SLOT_BITS))
 		return ri;
 	ri = sp_route_lookup(dir == SP_DIR_IN2OUT ? s->rem_addr : s->int_addr);
 	if (ri != SP_ROUTE_NONE)
-		s->route[dir] = (uint16_t)(ri | __atomic_load_n(&sp.routes[ri].gen,
+		s->route[dir] = (uint16_t)(ri | __atomic_load_n(&sp.route_gen[ri],
 								__ATOMIC_RELAXED)
 					   << SP_ROUTE_SLOT_BITS);
 	return ri;

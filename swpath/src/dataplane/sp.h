@@ -90,10 +90,6 @@ struct sp_route {
 	 * addresses, so it sends its errors as the switch's interface that
 	 * faces the host (docs/offload.md). */
 	rte_be32_t source;
-	/* Bumped (mod SP_ROUTE_GENS) when the route is replaced or deleted
-	 * at run time: sessions cache the slot with it (session.h) and look
-	 * their route up again when it differs (control/routes.h). */
-	uint8_t gen;
 	uint8_t live;                   /* in the table: not retired, not free */
 };
 
@@ -253,6 +249,11 @@ struct sp_app {
 	 * sub-interfaces (the VID picks one per packet), -1 for none */
 	int16_t port_iface[RTE_MAX_ETHPORTS];
 	struct sp_route routes[SP_MAX_ROUTES];
+	/* Each slot's generation (mod SP_ROUTE_GENS), changed when its route
+	 * leaves the table at run time: sessions cache a slot with it
+	 * (core/session.h) and look their route up again when it differs;
+	 * the workers' timer wheels forget stale ones (core/table.h). */
+	uint8_t route_gen[SP_MAX_ROUTES];
 	unsigned n_routes;              /* slots ever used (free ones reused) */
 	struct rte_lpm *lpm;             /* lengths 1-32 */
 	/* 0.0.0.0/0 (rte_lpm has no /0); changed at run time (atomic) */
