@@ -3,9 +3,9 @@ controller, and read the sessions and counters of a running controller or
 quicknat-swpath.
 
 Subcommands that need no data path (``check``, ``lookup``, ``swpath-commands``)
-work anywhere; ``controller`` runs the P4 path's control plane; ``sessions``
-and ``stats`` ask a running controller or swpath over its control socket,
-``neighbors`` and ``routes`` swpath.
+work anywhere; ``controller`` runs the P4 path's control plane; ``sessions``,
+``stats`` and ``routes`` ask a running controller or swpath over its control
+socket, ``neighbors`` swpath.
 Every error is one line on stderr, exit status 2 for what was given, 1 for
 what failed while running (cli_args.py).
 """
@@ -541,8 +541,9 @@ def _exporter_command(sub: Subparsers) -> None:
 
 
 def _status_commands(sub: Subparsers) -> None:
-    """sessions, stats: asked of either data path over its control socket;
-    neighbors, routes, of swpath's."""
+    """sessions, stats, routes: asked of either data path over its control
+    socket; neighbors, of swpath's (the P4 path has none but the
+    configuration's)."""
     for name, what in (("sessions", "list the sessions"), ("stats", "show the counters")):
         status = sub.add_parser(
             name,
@@ -566,15 +567,16 @@ def _status_commands(sub: Subparsers) -> None:
         ),
         (
             "routes",
-            "show the route table of a running quicknat-swpath",
-            "The route table of a running quicknat-swpath, as ip-route(8) shows Linux's: "
-            "each prefix, the interface and next hop it leaves by, the source of the NAT's "
-            "ICMP errors towards it, and whether it is an interface's connected network; "
-            "asked over its control socket.",
+            "show the route table of a running controller's switch or quicknat-swpath",
+            "The route table, as ip-route(8) shows Linux's: each prefix, the interface and "
+            "next hop it leaves by, the source of the NAT's ICMP errors towards it, and "
+            "whether it is an interface's connected network; asked over the control socket. "
+            "The controller answers with the switch's routing_v4 entries, read over "
+            "P4Runtime, and the next hop's MAC each writes.",
         ),
     ):
         table = sub.add_parser(name, help=help_, description=description, formatter_class=DEFAULTS)
-        _socket_options(table, swpath_only=True)
+        _socket_options(table, swpath_only=name == "neighbors")
         table.add_argument("--json", action="store_true", help="print the answer as JSON")
         table.set_defaults(status=name)
 

@@ -113,9 +113,11 @@ CONTROLLER_FLOORS = {
     "systemd": 1,
     "recovery": 1,
     "reconfigure": 1,
-    # what a mode is built with; offload mode's view of its instances' answers
+    # what a mode is built with; offload mode's view of its instances'
+    # answers; the switch's routes as `quicknat routes` shows them
     "context": 2,
     "modes.offload_view": 2,
+    "route_view": 2,
     # the one writer of sessions' entries
     "writer": 3,
     # the packet-in handlers

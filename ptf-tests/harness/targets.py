@@ -41,7 +41,7 @@ SMALL_TABLE = 64
 COUNTERS = {c.name: c.help for c in VOCABULARY}
 # `quicknat` commands that change nothing a next scenario would see (any
 # other, e.g. `rule` or `reload`, leaves the NAT to its scenario alone).
-READ_ONLY_COMMANDS = ("rules", "stats", "sessions")
+READ_ONLY_COMMANDS = ("rules", "stats", "sessions", "routes")
 # The ICMP errors a NAT sends come out of a token bucket (RFC 1812 sec.
 # 4.3.2.8; [icmp] rate 100/s, burst 50 by default) that a flush does not
 # refill: a scenario that sent this many, or was refused one, leaves the next
@@ -647,8 +647,9 @@ class OffloadTarget(Bmv2Target):
 
     def cli_socket(self, command: str) -> Path:
         """Rules are the system's: the controller changes the switch and
-        every instance (docs/offload.md)."""
-        return self.controller_socket if command in ("rule", "rules", "reload") else self.socket
+        every instance (docs/offload.md); routes are the switch's."""
+        controller = ("rule", "rules", "reload", "routes")
+        return self.controller_socket if command in controller else self.socket
 
     def sessions(self, filters: str = "") -> list[dict[str, Any]]:
         """The instance's sessions as the operator sees them: in the

@@ -3,11 +3,16 @@ the data path."""
 
 from __future__ import annotations
 
+import json
+from typing import ClassVar
+
 from base import INSIDE, OUTSIDE, QuickNatTest
+from harness import configs
 from harness.targets import Bmv2Target
 from packets import from_inside, from_outside, tcp, to_inside, udp
 from ptf.testutils import group
-from scapy.layers.inet import IP, TCP
+from scapy.layers.inet import IP, TCP, UDP
+from scapy.layers.l2 import Ether
 
 
 @group("dnat")
@@ -92,3 +97,46 @@ class RulesChangeAtRunTime(QuickNatTest):
     def let_in_nothing(self) -> None:
         self.knock(5604, "A")
         self.expect_nothing()
+
+
+@group("runtime")
+class RoutesChangeAtRunTime(QuickNatTest):
+    """`quicknat reload` of a file with one more route (and its next hop's
+    neighbour entry), the same file for every path: an established
+    session's next packet leaves by the new next hop, translated as before;
+    `quicknat routes` lists the route as the data path holds it (swpath its
+    table, the controller the switch's routing_v4 read back over
+    P4Runtime); the original file takes it away again."""
+
+    GATEWAY_MAC = "02:00:00:00:02:fe"
+    HOP, HOP_MAC = "198.51.100.253", "02:00:00:00:02:fd"
+    ROUTE: ClassVar[dict[str, object]] = {"prefix": "8.8.8.0/24", "interface": "out0", "via": HOP}
+
+    def leaves(self) -> tuple[str, str, int]:
+        """The flow's next packet as it leaves: next hop's MAC, source."""
+        self.send(INSIDE, from_inside("10.0.0.10", "8.8.8.8", udp(5700, 53)))
+        out = self.receive(OUTSIDE)
+        self.assertEqual((out[IP].dst, out[UDP].dport), ("8.8.8.8", 53))
+        return out[Ether].dst, out[IP].src, out[UDP].sport
+
+    def routes(self) -> list[dict[str, object]]:
+        rows = json.loads(self.target.cli("routes", "--json"))
+        return [{key: row[key] for key in self.ROUTE} for row in rows]
+
+    def runTest(self) -> None:
+        mac, *source = self.leaves()
+        self.assertEqual(mac, self.GATEWAY_MAC)
+        if isinstance(self.target, Bmv2Target):
+            # the flow's packets meet the switch's routing_v4 from here on
+            self.target.wait_in_switch(1)
+        self.assertNotIn(self.ROUTE, self.routes())
+        route = {"prefix": "8.8.8.0/24", "via": self.HOP, "interface": "out0"}
+        neighbor = {"address": self.HOP, "mac": self.HOP_MAC, "interface": "out0"}
+        overlay = {"route": [route], "neighbor": [neighbor]}
+        variant = configs.variant(self.target.config, overlay, self.target.workdir)
+        self.target.cli("reload", "--config", str(variant))
+        self.assertIn(self.ROUTE, self.routes())
+        self.assertEqual(self.leaves(), (self.HOP_MAC, *source))
+        self.target.cli("reload", "--config", str(self.target.config))
+        self.assertNotIn(self.ROUTE, self.routes())
+        self.assertEqual(self.leaves(), (self.GATEWAY_MAC, *source))

@@ -30,7 +30,7 @@ from finsy.proto import p4r
 
 from quicknat import __version__
 from quicknat.config.model import Config
-from quicknat.controller import systemd
+from quicknat.controller import route_view, systemd
 from quicknat.controller.context import ModeContext, WriterOptions
 from quicknat.controller.modes import Mode, counter_names, select
 from quicknat.controller.program import ConfigMismatch, Pipeline
@@ -354,6 +354,15 @@ class Controller:
     async def stats_answer(self) -> dict[str, object]:
         """`quicknat stats`: the controller's own, and what its mode adds."""
         return {**self.stats_dict(), **await self.mode.stats_view()}
+
+    async def routes_answer(self) -> list[dict[str, object]] | dict[str, object]:
+        """`quicknat routes`: the switch's route table as it holds it, read
+        over P4Runtime (route_view.py)."""
+        if not self.connected.is_set():
+            return {"error": f"routes: not connected to the switch at {self.options.grpc_addr}"}
+        table = self.p4info.table(route_view.TABLE)
+        entries = [entity.table_entry for entity in await self._read(table.id)]
+        return route_view.route_rows(self.p4info, self.config, entries)
 
     def counters_answer(self) -> dict[str, object]:
         """`counters` on the socket: the controller's own, asking nobody

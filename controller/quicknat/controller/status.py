@@ -123,6 +123,7 @@ class StatusSource(Protocol):
     async def delete_sessions(self, query: SessionQuery) -> int: ...
     async def stats_answer(self) -> dict[str, object]: ...
     def counters_answer(self) -> dict[str, object]: ...
+    async def routes_answer(self) -> list[dict[str, object]] | dict[str, object]: ...
     async def line_command(self, line: str) -> list[str]: ...
 
 
@@ -137,6 +138,8 @@ async def _answer(source: StatusSource, line: str) -> object:
         return await source.stats_answer()
     if words == ["counters"]:
         return source.counters_answer()
+    if words == ["routes"]:
+        return await source.routes_answer()
     if words and words[0] == "sessions":
         try:
             query = SessionQuery.parse(words[1:])
@@ -146,7 +149,7 @@ async def _answer(source: StatusSource, line: str) -> object:
             return {"deleted": await source.delete_sessions(query)}
         except ValueError as exc:
             return {"error": f"sessions: {exc}"}
-    return {"error": f"unknown command {line!r} (sessions, stats, counters)"}
+    return {"error": f"unknown command {line!r} (sessions, stats, counters, routes)"}
 
 
 async def serve_status(path: Path, source: StatusSource) -> asyncio.AbstractServer:

@@ -115,6 +115,18 @@ def exact_fields(p4info: P4Info, entry: p4r.TableEntry) -> dict[str, int]:
     return {names[m.field_id]: decode(m.exact.value) for m in entry.match if m.HasField("exact")}
 
 
+def lpm_fields(p4info: P4Info, entry: p4r.TableEntry) -> dict[str, Lpm]:
+    """The LPM match fields of an entry read back, by name, as (value, prefix
+    length); a don't-care (length 0) is left out of the entry, so of this."""
+    t = p4info.table_by_id[entry.table_id]
+    names = {f.id: f.name for f in t.fields.values()}
+    return {
+        names[m.field_id]: (decode(m.lpm.value), m.lpm.prefix_len)
+        for m in entry.match
+        if m.HasField("lpm")
+    }
+
+
 def action_params(p4info: P4Info, entry: p4r.TableEntry) -> tuple[str, dict[str, int]]:
     action = p4info.action_by_id[entry.action.action.action_id]
     names = {p.id: p.name for p in action.params.values()}
