@@ -8,9 +8,9 @@ and two quicknat-swpath slow-path instances behind the switch's ports 9 and
 10 that take every miss (topo/lab/offload_lab.py). Shows the same translated
 traffic as `make run-swpath` (topo/lab/demo.py), every instance's sessions
 as the controller lists them (with their instance, and whether the switch
-holds them), then a burst of short flows from both hosts, three times what
-the switch's table holds, all translated, and the offload manager's
-counters. `--shell` keeps the lab up until Ctrl-C.
+holds them) and the switch's routes it reads back, then a burst of short
+flows from both hosts, three times what the switch's table holds, all
+translated, and the offload manager's counters. `--shell` keeps the lab up until Ctrl-C.
 Processes and namespaces are removed on exit, on error and on SIGINT/SIGTERM.
 Needs root and `make build` (and simple_switch_grpc for `--switch bmv2`).
 """
@@ -45,6 +45,8 @@ def show_sessions(lab: OffloadLab) -> None:
     socket = lab.controller_socket
     print(f"\n=== every instance's sessions: quicknat sessions --socket {socket}")
     print(lab.quicknat("sessions", socket=socket))
+    print(f"\n=== the switch's routes, read back: quicknat routes --socket {socket}")
+    print(lab.quicknat("routes", socket=socket))
 
 
 def burst(lab: OffloadLab) -> bool:
