@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Output: next hop from the routes and the neighbour table, Ethernet
- * rewrite, buffered TX (rte_eth_tx_buffer, drained on a TSC timer), and
- * hand-off of a packet to the worker that owns it.
+ * rewrite, fragments over the MTU, then buffered TX (tx.h); and hand-off
+ * of a packet to the worker that owns it.
  */
 #ifndef SP_FWD_H
 #define SP_FWD_H
@@ -16,62 +16,7 @@
 #include "dataplane/ip_fragment.h"
 #include "dataplane/packet.h"
 #include "dataplane/sp.h"
-#include "dataplane/vlan.h"
-
-static inline void
-sp_txq_flush_ring(struct sp_worker *w, struct sp_txq *q)
-{
-	unsigned sent = rte_ring_mp_enqueue_burst(q->ring, (void **)q->pend,
-						  q->n, NULL);
-
-	if (unlikely(sent < q->n)) {
-		SP_ADD(w, drop_ring_full, q->n - sent);
-		rte_pktmbuf_free_bulk(&q->pend[sent], q->n - sent);
-	}
-	q->n = 0;
-}
-
-/* Queues frame m, tagged already if it must be, on interface iface's
- * queue. */
-static inline void
-sp_tx_frame(struct sp_worker *w, uint16_t iface, struct rte_mbuf *m)
-{
-	struct sp_txq *q = &w->tx[iface];
-
-	SP_INC(w, tx);
-	if (q->buf != NULL) {
-		rte_eth_tx_buffer(q->port, q->queue, q->buf, m);
-		return;
-	}
-	q->pend[q->n++] = m;
-	if (q->n == SP_BURST)
-		sp_txq_flush_ring(w, q);
-}
-
-/* Queues m for output on interface iface. */
-static inline void
-sp_tx(struct sp_worker *w, uint16_t iface, struct rte_mbuf *m)
-{
-	if (unlikely(sp.ifaces[iface].vlan != 0) &&
-	    unlikely(sp_vlan_tag(&sp.ifaces[iface], m) < 0)) {
-		sp_drop(w, m, SP_CNT_drop_slow_path_tag);
-		return;
-	}
-	sp_tx_frame(w, iface, m);
-}
-
-static inline void
-sp_tx_flush_all(struct sp_worker *w)
-{
-	for (unsigned i = 0; i < sp.n_ifaces; i++) {
-		struct sp_txq *q = &w->tx[i];
-
-		if (q->buf != NULL)
-			rte_eth_tx_buffer_flush(q->port, q->queue, q->buf);
-		else if (q->n != 0)
-			sp_txq_flush_ring(w, q);
-	}
-}
+#include "dataplane/tx.h"
 
 /* Queues routed frame m (eth at its start) for output on iface: as
  * fragments when its packet is over iface's MTU (ip_fragment.h). */

@@ -13,8 +13,8 @@
 
 #include <rte_ip_frag.h>
 
-#include "dataplane/fwd.h"
 #include "dataplane/ip_fragment.h"
+#include "dataplane/tx.h"
 
 /* A single-buffer frame (2 KB) in fragments of a 576-byte MTU: 4; a
  * 9,000-byte one would need 18. */
