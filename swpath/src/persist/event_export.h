@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "persist/events.h"
+#include "core/observer.h"              /* struct sp_event */
 
 /* What `logging` says of the collectors (control.c fills it from the
  * command; the fields are the command's, swpath/spec/commands.toml). */
