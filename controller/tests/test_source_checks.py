@@ -162,6 +162,26 @@ def test_layers_fail_what_breaks_them(
     assert says in out, out
 
 
+def test_layers_fail_a_circle_through_a_source_and_its_header(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """x.c includes y.h, which includes x.h: no file includes itself, but x
+    and y are one module in two files (swpath's ip_fragment.c and fwd.h
+    were, until tx.h)."""
+    fragment = '#include "dataplane/ip_fragment.h"\n'
+    out = _layers(
+        tmp_path,
+        capsys,
+        {
+            "src/dataplane/fwd.h": fragment,
+            "src/dataplane/ip_fragment.h": "",
+            "src/dataplane/ip_fragment.c": fragment + '#include "dataplane/fwd.h"\n',
+        },
+    )
+    assert "no include circle: src/dataplane/" in out, out
+    assert "src/dataplane/ip_fragment.c includes src/dataplane/fwd.h" in out, out
+
+
 def test_layers_of_this_repository_hold() -> None:
     assert layers.main([]) == 0
 

@@ -13,8 +13,11 @@ nothing in swpath/src includes it; within it
 
     src (the SWX pipeline, C)  <  p4rt (the P4Runtime service, C++)  <  main.cc, bench/
 
-No circle among the includes of either (a header that, through others,
-includes itself compiles only by its guard's luck, and its layers are one).
+No circle among the includes of either, a source file and its header
+counted as one module (a header that, through others, includes itself
+compiles only by its guard's luck; x.c that includes y.h, which includes
+x.h, makes x and y one thing in two files: neither can be read, tested or
+moved without the other).
 
     check_layers.py [--root SWPATH_DIR]   (tests: a copy of the tree)
 """
@@ -24,6 +27,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from itertools import pairwise
 from pathlib import Path
 
 SWPATH = Path(__file__).resolve().parents[1]
@@ -127,26 +131,37 @@ def swx_upward(tree: Tree) -> list[str]:
     return broken
 
 
+def module(path: Path) -> Path:
+    """A file's module: x.c, x.cc and x.h of one directory are one."""
+    return path.with_suffix("")
+
+
 def circles(tree: Tree) -> list[str]:
-    """Each include circle once, as the files around it."""
-    graph = {p.resolve(): [t for _, t in tree.edges(p)] for p in tree.files}
+    """Each circle among the modules once, as the files that close it."""
+    graph: dict[Path, dict[Path, str]] = {}  # module -> module it includes -> by which file
+    base = tree.src.parent
+    for p in tree.files:
+        path = p.resolve()
+        for _, target in tree.edges(path):
+            if module(target) != module(path):
+                by = f"{path.relative_to(base)} includes {target.relative_to(base)}"
+                graph.setdefault(module(path), {}).setdefault(module(target), by)
     state: dict[Path, int] = {}  # 1: on the path being walked, 2: done
     found: list[str] = []
-    base = tree.src.parent
 
     def walk(node: Path, stack: list[Path]) -> None:
         state[node] = 1
         stack.append(node)
-        for nxt in graph.get(node, []):
+        for nxt in graph.get(node, {}):
             if state.get(nxt) == 1:
                 loop = [*stack[stack.index(nxt) :], nxt]
-                found.append(" -> ".join(str(p.relative_to(base)) for p in loop))
+                found.append(", ".join(graph[a][b] for a, b in pairwise(loop)))
             elif nxt not in state:
                 walk(nxt, stack)
         stack.pop()
         state[node] = 2
 
-    for node in graph:
+    for node in sorted(graph):
         if node not in state:
             walk(node, [])
     return found

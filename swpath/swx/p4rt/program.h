@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "binding.h"
-#include "device.h"
+#include "device_types.h"
 #include "entry_codec.h"
 #include "p4/v1/p4runtime.pb.h"
 
@@ -44,12 +44,12 @@ class Program {
  public:
   // Builds the pipelines (not started) and binds the P4Info. nullptr and
   // why in *status when the config does not build or bind.
-  static std::unique_ptr<Program> Build(const Device::Options& options,
+  static std::unique_ptr<Program> Build(const DeviceOptions& options,
                                         const p4::v1::ForwardingPipelineConfig& config,
                                         uint64_t generation, grpc::Status* status);
   ~Program();
 
-  grpc::Status Start(const Device::Options& options);  // the pipeline threads
+  grpc::Status Start(const DeviceOptions& options);  // the pipeline threads
   void Stop();
   const p4::v1::ForwardingPipelineConfig& config() const { return config_; }
   // The cookie of a config that is this one (RECONCILE_AND_COMMIT).
@@ -116,7 +116,7 @@ class Program {
 
   Program() = default;
   // Build's steps (program_build.cc)
-  grpc::Status BuildPipelines(const Device::Options& options, uint64_t generation);
+  grpc::Status BuildPipelines(const DeviceOptions& options, uint64_t generation);
   grpc::Status SetLearnTimeouts(const std::vector<uint32_t>& given);
   grpc::Status BindP4Info();
 

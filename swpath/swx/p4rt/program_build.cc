@@ -23,22 +23,6 @@ namespace swx {
 using grpc::Status;
 using grpc::StatusCode;
 
-// "S0,S1,...": up to 8 classes (p4c-dpdk's), each a whole second or more.
-bool ParseLearnTimeouts(const char* text, std::vector<uint32_t>* out) {
-  out->clear();
-  const char* p = text;
-  while (*p != '\0') {
-    char* end = nullptr;
-    unsigned long v = strtoul(p, &end, 10);
-    if (end == p || v == 0 || v > 86400 * 7 || out->size() == 8) return false;
-    out->push_back(static_cast<uint32_t>(v));
-    if (*end == ',') end++;
-    else if (*end != '\0') return false;
-    p = end;
-  }
-  return !out->empty();
-}
-
 // "; quicknat learn_timeouts S0,S1,..." as the device config's first line
 // (controller/quicknat/controller/program.py's LEARN_TIMEOUTS_LINE): the
 // classes in *out. true without such a line (out untouched), false for a
@@ -51,7 +35,7 @@ static bool LearnTimeouts(const std::string& spec, std::vector<uint32_t>* out) {
   return ParseLearnTimeouts(list.c_str(), out);
 }
 
-std::unique_ptr<Program> Program::Build(const Device::Options& options,
+std::unique_ptr<Program> Program::Build(const DeviceOptions& options,
                                         const p4::v1::ForwardingPipelineConfig& config,
                                         uint64_t generation, Status* status) {
   std::unique_ptr<Program> program(new Program());
@@ -67,7 +51,7 @@ std::unique_ptr<Program> Program::Build(const Device::Options& options,
 // One pipeline per lcore from the device config (the pipeline's spec, as
 // p4c-dpdk wrote it), compiled once, each with its input guard and its
 // tables' shadow (src/tables.h); then the objects they have.
-Status Program::BuildPipelines(const Device::Options& options, uint64_t generation) {
+Status Program::BuildPipelines(const DeviceOptions& options, uint64_t generation) {
   const std::string& spec = config_.p4_device_config();
   char so[4096], err[1024];
   if (swx_build_lib(&options.build, spec.data(), spec.size(), so, sizeof(so), err,
@@ -164,7 +148,7 @@ Program::~Program() {
   swx_info_free(&info_);
 }
 
-Status Program::Start(const Device::Options& options) {
+Status Program::Start(const DeviceOptions& options) {
   for (size_t i = 0; i < instances_.size(); i++) {
     Instance& in = instances_[i];
     in.runner.p = in.pipeline;
