@@ -5,6 +5,9 @@ what the switch holds."""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Sequence
+
 import configs
 import pytest
 from finsy.proto import p4r
@@ -13,8 +16,10 @@ from quicknat.controller.program import Pipeline
 from quicknat.controller.route_view import TABLE, format_mac, route_rows
 from quicknat.controller.switch_config import SwitchConfig
 from quicknat.controller.target import bmv2, swx
+from quicknat.p4rt.client import P4RuntimeError
 from quicknat.p4rt.entities import table_entry
 from quicknat.p4rt.p4info import P4Info
+from stub_controller import Run
 
 EXTRA = """
 [[route]]
@@ -90,3 +95,33 @@ def test_an_entry_the_configuration_does_not_explain() -> None:
 
 def test_format_mac() -> None:
     assert format_mac(0x0200000002FE) == "02:00:00:00:02:fe"
+
+
+def test_the_controller_answers_from_the_switch_or_says_why_not() -> None:
+    """`routes` on the controller's socket: what the switch holds, read back;
+    not connected, or the read refused, a one-line reason (the CLI prints
+    it), never a dropped connection."""
+    run = Run()
+    p4info = run.pipeline.p4info
+    held = entry(p4info, (0x08080800, 24), 2, 0x0200000002FE)
+    reads: list[p4r.Entity | P4RuntimeError] = [p4r.Entity(table_entry=held)]
+
+    async def read(entities: Sequence[p4r.Entity]) -> list[p4r.Entity]:
+        (asked,) = entities
+        assert asked.table_entry.table_id == p4info.table(TABLE).id
+        if isinstance(reads[0], P4RuntimeError):
+            raise reads[0]
+        return [e for e in reads if isinstance(e, p4r.Entity)]
+
+    run.switch.read = read  # type: ignore[attr-defined]
+    controller = run.controller
+    answer = asyncio.run(controller.routes_answer())
+    assert answer == {"error": "routes: not connected to the switch at 127.0.0.1:9559"}
+    controller.connected.set()
+    assert asyncio.run(controller.routes_answer()) == [
+        row("8.8.8.0/24", "out0", "198.51.100.254", "02:00:00:00:02:fe")
+    ]
+    reads[0] = P4RuntimeError("Read: device is not configured")
+    assert asyncio.run(controller.routes_answer()) == {
+        "error": "routes: the switch at 127.0.0.1:9559: Read: device is not configured"
+    }

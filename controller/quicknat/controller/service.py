@@ -361,7 +361,11 @@ class Controller:
         if not self.connected.is_set():
             return {"error": f"routes: not connected to the switch at {self.options.grpc_addr}"}
         table = self.p4info.table(route_view.TABLE)
-        entries = [entity.table_entry for entity in await self._read(table.id)]
+        try:
+            entities = await self._read(table.id)
+        except P4RuntimeError as exc:
+            return {"error": f"routes: the switch at {self.options.grpc_addr}: {exc}"}
+        entries = [entity.table_entry for entity in entities]
         return route_view.route_rows(self.p4info, self.config, entries)
 
     def counters_answer(self) -> dict[str, object]:
