@@ -102,6 +102,7 @@ class Command:
     member: str
     when: str
     json: bool
+    audit: bool
     named: bool
     at_least_one: bool
     set_member: str
@@ -222,6 +223,7 @@ def read(path: Path = SPEC) -> Language:
                 member=raw["member"],
                 when=raw.get("when", "any"),
                 json=bool(raw.get("json")),
+                audit=bool(raw.get("audit")),
                 named=bool(raw.get("named")),
                 at_least_one=bool(raw.get("at_least_one")),
                 set_member=raw.get("set", ""),
@@ -340,7 +342,7 @@ def c_text(lang: Language) -> str:
         lines.append(f"\t\t.n_words = {len(command.words)},")
         lines.append(f"\t\t.verb = {command.verb},")
         lines.append(f"\t\t.when = SP_WHEN_{command.when.replace('-', '').upper()},")
-        for flag in ("json", "named", "at_least_one"):
+        for flag in ("json", "audit", "named", "at_least_one"):
             if getattr(command, flag):
                 lines.append(f"\t\t.{flag} = true,")
         for member, value in command.fixed:

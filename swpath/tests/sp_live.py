@@ -955,6 +955,31 @@ def run_alone(case: Callable[..., None], *args: object) -> tuple[int, int]:
     return 1, 0
 
 
+def audit_logged(log: str) -> tuple[int, int]:
+    """The cases' changes at run time, each one line of the log as the
+    command table writes it back (commands.toml's audit); queries and
+    refused commands none: (passed, failed)."""
+    applied = [line.split("applied: ", 1)[1] for line in log.splitlines() if "applied: " in line]
+    wanted = [
+        f"neighbor {GW2} mac {MAC_GW2} dev out0",
+        f"route 0.0.0.0/0 dev out0 via {GW2}",
+        "route 8.8.8.0/24 dev out0 via 198.51.100.254",
+        "route del 8.8.8.0/24",
+        "route del 0.0.0.0/0",
+        f"neighbor del {GW2} dev out0",
+    ]
+    missing = [line for line in wanted if line not in applied]
+    queries = [
+        line for line in applied if line.split()[0] in ("routes", "rules", "stats", "neighbors")
+    ]
+    refused = applied.count("route del 10.0.0.0/24") != 1  # refused once, applied once
+    if missing or queries or refused:
+        print(f"FAIL audit_log: missing {missing}, queries {queries}, applied {applied}")
+        return 0, 1
+    print(f"ok   audit_log ({len(applied)} changes)")
+    return 1, 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--app", required=True)
@@ -988,6 +1013,8 @@ def main() -> int:
                     f"FAIL clean_exit: status {rc}, socket left: {nat.sock.exists()}, "
                     f"systemd told {stopping!r}"
                 )
+            ok, bad = audit_logged(nat.log())
+            passed, failed = passed + ok, failed + bad
             ok, bad = run_alone(neighbors_age_and_leave_the_table, args.app, Path(tmp))
             passed, failed = passed + ok, failed + bad
     except Exception as exc:

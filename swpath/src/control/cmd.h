@@ -233,10 +233,13 @@ int sp_cmd_parse(const char *line, struct sp_cmd *cmd, char *err, size_t errlen)
  */
 void sp_cmd_format(const struct sp_cmd *cmd, struct sp_buf *b);
 
-/* A verb's word(s) ("rule add"), when it may be applied, and whether it
- * answers in JSON (the status-socket form: sessions, stats). */
+/* A verb's word(s) ("rule add"), when it may be applied, whether it
+ * answers in JSON (the status-socket form: sessions, stats), and whether
+ * applying it at run time is logged (an operator's change: commands.toml's
+ * audit). */
 const char *sp_cmd_verb_name(enum sp_verb verb);
 enum sp_cmd_when sp_cmd_when(enum sp_verb verb);
 bool sp_verb_is_json(enum sp_verb verb);
+bool sp_verb_is_audited(enum sp_verb verb);
 
 #endif /* SP_CMD_H */

@@ -118,6 +118,14 @@ sp_verb_is_json(enum sp_verb verb)
 	return s != NULL && s->json;
 }
 
+bool
+sp_verb_is_audited(enum sp_verb verb)
+{
+	const struct sp_cmd_spec *s = spec_of_verb(verb);
+
+	return s != NULL && s->audit;
+}
+
 static void
 format_ipv4(struct sp_buf *b, uint32_t a)
 {

@@ -90,6 +90,8 @@ struct sp_cmd_spec {
 	uint8_t n_fields;
 	uint8_t when;           /* enum sp_cmd_when */
 	bool json;              /* answers one JSON document */
+	bool audit;             /* an operator's change: logged when applied
+				 * at run time */
 	bool named;             /* its first argument names the object */
 	bool at_least_one;      /* nothing given is an error */
 	enum sp_verb verb;

@@ -194,6 +194,19 @@ client_sink(struct sp_buf *b, void *arg)
 	client_write(arg, b->p, b->len);
 }
 
+/* An operator's change, applied: one log line, the command as the table
+ * writes it back (the journal's record of what changed and when; the
+ * controller logs its own `reconfigured`). */
+static void
+audit(const struct sp_cmd *cmd)
+{
+	struct sp_buf line = { 0 };
+
+	sp_cmd_format(cmd, &line);
+	sp_log("info", "applied: %.*s", (int)line.len, line.p);
+	sp_buf_free(&line);
+}
+
 /* Runs one line; returns whether the connection should close. */
 static bool
 client_line(struct client *c, const char *line)
@@ -223,6 +236,8 @@ client_line(struct client *c, const char *line)
 	}
 	if (rc == 0)
 		rc = sp_apply(&cmd, &out, err, sizeof(err));
+	if (rc == 0 && sp.running && sp_verb_is_audited(cmd.verb))
+		audit(&cmd);
 	if (json && rc == 0) {
 		client_write(c, out.p, out.len);
 	} else if (rc == 0) {
