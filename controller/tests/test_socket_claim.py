@@ -10,7 +10,13 @@ from pathlib import Path
 
 import pytest
 from quicknat.cli import main
-from quicknat.controller.status import SessionQuery, SocketInUse, query, serve_status
+from quicknat.controller.status import (
+    SessionQuery,
+    SocketInUse,
+    line_command,
+    query,
+    serve_status,
+)
 from quicknat.socket_paths import find_socket, socket_path
 
 CONFIGS = Path(__file__).resolve().parent / "configs"
@@ -36,6 +42,45 @@ class Source:
 
     async def line_command(self, line: str) -> list[str]:
         return []
+
+    async def routes_answer(self) -> list[dict[str, object]] | dict[str, object]:
+        return []
+
+
+class Failing(Source):
+    """A source whose answers fail as nobody planned: the switch gone in the
+    middle of a reload's write, a read refused."""
+
+    async def stats_answer(self) -> dict[str, object]:
+        raise RuntimeError("the switch went away")
+
+    async def line_command(self, line: str) -> list[str]:
+        raise ConnectionResetError("stream reset")
+
+
+def test_a_failure_is_answered_and_the_socket_serves_on(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Every command gets its reason back, in its form (a JSON error, an
+    `error:` line the CLI prints), the trace goes to the log, and the next
+    command is served."""
+    path = tmp_path / "controller-edge.sock"
+
+    async def run() -> None:
+        server = await serve_status(path, Failing("edge"))
+        answer = await asyncio.to_thread(query, path, "stats")
+        assert answer == {"error": "stats: RuntimeError: the switch went away"}
+        with pytest.raises(ValueError, match=r"^reload: ConnectionResetError: stream reset$"):
+            await asyncio.to_thread(line_command, path, "reload")
+        assert await asyncio.to_thread(query, path, "counters") == {"who": "edge"}
+        server.close()
+        await server.wait_closed()
+
+    asyncio.run(run())
+    assert [r.getMessage() for r in caplog.records] == [
+        "control socket: 'stats' failed",
+        "control socket: 'reload' failed",
+    ]
 
 
 def stale_socket(path: Path) -> None:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import socket
 import stat
@@ -34,6 +35,8 @@ from typing import Protocol
 
 from quicknat.addr import format_ipv4, parse_ipv4
 from quicknat.rules import Protocol as IpProtocol
+
+log = logging.getLogger(__name__)
 
 ACTIONS = ("list", "delete", "flush")
 
@@ -152,20 +155,34 @@ async def _answer(source: StatusSource, line: str) -> object:
     return {"error": f"unknown command {line!r} (sessions, stats, counters, routes)"}
 
 
+async def _reply(source: StatusSource, command: str) -> bytes:
+    """The answer to one command: result lines, then `ok` or `error: ...`,
+    for the run-time language; one JSON document for the status queries. A
+    failure nobody planned for (the switch gone in the middle of a reload's
+    write) is answered too, and its trace logged: the client always gets a
+    reason, never a closed socket."""
+    verb = command.split()[0] if command.split() else ""
+    try:
+        if verb in LINE_VERBS:
+            try:
+                lines = [*await source.line_command(command), "ok"]
+            except ValueError as exc:
+                lines = [f"error: {exc}"]
+            return "".join(f"{line}\n" for line in lines).encode()
+        return json.dumps(await _answer(source, command)).encode() + b"\n"
+    except Exception as exc:
+        log.exception("control socket: %r failed", command)
+        reason = f"{verb}: {type(exc).__name__}: {exc}"
+        if verb in LINE_VERBS:
+            return f"error: {reason}\n".encode()
+        return json.dumps({"error": reason}).encode() + b"\n"
+
+
 async def serve_status(path: Path, source: StatusSource) -> asyncio.AbstractServer:
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             command = (await asyncio.wait_for(reader.readline(), 5)).decode().strip()
-            if command.split()[:1] and command.split()[0] in LINE_VERBS:
-                try:
-                    lines = [*await source.line_command(command), "ok"]
-                except ValueError as exc:
-                    lines = [f"error: {exc}"]
-                writer.write("".join(f"{line}\n" for line in lines).encode())
-                await writer.drain()
-                return
-            answer = await _answer(source, command)
-            writer.write(json.dumps(answer).encode() + b"\n")
+            writer.write(await _reply(source, command))
             await writer.drain()
         except (TimeoutError, ConnectionError, UnicodeDecodeError):
             pass
