@@ -35,6 +35,7 @@ GRPC_PORT = 9559
 SWITCH_PID = "switch.pid"
 EXIT_SKIPPED = 3
 DURATIONS = "durations.tsv"  # tests/base.py's DURATIONS
+LATE = "late.tsv"  # tests/base.py's LATE
 NAT_LOG = "nat-starts.tsv"  # harness/shared_nat.py's NAT_LOG
 # The switch each target runs (none: swpath alone).
 SWITCH = {
@@ -101,6 +102,23 @@ def slowest(durations: Path, shown: int = 10) -> str:
     return "\n".join(lines)
 
 
+def late_packets(log: Path) -> str:
+    """Packets that reached the ports after their test ended (tests/base.py
+    writes the log): after a test that waited for nothing, such a packet
+    may be one its negative wait should have seen."""
+    rows = [line.split("\t") for line in log.read_text().splitlines()] if log.exists() else []
+    if not rows:
+        return "packets that came after their test ended: none"
+    waited = [(name, n) for name, n, w in rows if float(w) > 0]
+    lines = [
+        f"packets that came after their test ended: {sum(int(n) for _, n, _ in rows)}, "
+        f"after {len(rows)} test{'s' if len(rows) > 1 else ''}; after one that waited "
+        "for nothing:" + ("" if waited else " none")
+    ]
+    lines += [f"  {int(n):4d}  {name.removesuffix('.runTest')}" for name, n in waited]
+    return "\n".join(lines)
+
+
 def nat_starts(log: Path) -> str:
     """How many tests ran on a NAT shared with the test before, and why the
     others started their own (harness/shared_nat.py writes the log)."""
@@ -119,8 +137,8 @@ def inside(args: argparse.Namespace) -> int:
     workdir = Path(args.workdir)
     topo = topology(args.target)
     switch = None
-    (workdir / DURATIONS).unlink(missing_ok=True)
-    (workdir / NAT_LOG).unlink(missing_ok=True)
+    for log in (DURATIONS, NAT_LOG, LATE):
+        (workdir / log).unlink(missing_ok=True)
     try:
         if args.target in SWITCH:
             command = switch_command(args.target, topo, workdir)
@@ -174,6 +192,7 @@ def inside(args: argparse.Namespace) -> int:
         )
         print(proc.stdout)
         print(slowest(workdir / DURATIONS))
+        print(late_packets(workdir / LATE))
         print(nat_starts(workdir / NAT_LOG))
         passed, failed, skipped = summarize(proc.stdout)
         if proc.returncode != 0 and failed == 0:

@@ -41,6 +41,15 @@ NOTHING_TIMEOUT = 0.3
 # run.py prints the slowest tests, the longest transit (the figure
 # expect_nothing's wait is set from) and the total waited for nothing.
 DURATIONS = "durations.tsv"
+# Packets that arrived after the test before had ended (its id, how many,
+# the seconds it waited for packets that did not come): a packet a negative
+# wait (expect_nothing) missed because it came late shows up here, where
+# the next test's flush would otherwise drop it without a word. run.py
+# prints them.
+LATE = "late.tsv"
+# The test that ran last: its id, when it ended (PTF's receive clock,
+# time.time()) and the seconds it waited for nothing.
+_last: tuple[str, float, float] | None = None
 
 
 class QuickNatTest(BaseTest):
@@ -68,6 +77,8 @@ class QuickNatTest(BaseTest):
         try:
             return super().run(result)
         finally:
+            global _last
+            _last = (self.id(), time.time(), self.waited_for_nothing)
             failed = result is None or _problems(result) > problems
             NAT.release(failed)
             seconds = time.monotonic() - start
@@ -85,7 +96,21 @@ class QuickNatTest(BaseTest):
         # run() tells NAT how the test went: the NAT is stopped when the
         # next test cannot share it, or at the run's end.
         self.target = NAT.acquire(self.id(), wanted, self.FRESH_NAT)
+        self._note_late(Path(params["workdir"]))
         self.dataplane.flush()  # what came late for the test before
+
+    def _note_late(self, workdir: Path) -> None:
+        """Counts, for run.py, what reached the ports after the test before
+        ended (its leftovers that came in time are not counted)."""
+        if _last is None:
+            return
+        name, ended, waited = _last
+        late = sum(
+            1 for queue in self.dataplane.packet_queues.values() for _, at in queue if at > ended
+        )
+        if late:
+            with (workdir / LATE).open("a") as log:
+                log.write(f"{name}\t{late}\t{waited:.2f}\n")
 
     def send(self, port: int, pkt: Packet) -> None:
         self.sent_at = time.time()  # the clock of PTF's receive timestamps
