@@ -111,6 +111,7 @@ setup(void **state)
 		return -1;
 	}
 	worker.nat.wheel_time = sp_now_ms();
+	worker.nat.route_gen = sp.route_gen;    /* as control/setup.c does */
 	sp.workers[0] = &worker;
 	sp.n_workers = 1;
 	sp.running = true;
@@ -184,7 +185,8 @@ test_replaced_more_times_than_generations(void **state)
 }
 
 /* When every slot rests, a change is refused with the reason and the
- * table keeps its routes; it is taken once the wheel has moved on. */
+ * table keeps its routes; it is taken once the wheel has moved on, and
+ * not before if that wheel does not forget stale caches. */
 static void
 test_every_slot_resting(void **state)
 {
@@ -204,7 +206,13 @@ test_every_slot_resting(void **state)
 	assert_true(sp.routes[sp.default_route].live);
 	assert_int_equal(rte_lpm_lookup(sp.lpm, 0xc6336405, &nh), 0);
 	assert_true(sp.routes[nh].connected);
+	/* a worker whose wheel was not given the generations forgets no
+	 * cache: its wheel is never past, however far it has gone */
+	worker.nat.route_gen = NULL;
 	wheel_past_now();
+	assert_int_not_equal(run("route 0.0.0.0/0 dev out0 via 198.51.100.254",
+				 err, sizeof(err)), 0);
+	worker.nat.route_gen = sp.route_gen;
 	ok("route 0.0.0.0/0 dev out0 via 198.51.100.254");
 }
 

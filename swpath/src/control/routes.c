@@ -99,7 +99,8 @@ connected_to(const struct sp_prefix *p)
 /* Whether every worker's timer wheel has looked at each of its sessions
  * since t (sp_now_ms): a session looked at before t waits in a wheel slot
  * at most SP_WHEEL_RECHECK_MS on, and wheel_time has passed every slot the
- * wheel emptied (core/table.h). */
+ * wheel emptied (core/table.h). A wheel not given the generations forgets
+ * nothing, so it is never past. */
 static bool
 wheels_past(uint32_t t)
 {
@@ -107,11 +108,11 @@ wheels_past(uint32_t t)
 					(1u << SP_WHEEL_SLOT_SHIFT));
 
 	for (unsigned i = 0; i < sp.n_workers; i++) {
+		const struct sp_nat *nat = &sp.workers[i]->nat;
 		/* the worker's own field, read as the counters are */
-		uint32_t w = __atomic_load_n(&sp.workers[i]->nat.wheel_time,
-					     __ATOMIC_RELAXED);
+		uint32_t w = __atomic_load_n(&nat->wheel_time, __ATOMIC_RELAXED);
 
-		if ((int32_t)(w - t) <= after)
+		if (nat->route_gen != sp.route_gen || (int32_t)(w - t) <= after)
 			return false;
 	}
 	return true;
