@@ -139,6 +139,15 @@ next_gen(uint16_t slot)
 	return oldest >= 0 && wheels_past(left_ms[slot][oldest]) ? oldest : -1;
 }
 
+/* Slot has left gen, and no worker caches (slot, gen) from here on: the
+ * grace period after the change has passed. */
+static void
+left(uint16_t slot, uint8_t gen)
+{
+	left_ms[slot][gen] = sp_now_ms();
+	left_mask[slot] |= (uint8_t)(1u << gen);
+}
+
 static void
 reclaim(void)
 {
@@ -146,11 +155,8 @@ reclaim(void)
 	       rte_rcu_qsbr_check(sp.rcu, retired[retired_head].token,
 				  false) == 1) {
 		uint16_t slot = retired[retired_head].slot;
-		uint8_t gen = retired[retired_head].gen;
 
-		/* no worker caches (slot, gen) from here on */
-		left_ms[slot][gen] = sp_now_ms();
-		left_mask[slot] |= (uint8_t)(1u << gen);
+		left(slot, retired[retired_head].gen);
 		free_slot[(free_head + n_free++) % SP_MAX_ROUTES] = slot;
 		retired_head = (retired_head + 1) % SP_MAX_ROUTES;
 		n_retired--;
@@ -217,24 +223,31 @@ covering(const struct sp_prefix *p)
 	return best;
 }
 
-/* Slot's route is out of the table (replaced, moved, or its prefix
- * deleted): every session that cached it looks its route up again, once no
- * worker still holds what a lookup of the table before the change
- * answered. */
+/* Every session that cached slot looks its route up again, once no worker
+ * still holds what a lookup of the table before the change answered. */
 static void
-retire(uint16_t slot)
+step(int slot)
 {
-	uint8_t gen = sp.route_gen[slot];
-	int next = next_gen(slot);
-	unsigned at;
+	int next = next_gen((uint16_t)slot);
 
 	/* slot_take saw one when it gave the slot, and more only come with
 	 * time; a slot from start-up has left none */
 	if (next < 0)
-		next = (gen + 1) % SP_ROUTE_GENS;
-	sp.routes[slot].live = 0;
+		next = (sp.route_gen[slot] + 1) % SP_ROUTE_GENS;
 	rte_rcu_qsbr_synchronize(sp.rcu, RTE_QSBR_THRID_INVALID);
 	__atomic_store_n(&sp.route_gen[slot], (uint8_t)next, __ATOMIC_RELEASE);
+}
+
+/* Slot's route is out of the table (replaced, moved, or its prefix
+ * deleted): its sessions look again, and it is reused later. */
+static void
+retire(uint16_t slot)
+{
+	uint8_t gen = sp.route_gen[slot];
+	unsigned at;
+
+	sp.routes[slot].live = 0;
+	step(slot);
 	at = (retired_head + n_retired++) % SP_MAX_ROUTES;
 	retired[at].slot = slot;
 	retired[at].gen = gen;
@@ -277,8 +290,10 @@ route_set(const struct sp_route *r, char *err, size_t errlen)
 	if (slot < 0)
 		return table_full(r, err, errlen);
 	if (cover >= 0 && (moved = slot_take()) < 0) {
+		int rc = table_full(r, err, errlen);
+
 		slot_give_back((uint16_t)slot);
-		return table_full(r, err, errlen);
+		return rc;
 	}
 	if (publish((uint16_t)slot, r) < 0) {
 		sp.routes[slot].live = 0;
@@ -292,12 +307,24 @@ route_set(const struct sp_route *r, char *err, size_t errlen)
 	if (old >= 0) {
 		retire((uint16_t)old);
 	} else if (moved >= 0) {
-		/* the same route, a new slot: rte_lpm_add replaces a prefix's
-		 * next hop in place, and has its tbl8s already */
+		/* the same route, a new slot (after r is in the table, so that
+		 * a lookup between the two finds r or the old slot) */
 		struct sp_route c = sp.routes[cover];
 
-		publish((uint16_t)moved, &c);
-		retire((uint16_t)cover);
+		if (publish((uint16_t)moved, &c) == 0) {
+			retire((uint16_t)cover);
+		} else {
+			/* rte_lpm_add over a prefix it holds reuses its tbl8
+			 * groups, so this is not seen; were it, the route
+			 * stays in its slot and its sessions look again */
+			uint8_t gen = sp.route_gen[cover];
+
+			sp.routes[moved].live = 0;
+			slot_give_back((uint16_t)moved);
+			step(cover);
+			rte_rcu_qsbr_synchronize(sp.rcu, RTE_QSBR_THRID_INVALID);
+			left((uint16_t)cover, gen);
+		}
 	}
 	return 0;
 }
