@@ -578,13 +578,17 @@ def case_metrics_exporter(nat: Nat) -> None:
         eq(after['quicknat_sessions{path="swpath"}'], sessions + 1, "a session more")
         key = 'quicknat_new_flows_total{path="swpath"}'  # its sessions_created
         eq(after[key], before[key] + 1, "new flows moved")
-        # the session's opening, timed by the TSC: one more, under a millisecond
+        # the session's opening, timed by the TSC: one more observation, in
+        # seconds. How long it took is the benchmarks' business: a worker
+        # preempted on this 2-vCPU machine once took over a millisecond, so
+        # the test bounds it at a second, which a unit mistake (microseconds
+        # given as seconds) would exceed a thousandfold.
         opens = 'quicknat_session_open_duration_seconds_count{path="swpath"}'
         eq(after[opens], before[opens] + 1, "session opens timed")
-        fast = 'quicknat_session_open_duration_seconds_bucket{le="0.001",path="swpath"}'
-        eq(after[fast], before[fast] + 1, "opened in under 1 ms")
+        every = 'quicknat_session_open_duration_seconds_bucket{le="+Inf",path="swpath"}'
+        eq(after[every], before[every] + 1, "in the histogram's buckets")
         took = 'quicknat_session_open_duration_seconds_sum{path="swpath"}'
-        assert after[took] > before[took], (before[took], after[took])
+        assert 0 < after[took] - before[took] < 1.0, (before[took], after[took])
         assert 'quicknat_flows_refused_total{path="swpath",reason="session_limit"}' in after
         eq(after['quicknat_unmapped_counters{path="swpath"}'], 0.0, "every counter in a family")
         version = subprocess.run(
