@@ -12,8 +12,8 @@ import configs
 import pytest
 from finsy.proto import p4r
 from quicknat.config import parse_config
-from quicknat.controller.program import Pipeline
-from quicknat.controller.route_view import TABLE, format_mac, route_rows
+from quicknat.controller.program import Pipeline, format_mac, mac_value
+from quicknat.controller.route_view import TABLE, route_rows
 from quicknat.controller.switch_config import SwitchConfig
 from quicknat.controller.target import bmv2, swx
 from quicknat.p4rt.client import P4RuntimeError
@@ -93,8 +93,9 @@ def test_an_entry_the_configuration_does_not_explain() -> None:
     ]
 
 
-def test_format_mac() -> None:
+def test_format_mac_is_mac_value_s_inverse() -> None:
     assert format_mac(0x0200000002FE) == "02:00:00:00:02:fe"
+    assert format_mac(mac_value("aa:bb:cc:dd:ee:0f")) == "aa:bb:cc:dd:ee:0f"
 
 
 def test_the_controller_answers_from_the_switch_or_says_why_not() -> None:

@@ -138,6 +138,11 @@ def mac_value(mac: str) -> int:
     return int(mac.replace(":", ""), 16)
 
 
+def format_mac(value: int) -> str:
+    """mac_value's inverse: a MAC read back from the switch, as written."""
+    return ":".join(f"{value >> shift & 0xFF:02x}" for shift in range(40, -8, -8))
+
+
 class ConfigMismatch(ValueError):
     """The configuration lacks something the P4 path needs."""
 

@@ -20,15 +20,11 @@ from finsy.proto import p4r
 
 from quicknat.addr import format_ipv4
 from quicknat.config import Config
-from quicknat.controller.program import mac_value
+from quicknat.controller.program import format_mac, mac_value
 from quicknat.p4rt.entities import action_params, lpm_fields
 from quicknat.p4rt.p4info import P4Info
 
 TABLE = "routing_v4"
-
-
-def format_mac(value: int) -> str:
-    return ":".join(f"{value >> shift & 0xFF:02x}" for shift in range(40, -8, -8))
 
 
 def route_rows(
