@@ -49,7 +49,10 @@ frame(struct frame *f, uint16_t room, uint8_t proto, uint32_t src,
       uint16_t sport, uint32_t dst, uint16_t dport, uint8_t tcp_flags,
       struct sp_pkt *p)
 {
-	uint8_t *b = f->buf + room;
+	/* an odd headroom starts the buffer a byte in: the headers stay 2-byte
+	 * aligned, as a PMD leaves them (UBSan checks member accesses) */
+	uint8_t *base = f->buf + (room & 1);
+	uint8_t *b = base + room;
 	struct rte_ether_hdr *eth = (void *)b;
 	struct rte_ipv4_hdr *ip = (void *)(eth + 1);
 	uint8_t *l4 = (uint8_t *)(ip + 1);
@@ -88,8 +91,8 @@ frame(struct frame *f, uint16_t room, uint8_t proto, uint32_t src,
 		icmp->icmp_seq_nb = RTE_BE16(7);
 		icmp->icmp_cksum = (uint16_t)~rte_raw_cksum(l4, l4_len);
 	}
-	f->m.buf_addr = f->buf;
-	f->m.buf_len = BUF_SIZE;
+	f->m.buf_addr = base;
+	f->m.buf_len = (uint16_t)(BUF_SIZE - (room & 1));
 	f->m.data_off = room;
 	f->m.data_len = f->m.pkt_len = (uint16_t)(14 + 20 + l4_len);
 	f->m.nb_segs = 1;

@@ -62,6 +62,10 @@ struct options {
 	unsigned exit_when_idle_ms;
 };
 
+/* Set once the EAL is up: a start-up failure after it gives back what the
+ * EAL and the ports hold, as a clean stop does. */
+static bool eal_up;
+
 static void __attribute__((noreturn, format(printf, 1, 2)))
 die(const char *fmt, ...)
 {
@@ -72,6 +76,10 @@ die(const char *fmt, ...)
 	vsnprintf(message, sizeof(message), fmt, ap);
 	va_end(ap);
 	sp_log("error", "%s", message);
+	if (eal_up) {
+		sp_ports_close();
+		rte_eal_cleanup();
+	}
 	exit(EXIT_STARTUP);
 }
 
@@ -423,6 +431,7 @@ start(int argc, char **argv, int sep, const struct options *o)
 	eal_argc = sp_eal_arguments(sep, argv, sp.n_workers, eal_argv);
 	if (sp_eal_start(eal_argc, eal_argv, err, sizeof(err)) < 0)
 		die("%s", err);
+	eal_up = true;
 	sp.tsc_hz = rte_get_tsc_hz();
 	sp.tsc0 = rte_rdtsc();
 	sp_open_hist_init(sp.open_hist_bound_tsc, sp.tsc_hz);

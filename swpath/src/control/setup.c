@@ -419,7 +419,7 @@ sp_setup_ports(char *err, size_t errlen)
 }
 
 void
-sp_teardown(void)
+sp_ports_close(void)
 {
 	for (unsigned i = 0; i < sp.n_ifaces; i++) {
 		if (!sp_port_first_iface(i))
@@ -427,6 +427,12 @@ sp_teardown(void)
 		rte_eth_dev_stop(sp.ifaces[i].port);
 		rte_eth_dev_close(sp.ifaces[i].port);
 	}
+}
+
+void
+sp_teardown(void)
+{
+	sp_ports_close();
 	for (unsigned i = 0; i < sp.n_workers; i++) {
 		struct sp_worker *w = sp.workers[i];
 

@@ -24,6 +24,10 @@ int sp_setup_dispatch(char *err, size_t errlen);
 int sp_setup_mempool(char *err, size_t errlen);
 int sp_setup_workers(char *err, size_t errlen);
 int sp_setup_ports(char *err, size_t errlen);
+/* Stops and closes the interfaces' DPDK ports, started or not: what a
+ * start-up failure releases before rte_eal_cleanup() (a PMD frees its
+ * pcap dumpers and sockets only on close: without it, ASan reports them). */
+void sp_ports_close(void);
 void sp_teardown(void);
 
 #endif /* SP_SETUP_H */
