@@ -102,6 +102,12 @@ SUITES = [
         "DPDK data path: unit tests, pcap end-to-end",
     ),
     Suite(
+        "swpath-asan",
+        ["make", "-s", "-C", "swpath/src", "SANITIZE=1", "test-memory"],
+        "the same built with ASan and UBSan: a leak, an overflow or undefined "
+        "behaviour (a misaligned access) fails it",
+    ),
+    Suite(
         "swpath-live",
         ["make", "-s", "-C", "swpath/src", "test-live"],
         "DPDK data path: live veth, slow-path instances, restarts, the systemd unit (root)",
