@@ -60,15 +60,20 @@ struct swx_tables {
 	const volatile bool *running;
 };
 
+/* The entry's action data is the table's size, not its action's: a table
+ * type's create() copies params.action_data_size bytes of every entry (as
+ * DPDK's own rte_swx_ctl allocates them), past a smaller action's
+ * arguments, which stay zero. */
 static struct rte_swx_table_entry *
 entry_copy(const struct swx_table_layout *l, const struct swx_entry *e, uint32_t data_size)
 {
 	struct rte_swx_table_entry *c = calloc(1, sizeof(*c));
+	uint32_t room = RTE_MAX(RTE_MAX(l->action_data_size, data_size), 1u);
 
 	if (c == NULL)
 		return NULL;
 	c->key = calloc(1, l->key_size ? l->key_size : 1);
-	c->action_data = calloc(1, data_size ? data_size : 1);
+	c->action_data = calloc(1, room);
 	if (e->mask != NULL)
 		c->key_mask = calloc(1, l->key_size ? l->key_size : 1);
 	if (c->key == NULL || c->action_data == NULL || (e->mask != NULL && c->key_mask == NULL)) {
@@ -175,6 +180,27 @@ init_tables(struct swx_tables *t)
 	return 0;
 }
 
+/* The bytes the pipeline gave a learner's default action data: its own
+ * actions' largest (rte_swx_pipeline_build), which may be fewer than the
+ * program's largest action has; a copy of more reads past them. */
+static size_t
+learner_data_size(const struct swx_tables *t, uint32_t learner)
+{
+	struct rte_swx_ctl_learner_info li;
+	size_t size = 0;
+
+	if (rte_swx_ctl_learner_info_get(t->p, learner, &li) != 0)
+		return 0;
+	for (uint32_t a = 0; a < li.n_actions; a++) {
+		struct rte_swx_ctl_table_action_info ai;
+
+		if (rte_swx_ctl_learner_action_info_get(t->p, learner, a, &ai) == 0 &&
+		    t->info.actions[ai.action_id].data_size > size)
+			size = t->info.actions[ai.action_id].data_size;
+	}
+	return size;
+}
+
 static int
 init_others(struct swx_tables *t)
 {
@@ -209,12 +235,8 @@ init_others(struct swx_tables *t)
 		ts1[base + l] = ts0[base + l];
 		ts1[base + l].default_action_data = NULL;
 		if (ts0[base + l].default_action_data != NULL) {
-			/* the pipeline sized it by the learner's largest action */
-			size_t size = 0;
+			size_t size = learner_data_size(t, l);
 
-			for (uint32_t a = 0; a < pi->n_actions; a++)
-				if (t->info.actions[a].data_size > size)
-					size = t->info.actions[a].data_size;
 			ts1[base + l].default_action_data = calloc(1, size + 1);
 			if (ts1[base + l].default_action_data == NULL)
 				return -1;
