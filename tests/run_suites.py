@@ -125,6 +125,12 @@ SUITES = [
         "fast path against the program without it",
     ),
     Suite(
+        "swx-asan",
+        ["make", "-s", "-C", "swpath/swx", "SANITIZE=1", "unit"],
+        "quicknat-swx's table-state manager's unit tests under ASan and UBSan "
+        "(DPDK's own leaks named in tests/lsan-dpdk.supp)",
+    ),
+    Suite(
         "swpath-fuzz",
         ["make", "-s", "-C", "swpath/fuzz", "check"],
         "libFuzzer (ASan+UBSan) over swpath's packet path, 30 s from the corpus",
