@@ -75,9 +75,11 @@ class EventLogger:
             assert config.file is not None
             # reopens the file when logrotate has moved it (swpath: SIGHUP)
             handler = logging.handlers.WatchedFileHandler(config.file)
-        self.logger = logging.getLogger("quicknat.events")
+        # a logger of its own, not the registry's "quicknat.events": a second
+        # EventLogger in the process (a test, a mode built again) must not
+        # write into the first one's file as well
+        self.logger = logging.Logger("quicknat.events", logging.INFO)
         self.logger.propagate = False
-        self.logger.setLevel(logging.INFO)
         self.logger.addHandler(handler)
 
     def __call__(self, event: str, mapping: Mapping, now: float) -> None:
@@ -114,7 +116,8 @@ class EventLogger:
         """Nat.on_session (registered only with ipfix_sessions): RFC 8158's
         NAT44 session create or delete, seen as the inside host's packet
         out: inside endpoint, its translation, the remote."""
-        assert self.exporter is not None
+        if self.exporter is None:  # closed: the controller is stopping
+            return
         self.exporter.send(
             NatEvent(
                 f"session-{event}",
@@ -144,3 +147,15 @@ class EventLogger:
         """Sends the IPFIX records waiting (the controller's flush interval)."""
         if self.exporter is not None:
             self.exporter.flush()
+
+    def close(self) -> None:
+        """Sends what waits and closes the collectors' socket and the log
+        file (or syslog's socket): the mode's stop."""
+        if self.exporter is not None:
+            self.exporter.close()
+            self.exporter = None
+        if self.logger is not None:
+            for handler in list(self.logger.handlers):
+                self.logger.removeHandler(handler)
+                handler.close()
+            self.logger = None

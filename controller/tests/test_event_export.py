@@ -75,6 +75,7 @@ def test_the_event_logger_sends_both_to_the_collectors(
     ]
     assert (message.records[2]["12"], message.records[2]["11"]) == (ip("8.8.8.8"), 53)
     assert logger.exporter is not None and logger.exporter.failed == 0
+    logger.close()
 
 
 def test_the_sd_id_names_the_operators_enterprise_number(
@@ -89,6 +90,7 @@ def test_the_sd_id_names_the_operators_enterprise_number(
     logger("deleted", mapping, 0.0)
     m = RFC5424.match(syslog.recv(2048).decode())
     assert m is not None and m["pen"] == "54321" and 'event="deleted" proto="tcp"' in m["sd"]
+    logger.close()
 
 
 def test_both_cores_default_to_the_same_enterprise_number() -> None:

@@ -61,7 +61,7 @@ def run_the_nat(collector: socket.socket) -> list[bytes]:
         nat.new_flow(Zone.INSIDE, FlowKey(17, ip("10.0.0.2"), ip("8.8.8.8"), 5000, 53), 1)
     nat.remove(dns, 2)
     nat.remove(ntp, 2)
-    events.flush()
+    events.close()  # sends the records waiting, as the controller's stop does
     return [collector.recv(2048)]
 
 

@@ -5,6 +5,7 @@ connection the instance closed (it restarted) opened again for the batch."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -21,10 +22,12 @@ class Instance:
         self.path = path
         self.lines: list[str] = []
         self.connections = 0
+        self.open = 0
         self.close_after: int | None = None
 
     async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.connections += 1
+        self.open += 1
         while line := (await reader.readline()).decode().strip():
             self.lines.append(line)
             writer.write(b"error: no\n" if "bad" in line else b"ok\n")
@@ -33,6 +36,7 @@ class Instance:
                 self.close_after = None
                 break
         writer.close()
+        self.open -= 1
 
 
 async def until(what: Any, timeout: float = 5.0) -> None:
@@ -64,7 +68,10 @@ def test_session_lines_share_one_connection_and_survive_a_restart(tmp_path: Path
         await until(lambda: len(instance.lines) == 5)
         assert instance.connections == 2
         assert stats["instance_command_errors"] == 1  # nothing lost
-        sender.cancel()
+        sender.cancel()  # as OffloadIO.stop: it closes its connection
+        with contextlib.suppress(asyncio.CancelledError):
+            await sender
+        await until(lambda: instance.open == 0)  # the instance saw it close
         server.close()
         await server.wait_closed()
 

@@ -152,13 +152,14 @@ class ControllerMode:
             self.events.flush()
 
     async def stop(self) -> None:
-        """Stops the flush interval and sends what waits."""
+        """Stops the flush interval, sends what waits and closes the event
+        log and the collectors' socket."""
         if self._flusher is not None:
             self._flusher.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._flusher
             self._flusher = None
-        self.events.flush()
+        self.events.close()
 
     def pipeline_pushed(self) -> None:
         """(recover, which follows, installs again what it lost)"""
