@@ -228,6 +228,7 @@ FUZZ_PACKETS ?= 50000
 FUZZ_SEED ?= $(shell date +%s)
 fuzz: $(VENV)/.installed build
 	$(MAKE) -C swpath/fuzz run $(if $(FUZZ_TIME),FUZZ_TIME=$(FUZZ_TIME))
+	$(MAKE) -C swpath/fuzz run-commands $(if $(FUZZ_TIME),FUZZ_TIME=$(FUZZ_TIME))
 	$(VPY) ptf-tests/run.py --target swpath --fuzz-packets $(FUZZ_PACKETS) --fuzz-seed $(FUZZ_SEED) fuzz
 	if command -v simple_switch_grpc >/dev/null; then \
 	  $(VPY) ptf-tests/run.py --target bmv2 --fuzz-packets $(FUZZ_PACKETS) --fuzz-seed $(FUZZ_SEED) fuzz; \

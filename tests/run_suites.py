@@ -133,7 +133,8 @@ SUITES = [
     Suite(
         "swpath-fuzz",
         ["make", "-s", "-C", "swpath/fuzz", "check"],
-        "libFuzzer (ASan+UBSan) over swpath's packet path, 30 s from the corpus",
+        "libFuzzer (ASan+UBSan) over swpath's packet path (30 s) and its command "
+        "language's parser and writer (15 s), from their corpora",
         requires=["clang-14"],
     ),
     Suite(

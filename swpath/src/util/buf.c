@@ -16,7 +16,9 @@ sp_buf_printf(struct sp_buf *b, const char *fmt, ...)
 		size_t room = b->cap - b->len;
 
 		va_start(ap, fmt);
-		n = vsnprintf(b->p + b->len, room, fmt, ap);
+		/* an empty buffer has no p: NULL + 0 is undefined (C11 6.5.6),
+		 * and vsnprintf(NULL, 0, ...) only measures */
+		n = vsnprintf(b->p != NULL ? b->p + b->len : NULL, room, fmt, ap);
 		va_end(ap);
 		if (n < 0)
 			return;
