@@ -20,7 +20,13 @@ from lab.netns import (
 )
 from lab.nodes import QUICKNAT, Nodes
 from lab.processes import signals_ignored, wait_for_unix_socket
-from lab.swpath import SWPATH, compile_commands, state_file, swpath_command
+from lab.swpath import (
+    SWPATH,
+    compile_commands,
+    remove_runtime_dir,
+    state_file,
+    swpath_command,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 NAT = "qn-lab-nat"
@@ -74,6 +80,7 @@ class NetnsLab(Nodes):
         for node in (topology.NAT, *(node.name for node in topology.NODES)):
             delete_namespace(namespace(node))
         self.state.unlink(missing_ok=True)
+        remove_runtime_dir(self.prefix)
 
     def start_swpath(self, commands: Path | None = None, pmd: str | None = None) -> None:
         """swpath with topo/lab.toml's commands, or `commands` (a benchmark's),

@@ -39,7 +39,13 @@ from lab.netns import SLOW_PATH_PORT, add_veth, set_up_plain
 from lab.netns_lab import NAT as NAT_NAMESPACE
 from lab.netns_lab import NetnsLab
 from lab.processes import signals_ignored, start_dpdk, wait_for_unix_socket, wait_until
-from lab.swpath import QUICKNAT, compile_commands, state_file, swpath_command
+from lab.swpath import (
+    QUICKNAT,
+    compile_commands,
+    remove_runtime_dir,
+    state_file,
+    swpath_command,
+)
 
 GRPC_PORT = 50011
 # The switches the lab runs: how to start each, and its builds.
@@ -213,6 +219,7 @@ class OffloadLab(NetnsLab):
         super().delete()
         for index in range(self.instances):
             state_file(self._prefix(index)).unlink(missing_ok=True)
+            remove_runtime_dir(self._prefix(index))
         swx.remove_runtime_dir(self.workdir)
 
     def _prefix(self, index: int) -> str:
