@@ -19,11 +19,10 @@ from lab.netns import (
     in_namespace,
 )
 from lab.nodes import QUICKNAT, Nodes
-from lab.processes import signals_ignored, wait_for_unix_socket
+from lab.processes import remove_runtime_dir, signals_ignored, wait_for_unix_socket
 from lab.swpath import (
     SWPATH,
     compile_commands,
-    remove_runtime_dir,
     state_file,
     swpath_command,
 )

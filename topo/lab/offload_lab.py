@@ -38,11 +38,16 @@ from lab import bmv2, swx, topology
 from lab.netns import SLOW_PATH_PORT, add_veth, set_up_plain
 from lab.netns_lab import NAT as NAT_NAMESPACE
 from lab.netns_lab import NetnsLab
-from lab.processes import signals_ignored, start_dpdk, wait_for_unix_socket, wait_until
+from lab.processes import (
+    remove_runtime_dir,
+    signals_ignored,
+    start_dpdk,
+    wait_for_unix_socket,
+    wait_until,
+)
 from lab.swpath import (
     QUICKNAT,
     compile_commands,
-    remove_runtime_dir,
     state_file,
     swpath_command,
 )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -22,6 +23,14 @@ T = TypeVar("T")
 # second fails with this line (EINVAL). A new process has another pid.
 FANOUT_CLASH = "could not set PACKET_FANOUT"
 FANOUT_ATTEMPTS = 3
+
+
+def remove_runtime_dir(file_prefix: str) -> None:
+    """DPDK's runtime directory of a stopped process of EAL file prefix
+    `file_prefix` (its telemetry socket). quicknat-swpath removes its own at
+    a clean exit (swpath/src/control/eal.c); the switch, and an instance
+    killed (a crash, or SIGKILL when it did not stop in time), leave it."""
+    shutil.rmtree(Path("/var/run/dpdk") / file_prefix, ignore_errors=True)
 
 
 def start_dpdk(start_once: Callable[[], T], log: Path) -> T:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 from collections.abc import Mapping
 from pathlib import Path
@@ -39,14 +38,6 @@ def state_file(file_prefix: str) -> Path:
     """Where an instance keeps its sessions for a successor (--state): shared
     memory, named after its EAL file prefix, which is unique per lab."""
     return Path("/dev/shm") / f"{file_prefix}.state"
-
-
-def remove_runtime_dir(file_prefix: str) -> None:
-    """DPDK's runtime directory of a stopped instance. A clean exit removes
-    it itself (swpath/src/control/eal.c); an instance killed (a crash, or
-    SIGKILL when it did not stop in time) leaves it with its telemetry
-    socket."""
-    shutil.rmtree(Path("/var/run/dpdk") / file_prefix, ignore_errors=True)
 
 
 def swpath_command(

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import shutil
 from collections.abc import Mapping
 from pathlib import Path
 
+from lab import processes
 from lab.swpath import AF_PACKET_FRAMES
 
 REPO = Path(__file__).resolve().parents[2]
@@ -147,7 +147,7 @@ def learned(grpc_addr: str) -> int:
 def remove_runtime_dir(workdir: Path) -> None:
     """DPDK's runtime directory of a stopped switch (its telemetry socket):
     the EAL leaves it behind."""
-    shutil.rmtree(Path("/var/run/dpdk") / file_prefix(workdir), ignore_errors=True)
+    processes.remove_runtime_dir(file_prefix(workdir))
 
 
 def telemetry(prefix: str, command: str) -> object:
