@@ -203,6 +203,8 @@ sp_format_stats_json(struct sp_buf *b)
 	sp_buf_printf(b, ", \"lcores\": [");
 	for (unsigned w = 0; w < sp.n_workers; w++) {
 		const struct sp_worker *wk = sp.workers[w];
+		uint64_t busy_tsc = __atomic_load_n(&wk->busy_tsc,
+						    __ATOMIC_RELAXED);
 
 		sp_buf_printf(b, "%s\n {\"worker\": %u, \"lcore\": %u, "
 			      "\"sessions\": %u, \"mappings\": %u, "
@@ -210,7 +212,7 @@ sp_format_stats_json(struct sp_buf *b)
 			      w ? "," : "", w, wk->lcore,
 			      __atomic_load_n(&wk->nat.n_sessions, __ATOMIC_RELAXED),
 			      __atomic_load_n(&wk->nat.n_mappings, __ATOMIC_RELAXED),
-			      (unsigned long long)(wk->busy_tsc /
+			      (unsigned long long)(busy_tsc /
 						   (sp.tsc_hz / 1000000)));
 		counters_json(b, wk->cnt);
 		sp_buf_printf(b, "}");

@@ -47,6 +47,7 @@
 #include "persist/session_store.h"
 #include "qns.h"
 #include "util/log.h"
+#include "util/tsan.h"
 
 #define PROG "quicknat-swpath"
 #define EXIT_STARTUP 2
@@ -519,6 +520,8 @@ stop(const struct options *o)
 {
 	notify_systemd("STOPPING=1");
 	rte_eal_mp_wait_lcore();
+	for (unsigned i = 0; i < sp.n_workers; i++)
+		SP_TSAN_ACQUIRE(sp.workers[i]);
 	sp_events_drain();
 	if (!sp_store_enabled())
 		sp_events_mappings_closed();

@@ -230,7 +230,7 @@ sp_nat_handback(struct sp_nat *nat, const struct sp_runtime *rt,
 	uint32_t sidx;
 
 	if (sp_nat_adopt(nat, rt, &rec, &sidx) != SP_ADOPT_OK) {
-		nat->cnt[SP_CNT_handback_refused]++;
+		SP_COUNT_ADD(nat->cnt[SP_CNT_handback_refused], 1);
 		return;
 	}
 	s = &nat->sessions[sidx];
@@ -238,8 +238,8 @@ sp_nat_handback(struct sp_nat *nat, const struct sp_runtime *rt,
 	sp_session_seq_begin(s);
 	s->id = nat->next_id++ * nat->n_workers + nat->worker + 1;
 	sp_session_seq_end(s);
-	nat->cnt[SP_CNT_sessions_handed_back]++;
-	nat->cnt[SP_CNT_sessions_offloaded]++;
+	SP_COUNT_ADD(nat->cnt[SP_CNT_sessions_handed_back], 1);
+	SP_COUNT_ADD(nat->cnt[SP_CNT_sessions_offloaded], 1);
 	sp_nat_notify(nat, sidx, SP_SESSION_OPENED, now);
 	sp_nat_notify(nat, sidx, SP_SESSION_ANNOUNCED, now);
 }
@@ -279,7 +279,7 @@ sp_nat_session_cmd(struct sp_nat *nat, const struct sp_runtime *rt,
 	}
 	found = session_named(nat, c);
 	if (found < 0) {
-		nat->cnt[SP_CNT_offload_unknown]++;
+		SP_COUNT_ADD(nat->cnt[SP_CNT_offload_unknown], 1);
 		return;
 	}
 	sidx = (uint32_t)found;
@@ -287,7 +287,7 @@ sp_nat_session_cmd(struct sp_nat *nat, const struct sp_runtime *rt,
 	switch (c->action) {
 	case SP_SESSION_CMD_OFFLOAD:
 		if (!(s->flags & SP_SESS_OFFLOADED))
-			nat->cnt[SP_CNT_sessions_offloaded]++;
+			SP_COUNT_ADD(nat->cnt[SP_CNT_sessions_offloaded], 1);
 		s->flags = (uint8_t)((s->flags | SP_SESS_OFFLOADED) &
 				     ~SP_SESS_SWITCH_IDLE);
 		break;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/allocator.h"
+#include "core/counters.h"
 #include "util/text.h"
 
 #define SP_POOL_MAX_ADDRS (1u << 16)
@@ -523,7 +524,7 @@ slot_take(struct sp_pool *pool, struct sp_pool_space *s, struct sp_binding *b,
 {
 	b->held++;
 	s->state[pi][slot] = SP_PORT_USED;
-	(*used_count(s, pi, slot))++;
+	SP_COUNT_ADD(*used_count(s, pi, slot), 1);
 	out->addr = pool->addrs[addr_idx];
 	out->port = s->ports[slot];
 	out->pool = pool->index;
@@ -683,7 +684,7 @@ sp_pool_release(struct sp_pool *pool, struct sp_alloc_ctx *ctx, unsigned pi,
 	if (hold_ms > SP_LEASE_MAX_MS)
 		hold_ms = SP_LEASE_MAX_MS;
 	s->state[pi][a->slot] = as_time(now_ms + hold_ms);
-	(*used_count(s, pi, a->slot))--;
+	SP_COUNT_SUB(*used_count(s, pi, a->slot), 1);
 	s->exhausted &= (uint8_t)~(1u << pi);   /* a port again: episode over */
 	b = binding_find(ctx, pool->index, int_addr, hash, &pos);
 	if (b == NULL)

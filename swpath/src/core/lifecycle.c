@@ -46,7 +46,7 @@ sp_session_link(struct sp_nat *nat, const struct sp_runtime *rt, uint32_t idx)
 					     be32toh(s->rem_addr)));
 	}
 	sp_host_add_session(nat, be32toh(s->int_addr));
-	nat->n_sessions++;
+	SP_COUNT_ADD(nat->n_sessions, 1);
 	sp_wheel_insert(nat, idx, s->last_seen + sp_session_timeout_ms(rt, s));
 }
 
@@ -82,7 +82,7 @@ sp_session_open(struct sp_nat *nat, const struct sp_runtime *rt,
 	s->mapping = spec->mapping;
 	s->id = nat->next_id++ * nat->n_workers + nat->worker + 1;
 	sp_session_link(nat, rt, idx);
-	nat->cnt[SP_CNT_sessions_created]++;
+	SP_COUNT_ADD(nat->cnt[SP_CNT_sessions_created], 1);
 	sp_session_seq_end(s);
 	sp_nat_notify(nat, idx, SP_SESSION_OPENED, now);
 	session_event(nat, SP_EVENT_SESSION_OPENED, s, now);
@@ -146,7 +146,7 @@ session_free(struct sp_nat *nat, uint32_t sidx, enum sp_session_event why,
 	s->proto = 0;
 	s->next = nat->free_session;
 	nat->free_session = sidx;
-	nat->n_sessions--;
+	SP_COUNT_SUB(nat->n_sessions, 1);
 	sp_session_seq_end(s);
 }
 
@@ -202,7 +202,7 @@ sp_nat_delete(struct sp_nat *nat, const struct sp_runtime *rt,
 		sp_nat_remove(nat, i, SP_SESSION_DELETED, now);
 		deleted++;
 	}
-	nat->cnt[SP_CNT_sessions_deleted] += deleted;
+	SP_COUNT_ADD(nat->cnt[SP_CNT_sessions_deleted], deleted);
 	return deleted;
 }
 
@@ -226,7 +226,7 @@ sp_nat_age(struct sp_nat *nat, const struct sp_runtime *rt, uint32_t now,
 					now + sp_session_timeout_ms(rt, s));
 		} else {
 			session_free(nat, sidx, SP_SESSION_EXPIRED, now);
-			nat->cnt[SP_CNT_sessions_expired]++;
+			SP_COUNT_ADD(nat->cnt[SP_CNT_sessions_expired], 1);
 			expired++;
 		}
 	}

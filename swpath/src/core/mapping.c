@@ -159,7 +159,7 @@ sp_mapping_insert(struct sp_nat *nat, uint8_t proto, uint32_t int_addr,
 		      sp_endpoint_hash(&nat->map_int, proto, int_addr, int_port));
 	sp_hix_insert(&nat->map_ext, idx,
 		      sp_endpoint_hash(&nat->map_ext, proto, a->addr, a->port));
-	nat->n_mappings++;
+	SP_COUNT_ADD(nat->n_mappings, 1);
 	return idx;
 }
 
@@ -231,7 +231,7 @@ sp_mapping_new(struct sp_nat *nat, const struct sp_runtime *rt,
 	if (rc < 0)
 		return SP_CNT_drop_table_full;
 	*midx = sp_mapping_insert(nat, key->proto, int_addr, int_port, &a);
-	nat->cnt[SP_CNT_mappings_created]++;
+	SP_COUNT_ADD(nat->cnt[SP_CNT_mappings_created], 1);
 	return SP_NAT_OK;
 }
 
@@ -254,6 +254,6 @@ sp_mapping_free(struct sp_nat *nat, uint32_t midx, uint32_t now)
 	m->proto = 0;
 	m->next_free = nat->free_mapping;
 	nat->free_mapping = midx;
-	nat->n_mappings--;
-	nat->cnt[SP_CNT_mappings_freed]++;
+	SP_COUNT_SUB(nat->n_mappings, 1);
+	SP_COUNT_ADD(nat->cnt[SP_CNT_mappings_freed], 1);
 }

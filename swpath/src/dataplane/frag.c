@@ -36,7 +36,7 @@ release(struct sp_frag *f, struct sp_frag_dgram *d, uint64_t *cnt)
 
 	for (unsigned i = 0; i < n; i++)
 		rte_pktmbuf_free(d->held[i]);
-	cnt[SP_CNT_drop_frag_timeout] += n;
+	SP_COUNT_ADD(cnt[SP_CNT_drop_frag_timeout], n);
 	f->n_held -= n;
 	if (d->counted)
 		f->waiting[d->src_slot]--;
@@ -160,7 +160,7 @@ kill_datagram(struct sp_frag *f, struct sp_frag_dgram *d, uint64_t *cnt)
 
 	for (unsigned i = 0; i < n; i++)
 		rte_pktmbuf_free(d->held[i]);
-	cnt[SP_CNT_drop_frag_overlap] += n;
+	SP_COUNT_ADD(cnt[SP_CNT_drop_frag_overlap], n);
 	f->n_held -= n;
 	d->n_held = 0;
 	d->dead = 1;
@@ -251,7 +251,7 @@ sp_frag_later(struct sp_frag *f, const struct sp_frag_key *k,
 	}
 	d->held[d->n_held++] = m;
 	f->n_held++;
-	cnt[SP_CNT_frag_held]++;
+	SP_COUNT_ADD(cnt[SP_CNT_frag_held], 1);
 	return SP_FRAG_HELD;
 }
 

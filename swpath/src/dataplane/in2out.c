@@ -42,7 +42,7 @@ sp_in2out_miss(struct sp_worker *w, struct rte_mbuf *m, struct sp_pkt *p,
 	if (rc == SP_NAT_HANDOFF) {
 		sp_handoff(w, m, owner, 0);
 	} else if (out_of_resources(rc) && rt->icmp_on_exhaustion) {
-		w->cnt[rc]++;
+		SP_COUNT_ADD(w->cnt[rc], 1);
 		sp_icmp_error_send(w, m, sp_in_iface(m), SP_ICMP_DEST_UNREACH,
 				   SP_ICMP_CODE_PROHIBITED, 0, rt);
 	} else {

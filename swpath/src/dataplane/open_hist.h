@@ -17,6 +17,8 @@
 
 #include <stdint.h>
 
+#include "core/counters.h"
+
 #define SP_OPEN_HIST_N 12
 
 /* The buckets' upper bounds (ns), as Prometheus' `le` (inclusive): a new
@@ -40,8 +42,8 @@ sp_open_hist_observe(struct sp_open_hist *h, const uint64_t *bound_tsc,
 
 	while (i < SP_OPEN_HIST_N && cycles > bound_tsc[i])
 		i++;
-	h->count[i]++;
-	h->sum_tsc += cycles;
+	SP_COUNT_ADD(h->count[i], 1);
+	SP_COUNT_ADD(h->sum_tsc, cycles);
 }
 
 #endif /* SP_OPEN_HIST_H */

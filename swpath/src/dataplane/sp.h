@@ -390,14 +390,14 @@ sp_port_first_iface(unsigned i)
 	return true;
 }
 
-#define SP_INC(w, name) ((w)->cnt[SP_CNT_##name]++)
-#define SP_ADD(w, name, n) ((w)->cnt[SP_CNT_##name] += (n))
+#define SP_INC(w, name) SP_COUNT_ADD((w)->cnt[SP_CNT_##name], 1)
+#define SP_ADD(w, name, n) SP_COUNT_ADD((w)->cnt[SP_CNT_##name], (n))
 
 /* Drops m, counted under counter (enum sp_counter). */
 static inline void
 sp_drop(struct sp_worker *w, struct rte_mbuf *m, unsigned counter)
 {
-	w->cnt[counter]++;
+	SP_COUNT_ADD(w->cnt[counter], 1);
 	rte_pktmbuf_free(m);
 }
 

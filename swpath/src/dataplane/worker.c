@@ -19,6 +19,7 @@
 #include "dataplane/fwd.h"
 #include "dataplane/vlan.h"
 #include "dataplane/worker.h"
+#include "util/tsan.h"
 
 /* Worker 0 with software RSS: transmit what the others queued. */
 static void
@@ -170,8 +171,10 @@ poll_queues(struct sp_worker *w, bool spread, const struct sp_runtime *rt,
 static void
 housekeeping(struct sp_worker *w, const struct sp_runtime *rt)
 {
-	if (unlikely(!rte_ring_empty(w->cmd_ring)))
-		drain_cmd_ring(w, rt);
+	/* no rte_ring_empty() first: a dequeue finds an empty ring as cheaply,
+	 * and reads the producer's tail atomically where rte_ring_count()
+	 * does not (a race ThreadSanitizer reports) */
+	drain_cmd_ring(w, rt);
 	sp_nat_age(&w->nat, rt, w->now, SP_AGE_BUDGET);
 	sp_frag_age(w->frag, w->now, SP_FRAG_AGE_BUDGET, w->cnt);
 	if (unlikely(__atomic_load_n(&w->del_req, __ATOMIC_ACQUIRE) !=
@@ -274,12 +277,14 @@ sp_worker_main(void *arg)
 		}
 		housekeeping(w, rt);
 		if (worked)
-			w->busy_tsc += rte_rdtsc() - cur;
+			SP_COUNT_ADD(w->busy_tsc, rte_rdtsc() - cur);
 		if (unlikely(sp.idle_sleep_us != 0) && !backlog)
 			idle_sleep(w);
 	}
 	stop(w, io, spread);
 	rte_rcu_qsbr_thread_offline(sp.rcu, w->index);
 	rte_rcu_qsbr_thread_unregister(sp.rcu, w->index);
+	/* the control thread's teardown follows (control/main.c) */
+	SP_TSAN_RELEASE(w);
 	return 0;
 }

@@ -229,7 +229,7 @@ adopt_record(struct sp_session rec, const struct store_header *h,
 	if (rec.seq & 1) {
 		/* killed while writing it */
 		a->torn++;
-		sp.workers[0]->cnt[SP_CNT_sessions_discarded]++;
+		SP_COUNT_ADD(sp.workers[0]->cnt[SP_CNT_sessions_discarded], 1);
 		return;
 	}
 	rec.created = convert(clk, rec.created);
@@ -239,8 +239,9 @@ adopt_record(struct sp_session rec, const struct store_header *h,
 		owner = sp_owner_inside(&sp.rss, be32toh(rec.int_addr));
 	r = sp_nat_adopt(&sp.workers[owner]->nat, rt, &rec, &sidx);
 	a->reasons[r]++;
-	sp.workers[owner]->cnt[r == SP_ADOPT_OK ? SP_CNT_sessions_adopted :
-						  SP_CNT_sessions_discarded]++;
+	SP_COUNT_ADD(sp.workers[owner]->cnt[r == SP_ADOPT_OK ?
+					    SP_CNT_sessions_adopted :
+					    SP_CNT_sessions_discarded], 1);
 }
 
 /* One port hold of the predecessor's: on the worker that owns the port
