@@ -108,6 +108,13 @@ SUITES = [
         "behaviour (a misaligned access) fails it",
     ),
     Suite(
+        "swpath-tsan",
+        ["make", "-s", "-C", "swpath/src", "test-threads"],
+        "ThreadSanitizer over two workers and the control thread (the live veth "
+        "suite, the pcap runs with two workers): a data race fails it",
+        root=True,
+    ),
+    Suite(
         "swpath-live",
         ["make", "-s", "-C", "swpath/src", "test-live"],
         "DPDK data path: live veth, slow-path instances, restarts, the systemd unit (root)",
