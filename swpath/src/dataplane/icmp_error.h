@@ -67,6 +67,31 @@ sp_inner_dport(struct sp_icmp_inner *in)
 }
 
 /*
+ * The error's quoted packet, located, and the key of the packets that come
+ * back to it: the quoted packet reversed, which is how the session that sent
+ * it (translated) knows its replies. The error must travel back to the
+ * quoted packet's source; 0, or minus a drop counter.
+ */
+static inline int
+sp_icmp_quoted_key(struct sp_pkt *p, struct sp_icmp_inner *in,
+		   struct sp_flow_key *key)
+{
+	int rc = sp_icmp_inner(p, in);
+
+	if (rc < 0)
+		return rc;
+	if (p->ip->dst_addr != in->ip->src_addr)
+		return -SP_CNT_drop_icmp_error;
+	memset(key, 0, sizeof(*key));
+	key->proto = in->proto;
+	key->src = in->ip->dst_addr;
+	key->dst = in->ip->src_addr;
+	key->sport = *sp_inner_dport(in);
+	key->dport = *sp_inner_sport(in);
+	return 0;
+}
+
+/*
  * Rewrites the embedded source (src != 0) or destination address and the
  * port *port_field, adjusting the inner IP checksum and whatever inner L4
  * checksum is present in the quoted bytes. (The quoted header is only

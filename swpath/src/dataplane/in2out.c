@@ -61,27 +61,17 @@ sp_in2out_icmp_error(struct sp_worker *w, struct rte_mbuf *m,
 	int64_t d;
 	int rc;
 
-	rc = sp_icmp_inner(p, &in);
-	if (rc < 0) {
-		sp_drop(w, m, (unsigned)-rc);
-		return SP_NONE;
-	}
 	/* The quoted packet went remote -> host: our session's out2in form
 	 * after translation, so the in2out key is it reversed. The error
 	 * travels back to the quoted packet's source, the remote; it may come
 	 * from the host or from a router between us and it (path MTU
 	 * discovery towards the host), whose address the outer header loses
 	 * below (the Python core's rule too, quicknat/icmp_error.py). */
-	if (p->ip->dst_addr != in.ip->src_addr) {
-		sp_drop(w, m, SP_CNT_drop_icmp_error);
+	rc = sp_icmp_quoted_key(p, &in, &key);
+	if (rc < 0) {
+		sp_drop(w, m, (unsigned)-rc);
 		return SP_NONE;
 	}
-	memset(&key, 0, sizeof(key));
-	key.proto = in.proto;
-	key.src = in.ip->dst_addr;
-	key.dst = in.ip->src_addr;
-	key.sport = *sp_inner_dport(&in);
-	key.dport = *sp_inner_sport(&in);
 	d = sp_nat_lookup(&w->nat, &key);
 	if (d < 0 || (d & 1) != SP_DIR_IN2OUT) {
 		sp_drop(w, m, SP_CNT_drop_icmp_error);

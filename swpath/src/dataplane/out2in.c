@@ -75,23 +75,13 @@ sp_out2in_icmp_error(struct sp_worker *w, struct rte_mbuf *m,
 	int64_t d;
 	int rc;
 
-	rc = sp_icmp_inner(p, &in);
+	/* The quoted packet went external -> remote; the error comes back to
+	 * its source, our external address. */
+	rc = sp_icmp_quoted_key(p, &in, &key);
 	if (rc < 0) {
 		sp_drop(w, m, (unsigned)-rc);
 		return SP_NONE;
 	}
-	/* The quoted packet went external -> remote; the error comes back to
-	 * its source, our external address. */
-	if (p->ip->dst_addr != in.ip->src_addr) {
-		sp_drop(w, m, SP_CNT_drop_icmp_error);
-		return SP_NONE;
-	}
-	memset(&key, 0, sizeof(key));
-	key.proto = in.proto;
-	key.src = in.ip->dst_addr;
-	key.dst = in.ip->src_addr;
-	key.sport = *sp_inner_dport(&in);
-	key.dport = *sp_inner_sport(&in);
 	d = sp_nat_lookup(&w->nat, &key);
 	if (d < 0) {
 		error_elsewhere(w, m, &key);
