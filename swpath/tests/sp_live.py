@@ -16,7 +16,6 @@ Run as root: sp_live.py --app PATH/quicknat-swpath. Ends with
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import re
@@ -28,11 +27,11 @@ import sys
 import tempfile
 import threading
 import time
-import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from live_frame import Tally, live_main, parse_args, run_alone, run_cases
 from quicknat.addr import parse_ipv4
 from quicknat.controller.status import query
 from quicknat.events import event_text
@@ -704,26 +703,6 @@ CASES: list[Callable[[Nat], None]] = [
 ]
 
 
-def run_cases(nat: Nat, cases: list[Callable[[Nat], None]]) -> tuple[int, int]:
-    """Each case in order against one running NAT: (passed, failed); a failure
-    is printed and the next case runs. Each line gives the case's seconds
-    (issue #33: where the suite's time goes)."""
-    passed = failed = 0
-    for fn in cases:
-        start = time.monotonic()
-        try:
-            fn(nat)
-        except Exception as exc:
-            failed += 1
-            print(f"FAIL {fn.__name__} ({time.monotonic() - start:.2f} s): {exc}")
-            if not isinstance(exc, AssertionError):
-                traceback.print_exc()
-            continue
-        passed += 1
-        print(f"ok   {fn.__name__} ({time.monotonic() - start:.2f} s)")
-    return passed, failed
-
-
 GATEWAY = "198.51.100.254"
 
 
@@ -946,19 +925,6 @@ def flood_the_table(nat: Nat) -> None:
         time.sleep(0.02)
 
 
-def run_alone(case: Callable[..., None], *args: object) -> tuple[int, int]:
-    """A case that starts its own processes (after the shared NAT's cases),
-    timed and reported as run_cases reports: (passed, failed)."""
-    start = time.monotonic()
-    try:
-        case(*args)
-    except Exception as exc:
-        print(f"FAIL {case.__name__} ({time.monotonic() - start:.2f} s): {exc}")
-        return 0, 1
-    print(f"ok   {case.__name__} ({time.monotonic() - start:.2f} s)")
-    return 1, 0
-
-
 def audit_logged(log: str) -> tuple[int, int]:
     """The cases' changes at run time, each one line of the log as the
     command table writes it back (commands.toml's audit); queries and
@@ -984,52 +950,54 @@ def audit_logged(log: str) -> tuple[int, int]:
     return 1, 0
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--app", required=True)
-    args = parser.parse_args()
-    if os.geteuid() != 0:
-        print("sp_live: skipped: needs root")
-        print("0 passed, 0 failed, 1 skipped")
-        return 0
-    try:
-        make_links()
-    except subprocess.CalledProcessError as exc:
-        remove_links()
-        print(f"sp_live: skipped: cannot create veth pairs ({exc.stderr.decode().strip()})")
-        print("0 passed, 0 failed, 1 skipped")
-        return 0
-    passed = failed = 0
+def cases_on_one_nat(
+    tally: Tally,
+    app: str,
+    prefix: str,
+    cases: list[Callable[[Nat], None]],
+    after: tuple[Callable[[str, Path], None], ...] = (),
+    **nat_args: Any,
+) -> None:
+    """The cases against one NAT started for them, its clean exit, then the
+    cases that start their own processes (case(app, directory))."""
     nat = None
     try:
-        with tempfile.TemporaryDirectory(prefix="sp-live-") as tmp:
-            nat = Nat(args.app, Path(tmp))
-            passed, failed = run_cases(nat, CASES)
+        with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+            nat = Nat(app, Path(tmp), **nat_args)
+            tally.add(run_cases(nat, cases))
             rc = nat.stop()
-            nat.notify.settimeout(1)
-            stopping = nat.notify.recv(64)
-            if rc == 0 and not nat.sock.exists() and stopping == b"STOPPING=1":
-                passed += 1
-                print("ok   clean_exit")
-            else:
-                failed += 1
-                print(
-                    f"FAIL clean_exit: status {rc}, socket left: {nat.sock.exists()}, "
-                    f"systemd told {stopping!r}"
-                )
-            ok, bad = audit_logged(nat.log())
-            passed, failed = passed + ok, failed + bad
-            ok, bad = run_alone(neighbors_age_and_leave_the_table, args.app, Path(tmp))
-            passed, failed = passed + ok, failed + bad
-    except Exception as exc:
-        failed += 1
-        print(f"FAIL setup: {exc}")
+            tally.check("clean_exit", rc == 0, f"status {rc}")
+            for case in after:
+                tally.add(run_alone(case, app, Path(tmp)))
     finally:
         if nat is not None:
             nat.stop()
-        remove_links()
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+
+
+def main() -> int:
+    args = parse_args(__doc__)
+
+    def body(tally: Tally) -> None:
+        nat = None
+        try:
+            with tempfile.TemporaryDirectory(prefix="sp-live-") as tmp:
+                nat = Nat(args.app, Path(tmp))
+                tally.add(run_cases(nat, CASES))
+                rc = nat.stop()
+                nat.notify.settimeout(1)
+                stopping = nat.notify.recv(64)
+                tally.check(
+                    "clean_exit",
+                    rc == 0 and not nat.sock.exists() and stopping == b"STOPPING=1",
+                    f"status {rc}, socket left: {nat.sock.exists()}, systemd told {stopping!r}",
+                )
+                tally.add(audit_logged(nat.log()))
+                tally.add(run_alone(neighbors_age_and_leave_the_table, args.app, Path(tmp)))
+        finally:
+            if nat is not None:
+                nat.stop()
+
+    return live_main("sp_live", make_links, remove_links, body)
 
 
 if __name__ == "__main__":

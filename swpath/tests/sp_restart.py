@@ -24,19 +24,16 @@ Run as root: sp_restart.py --app PATH/quicknat-swpath. Ends with
 
 from __future__ import annotations
 
-import argparse
-import os
 import struct
 import subprocess
 import sys
-import tempfile
 import time
-import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from live_frame import Tally, live_main, parse_args, run_each
 from quicknat.controller.status import query
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
@@ -326,40 +323,13 @@ CASES = [
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--app", required=True)
-    parser.add_argument("cases", nargs="*", help="default: all")
-    args = parser.parse_args()
+    args = parse_args(__doc__, cases=True)
     cases = [c for c in CASES if not args.cases or c.__name__ in args.cases]
-    if os.geteuid() != 0:
-        print("sp_restart: skipped: needs root")
-        print(f"0 passed, 0 failed, {len(cases)} skipped")
-        return 0
-    try:
-        make_links()
-    except subprocess.CalledProcessError as exc:
-        remove_links()
-        print(f"sp_restart: skipped: cannot create veth pairs ({exc.stderr.decode().strip()})")
-        print(f"0 passed, 0 failed, {len(cases)} skipped")
-        return 0
-    passed = failed = 0
-    try:
-        for case in cases:
-            with tempfile.TemporaryDirectory(prefix="sp-restart-") as tmp:
-                try:
-                    case(args.app, Path(tmp))
-                except Exception as exc:
-                    failed += 1
-                    print(f"FAIL {case.__name__}: {exc}")
-                    if not isinstance(exc, AssertionError):
-                        traceback.print_exc()
-                    continue
-                passed += 1
-                print(f"ok   {case.__name__}")
-    finally:
-        remove_links()
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+
+    def body(tally: Tally) -> None:
+        tally.add(run_each(cases, args.app, "sp-restart-"))
+
+    return live_main("sp_restart", make_links, remove_links, body, n_cases=len(cases))
 
 
 if __name__ == "__main__":

@@ -16,17 +16,15 @@ Run as root: sp_slow_path.py --app PATH/quicknat-swpath. Ends with
 
 from __future__ import annotations
 
-import argparse
 import os
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from ipaddress import ip_address, ip_network
-from pathlib import Path
 
+from live_frame import Tally, live_main, parse_args
 from quicknat.addr import format_ipv4
 from quicknat.controller.status import query
 from quicknat.nat.allocator import Endpoint
@@ -40,7 +38,7 @@ from scapy.layers.inet import ICMP, IP, TCP, UDP, UDPerror
 from scapy.layers.l2 import Dot1Q, Ether
 from scapy.packet import Packet, Raw
 from scapy.sendrecv import sendp
-from sp_live import Nat, captured, eq, run_cases, sh
+from sp_live import Nat, captured, cases_on_one_nat, eq, sh
 
 TAG = f"s{os.getpid() % 100000}"
 SLOW, SWITCH = f"{TAG}p", f"{TAG}sw"  # swpath's port, the switch's port
@@ -570,42 +568,14 @@ CASES: list[Callable[[Nat], None]] = [
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--app", required=True)
-    args = parser.parse_args()
-    if os.geteuid() != 0:
-        print("sp_slow_path: skipped: needs root")
-        print("0 passed, 0 failed, 1 skipped")
-        return 0
-    try:
-        make_link()
-    except subprocess.CalledProcessError as exc:
-        remove_link()
-        print(f"sp_slow_path: skipped: cannot create a veth pair ({exc.stderr.decode().strip()})")
-        print("0 passed, 0 failed, 1 skipped")
-        return 0
-    passed = failed = 0
-    nat = None
-    try:
-        with tempfile.TemporaryDirectory(prefix="sp-slow-path-") as tmp:
-            nat = Nat(args.app, Path(tmp), commands=COMMANDS, devices=(SLOW,))
-            passed, failed = run_cases(nat, CASES)
-            rc = nat.stop()
-            if rc == 0:
-                passed += 1
-                print("ok   clean_exit")
-            else:
-                failed += 1
-                print(f"FAIL clean_exit: status {rc}")
-    except Exception as exc:
-        failed += 1
-        print(f"FAIL setup: {exc}")
-    finally:
-        if nat is not None:
-            nat.stop()
-        remove_link()
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    args = parse_args(__doc__)
+
+    def body(tally: Tally) -> None:
+        cases_on_one_nat(
+            tally, args.app, "sp-slow-path-", CASES, commands=COMMANDS, devices=(SLOW,)
+        )
+
+    return live_main("sp_slow_path", make_link, remove_link, body)
 
 
 if __name__ == "__main__":

@@ -17,22 +17,19 @@ Run as root: sp_slow_path_learn.py --app PATH/quicknat-swpath. Ends with
 
 from __future__ import annotations
 
-import argparse
-import os
 import struct
-import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from ipaddress import ip_address
 from pathlib import Path
 
+from live_frame import Tally, live_main, parse_args
 from quicknat.controller.status import query
 from scapy.layers.inet import ICMP, IP, TCP, UDP
 from scapy.layers.l2 import Dot1Q
 from scapy.packet import Packet, Raw
-from sp_live import Nat, eq, run_alone, run_cases, sh
+from sp_live import Nat, cases_on_one_nat, eq, sh
 from sp_slow_path import (
     COMMANDS,
     GATEWAY_MAC,
@@ -402,46 +399,25 @@ def restart_keeps_held_port(app: str, tmp: Path) -> None:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--app", required=True)
-    args = parser.parse_args()
-    if os.geteuid() != 0:
-        print("sp_slow_path_learn: skipped: needs root")
-        print("0 passed, 0 failed, 1 skipped")
-        return 0
-    try:
+    args = parse_args(__doc__)
+
+    def make_links() -> None:
         make_link()
         for dev in (SLOW, SWITCH):  # the learn tag's 16 bytes (docs/swpath.md)
             sh("ip", "link", "set", dev, "mtu", str(1500 + LEARN_TAG_BYTES))
-    except subprocess.CalledProcessError as exc:
-        remove_link()
-        print(f"sp_slow_path_learn: skipped: cannot create a veth pair ({exc.stderr.decode()})")
-        print("0 passed, 0 failed, 1 skipped")
-        return 0
-    passed = failed = 0
-    nat = None
-    try:
-        with tempfile.TemporaryDirectory(prefix="sp-learn-") as tmp:
-            nat = Nat(args.app, Path(tmp), commands=LEARN_COMMANDS, devices=(SLOW,))
-            passed, failed = run_cases(nat, CASES)
-            rc = nat.stop()
-            if rc == 0:
-                passed += 1
-                print("ok   clean_exit")
-            else:
-                failed += 1
-                print(f"FAIL clean_exit: status {rc}")
-            ok, bad = run_alone(restart_keeps_held_port, args.app, Path(tmp))
-            passed, failed = passed + ok, failed + bad
-    except Exception as exc:
-        failed += 1
-        print(f"FAIL setup: {exc}")
-    finally:
-        if nat is not None:
-            nat.stop()
-        remove_link()
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+
+    def body(tally: Tally) -> None:
+        cases_on_one_nat(
+            tally,
+            args.app,
+            "sp-learn-",
+            CASES,
+            after=(restart_keeps_held_port,),
+            commands=LEARN_COMMANDS,
+            devices=(SLOW,),
+        )
+
+    return live_main("sp_slow_path_learn", make_links, remove_link, body)
 
 
 if __name__ == "__main__":
