@@ -509,6 +509,32 @@ test_parse_icmp(void **state)
  * the quote back, the inner IP and UDP checksums and the outer ICMP
  * checksum are all valid.
  */
+/* The key of the replies to the packet an error quotes (q): q reversed, an
+ * echo's identifier as both ports; none if the error does not go back to
+ * q's source. */
+static void
+check_quoted_key(struct sp_pkt *p, const uint8_t *quoted, uint8_t proto)
+{
+	const struct rte_ipv4_hdr *q = (const void *)quoted;
+	const uint8_t *q4 = quoted + sizeof(*q);
+	struct sp_icmp_inner in = { 0 };
+	struct sp_flow_key key = { 0 };
+	rte_be16_t q_sport, q_dport;
+
+	memcpy(&q_sport, proto == IPPROTO_ICMP ? q4 + 4 : q4, 2);
+	memcpy(&q_dport, proto == IPPROTO_ICMP ? q4 + 4 : q4 + 2, 2);
+	assert_int_equal(sp_icmp_quoted_key(p, &in, &key), 0);
+	assert_int_equal(key.proto, proto);
+	assert_int_equal(key.src, q->dst_addr);
+	assert_int_equal(key.dst, q->src_addr);
+	assert_int_equal(key.sport, q_dport);
+	assert_int_equal(key.dport, q_sport);
+	p->ip->dst_addr ^= RTE_BE32(1);
+	assert_int_equal(sp_icmp_quoted_key(p, &in, &key),
+			 -SP_CNT_drop_icmp_error);
+	p->ip->dst_addr ^= RTE_BE32(1);
+}
+
 static void
 test_icmp_error_rewrite(void **state)
 {
@@ -553,6 +579,8 @@ test_icmp_error_rewrite(void **state)
 
 		assert_int_equal(sp_parse(frame_mbuf(&f, len), &p, &key),
 				 SP_PKT_ICMP_ERROR);
+		check_quoted_key(&p, inner.buf + sizeof(struct rte_ether_hdr),
+				 proto);
 		assert_int_equal(sp_icmp_inner(&p, &in), 0);
 		sp_inner_rewrite(&in, 1, addr, sp_inner_sport(&in),
 				 port);
