@@ -36,20 +36,27 @@ runner_main(void *arg)
 	/* The kernel's default timer slack (50 us) would stretch every idle
 	 * sleep to at least that: a packet arriving meanwhile waits for it. */
 	prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
-	r->running = true;
+	/* A full barrier (xchg), not a plain store: the store must be seen
+	 * before this thread takes its first table state (the rx of
+	 * rte_swx_pipeline_run). A plain one may wait in the store buffer
+	 * while that load goes ahead, which x86 allows (Intel SDM vol. 3A,
+	 * "Loads May Be Reordered with Earlier Stores to Different
+	 * Locations"): a commit that read `false` meanwhile would not wait for
+	 * the copy this thread holds before rewriting it (tables.c: drained).
+	 * The commit's side has its barrier: the device's mutex, taken by
+	 * every Write between one commit's publish and the next one's check. */
+	__atomic_store_n(&r->running, true, __ATOMIC_SEQ_CST);
 	while (!r->stop) {
 		uint64_t now;
 
 		rte_swx_pipeline_run(r->p, SWX_QUANTUM);
 		now = packets_in(r->p, r->n_ports_in);
-		r->rounds++;
 		if (now - before >= SWX_BUSY_ROUND) {
 			before = now;
 			continue;
 		}
 		before = now;
 		rte_swx_pipeline_flush(r->p);
-		r->idle_rounds++;
 		if (r->idle_sleep_us) {
 			/* tv_nsec must stay under a second (EINVAL: no sleep) */
 			struct timespec ts = { r->idle_sleep_us / 1000000,

@@ -22,8 +22,7 @@ struct swx_runner {
 	uint32_t idle_sleep_us;
 	uint32_t n_ports_in;
 	volatile bool stop;
-	volatile bool running;
-	uint64_t rounds, idle_rounds;	/* read by the control thread */
+	volatile bool running;	/* read by commits (tables.h: swx_tables_watch) */
 };
 
 /* Starts r on its lcore. 0, or -1. */
