@@ -111,7 +111,8 @@ SUITES = [
         "swpath-tsan",
         ["make", "-s", "-C", "swpath/src", "test-threads"],
         "ThreadSanitizer over two workers and the control thread (the live veth "
-        "suite, the pcap runs with two workers): a data race fails it",
+        "suite, a slow-path instance's, the pcap runs with two workers): a data "
+        "race fails it",
         root=True,
     ),
     Suite(

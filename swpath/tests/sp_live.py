@@ -146,6 +146,7 @@ class Nat:
             "2",
             *extra,
         ]
+        self.started = time.monotonic()
         self.proc = subprocess.Popen(
             argv,
             stdout=subprocess.PIPE,

@@ -182,8 +182,13 @@ def case_replies_come_back_tagged_inside(nat: Nat) -> None:
     eq((stats["workers"], stats["dispatch"]), (2, "software"))
     assert all(lc["sessions"] > 0 for lc in stats["lcores"]), stats["lcores"]
     # both workers had packets: each counted the time they took (busy_us),
-    # which on this idle link is far from the seconds it has polled
-    assert all(0 < lc["busy_us"] < 200_000 for lc in stats["lcores"]), stats["lcores"]
+    # which on this idle link is far from the time it has polled (a bound
+    # relative to it holds at ThreadSanitizer's pace too: make test-threads)
+    polled_us = (time.monotonic() - nat.started) * 1e6
+    assert all(0 < lc["busy_us"] < polled_us / 4 for lc in stats["lcores"]), (
+        polled_us,
+        stats["lcores"],
+    )
     c = stats["counters"]
     eq((c["in2out"], c["out2in"]), (len(HOSTS), len(HOSTS)), "translated")
     eq(c["handoff"], 0, "each flow on one worker both ways")
