@@ -110,9 +110,9 @@ SUITES = [
     Suite(
         "swpath-tsan",
         ["make", "-s", "-C", "swpath/src", "test-threads"],
-        "ThreadSanitizer over two workers and the control thread (the live veth "
-        "suite, a slow-path instance's, the pcap runs with two workers): a data "
-        "race fails it",
+        "ThreadSanitizer over QNS's readers beside its writer, and over two "
+        "workers and the control thread (the live veth suite, a slow-path "
+        "instance's, the pcap runs with two workers): a data race fails it",
         root=True,
     ),
     Suite(
