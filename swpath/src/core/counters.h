@@ -9,6 +9,8 @@
 
 #include <stdint.h>
 
+#include "util/count.h"	/* how a worker writes them: SP_COUNT_ADD */
+
 #define SP_COUNTERS(X) \
 	X(rx, "packets received from a device") \
 	X(tx, "packets given to a device") \
@@ -99,25 +101,5 @@ enum sp_counter {
 
 extern const char *const sp_counter_names[SP_CNT_MAX];
 extern const char *const sp_counter_help[SP_CNT_MAX];
-
-/*
- * Adds n to (or takes it from) a figure one thread writes while others read
- * it: a worker's counters and histogram buckets, its session and mapping
- * counts, its pool slots' use (the readers: format.c, sp.c, telemetry.c).
- * A relaxed atomic load and store, not a locked add: no other thread writes,
- * so no update is lost, and a reader's relaxed load sees a whole value. A
- * plain `c++` racing with that load is undefined (C11 5.1.2.4p25) and lets
- * the compiler tear the store or keep the value in a register; ThreadSanitizer
- * (`make -C swpath/src SANITIZE=thread`) reports every such pair. On x86-64
- * both compile to the same load, add and store.
- */
-#define SP_COUNT_ADD(lvalue, n) \
-	__atomic_store_n(&(lvalue), \
-			 __atomic_load_n(&(lvalue), __ATOMIC_RELAXED) + (n), \
-			 __ATOMIC_RELAXED)
-#define SP_COUNT_SUB(lvalue, n) \
-	__atomic_store_n(&(lvalue), \
-			 __atomic_load_n(&(lvalue), __ATOMIC_RELAXED) - (n), \
-			 __ATOMIC_RELAXED)
 
 #endif /* SP_COUNTERS_H */

@@ -140,12 +140,13 @@ void Program::CounterValue(const CounterBinding& c, uint32_t index, uint64_t* pa
   for (const auto& in : instances_) {
     uint32_t size;
     const volatile uint64_t* a;
+    // the pipeline threads count into them as they go: relaxed loads
     if (c.packets >= 0 && (a = swx_regarray(in.pipeline, static_cast<uint32_t>(c.packets), &size)) &&
         index < size)
-      *packets += a[index];
+      *packets += __atomic_load_n(&a[index], __ATOMIC_RELAXED);
     if (c.bytes >= 0 && (a = swx_regarray(in.pipeline, static_cast<uint32_t>(c.bytes), &size)) &&
         index < size)
-      *bytes += a[index];
+      *bytes += __atomic_load_n(&a[index], __ATOMIC_RELAXED);
   }
 }
 

@@ -9,6 +9,7 @@
 #include <rte_swx_pipeline_internal.h>
 
 #include "guard.h"
+#include "util/count.h"
 
 #define ETHER_HDR 14
 #define VLAN_TAG 4
@@ -69,12 +70,12 @@ guard_rx(void *port, struct rte_swx_pkt *pkt)
 
 				memset(f + pkt->length, 0, fill < room ? fill : room);
 			}
-			g->stats.packets++;
+			SP_COUNT_ADD(g->stats.packets, 1);
 			return 1;
 		}
-		g->stats.truncated++;
-		if (g->drops != NULL)	/* this thread's array: no race */
-			(*g->drops)++;
+		SP_COUNT_ADD(g->stats.truncated, 1);
+		if (g->drops != NULL)	/* a register array this thread writes */
+			SP_COUNT_ADD(*g->drops, 1);
 		rte_pktmbuf_free(m);
 	}
 	return 0;
@@ -116,9 +117,15 @@ swx_guard_count_into(struct rte_swx_pipeline *p, uint32_t regarray_id, uint32_t 
 void
 swx_guard_stats(struct rte_swx_pipeline *p, uint32_t port, struct swx_guard_stats *out)
 {
+	const struct swx_guard_stats *s;
+
 	memset(out, 0, sizeof(*out));
-	if (port >= 1 && port < p->n_ports_in && p->in[port].pkt_rx == guard_rx)
-		*out = ((struct guard *)p->in[port].obj)->stats;
+	if (port < 1 || port >= p->n_ports_in || p->in[port].pkt_rx != guard_rx)
+		return;
+	/* the pipeline thread counts them as it goes (util/count.h) */
+	s = &((const struct guard *)p->in[port].obj)->stats;
+	out->packets = __atomic_load_n(&s->packets, __ATOMIC_RELAXED);
+	out->truncated = __atomic_load_n(&s->truncated, __ATOMIC_RELAXED);
 }
 
 void

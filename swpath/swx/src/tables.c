@@ -619,7 +619,8 @@ apply_retired(struct swx_tables *t, struct rte_swx_table_state *ts)
 static void
 settle(struct swx_tables *t)
 {
-	while (t->running != NULL && *t->running && !drained(t->p, t->ts[t->active]))
+	while (t->running != NULL && __atomic_load_n(t->running, __ATOMIC_SEQ_CST) &&
+	       !drained(t->p, t->ts[t->active]))
 		sched_yield();
 	apply_retired(t, t->ts[!t->active]);
 	ops_free(t->retired_ops, t->n_retired_ops);
