@@ -3,9 +3,10 @@
  * What ThreadSanitizer cannot see for itself, told to it. It sees the
  * synchronisation in code built with -fsanitize=thread and in the calls it
  * intercepts (pthread, libc), not inside DPDK's libraries: so it cannot see
- * that rte_eal_mp_wait_lcore() has joined the workers, and would report every
- * access of the teardown that follows as racing with the workers' last ones.
- * Empty in every other build.
+ * that rte_eal_mp_wait_lcore() or rte_eal_wait_lcore() has joined a worker
+ * lcore, and would report every access of the teardown that follows as
+ * racing with the worker's last ones (swpath's workers, quicknat-swx's
+ * pipeline threads). Empty in every other build.
  */
 #ifndef SP_TSAN_H
 #define SP_TSAN_H

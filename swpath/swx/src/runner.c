@@ -8,6 +8,7 @@
 #include <rte_swx_pipeline.h>
 
 #include "runner.h"
+#include "util/tsan.h"
 
 /* Instructions per rte_swx_pipeline_run(): a few packets' worth (DPDK's
  * pipeline example runs 1,000). */
@@ -46,7 +47,7 @@ runner_main(void *arg)
 	 * The commit's side has its barrier: the device's mutex, taken by
 	 * every Write between one commit's publish and the next one's check. */
 	__atomic_store_n(&r->running, true, __ATOMIC_SEQ_CST);
-	while (!r->stop) {
+	while (!__atomic_load_n(&r->stop, __ATOMIC_RELAXED)) {
 		uint64_t now;
 
 		rte_swx_pipeline_run(r->p, SWX_QUANTUM);
@@ -66,7 +67,10 @@ runner_main(void *arg)
 		}
 	}
 	rte_swx_pipeline_flush(r->p);
-	r->running = false;
+	/* after its last use of a table state; the join in rte_eal_wait_lcore
+	 * is librte_eal's, which ThreadSanitizer cannot see (util/tsan.h) */
+	__atomic_store_n(&r->running, false, __ATOMIC_RELEASE);
+	SP_TSAN_RELEASE(r);
 	return 0;
 }
 
@@ -78,13 +82,14 @@ swx_runner_start(struct swx_runner *r)
 	if (rte_swx_ctl_pipeline_info_get(r->p, &info) != 0)
 		return -1;
 	r->n_ports_in = info.n_ports_in;
-	r->stop = false;
+	__atomic_store_n(&r->stop, false, __ATOMIC_RELAXED);
 	return rte_eal_remote_launch(runner_main, r, r->lcore) == 0 ? 0 : -1;
 }
 
 void
 swx_runner_stop(struct swx_runner *r)
 {
-	r->stop = true;
+	__atomic_store_n(&r->stop, true, __ATOMIC_RELAXED);
 	rte_eal_wait_lcore(r->lcore);
+	SP_TSAN_ACQUIRE(r);
 }

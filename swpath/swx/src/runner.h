@@ -21,8 +21,8 @@ struct swx_runner {
 	unsigned lcore;
 	uint32_t idle_sleep_us;
 	uint32_t n_ports_in;
-	volatile bool stop;
-	volatile bool running;	/* read by commits (tables.h: swx_tables_watch) */
+	bool stop;	/* atomic: set by the control thread */
+	bool running;	/* atomic: read by commits (tables.h: swx_tables_watch) */
 };
 
 /* Starts r on its lcore. 0, or -1. */

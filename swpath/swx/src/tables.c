@@ -57,7 +57,7 @@ struct swx_tables {
 	 * them, then applies these). */
 	struct swx_op *retired_ops;
 	size_t n_retired_ops, cap_retired_ops;
-	const volatile bool *running;
+	const bool *running;
 };
 
 /* The entry's action data is the table's size, not its action's: a table
@@ -324,7 +324,7 @@ swx_tables_free(struct swx_tables *t)
 }
 
 void
-swx_tables_watch(struct swx_tables *t, const volatile bool *running)
+swx_tables_watch(struct swx_tables *t, const bool *running)
 {
 	t->running = running;
 }

@@ -90,6 +90,6 @@ int64_t swx_tables_entry_id(struct swx_tables *t, uint32_t table, const uint8_t 
 /* The flag that says a thread runs this pipeline (swx_runner.running): while
  * it is false, a commit does not wait for packets in flight (there are
  * none). NULL: nothing runs it. */
-void swx_tables_watch(struct swx_tables *t, const volatile bool *running);
+void swx_tables_watch(struct swx_tables *t, const bool *running);
 
 #endif /* SWX_TABLES_H */
