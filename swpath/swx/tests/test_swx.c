@@ -322,7 +322,7 @@ ms_since(const struct timespec *t0)
 static void
 test_commit_waits_for_no_pipeline_thread(void **state)
 {
-	volatile bool running = true;
+	bool running = true;
 	struct late_runner late = { .late_ms = 300 };
 	struct timespec t0;
 	pthread_t thread;
