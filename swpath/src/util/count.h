@@ -12,7 +12,7 @@
  * so no update is lost, and a reader's relaxed load sees a whole value. A
  * plain `c++` racing with that load is undefined (C11 5.1.2.4p25) and lets
  * the compiler tear the store or keep the value in a register; ThreadSanitizer
- * (`make -C swpath/src SANITIZE=thread`) reports every such pair. On x86-64
+ * (`make -C swpath/src test-threads`) reports every such pair. On x86-64
  * both compile to the same load, add and store.
  */
 #define SP_COUNT_ADD(lvalue, n) \
