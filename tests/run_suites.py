@@ -288,14 +288,22 @@ def missing_tools(suite: Suite) -> list[str]:
     ]
 
 
-def run(suite: Suite) -> Result:
+def skip_reason(suite: Suite) -> str | None:
+    """Why the suite cannot run here (a missing tool, or not root), or None."""
     missing = missing_tools(suite)
     if missing:
         named = [f"${TOOL_VARIABLES[t]}" for t in missing if t in TOOL_VARIABLES]
         where = "not on PATH" + (f" ({', '.join(named)} unset)" if named else "")
-        return Result(suite, "skipped", note=f"{', '.join(missing)} {where}")
+        return f"{', '.join(missing)} {where}"
     if suite.root and os.geteuid() != 0:
-        return Result(suite, "skipped", note="needs root")
+        return "needs root"
+    return None
+
+
+def run(suite: Suite) -> Result:
+    reason = skip_reason(suite)
+    if reason is not None:
+        return Result(suite, "skipped", note=reason)
     header = f"\n===== {suite.name}: {suite.what}\n"
     env = dict(os.environ, PATH=f"{VENV_BIN}:{os.environ.get('PATH', '')}")
     start = time.monotonic()
@@ -330,10 +338,20 @@ def run_all(jobs: int) -> list[Result]:
     suite in SUITES order whose lab (Suite.lab) no running suite holds; a
     suite that runs alone (Suite.alone) waits for the running ones, and none
     starts beside it.
+    A suite that cannot run here (skip_reason) is settled before any
+    starts: it holds no worker, and one that would run alone holds nothing
+    back (a skipped BMv2 lab once kept the second vCPU idle for 100 s).
     Each suite's output is printed once it and every suite before it in
     SUITES are done."""
     results: list[Result | None] = [None] * len(SUITES)
     printed = 0
+    pending = []
+    for i, suite in enumerate(SUITES):
+        reason = skip_reason(suite)
+        if reason is None:
+            pending.append(i)
+        else:
+            results[i] = Result(suite, "skipped", note=reason)
 
     def flush() -> None:
         nonlocal printed
@@ -345,7 +363,6 @@ def run_all(jobs: int) -> list[Result]:
             sys.stdout.flush()
             printed += 1
 
-    pending = list(range(len(SUITES)))
     running: dict[Future[Result], int] = {}
     with ThreadPoolExecutor(max_workers=jobs) as workers:
         while pending or running:
@@ -365,6 +382,7 @@ def run_all(jobs: int) -> list[Result]:
             for future in done:
                 results[running.pop(future)] = future.result()
             flush()
+    flush()  # when every suite was skipped
     return [r for r in results if r is not None]
 
 

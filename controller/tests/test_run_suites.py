@@ -110,3 +110,32 @@ def test_two_suites_at_a_time_never_two_on_one_lab_and_printed_in_order(
     results = run_suites.run_all(jobs=2)
     assert [r.status for r in results] == ["ok", "ok", "ok"]
     assert span("free-e")[1] <= span("alone-f")[0] and span("alone-f")[1] <= span("free-g")[0]
+
+
+def test_a_skipped_suite_that_would_run_alone_holds_nothing_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A BMv2 lab runs alone, but where BMv2 is missing it is skipped: the
+    suites after it start beside the ones before it (it once left the second
+    vCPU idle for 100 s of make test)."""
+    run_suites = runner()
+
+    def sleeping(name: str, seconds: float) -> object:
+        stamps = tmp_path / name
+        command = ["sh", "-c", f"date +%s.%N > {stamps}; sleep {seconds}; date +%s.%N >> {stamps}"]
+        return run_suites.Suite(name, command, name)
+
+    def span(name: str) -> tuple[float, float]:
+        start, end = (float(t) for t in (tmp_path / name).read_text().split())
+        return start, end
+
+    missing = run_suites.Suite(
+        "alone-missing", ["true"], "alone-missing", requires=["quicknat-no-such-tool"], alone=True
+    )
+    monkeypatch.setattr(
+        run_suites, "SUITES", [sleeping("free-h", 0.6), missing, sleeping("free-i", 0.1)]
+    )
+    results = run_suites.run_all(jobs=2)
+    assert [r.status for r in results] == ["ok", "skipped", "ok"]
+    assert results[1].note == "quicknat-no-such-tool not on PATH"
+    assert span("free-i")[1] < span("free-h")[1]
