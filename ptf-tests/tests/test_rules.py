@@ -4,7 +4,7 @@ the data path."""
 from __future__ import annotations
 
 import json
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from base import INSIDE, OUTSIDE, QuickNatTest
 from harness import configs
@@ -108,6 +108,10 @@ class RoutesChangeAtRunTime(QuickNatTest):
     table, the controller the switch's routing_v4 read back over
     P4Runtime); the original file takes it away again."""
 
+    # The flow must outlive two reloads: under load they took 4.2 s, over
+    # ptf.toml's 4 s UDP timeout, and the flow's third packet got a new
+    # mapping (ageing is test_lifecycle's, not this scenario's).
+    CONFIG: ClassVar[dict[str, Any]] = {"timeouts": {"udp": 120}}
     GATEWAY_MAC = "02:00:00:00:02:fe"
     HOP, HOP_MAC = "198.51.100.253", "02:00:00:00:02:fd"
     ROUTE: ClassVar[dict[str, object]] = {"prefix": "8.8.8.0/24", "interface": "out0", "via": HOP}
