@@ -72,8 +72,9 @@ build:
 
 # build first: the swpath suites (C tests, PTF and the lab through swpath) run
 # the binary. PYTHON runs the Mininet lab's suite (it needs Debian's Mininet).
-# The suites' own builds (ASan, TSan, the unit programs) go through ccache
-# too: about 40 s of compiling on a warm cache (docs/test-time.md).
+# The suites' own builds (swpath under ASan and TSan, the unit programs) go
+# through ccache too: a warm cache saves them about 80 s of compiling
+# (docs/test-time.md).
 SUITE_TOOLS := $(if $(CCACHE),CCACHE_BASEDIR=$(CURDIR) $(BUILD_TOOLS))
 test: $(VENV)/.installed build
 	$(SUITE_TOOLS) PYTHON=$(PYTHON) $(VPY) tests/run_suites.py
