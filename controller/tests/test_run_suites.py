@@ -23,6 +23,30 @@ def runner() -> ModuleType:
     return module
 
 
+def sleeping(
+    run_suites: ModuleType,
+    stamps: Path,
+    name: str,
+    seconds: float,
+    line: str = "1 passed, 0 failed",
+    lab: str | None = None,
+    alone: bool = False,
+) -> object:
+    """A suite that sleeps, stamping its start and end in stamps/name."""
+    out = stamps / name
+    command = [
+        "sh",
+        "-c",
+        f"date +%s.%N > {out}; sleep {seconds}; date +%s.%N >> {out}; echo '{line}'",
+    ]
+    return run_suites.Suite(name, command, name, lab=lab, alone=alone)
+
+
+def span(stamps: Path, name: str) -> tuple[float, float]:
+    start, end = (float(t) for t in (stamps / name).read_text().split())
+    return start, end
+
+
 def test_a_tool_named_by_its_variable_is_found(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -53,30 +77,15 @@ def test_two_suites_at_a_time_never_two_on_one_lab_and_printed_in_order(
     worker is free); a failure still counts, and the log lists the suites
     in SUITES order whichever finished first."""
     run_suites = runner()
-
-    def sleeping(
-        name: str, seconds: float, line: str, lab: str | None, alone: bool = False
-    ) -> object:
-        stamps = tmp_path / name
-        command = [
-            "sh",
-            "-c",
-            f"date +%s.%N > {stamps}; sleep {seconds}; date +%s.%N >> {stamps}; echo '{line}'",
-        ]
-        return run_suites.Suite(name, command, name, lab=lab, alone=alone)
-
-    def span(name: str) -> tuple[float, float]:
-        start, end = (float(t) for t in (tmp_path / name).read_text().split())
-        return start, end
-
+    t = tmp_path
     monkeypatch.setattr(
         run_suites,
         "SUITES",
         [
-            sleeping("lab-a", 1.0, "1 passed, 0 failed", "the lab"),
-            sleeping("lab-b", 0.2, "2 passed, 0 failed", "the lab"),
-            sleeping("free-c", 0.5, "0 passed, 1 failed", None),
-            sleeping("free-d", 0.1, "4 passed, 0 failed", None),
+            sleeping(run_suites, t, "lab-a", 1.0, "1 passed, 0 failed", "the lab"),
+            sleeping(run_suites, t, "lab-b", 0.2, "2 passed, 0 failed", "the lab"),
+            sleeping(run_suites, t, "free-c", 0.5, "0 passed, 1 failed"),
+            sleeping(run_suites, t, "free-d", 0.1, "4 passed, 0 failed"),
         ],
     )
     results = run_suites.run_all(jobs=2)
@@ -87,29 +96,32 @@ def test_two_suites_at_a_time_never_two_on_one_lab_and_printed_in_order(
         ("free-d", 4, 0),
     ]
     # lab-b waited for lab-a, while free-c and free-d ran beside lab-a
-    assert span("lab-b")[0] >= span("lab-a")[1]
-    assert span("free-c")[0] < span("lab-a")[1]
-    assert span("free-d")[1] < span("lab-a")[1]
+    assert span(t, "lab-b")[0] >= span(t, "lab-a")[1]
+    assert span(t, "free-c")[0] < span(t, "lab-a")[1]
+    assert span(t, "free-d")[1] < span(t, "lab-a")[1]
     out = capsys.readouterr().out
     headers = [line for line in out.splitlines() if line.startswith("=====")]
     assert headers == [f"===== {n}: {n}" for n in ("lab-a", "lab-b", "free-c", "free-d")]
     run_suites.run_all(jobs=1)
-    order = sorted(("lab-a", "lab-b", "free-c", "free-d"), key=lambda n: span(n)[0])
+    order = sorted(("lab-a", "lab-b", "free-c", "free-d"), key=lambda n: span(t, n)[0])
     assert order == ["lab-a", "lab-b", "free-c", "free-d"]
-    assert all(span(a)[1] <= span(b)[0] for a, b in itertools.pairwise(order))
+    assert all(span(t, a)[1] <= span(t, b)[0] for a, b in itertools.pairwise(order))
     # a suite that runs alone: after the one before it, and nothing beside it
     monkeypatch.setattr(
         run_suites,
         "SUITES",
         [
-            sleeping("free-e", 0.5, "1 passed, 0 failed", None),
-            sleeping("alone-f", 0.3, "1 passed, 0 failed", None, alone=True),
-            sleeping("free-g", 0.2, "1 passed, 0 failed", None),
+            sleeping(run_suites, t, "free-e", 0.5),
+            sleeping(run_suites, t, "alone-f", 0.3, alone=True),
+            sleeping(run_suites, t, "free-g", 0.2),
         ],
     )
     results = run_suites.run_all(jobs=2)
     assert [r.status for r in results] == ["ok", "ok", "ok"]
-    assert span("free-e")[1] <= span("alone-f")[0] and span("alone-f")[1] <= span("free-g")[0]
+    assert (
+        span(t, "free-e")[1] <= span(t, "alone-f")[0]
+        and span(t, "alone-f")[1] <= span(t, "free-g")[0]
+    )
 
 
 def test_a_skipped_suite_that_would_run_alone_holds_nothing_back(
@@ -119,23 +131,19 @@ def test_a_skipped_suite_that_would_run_alone_holds_nothing_back(
     suites after it start beside the ones before it (it once left the second
     vCPU idle for 100 s of make test)."""
     run_suites = runner()
-
-    def sleeping(name: str, seconds: float) -> object:
-        stamps = tmp_path / name
-        command = ["sh", "-c", f"date +%s.%N > {stamps}; sleep {seconds}; date +%s.%N >> {stamps}"]
-        return run_suites.Suite(name, command, name)
-
-    def span(name: str) -> tuple[float, float]:
-        start, end = (float(t) for t in (tmp_path / name).read_text().split())
-        return start, end
-
     missing = run_suites.Suite(
         "alone-missing", ["true"], "alone-missing", requires=["quicknat-no-such-tool"], alone=True
     )
     monkeypatch.setattr(
-        run_suites, "SUITES", [sleeping("free-h", 0.6), missing, sleeping("free-i", 0.1)]
+        run_suites,
+        "SUITES",
+        [
+            sleeping(run_suites, tmp_path, "free-h", 0.6),
+            missing,
+            sleeping(run_suites, tmp_path, "free-i", 0.1),
+        ],
     )
     results = run_suites.run_all(jobs=2)
     assert [r.status for r in results] == ["ok", "skipped", "ok"]
     assert results[1].note == "quicknat-no-such-tool not on PATH"
-    assert span("free-i")[1] < span("free-h")[1]
+    assert span(tmp_path, "free-i")[1] < span(tmp_path, "free-h")[1]
